@@ -1,0 +1,89 @@
+"""The library entry points: index a BCF, open what was indexed."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+
+from obspec_utils.registry import ObjectStoreRegistry
+from obstore.store import LocalStore
+from virtualizarr.manifests import ManifestStore
+
+from . import cache as cache_mod
+from . import manifest, writers
+from .errors import VcfVirtualError
+
+logger = logging.getLogger(__name__)
+
+
+def index(
+    bcf_path,
+    *,
+    refs_path=None,
+    cache_path=None,
+    variants_chunk_size: int | None = None,
+    cache_layout: str = "raw",
+    force: bool = False,
+    progress: bool | None = None,
+) -> ManifestStore:
+    """Index ``bcf_path``: write the transcode cache and Kerchunk JSON, return the store.
+
+    The returned :class:`~virtualizarr.manifests.ManifestStore` reads directly with
+    ``xr.open_zarr(store, zarr_format=3, consolidated=False)``. ``refs_path=False``
+    skips the Kerchunk JSON. Outputs default to ``<bcf>.vcz.json`` and
+    ``<bcf>.vcz.cache.bcf`` next to the BCF; existing outputs need ``force=True``.
+    """
+    bcf_path = Path(bcf_path)
+    default_refs, default_cache = cache_mod.default_paths(bcf_path)
+    cache_path = Path(cache_path) if cache_path else default_cache
+    refs_path = None if refs_path is False else Path(refs_path) if refs_path else default_refs
+    if cache_layout not in cache_mod.LAYOUTS:
+        raise VcfVirtualError(None, f"unknown cache layout {cache_layout!r}", hint=f"use one of {cache_mod.LAYOUTS}")
+    if variants_chunk_size is not None and variants_chunk_size < 1:
+        raise VcfVirtualError(None, f"variants chunk size must be at least 1, got {variants_chunk_size}")
+    if not force:
+        for p in (cache_path, refs_path):
+            if p is not None and p.exists():
+                raise cache_mod.OutputExistsError(p, "output already exists", hint="pass --force to overwrite it")
+    try:
+        source = cache_mod.Fingerprint.of(bcf_path)
+    except OSError as e:
+        raise VcfVirtualError(bcf_path, f"cannot read: {e.strerror}") from None
+
+    tmp_refs = cache_mod.temporary_name(refs_path) if refs_path is not None else None
+    try:
+        # The cache is renamed into place before the references that point at it.
+        with cache_mod.atomic_output(cache_path, force=True) as tmp_cache:
+            scan = cache_mod.write_raw_cache(bcf_path, tmp_cache, progress=progress)
+            n = scan.num_records
+            ploidy = int(scan.ploidy.max()) if n else 1
+            chunk_length = variants_chunk_size or manifest.default_chunk_length(len(scan.header.samples), ploidy)
+            cache_url = Path(os.path.abspath(cache_path)).as_uri()
+            attrs = {
+                "vcfvirtual": {
+                    "source": {"path": str(bcf_path), "size": source.size, "mtime_ns": source.mtime_ns},
+                    "cache": {"url": cache_url, "layout": cache_layout, "size": os.path.getsize(tmp_cache)},
+                    "variants_chunk_size": chunk_length,
+                }
+            }
+            group = manifest.build_group(scan, cache_url, chunk_length, extra_attributes=attrs)
+            if tmp_refs is not None:
+                writers.write_kerchunk_json(group, tmp_refs)
+        if tmp_refs is not None:
+            os.replace(tmp_refs, refs_path)
+    except BaseException:
+        if tmp_refs is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp_refs.unlink()
+        raise
+    logger.info("%s: %d records in %d-variant chunks -> %s", bcf_path, n, chunk_length, cache_path)
+    return ManifestStore(group, registry=local_registry())
+
+
+def local_registry() -> ObjectStoreRegistry:
+    return ObjectStoreRegistry({"file://": LocalStore()})
+
+
+open_store = writers.open_store

@@ -1,0 +1,67 @@
+"""Command line: thin click commands over the library."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+import click
+
+from . import __version__
+from .errors import VcfVirtualError
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="vcfvirtual")
+def main():
+    """Serve BCF files as virtual VCF Zarr stores, without converting them."""
+
+
+@main.command("index")
+@click.argument("bcf", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "refs_path", type=click.Path(dir_okay=False),
+              help="Kerchunk JSON to write. Default: <BCF>.vcz.json next to the BCF.")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
+              help="Transcode cache to write. Default: <BCF>.vcz.cache.bcf next to the BCF.")
+@click.option("-c", "--variants-chunk-size", type=click.IntRange(min=1),
+              help="Variants per chunk. Default: sized so a decoded call_genotype chunk is "
+                   "at most ~64 MiB, between 100 and 10,000.")
+@click.option("--cache-layout", type=click.Choice(["raw"]), default="raw", show_default=True,
+              help="How records are laid out in the cache: 'raw' is the uncompressed BCF stream.")
+@click.option("-f", "--force", is_flag=True, help="Overwrite existing outputs.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show a progress bar (default: only when stderr is a terminal).")
+@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout, force, progress, verbose):
+    """Scan BCF once and write its transcode cache and Kerchunk JSON references.
+
+    Open the result with vcfvirtual.open_store("<BCF>.vcz.json") and xarray.open_zarr.
+    """
+    _setup_logging(verbose)
+    from .api import index
+
+    start = time.perf_counter()
+    try:
+        store = index(bcf, refs_path=refs_path, cache_path=cache_path,
+                      variants_chunk_size=variants_chunk_size, cache_layout=cache_layout,
+                      force=force, progress=progress)
+    except VcfVirtualError as e:
+        click.echo(f"vcfvirtual: error: {e}", err=True)
+        sys.exit(1)
+    attrs = store._group.metadata.attributes["vcfvirtual"]
+    n = store._group.arrays["variant_position"].shape[0]
+    click.echo(
+        f"indexed {n} records in {time.perf_counter() - start:.2f}s; "
+        f"chunks of {attrs['variants_chunk_size']} variants; cache {attrs['cache']['url']}",
+        err=True,
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

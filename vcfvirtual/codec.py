@@ -1,0 +1,252 @@
+"""The ``vcfvirtual.bcf`` codec: whole BCF records of one chunk -> that chunk's values.
+
+A chunk of any variants-dimension array is the byte range of the chunk's records in
+the transcode cache. The codec is a bytes-to-bytes step that decodes those records
+into the *serialised* chunk, which the standard step then reads:
+
+* Zarr v3: ``codecs = [bytes | vlen-utf8, vcfvirtual.bcf]``
+* Zarr v2 / Kerchunk: ``filters = [vlen-utf8?, vcfvirtual.bcf]``, no compressor
+
+so numeric chunks come out as the little-endian bytes of the full chunk shape and
+string chunks as ``vlen-utf8`` bytes. The configuration carries everything needed
+(array, value kind, BCF dictionary key, per-variant shape, chunk length, cache layout),
+because numcodecs never tells a codec the chunk shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Self
+
+import numpy as np
+from numcodecs.abc import Codec
+from numcodecs.compat import ensure_contiguous_ndarray, ndarray_copy
+from zarr.abc.codec import BytesBytesCodec
+
+from . import decode, records
+from .errors import ChunkDecodeError
+
+CODEC_ID = "vcfvirtual.bcf"
+FORMAT_VERSION = 1
+LAYOUTS = ("raw",)
+
+# Value kinds: which part of a record an array reads.
+KINDS = (
+    "contig",
+    "position",
+    "length",
+    "quality",
+    "id",
+    "id_mask",
+    "allele",
+    "filter",
+    "genotype",
+    "genotype_phased",
+    "genotype_mask",
+)
+STRING_KINDS = ("id", "allele")
+FLOAT32_FILL = np.array([0x7F800002], dtype="<u4").view("<f4")[0]
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    """What one array's codec needs to decode any of its chunks. JSON-only values."""
+
+    array: str
+    kind: str
+    dtype: str  # numpy dtype string, or "str" for vlen-utf8 strings
+    shape: tuple[int, ...]  # per-variant shape (every dimension but variants)
+    chunk_length: int  # variants per chunk; the last chunk may hold fewer records
+    key: int = -1  # BCF dictionary key of the field (GT) or -1
+    ploidy: int = 0  # ploidy dimension, for the genotype kinds
+    filter_columns: tuple[int, ...] = ()  # filter_id column of each FILTER key
+    layout: str = "raw"
+    version: int = FORMAT_VERSION
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown vcfvirtual.bcf kind {self.kind!r}; expected one of {KINDS}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"unknown cache layout {self.layout!r}; expected one of {LAYOUTS}")
+        if self.version > FORMAT_VERSION:
+            raise ValueError(
+                f"vcfvirtual.bcf config version {self.version} is newer than this vcfvirtual "
+                f"understands ({FORMAT_VERSION}); upgrade vcfvirtual"
+            )
+        object.__setattr__(self, "shape", tuple(int(x) for x in self.shape))
+        object.__setattr__(self, "filter_columns", tuple(int(x) for x in self.filter_columns))
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Self:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(config) - fields - {"id"}
+        if unknown:
+            raise ValueError(f"unknown vcfvirtual.bcf config keys {sorted(unknown)}")
+        return cls(**{k: v for k, v in config.items() if k in fields})
+
+    def to_config(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["shape"] = list(self.shape)
+        d["filter_columns"] = list(self.filter_columns)
+        return d
+
+
+def _check(err, err_pos, spec: ChunkSpec, what: str):
+    if err != records.OK:
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: {decode.ERROR_TEXT[int(err)]} ({what})",
+            offset=int(err_pos),
+            hint="offset is within the chunk; the cache may not match the references",
+        )
+
+
+def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+    """Offsets of the records in the chunk; 1..chunk_length whole records are expected."""
+    pos = 0
+    n = 0
+    end = buf.shape[0]
+    # Count first (cheap: two uint32 reads per record) so record_offsets can validate.
+    while pos < end and n <= spec.chunk_length:
+        if pos + 8 > end:
+            break
+        pos += 8 + int.from_bytes(buf[pos : pos + 4], "little") + int.from_bytes(buf[pos + 4 : pos + 8], "little")
+        n += 1
+    if n == 0 or n > spec.chunk_length:
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: it holds {'no' if n == 0 else 'more than ' + str(spec.chunk_length)} "
+            f"records, expected 1 to {spec.chunk_length}",
+            hint="the cache may not match the references",
+        )
+    offsets, err, err_pos = records.record_offsets(buf, n)
+    _check(err, err_pos, spec, "walking records")
+    return offsets
+
+
+def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
+    """Decode the raw records of one chunk into the serialised, padded chunk."""
+    buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
+    offsets = _chunk_offsets(buf, spec)
+    full = (spec.chunk_length, *spec.shape)
+    kind = spec.kind
+
+    if kind in STRING_KINDS:
+        if kind == "id":
+            starts = np.zeros(full, np.int64)
+            lengths = np.full(full, decode.SPAN_FILL, np.int64)
+            err, at = decode.id_spans(buf, offsets, starts, lengths)
+        else:
+            starts = np.zeros(full, np.int64)
+            lengths = np.full(full, decode.SPAN_FILL, np.int64)
+            err, at = decode.allele_spans(buf, offsets, starts, lengths)
+        _check(err, at, spec, kind)
+        return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
+
+    dtype = np.dtype(spec.dtype)
+    n = offsets.shape[0]
+    if kind in ("contig", "position", "length"):
+        field = {"contig": records.OFF_CHROM, "position": records.OFF_POS, "length": records.OFF_RLEN}[kind]
+        values = np.full(full, -2, np.int32)
+        decode.fixed_int32(buf, offsets, field, values)
+        if kind == "position":
+            values[:n] += 1  # BCF POS is 0-based, VCF Zarr positions are 1-based
+        return values.astype(dtype.newbyteorder("<"), copy=False)
+    if kind == "quality":
+        out = np.full(full, FLOAT32_FILL, dtype="<f4")
+        decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
+        return out
+    if kind == "id_mask":
+        starts = np.zeros(full, np.int64)
+        lengths = np.full(full, decode.SPAN_FILL, np.int64)
+        err, at = decode.id_spans(buf, offsets, starts, lengths)
+        _check(err, at, spec, kind)
+        mask = lengths == decode.SPAN_MISSING
+        return mask
+    if kind == "filter":
+        out = np.zeros(full, dtype=bool)
+        err, at = decode.filters(buf, offsets, np.asarray(spec.filter_columns, np.int64), out)
+        _check(err, at, spec, kind)
+        return out
+    # genotype kinds: one decode yields alleles and phasing, each array keeps its part
+    gt = np.full((spec.chunk_length, spec.shape[0], spec.ploidy), -2, np.int32)
+    phased = np.zeros((spec.chunk_length, spec.shape[0]), dtype=bool)
+    err, at = decode.genotypes(buf, offsets, spec.key, gt, phased)
+    _check(err, at, spec, kind)
+    if kind == "genotype":
+        return gt.astype(dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype, copy=False)
+    if kind == "genotype_mask":
+        return gt < 0  # missing or fill, as bio2zarr writes it
+    return phased
+
+
+class BCFRecordsCodec(Codec):
+    """numcodecs codec (Zarr v2 / Kerchunk filters). Decode-only: the BCF is the source."""
+
+    codec_id = CODEC_ID
+
+    def __init__(self, **config):
+        self.spec = ChunkSpec.from_config(config)
+
+    def get_config(self):
+        return {"id": self.codec_id, **self.spec.to_config()}
+
+    def encode(self, buf):
+        raise NotImplementedError(
+            "vcfvirtual.bcf is read-only: chunks are BCF records decoded on read; "
+            "write to a regular Zarr store to change values"
+        )
+
+    def decode(self, buf, out=None):
+        result = decode_chunk(ensure_contiguous_ndarray(buf), self.spec)
+        result = np.ascontiguousarray(result).view(np.uint8).ravel()
+        return ndarray_copy(result, out) if out is not None else result
+
+    def __repr__(self):
+        return f"BCFRecordsCodec(array={self.spec.array!r}, kind={self.spec.kind!r})"
+
+
+@dataclass(frozen=True)
+class BCFRecordsZarrCodec(BytesBytesCodec):
+    """zarr v3 bytes-to-bytes codec with the same configuration and decode."""
+
+    is_fixed_size = False
+    spec: ChunkSpec
+
+    def __init__(self, *, spec: ChunkSpec | None = None, **config):
+        object.__setattr__(self, "spec", spec if spec is not None else ChunkSpec.from_config(config))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        if data.get("name") != CODEC_ID:
+            raise ValueError(f"expected codec name {CODEC_ID!r}, got {data.get('name')!r}")
+        return cls(**data.get("configuration", {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": CODEC_ID, "configuration": self.spec.to_config()}
+
+    def _decode_sync(self, chunk_bytes, chunk_spec):
+        result = decode_chunk(chunk_bytes.as_numpy_array(), self.spec)
+        raw = np.ascontiguousarray(result).view(np.uint8).ravel()
+        return chunk_spec.prototype.buffer.from_array_like(raw)
+
+    async def _decode_single(self, chunk_bytes, chunk_spec):
+        # Kernels release the GIL, so decoding in a thread lets chunks decode in parallel.
+        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
+
+    async def _encode_single(self, chunk_bytes, chunk_spec):
+        raise NotImplementedError("vcfvirtual.bcf is read-only: chunks are decoded BCF records")
+
+    def compute_encoded_size(self, input_byte_length, chunk_spec):
+        raise NotImplementedError
+
+
+def register() -> None:
+    """Register both codecs (entry points do the same for processes that never import us)."""
+    import numcodecs
+    from zarr.registry import register_codec
+
+    numcodecs.register_codec(BCFRecordsCodec)
+    register_codec(CODEC_ID, BCFRecordsZarrCodec)

@@ -1,0 +1,216 @@
+"""Compiled kernels that turn the records of one chunk into VCF Zarr values.
+
+Each kernel takes the chunk's bytes and the offsets of its records and fills
+preallocated output arrays of the *full* chunk shape; rows past the last record keep
+the fill the caller put there. Kernels return ``(error_code, byte_position)`` so that
+Python can raise a typed error naming where the bytes stop making sense.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from . import records as R
+
+_njit = numba.njit(nogil=True, cache=True)
+
+# Extra error code local to decoding: a record holds more values than the array's
+# dimension allows, which means the index and the cache disagree.
+ERR_SHAPE = 7
+ERROR_TEXT = {**R.ERROR_TEXT, ERR_SHAPE: "record holds more values than the array's dimension"}
+
+# Span lengths with a special meaning in string kernels.
+SPAN_FILL = -1  # the empty string "" (VCF Zarr fill)
+SPAN_MISSING = -2  # the string "." (VCF Zarr missing)
+
+
+@_njit
+def fixed_int32(buf, offsets, field_offset, out):
+    for k in range(offsets.shape[0]):
+        out[k] = R.i32(buf, offsets[k] + field_offset)
+
+
+@_njit
+def fixed_bytes4(buf, offsets, field_offset, out_u8):
+    """Copy 4 raw bytes per record (QUAL: the float's bit pattern, missing NaN kept)."""
+    for k in range(offsets.shape[0]):
+        p = offsets[k] + field_offset
+        for b in range(4):
+            out_u8[4 * k + b] = buf[p + b]
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _string_span(buf, i, end):
+    """(start, length, next) of the typed string at ``i``; length excludes NUL padding."""
+    t, n, d = R.typed_descriptor(buf, i, end)
+    if d < 0 or (t != R.BT_CHAR and not (t == R.BT_NULL and n == 0)):
+        return np.int64(-1), np.int64(-1), np.int64(-1)
+    if d + n > end:
+        return np.int64(-1), np.int64(-1), np.int64(-1)
+    length = np.int64(0)
+    while length < n and buf[d + length] != 0:
+        length += 1
+    return d, length, d + n
+
+
+@_njit
+def id_spans(buf, offsets, starts, lengths):
+    for k in range(offsets.shape[0]):
+        pos = offsets[k]
+        end = pos + 8 + np.int64(R.u32(buf, pos))
+        s, n, nxt = _string_span(buf, pos + R.OFF_ID, end)
+        if nxt < 0:
+            return R.ERR_OVERRUN, pos
+        if n == 0 or (n == 1 and buf[s] == 46):  # empty or "."
+            starts[k] = 0
+            lengths[k] = SPAN_MISSING
+        else:
+            starts[k] = s
+            lengths[k] = n
+    return R.OK, np.int64(0)
+
+
+@_njit
+def allele_spans(buf, offsets, starts, lengths):
+    """Fill (records, alleles) spans; unused allele slots stay SPAN_FILL."""
+    max_alleles = starts.shape[1]
+    for k in range(offsets.shape[0]):
+        pos = offsets[k]
+        end = pos + 8 + np.int64(R.u32(buf, pos))
+        n_allele = np.int64(R.u32(buf, pos + R.OFF_N_ALLELE_INFO) >> np.uint32(16))
+        if n_allele > max_alleles:
+            return ERR_SHAPE, pos
+        i = R.skip_typed(buf, pos + R.OFF_ID, end)
+        if i < 0:
+            return R.ERR_OVERRUN, pos
+        for a in range(n_allele):
+            s, n, nxt = _string_span(buf, i, end)
+            if nxt < 0:
+                return R.ERR_OVERRUN, pos
+            starts[k, a] = s
+            lengths[k, a] = n
+            i = nxt
+    return R.OK, np.int64(0)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _put_u32(out, p, value):
+    out[p] = value & 0xFF
+    out[p + 1] = (value >> 8) & 0xFF
+    out[p + 2] = (value >> 16) & 0xFF
+    out[p + 3] = (value >> 24) & 0xFF
+
+
+@_njit
+def vlen_utf8(buf, starts, lengths):
+    """Serialise spans as numcodecs/zarr ``vlen-utf8``: item count, then (length, bytes)."""
+    n_items = starts.shape[0]
+    size = 4 + 4 * n_items
+    for j in range(n_items):
+        if lengths[j] > 0:
+            size += lengths[j]
+        elif lengths[j] == SPAN_MISSING:
+            size += 1
+    out = np.empty(size, dtype=np.uint8)
+    _put_u32(out, 0, n_items)
+    p = 4
+    for j in range(n_items):
+        n = lengths[j]
+        if n == SPAN_MISSING:
+            _put_u32(out, p, 1)
+            out[p + 4] = 46  # "."
+            p += 5
+        elif n <= 0:
+            _put_u32(out, p, 0)
+            p += 4
+        else:
+            _put_u32(out, p, n)
+            p += 4
+            s = starts[j]
+            for b in range(n):
+                out[p + b] = buf[s + b]
+            p += n
+    return out
+
+
+@_njit
+def filters(buf, offsets, column_of_key, out):
+    """Set ``out[k, column]`` for every FILTER key of record k."""
+    n_columns = column_of_key.shape[0]
+    for k in range(offsets.shape[0]):
+        pos = offsets[k]
+        end = pos + 8 + np.int64(R.u32(buf, pos))
+        n_allele = np.int64(R.u32(buf, pos + R.OFF_N_ALLELE_INFO) >> np.uint32(16))
+        i = R.skip_typed(buf, pos + R.OFF_ID, end)
+        for _ in range(n_allele):
+            if i < 0:
+                break
+            i = R.skip_typed(buf, i, end)
+        if i < 0:
+            return R.ERR_OVERRUN, pos
+        t, n, d = R.typed_descriptor(buf, i, end)
+        size = R.type_size(t)
+        if d < 0 or d + n * size > end or (n > 0 and (t < R.BT_INT8 or t > R.BT_INT32)):
+            return R.ERR_OVERRUN, pos
+        for j in range(n):
+            key = R.read_int(buf, d + j * size, t)
+            if key < 0 or key >= n_columns or column_of_key[key] < 0:
+                return ERR_SHAPE, pos
+            out[k, column_of_key[key]] = True
+    return R.OK, np.int64(0)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _int_sentinels(t):
+    """(missing, vector_end) of BCF integer type ``t``."""
+    if t == R.BT_INT8:
+        return np.int64(-128), np.int64(-127)
+    if t == R.BT_INT16:
+        return np.int64(-32768), np.int64(-32767)
+    return np.int64(-2147483648), np.int64(-2147483647)
+
+
+@_njit
+def genotypes(buf, offsets, gt_key, out_gt, out_phased):
+    """Decode FORMAT/GT into alleles (-1 missing, -2 fill) and per-call phasing.
+
+    A call is phased when its second allele carries the phase bit, as htslib prints
+    it. A one-allele (haploid) call counts as phased, and a record without GT is
+    all missing and unphased.
+    """
+    n_samples = out_gt.shape[1]
+    ploidy = out_gt.shape[2]
+    for k in range(offsets.shape[0]):
+        pos = offsets[k]
+        t, n, d, err = R.find_format(buf, pos, gt_key)
+        if err != R.OK:
+            return err, pos
+        if d < 0:
+            out_gt[k, :, :] = -1
+            out_phased[k, :] = False
+            continue
+        if n > ploidy:
+            return ERR_SHAPE, pos
+        if t < R.BT_INT8 or t > R.BT_INT32:
+            return R.ERR_BAD_TYPE, pos
+        size = R.type_size(t)
+        missing, vector_end = _int_sentinels(t)
+        for s in range(n_samples):
+            base = d + s * n * size
+            for a in range(ploidy):
+                if a >= n:
+                    out_gt[k, s, a] = -2
+                    continue
+                raw = R.read_int(buf, base + a * size, t)
+                if raw == vector_end:
+                    out_gt[k, s, a] = -2
+                elif raw == missing:
+                    out_gt[k, s, a] = -1
+                else:
+                    out_gt[k, s, a] = (raw >> 1) - 1
+            if n >= 2:
+                out_phased[k, s] = (R.read_int(buf, base + size, t) & 1) == 1
+            else:
+                out_phased[k, s] = True
+    return R.OK, np.int64(0)

@@ -1,0 +1,52 @@
+"""Typed exceptions. Every error names the file, where it applies the byte offset, what
+is wrong and, when there is one, what to do about it."""
+
+from __future__ import annotations
+
+
+class VcfVirtualError(Exception):
+    """Base class of every error vcfvirtual raises on purpose."""
+
+    def __init__(self, path, problem: str, *, offset: int | None = None, hint: str | None = None):
+        self.path = str(path) if path is not None else None
+        self.problem = problem
+        self.offset = offset
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.path or "<input>"
+        if self.offset is not None:
+            where += f" (byte offset {self.offset})"
+        text = f"{where}: {self.problem}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class NotBCFError(VcfVirtualError):
+    """The input is not a BCF file at all (VCF text, some other format, empty)."""
+
+
+class UnsupportedBCFError(VcfVirtualError):
+    """A BCF this version cannot represent faithfully (e.g. BCF 2.1)."""
+
+
+class CorruptBCFError(VcfVirtualError):
+    """The BGZF container or the BCF records are damaged or truncated."""
+
+
+class HeaderError(VcfVirtualError):
+    """The VCF header inside the BCF is missing, malformed or rejected by htslib."""
+
+
+class StaleCacheError(VcfVirtualError):
+    """The transcode cache no longer matches the references pointing at it."""
+
+
+class ChunkDecodeError(VcfVirtualError):
+    """A chunk's bytes do not hold the records the codec was configured for."""
+
+
+class OutputExistsError(VcfVirtualError):
+    """An output file exists and overwriting it was not asked for."""

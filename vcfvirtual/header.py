@@ -1,0 +1,177 @@
+"""The BCF header: magic, header text, and htslib's own reading of that text.
+
+BCF records refer to contigs, FILTERs, INFO and FORMAT keys by integer indices into
+dictionaries that htslib builds from the header text (PASS is always 0, ``IDX=`` is
+honoured). We never rebuild those dictionaries by hand: the text goes to pysam, which
+is htslib, and the indices are read back from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import struct
+import tempfile
+
+import pysam
+
+from .errors import HeaderError, NotBCFError, UnsupportedBCFError
+
+BCF_MAGIC = b"BCF\x02\x02"
+BCF_PREFIX_SIZE = 9  # magic (5) + l_text (4)
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldDef:
+    """One INFO or FORMAT definition as htslib reads it."""
+
+    category: str  # "INFO" or "FORMAT"
+    name: str
+    key: int  # index in htslib's string dictionary
+    number: str  # "1", "2", "A", "R", "G", "." ...
+    type: str  # Integer, Float, Flag, Character, String
+    description: str
+
+
+@dataclasses.dataclass(frozen=True)
+class BCFHeader:
+    text: str  # the VCF header text as stored in the BCF, NUL terminator removed
+    size: int  # bytes the header occupies in the uncompressed BCF stream
+    samples: tuple[str, ...]
+    contigs: tuple[str, ...]  # in htslib contig-dictionary (rid) order
+    contig_lengths: tuple[int | None, ...]
+    filters: tuple[str, ...]  # header order with PASS first (VCF Zarr filter_id order)
+    filter_descriptions: tuple[str, ...]
+    filter_keys: tuple[int, ...]  # htslib dictionary index of each filter above
+    info: tuple[FieldDef, ...]
+    formats: tuple[FieldDef, ...]
+
+    @property
+    def gt_key(self) -> int:
+        """Dictionary index of FORMAT/GT, or -1 when the header declares none."""
+        for f in self.formats:
+            if f.name == "GT":
+                return f.key
+        return -1
+
+    def filter_column_map(self) -> list[int]:
+        """List indexed by filter dictionary key giving the ``filter_id`` column (-1: none)."""
+        size = max(self.filter_keys, default=-1) + 1
+        columns = [-1] * size
+        for column, key in enumerate(self.filter_keys):
+            columns[key] = column
+        return columns
+
+    def meta_information(self) -> list[list[str]]:
+        """``##key=value`` lines other than contig/FILTER/INFO/FORMAT, as vcztools reads them."""
+        pattern = re.compile("##([^=]+)=(.*)")
+        out = []
+        for line in self.text.split("\n"):
+            m = pattern.fullmatch(line)
+            if m and m.group(1) not in ("contig", "FILTER", "INFO", "FORMAT"):
+                out.append([m.group(1), m.group(2)])
+        return out
+
+
+def classify_prefix(prefix: bytes, path) -> None:
+    """Raise a clear error when the first bytes of an (inflated) stream are not BCF 2.2."""
+    if prefix.startswith(BCF_MAGIC):
+        return
+    if not prefix:
+        raise NotBCFError(path, "file is empty")
+    if prefix.startswith(b"BCF\x02"):
+        raise UnsupportedBCFError(
+            path,
+            f"BCF version 2.{prefix[4]} is not supported, only BCF 2.2",
+            hint="rewrite it with a current bcftools: bcftools view -Ob",
+        )
+    if prefix.startswith(b"BCF"):
+        raise UnsupportedBCFError(path, "unknown BCF version", hint="expected BCF 2.2")
+    if prefix.startswith(b"##fileformat") or prefix.startswith(b"#CHROM"):
+        raise NotBCFError(
+            path,
+            "this is VCF text, not BCF",
+            hint="convert it first: bcftools view -Ob -o out.bcf input.vcf.gz",
+        )
+    raise NotBCFError(path, "not a BCF file (no BCF magic)")
+
+
+def read_prefix(data: bytes, path) -> int:
+    """Validate the magic and return ``l_text``. ``data`` holds at least 9 bytes."""
+    classify_prefix(data[:5], path)
+    if len(data) < BCF_PREFIX_SIZE:
+        raise HeaderError(path, "file ends inside the BCF header")
+    (l_text,) = struct.unpack_from("<I", data, 5)
+    return l_text
+
+
+def _strip_quotes(value) -> str:
+    return str(value).strip('"') if value is not None else ""
+
+
+def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
+    """Parse the header text with htslib (through pysam) and collect what VCF Zarr needs."""
+    text = raw_text.rstrip(b"\x00").decode("utf-8", errors="strict")
+    if not text.startswith("##fileformat"):
+        raise HeaderError(path, "BCF header text does not start with ##fileformat")
+    # pysam parses a header only from a file; a temporary .vcf holding just the text
+    # gives us exactly what htslib would build when reading the BCF itself.
+    fd, tmp = tempfile.mkstemp(suffix=".vcf", prefix="vcfvirtual-header-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+        try:
+            with pysam.VariantFile(tmp, "r") as vf:
+                return _collect(vf.header, text, path, stream_size)
+        except (ValueError, OSError) as e:
+            raise HeaderError(path, f"htslib rejects the VCF header: {e}") from None
+    finally:
+        os.unlink(tmp)
+
+
+def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHeader:
+    contigs = sorted(h.contigs.values(), key=lambda c: c.id)
+    filters, descriptions, filter_keys = [], [], []
+    for rec in h.records:
+        if rec.type == "FILTER" and "ID" in rec:
+            fid = rec["ID"]
+            if fid in filters:
+                continue
+            filters.append(fid)
+            descriptions.append(_strip_quotes(rec.get("Description")))
+            filter_keys.append(h.filters[fid].id)
+    if "PASS" in filters and filters[0] != "PASS":
+        i = filters.index("PASS")
+        for seq in (filters, descriptions, filter_keys):
+            seq.insert(0, seq.pop(i))
+
+    def defs(category, table):
+        out = []
+        for rec in h.records:
+            if rec.type == category and "ID" in rec and rec["ID"] in table:
+                meta = table[rec["ID"]]
+                out.append(
+                    FieldDef(
+                        category=category,
+                        name=meta.name,
+                        key=meta.id,
+                        number=str(meta.number),
+                        type=str(meta.type),
+                        description=_strip_quotes(meta.description),
+                    )
+                )
+        return tuple(out)
+
+    return BCFHeader(
+        text=text,
+        size=stream_size,
+        samples=tuple(h.samples),
+        contigs=tuple(c.name for c in contigs),
+        contig_lengths=tuple(c.length for c in contigs),
+        filters=tuple(filters),
+        filter_descriptions=tuple(descriptions),
+        filter_keys=tuple(filter_keys),
+        info=defs("INFO", h.info),
+        formats=defs("FORMAT", h.formats),
+    )

@@ -1,0 +1,234 @@
+"""Build the VCF Zarr group: one ManifestArray per spec array.
+
+Variants-dimension arrays point chunk k at the byte range of records
+``[k*N, (k+1)*N)`` in the transcode cache and decode through ``vcfvirtual.bcf``.
+Small arrays (contigs, filters, samples, region index) are inlined chunks.
+Everything here is pure: the scan result and the cache location in, a group out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numcodecs import VLenUTF8
+from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
+from virtualizarr.manifests.utils import create_v3_array_metadata
+
+from . import __version__
+from .codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
+from .scan import ScanResult
+
+VCF_ZARR_VERSION = "0.3"
+# Target size of one decoded call_genotype chunk, and the bounds on variants per chunk.
+TARGET_CHUNK_BYTES = 64 * 1024 * 1024
+MIN_CHUNK_LENGTH = 100
+MAX_CHUNK_LENGTH = 10_000
+
+# The descriptions bio2zarr gives the fixed fields, so both stores read alike.
+FIXED_DESCRIPTIONS = {
+    "variant_contig": "An identifier from the reference genome or an angle-bracketed ID"
+    " string pointing to a contig in the assembly file",
+    "variant_position": "The reference position",
+    "variant_length": "The length of the variant measured in bases",
+    "variant_id": "List of unique identifiers where applicable",
+    "variant_allele": "List of the reference and alternate alleles",
+    "variant_quality": "Phred-scaled quality score",
+    "variant_filter": "Filter status of the variant",
+}
+
+
+def min_int_dtype(lo: int, hi: int) -> np.dtype:
+    """Smallest signed integer dtype holding [lo, hi] (bio2zarr's rule)."""
+    for name in ("i1", "i2", "i4", "i8"):
+        info = np.iinfo(name)
+        if info.min <= lo and hi <= info.max:
+            return np.dtype(name)
+    raise OverflowError(f"integer range [{lo}, {hi}] does not fit in 64 bits")
+
+
+def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1) -> int:
+    """Variants per chunk so a decoded call_genotype chunk stays near 64 MiB."""
+    per_variant = max(1, n_samples * max(ploidy, 1) * itemsize)
+    return int(np.clip(TARGET_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, MAX_CHUNK_LENGTH))
+
+
+def chunk_byte_ranges(record_offsets: np.ndarray, stream_end: int, chunk_length: int):
+    """(offsets, lengths) of each chunk: from its first record to the next chunk's first."""
+    starts = record_offsets[::chunk_length].astype(np.uint64)
+    ends = np.append(starts[1:], np.uint64(stream_end))
+    return starts, ends - starts
+
+
+def _fill_value(dtype: np.dtype):
+    if dtype == np.dtype(bool):
+        return False
+    if dtype.kind == "i":
+        return -2
+    if dtype.kind == "f":
+        return FLOAT32_FILL
+    return ""
+
+
+def _codecs(dtype, spec: ChunkSpec | None):
+    if dtype is str:
+        out = [{"name": "vlen-utf8"}]
+    elif np.dtype(dtype).itemsize > 1:
+        out = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    else:
+        out = [{"name": "bytes"}]
+    if spec is not None:
+        out.append({"name": CODEC_ID, "configuration": spec.to_config()})
+    return out
+
+
+def _zarr_dtype(dtype):
+    return np.dtypes.StringDType() if dtype is str else np.dtype(dtype)
+
+
+def _variant_array(name, kind, dtype, dims, per_variant_shape, n_records, chunk_length,
+                   cache_url, ranges, description=None, **spec_extra) -> ManifestArray:
+    spec = ChunkSpec(
+        array=name,
+        kind=kind,
+        dtype="str" if dtype is str else np.dtype(dtype).str,
+        shape=tuple(per_variant_shape),
+        chunk_length=chunk_length,
+        **spec_extra,
+    )
+    attributes = {}
+    if description is not None:
+        attributes["description"] = description
+    metadata = create_v3_array_metadata(
+        shape=(n_records, *per_variant_shape),
+        data_type=_zarr_dtype(dtype),
+        chunk_shape=(chunk_length, *[max(1, s) for s in per_variant_shape]),
+        fill_value="" if dtype is str else _fill_value(np.dtype(dtype)),
+        codecs=_codecs(dtype, spec),
+        attributes=attributes,
+        dimension_names=dims,
+    )
+    offsets, lengths = ranges
+    n_chunks = offsets.shape[0]
+    grid = (n_chunks, *([1] * len(per_variant_shape)))
+    manifest = ChunkManifest.from_arrays(
+        paths=np.full(grid, cache_url, dtype=np.dtypes.StringDType()),
+        offsets=offsets.reshape(grid),
+        lengths=lengths.reshape(grid),
+    ) if n_chunks else ChunkManifest(entries={}, shape=grid)
+    return ManifestArray(metadata=metadata, chunkmanifest=manifest)
+
+
+def _inline_array(values, dtype, dims, description=None) -> ManifestArray:
+    """A one-chunk array whose encoded bytes travel inside the manifest."""
+    if dtype is str:
+        values = np.asarray(values, dtype=object)
+        data = bytes(VLenUTF8().encode(values)) if values.size else b""
+    else:
+        values = np.asarray(values, dtype=np.dtype(dtype).newbyteorder("<"))
+        data = values.tobytes()
+    shape = values.shape
+    attributes = {} if description is None else {"description": description}
+    metadata = create_v3_array_metadata(
+        shape=shape,
+        data_type=_zarr_dtype(dtype),
+        chunk_shape=tuple(max(1, s) for s in shape),
+        fill_value="" if dtype is str else _fill_value(np.dtype(dtype)),
+        codecs=_codecs(dtype, None),
+        attributes=attributes,
+        dimension_names=dims,
+    )
+    grid = tuple(1 for _ in shape)
+    if values.size:
+        key = ".".join("0" for _ in shape)
+        manifest = ChunkManifest(entries={key: {"path": "", "offset": 0, "length": len(data), "data": data}})
+    else:
+        manifest = ChunkManifest(entries={}, shape=grid)
+    return ManifestArray(metadata=metadata, chunkmanifest=manifest)
+
+
+def region_index(chunk_length: int, contig: np.ndarray, pos1: np.ndarray, rlen: np.ndarray, dtype) -> np.ndarray:
+    """The spec's region index: one row per (chunk, contig run), bio2zarr's column order."""
+    n = contig.shape[0]
+    if n == 0:
+        return np.zeros((0, 6), dtype=dtype)
+    chunk = np.arange(n) // chunk_length
+    # A row ends where the chunk or the contig changes.
+    boundary = np.ones(n, dtype=bool)
+    boundary[:-1] = (chunk[1:] != chunk[:-1]) | (contig[1:] != contig[:-1])
+    ends = np.nonzero(boundary)[0]
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    end_pos = pos1.astype(np.int64) + rlen.astype(np.int64) - 1
+    max_end = np.maximum.reduceat(end_pos, starts)
+    rows = np.stack(
+        [chunk[starts], contig[starts], pos1[starts], pos1[ends], max_end, ends - starts + 1], axis=1
+    )
+    return rows.astype(dtype)
+
+
+def build_group(scan: ScanResult, cache_url: str, chunk_length: int, cache_offset_shift: int = 0,
+                extra_attributes: dict | None = None) -> ManifestGroup:
+    """All arrays of the core VCF Zarr slice for ``scan``, referencing ``cache_url``.
+
+    ``cache_offset_shift`` maps an uncompressed-stream offset to a cache offset (0 for
+    the raw layout, where the cache is the stream).
+    """
+    h = scan.header
+    n = scan.num_records
+    n_samples = len(h.samples)
+    ranges = chunk_byte_ranges(scan.offset + cache_offset_shift, scan.stream_size + cache_offset_shift, chunk_length)
+    pos1 = scan.pos.astype(np.int64) + 1
+
+    def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra):
+        return _variant_array(name, kind, dtype, list(dims), shape, n, chunk_length, cache_url, ranges,
+                              description=description, **extra)
+
+    position_dtype = min_int_dtype(int(pos1.min()), int(pos1.max())) if n else np.dtype("i1")
+    length_dtype = min_int_dtype(int(scan.rlen.min()), int(scan.rlen.max())) if n else np.dtype("i1")
+    n_alleles = max(int(scan.n_allele.max()) if n else 0, 2)
+    arrays = {
+        "variant_contig": variant("variant_contig", "contig", min_int_dtype(0, len(h.contigs)),
+                                  description=FIXED_DESCRIPTIONS["variant_contig"]),
+        "variant_position": variant("variant_position", "position", position_dtype,
+                                    description=FIXED_DESCRIPTIONS["variant_position"]),
+        "variant_length": variant("variant_length", "length", length_dtype,
+                                  description=FIXED_DESCRIPTIONS["variant_length"]),
+        "variant_id": variant("variant_id", "id", str, description=FIXED_DESCRIPTIONS["variant_id"]),
+        "variant_id_mask": variant("variant_id_mask", "id_mask", bool),
+        "variant_allele": variant("variant_allele", "allele", str, ("variants", "alleles"), (n_alleles,),
+                                  description=FIXED_DESCRIPTIONS["variant_allele"]),
+        "variant_quality": variant("variant_quality", "quality", np.float32,
+                                   description=FIXED_DESCRIPTIONS["variant_quality"]),
+        "variant_filter": variant("variant_filter", "filter", bool, ("variants", "filters"), (len(h.filters),),
+                                  description=FIXED_DESCRIPTIONS["variant_filter"],
+                                  filter_columns=h.filter_column_map()),
+    }
+    if h.gt_key >= 0:
+        ploidy = max(int(scan.ploidy.max()) if n else 0, 1)
+        gt = dict(key=h.gt_key, ploidy=ploidy)
+        arrays["call_genotype"] = variant("call_genotype", "genotype", min_int_dtype(-2, n_alleles - 1),
+                                          ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt)
+        arrays["call_genotype_phased"] = variant("call_genotype_phased", "genotype_phased", bool,
+                                                 ("variants", "samples"), (n_samples,), **gt)
+        arrays["call_genotype_mask"] = variant("call_genotype_mask", "genotype_mask", bool,
+                                               ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt)
+
+    arrays["contig_id"] = _inline_array(list(h.contigs), str, ["contigs"])
+    if h.contigs:
+        lengths = [-1 if x is None else x for x in h.contig_lengths]
+        arrays["contig_length"] = _inline_array(lengths, np.int64, ["contigs"])
+    arrays["filter_id"] = _inline_array(list(h.filters), str, ["filters"])
+    arrays["filter_description"] = _inline_array(list(h.filter_descriptions), str, ["filters"])
+    arrays["sample_id"] = _inline_array(list(h.samples), str, ["samples"])
+    arrays["region_index"] = _inline_array(
+        region_index(chunk_length, scan.chrom, pos1, scan.rlen, position_dtype),
+        position_dtype, ["region_index_values", "region_index_fields"],
+    )
+
+    attributes = {
+        "vcf_zarr_version": VCF_ZARR_VERSION,
+        "vcf_header": h.text,
+        "vcf_meta_information": h.meta_information(),
+        "source": f"vcfvirtual {__version__}",
+    }
+    if extra_attributes:
+        attributes.update(extra_attributes)
+    return ManifestGroup(arrays=arrays, attributes=attributes)

@@ -1,0 +1,209 @@
+"""Compiled primitives over uncompressed BCF 2.2 record bytes.
+
+Layout of one record (BCF spec, section 6.3): ``l_shared`` and ``l_indiv`` (uint32),
+then the shared part (CHROM, POS, rlen, QUAL, n_allele_info, n_fmt_sample, ID, alleles,
+FILTER, INFO) and the per-sample part (FORMAT fields, each a key, a type descriptor and
+``n_sample`` vectors). Everything is little-endian. Values are "typed": a descriptor
+byte whose low nibble is the type and high nibble the count, 15 meaning the real count
+follows as a typed integer.
+
+These functions run inside numba kernels (``nogil``) so that record walking never
+costs a Python call per record, and decoding threads scale.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# Typed-value type codes.
+BT_NULL = 0
+BT_INT8 = 1
+BT_INT16 = 2
+BT_INT32 = 3
+BT_FLOAT = 5
+BT_CHAR = 7
+
+# Offsets inside a record, counted from the start of l_shared.
+OFF_CHROM = 8
+OFF_POS = 12
+OFF_RLEN = 16
+OFF_QUAL = 20
+OFF_N_ALLELE_INFO = 24
+OFF_N_FMT_SAMPLE = 28
+OFF_ID = 32
+MIN_L_SHARED = 24
+
+# Error codes returned by kernels; translated into exceptions with the offset in Python.
+OK = 0
+ERR_SHORT_SHARED = 1  # l_shared smaller than the fixed part
+ERR_OVERRUN = 2  # a typed value runs past its record
+ERR_BAD_TYPE = 3  # unknown typed-value type code
+ERR_SAMPLES = 4  # record sample count differs from the header
+ERR_TRAILING = 5  # bytes left that do not form a whole record
+ERR_COUNT = 6  # record count differs from what the codec was configured for
+
+ERROR_TEXT = {
+    ERR_SHORT_SHARED: "record's l_shared is smaller than the 24-byte fixed part",
+    ERR_OVERRUN: "a typed value runs past the end of its record",
+    ERR_BAD_TYPE: "unknown BCF typed-value type code",
+    ERR_SAMPLES: "record's sample count differs from the header's",
+    ERR_TRAILING: "data ends inside a record (truncated)",
+    ERR_COUNT: "number of records differs from the index",
+}
+
+_jit = numba.njit(nogil=True, cache=True, inline="always")
+
+
+@_jit
+def u32(buf, i):
+    return (
+        np.uint32(buf[i])
+        | (np.uint32(buf[i + 1]) << np.uint32(8))
+        | (np.uint32(buf[i + 2]) << np.uint32(16))
+        | (np.uint32(buf[i + 3]) << np.uint32(24))
+    )
+
+
+@_jit
+def i32(buf, i):
+    return np.int32(u32(buf, i))
+
+
+@_jit
+def type_size(t):
+    if t == BT_INT8 or t == BT_CHAR:
+        return 1
+    if t == BT_INT16:
+        return 2
+    if t == BT_INT32 or t == BT_FLOAT:
+        return 4
+    if t == BT_NULL:
+        return 0
+    return -1
+
+
+@_jit
+def read_int(buf, i, t):
+    """Signed integer of BCF type ``t`` at ``buf[i]``."""
+    if t == BT_INT8:
+        return np.int64(np.int8(buf[i]))
+    if t == BT_INT16:
+        return np.int64(np.int16(np.uint16(buf[i]) | (np.uint16(buf[i + 1]) << np.uint16(8))))
+    return np.int64(i32(buf, i))
+
+
+@_jit
+def typed_descriptor(buf, i, end):
+    """Parse a typed-value descriptor at ``i``: returns (type, count, data_start).
+
+    data_start is -1 when the descriptor itself is malformed or runs past ``end``.
+    """
+    if i >= end:
+        return 0, 0, np.int64(-1)
+    d = buf[i]
+    t = np.int64(d & 0x0F)
+    n = np.int64(d >> 4)
+    i += 1
+    if type_size(t) < 0:
+        return t, n, np.int64(-1)
+    if n == 15:
+        if i >= end:
+            return t, n, np.int64(-1)
+        t2 = np.int64(buf[i] & 0x0F)
+        s2 = type_size(t2)
+        if t2 < BT_INT8 or t2 > BT_INT32 or i + 1 + s2 > end:
+            return t, n, np.int64(-1)
+        n = read_int(buf, i + 1, t2)
+        i += 1 + s2
+        if n < 0:
+            return t, n, np.int64(-1)
+    return t, n, np.int64(i)
+
+
+@_jit
+def record_length(buf, pos, end):
+    """Total bytes of the record at ``pos`` (8 + l_shared + l_indiv), or a negative error."""
+    if pos + 8 > end:
+        return np.int64(-ERR_TRAILING)
+    l_shared = np.int64(u32(buf, pos))
+    l_indiv = np.int64(u32(buf, pos + 4))
+    if l_shared < MIN_L_SHARED:
+        return np.int64(-ERR_SHORT_SHARED)
+    total = 8 + l_shared + l_indiv
+    if pos + total > end:
+        return np.int64(-ERR_TRAILING)
+    return total
+
+
+@numba.njit(nogil=True, cache=True)
+def record_offsets(buf, expected):
+    """Offsets of the ``expected`` whole records that must exactly fill ``buf``.
+
+    Returns (offsets, error_code, error_position).
+    """
+    offsets = np.empty(expected, dtype=np.int64)
+    pos = np.int64(0)
+    end = np.int64(buf.shape[0])
+    k = 0
+    while pos < end:
+        if k >= expected:
+            return offsets, ERR_COUNT, pos
+        total = record_length(buf, pos, end)
+        if total < 0:
+            return offsets, -total, pos
+        offsets[k] = pos
+        k += 1
+        pos += total
+    if k != expected:
+        return offsets, ERR_COUNT, pos
+    return offsets, OK, pos
+
+
+@_jit
+def skip_typed(buf, i, end):
+    """Index just past the typed value at ``i``, or -1 when it overruns ``end``."""
+    t, n, j = typed_descriptor(buf, i, end)
+    if j < 0:
+        return np.int64(-1)
+    j += n * type_size(t)
+    if j > end:
+        return np.int64(-1)
+    return j
+
+
+@_jit
+def format_start(buf, pos):
+    """Start and end of the per-sample (FORMAT) part of the record at ``pos``."""
+    l_shared = np.int64(u32(buf, pos))
+    l_indiv = np.int64(u32(buf, pos + 4))
+    start = pos + 8 + l_shared
+    return start, start + l_indiv
+
+
+@_jit
+def find_format(buf, pos, key):
+    """Locate FORMAT field ``key`` in the record at ``pos``.
+
+    Returns (type, count per sample, data_start, error): data_start -1 when absent.
+    """
+    n_fmt = np.int64(buf[pos + OFF_N_FMT_SAMPLE + 3])
+    n_sample = np.int64(u32(buf, pos + OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
+    j, end = format_start(buf, pos)
+    for _ in range(n_fmt):
+        kt, kn, kj = typed_descriptor(buf, j, end)
+        if kj < 0 or kn != 1 or kt < BT_INT8 or kt > BT_INT32 or kj + type_size(kt) > end:
+            return 0, 0, np.int64(-1), ERR_OVERRUN
+        k = read_int(buf, kj, kt)
+        t, n, d = typed_descriptor(buf, kj + type_size(kt), end)
+        if d < 0:
+            return 0, 0, np.int64(-1), ERR_BAD_TYPE
+        size = type_size(t)
+        nxt = d + n_sample * n * size
+        if nxt > end:
+            return 0, 0, np.int64(-1), ERR_OVERRUN
+        if k == key:
+            return t, n, d, OK
+        j = nxt
+    return 0, 0, np.int64(-1), OK
+

@@ -1,0 +1,78 @@
+"""Reference stores: Kerchunk JSON (Zarr v2 metadata), and opening it again."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import fsspec
+from virtualizarr.manifests import ManifestGroup, ManifestStore
+from virtualizarr.writers.kerchunk import dataset_to_kerchunk_refs
+
+from .errors import StaleCacheError, VcfVirtualError
+
+
+def kerchunk_refs(group: ManifestGroup) -> dict:
+    """Kerchunk references (Zarr v2 metadata) for ``group`` through VirtualiZarr's writer."""
+    vds = ManifestStore(group).to_virtual_dataset()
+    refs = dataset_to_kerchunk_refs(vds, zarr_format=2)
+    for key, value in refs["refs"].items():
+        if key.endswith(".zarray"):
+            meta = json.loads(value)
+            # xarray turns a Zarr v2 fill_value into a mask, which would make the
+            # genotype 0 or the allele "" read as NaN; our values carry the spec's own
+            # missing and fill sentinels, so the arrays declare no fill value.
+            meta["fill_value"] = None
+            refs["refs"][key] = json.dumps(meta, separators=(",", ":"))
+    return refs
+
+
+def write_kerchunk_json(group: ManifestGroup, path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(kerchunk_refs(group), f, separators=(",", ":"))
+
+
+def _attributes(refs: dict) -> dict:
+    return json.loads(refs["refs"][".zattrs"])
+
+
+def check_cache(refs: dict, refs_path) -> None:
+    """Refuse a store whose cache has changed since it was indexed."""
+    info = _attributes(refs).get("vcfvirtual", {})
+    cache = info.get("cache")
+    if not cache:
+        return
+    url = cache["url"]
+    if not url.startswith("file://"):
+        return
+    path = url.removeprefix("file://")
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        raise StaleCacheError(refs_path, f"the transcode cache {path} is missing",
+                              hint="re-run vcfvirtual index") from None
+    if size != cache["size"]:
+        raise StaleCacheError(
+            refs_path,
+            f"the transcode cache {path} is {size} bytes but was {cache['size']} when indexed",
+            hint="re-run vcfvirtual index --force",
+        )
+
+
+def open_store(refs_path, *, check: bool = True):
+    """A read-only zarr store over a vcfvirtual Kerchunk JSON, for ``xr.open_zarr``."""
+    from zarr.storage import FsspecStore
+
+    refs_path = os.fspath(refs_path)
+    try:
+        with open(refs_path, encoding="utf-8") as f:
+            refs = json.load(f)
+    except OSError as e:
+        raise VcfVirtualError(refs_path, f"cannot read references: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise VcfVirtualError(refs_path, f"not a Kerchunk JSON file ({e})") from None
+    if check:
+        check_cache(refs, refs_path)
+    fs = fsspec.filesystem("reference", fo=refs, asynchronous=True, remote_protocol="file")
+    return FsspecStore(fs=fs, read_only=True)
