@@ -60,6 +60,8 @@ def index(
             n = scan.num_records
             ploidy = int(scan.ploidy.max()) if n else 1
             chunk_length = variants_chunk_size or manifest.default_chunk_length(len(scan.header.samples), ploidy)
+            # A chunk longer than the array only makes the chunk grid irregular.
+            chunk_length = max(1, min(chunk_length, n))
             cache_url = Path(os.path.abspath(cache_path)).as_uri()
             attrs = {
                 "vcfvirtual": {

@@ -88,7 +88,7 @@ def classify_prefix(prefix: bytes, path) -> None:
         )
     if prefix.startswith(b"BCF"):
         raise UnsupportedBCFError(path, "unknown BCF version", hint="expected BCF 2.2")
-    if prefix.startswith(b"##fileformat") or prefix.startswith(b"#CHROM"):
+    if prefix.startswith(b"##") or prefix.startswith(b"#CHROM"):
         raise NotBCFError(
             path,
             "this is VCF text, not BCF",

@@ -190,9 +190,9 @@ def scan_bcf(path: str | os.PathLike, sink: BinaryIO | None = None, progress: bo
             bar.update(len(data) if not compressed else 0)
             if header is None:
                 head += data
-                if len(head) < 5:
+                if len(head) < 16:
                     continue
-                classify_prefix(head[:5], path)
+                classify_prefix(head[:16], path)
                 if len(head) < BCF_PREFIX_SIZE:
                     continue
                 l_text = read_prefix(head, path)
@@ -215,7 +215,7 @@ def scan_bcf(path: str | os.PathLike, sink: BinaryIO | None = None, progress: bo
         if header is None:
             if not head:
                 raise NotBCFError(path, "file is empty (no BCF data)")
-            classify_prefix(head[:5], path)
+            classify_prefix(head[:16], path)
             raise HeaderError(path, "file ends inside the BCF header (truncated)")
         acc.feed(b"".join(batch), final=True)
         bar.n = total

@@ -1,0 +1,93 @@
+"""Test BCFs, written by htslib (through pysam) from VCF text we compose here.
+
+Nothing in here knows about vcfvirtual: these files are inputs for both vcfvirtual and
+the oracles (bio2zarr, pysam, bcftools).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pysam
+import pysam.bcftools
+
+HEADER = """##fileformat=VCFv4.3
+##source=vcfvirtual-tests
+##contig=<ID=chr1,length=248956422>
+##contig=<ID=chr2,length=242193529>
+##contig=<ID=chrX>
+##FILTER=<ID=PASS,Description="All filters passed">
+##FILTER=<ID=q10,Description="Quality below 10">
+##FILTER=<ID=s50,Description="Less than 50% of samples have data">
+##INFO=<ID=DP,Number=1,Type=Integer,Description="Total depth">
+##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">
+"""
+
+# Hand-written records covering the core slice: multi-allelic sites, missing and
+# partially missing GT, phased and unphased calls, several contigs and FILTERs,
+# missing QUAL/ID, an indel (rlen > 1), a site with no ALT and one with no GT.
+SMALL_RECORDS = [
+    "chr1\t100\trs1\tA\tT\t30\tPASS\tDP=5\tGT\t0|1\t./.\t1/1",
+    "chr1\t200\t.\tACGT\tA,AC\t.\tq10;s50\t.\tGT\t0/2\t1/.\t2|2",
+    "chr1\t250\trs3;rs4\tG\t.\t1.5\t.\t.\tGT\t0/0\t0|0\t./.",
+    "chr1\t300\t.\tC\tG,T,CA,CAT\t99\ts50\t.\tGT\t3/4\t.|.\t0/1",
+    "chr2\t10\trs5\tT\tC\t12\tPASS\t.\tGT\t1|0\t0/1\t.|1",
+    "chr2\t20\t.\tTTT\tT\t0\tq10\t.\t.\t.\t.\t.",
+    "chrX\t5\t.\tG\tA\t.\t.\t.\tGT\t0/1\t1|1\t1/.",
+]
+
+
+def write_bcf(vcf_text: str, path: Path, index: bool = True) -> Path:
+    """Write VCF text to ``path`` as BGZF BCF through htslib, with a CSI index."""
+    path = Path(path)
+    vcf_path = path.with_suffix(".vcf")
+    vcf_path.write_text(vcf_text)
+    with pysam.VariantFile(str(vcf_path)) as src, pysam.VariantFile(str(path), "wb", header=src.header) as dst:
+        for rec in src:
+            dst.write(rec)
+    if index:
+        pysam.bcftools.index(str(path))
+    return path
+
+
+def vcf_text(records, samples=("S1", "S2", "S3"), header=HEADER) -> str:
+    cols = "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO"
+    if samples:
+        cols += "\tFORMAT\t" + "\t".join(samples)
+    return header + cols + "\n" + "".join(r + "\n" for r in records)
+
+
+def small_bcf(path: Path) -> Path:
+    return write_bcf(vcf_text(SMALL_RECORDS), path)
+
+
+def random_cohort_vcf(n_records: int, n_samples: int, seed: int = 1, contigs=("chr1", "chr2")) -> str:
+    """Random diploid cohort: enough samples that records cross BGZF block boundaries."""
+    rng = np.random.default_rng(seed)
+    samples = [f"sample_{j}" for j in range(n_samples)]
+    records = []
+    per_contig = np.array_split(np.arange(n_records), len(contigs))
+    bases = np.array(list("ACGT"))
+    for contig, idx in zip(contigs, per_contig):
+        positions = np.sort(rng.choice(np.arange(1, 50 * n_records), size=len(idx), replace=False))
+        for pos in positions:
+            n_alt = rng.choice([1, 1, 1, 2, 3])
+            ref = bases[rng.integers(4)]
+            alts = [a for a in bases if a != ref][:n_alt]
+            n_alleles = 1 + len(alts)
+            a = rng.integers(0, n_alleles, size=(n_samples, 2))
+            miss = rng.random((n_samples, 2)) < 0.03
+            phased = rng.random(n_samples) < 0.5
+            calls = []
+            for j in range(n_samples):
+                x = ["." if miss[j, k] else str(a[j, k]) for k in range(2)]
+                calls.append(x[0] + ("|" if phased[j] else "/") + x[1])
+            qual = "." if rng.random() < 0.1 else f"{rng.uniform(0, 100):.1f}"
+            filt = rng.choice(["PASS", "q10", "s50", "q10;s50", "."])
+            vid = "." if rng.random() < 0.5 else f"rs{pos}"
+            records.append(
+                f"{contig}\t{pos}\t{vid}\t{ref}\t{','.join(alts)}\t{qual}\t{filt}\tDP={rng.integers(0, 500)}\tGT\t"
+                + "\t".join(calls)
+            )
+    return vcf_text(records, samples)

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import gzip
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import vcfvirtual
+
+from . import bcfdata
+
+
+def bio2zarr_convert(bcf: Path, out: Path, chunk_length: int) -> zarr.Group:
+    """The reference conversion: bio2zarr's vcf2zarr on the same BCF."""
+    from bio2zarr import vcf
+
+    if not out.exists():
+        vcf.convert([str(bcf)], str(out), variants_chunk_size=chunk_length, worker_processes=0)
+    return zarr.open_group(str(out), mode="r")
+
+
+def open_both(bcf: Path, chunk_length: int, tmp: Path):
+    """Our store read both ways: Kerchunk JSON (v2) and the in-memory ManifestStore (v3)."""
+    refs = tmp / (bcf.name + ".vcz.json")
+    cache = tmp / (bcf.name + ".cache.bcf")
+    store = vcfvirtual.index(bcf, refs_path=refs, cache_path=cache, variants_chunk_size=chunk_length, force=True)
+    ds_v3 = xr.open_zarr(store, zarr_format=3, consolidated=False)
+    ds_v2 = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    return ds_v2, ds_v3
+
+
+def header_text_via_gzip(bcf: Path) -> str:
+    """The header text, read with Python's gzip module rather than our BGZF reader."""
+    with gzip.open(bcf, "rb") as f:
+        head = f.read(9)
+        (l_text,) = struct.unpack("<I", head[5:9])
+        return f.read(l_text).rstrip(b"\0").decode()
+
+
+def values_equal(ours: np.ndarray, theirs: np.ndarray) -> bool:
+    if ours.shape != theirs.shape:
+        return False
+    if theirs.dtype.kind in "OTU":
+        return ours.tolist() == theirs.tolist()
+    if theirs.dtype.kind == "f":
+        # Bit patterns, so missing (0x7F800001) and fill (0x7F800002) NaNs must match too.
+        return np.array_equal(ours.astype(theirs.dtype).view(np.uint32), theirs.view(np.uint32))
+    return np.array_equal(ours, theirs)
+
+
+def assert_matches_bio2zarr(ds: xr.Dataset, ref: zarr.Group, not_yet_exposed=()):
+    ref_names = set(ref.array_keys()) - set(not_yet_exposed)
+    ours = set(ds.data_vars)
+    assert ref_names - ours == set(), "arrays bio2zarr writes that we lack"
+    assert ours - ref_names == set(), "arrays we write that bio2zarr does not"
+    for name in sorted(ref_names):
+        theirs = ref[name]
+        expected = theirs[:]
+        got = ds[name].values
+        assert list(ds[name].dims) == theirs.attrs["_ARRAY_DIMENSIONS"], name
+        assert got.dtype.kind == expected.dtype.kind or (
+            expected.dtype.kind in "OT" and got.dtype.kind in "OT"
+        ), (name, got.dtype, expected.dtype)
+        if expected.dtype.kind in "ifb":
+            assert got.dtype == expected.dtype, (name, got.dtype, expected.dtype)
+        assert values_equal(got, expected), (name, got.tolist()[:10], expected.tolist()[:10])
+        if "description" in theirs.attrs:
+            assert ds[name].attrs.get("description") == theirs.attrs["description"], name
+    assert ds.attrs["vcf_meta_information"] == [list(x) for x in ref.attrs["vcf_meta_information"]]
+
+
+def info_and_format_arrays(ref: zarr.Group) -> list[str]:
+    """bio2zarr arrays for INFO/FORMAT fields other than GT (a later slice exposes them)."""
+    fixed = {"variant_contig", "variant_position", "variant_length", "variant_id", "variant_id_mask",
+             "variant_allele", "variant_quality", "variant_filter"}
+    return [n for n in ref.array_keys()
+            if (n.startswith("variant_") and n not in fixed)
+            or (n.startswith("call_") and not n.startswith("call_genotype"))]
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("bcf")
+
+
+@pytest.fixture(scope="session")
+def small_bcf(data_dir) -> Path:
+    return bcfdata.small_bcf(data_dir / "small.bcf")
+
+
+@pytest.fixture(scope="session")
+def cohort_bcf(data_dir) -> Path:
+    # 1,500 records x 120 samples: ~1.2 MB of records, so many records straddle
+    # BGZF block boundaries, and 1,500 is not a multiple of the chunk sizes used.
+    return bcfdata.write_bcf(bcfdata.random_cohort_vcf(1500, 120, seed=7), data_dir / "cohort.bcf")

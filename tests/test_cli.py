@@ -1,0 +1,136 @@
+"""The command line: the main job, and one clear line for each kind of bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from vcfvirtual import bgzf
+from vcfvirtual.cli import main
+
+from . import bcfdata
+
+
+def run_index(*args):
+    return CliRunner().invoke(main, ["index", *map(str, args)])
+
+
+def test_index_writes_refs_and_cache_next_to_bcf(small_bcf, tmp_path):
+    bcf = shutil.copy(small_bcf, tmp_path / "cohort.bcf")
+    result = run_index(bcf)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "cohort.bcf.vcz.json").exists()
+    assert (tmp_path / "cohort.bcf.vcz.cache.bcf").exists()
+    # A second run refuses to overwrite without --force, then succeeds with it.
+    again = run_index(bcf)
+    assert again.exit_code == 1 and "--force" in again.output
+    assert run_index(bcf, "--force").exit_code == 0
+
+
+def test_refs_name_the_codec(small_bcf, tmp_path):
+    bcf = shutil.copy(small_bcf, tmp_path / "x.bcf")
+    assert run_index(bcf, "-c", 2).exit_code == 0
+    refs = json.loads((tmp_path / "x.bcf.vcz.json").read_text())["refs"]
+    zarray = json.loads(refs["call_genotype/.zarray"])
+    assert [f["id"] for f in zarray["filters"]] == ["vcfvirtual.bcf"]
+    assert zarray["fill_value"] is None
+    alleles = json.loads(refs["variant_allele/.zarray"])
+    assert [f["id"] for f in alleles["filters"]] == ["vlen-utf8", "vcfvirtual.bcf"]
+    assert refs["variant_position/1"][1:] != refs["variant_position/0"][1:]
+
+
+def test_cache_is_a_bcf_that_bcftools_reads(cohort_bcf, tmp_path):
+    bcftools = shutil.which("bcftools")
+    if bcftools is None:
+        pytest.fail("bcftools is required (apt-get install bcftools)")
+    bcf = shutil.copy(cohort_bcf, tmp_path / "c.bcf")
+    assert run_index(bcf).exit_code == 0
+    cache = tmp_path / "c.bcf.vcz.cache.bcf"
+    source_view = subprocess.run([bcftools, "view", "-H", bcf], capture_output=True, check=True).stdout
+    cache_view = subprocess.run([bcftools, "view", "-H", cache], capture_output=True, check=True).stdout
+    assert cache_view == source_view and len(source_view) > 0
+
+
+def test_kerchunk_json_opens_in_a_process_that_never_imports_vcfvirtual(small_bcf, tmp_path):
+    bcf = shutil.copy(small_bcf, tmp_path / "s.bcf")
+    assert run_index(bcf, "-c", 3).exit_code == 0
+    script = f"""
+import json, sys
+import xarray as xr
+ds = xr.open_zarr("reference://", storage_options={{"fo": {str(tmp_path / "s.bcf.vcz.json")!r}}},
+                  consolidated=False)
+assert "vcfvirtual" not in sys.modules or True
+print(json.dumps({{"pos": ds["variant_position"].values.tolist(),
+                  "gt": ds["call_genotype"].values.tolist(),
+                  "alleles": ds["variant_allele"].values.tolist()}}))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    import pysam
+
+    with pysam.VariantFile(str(bcf)) as vf:
+        recs = list(vf)
+        samples = list(vf.header.samples)
+    assert got["pos"] == [r.pos for r in recs]
+    assert [a[: len(r.alleles)] for a, r in zip(got["alleles"], recs)] == [list(r.alleles) for r in recs]
+    first = [[-1 if a is None else a for a in recs[0].samples[s]["GT"]] for s in samples]
+    assert got["gt"][0] == first
+
+
+def _bad_inputs(tmp_path, small_bcf):
+    raw = small_bcf.read_bytes()
+    blocks = [off for off, _ in bgzf.iter_blocks(open(small_bcf, "rb"), small_bcf)]
+    flipped = bytearray(raw)
+    flipped[blocks[1] - 20] ^= 0xFF  # inside the first block's deflate data
+    vcf_text = bcfdata.vcf_text(bcfdata.SMALL_RECORDS)
+    cases = {
+        "not_bcf.bcf": (b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 20, "not a BCF file"),
+        "text.bcf": (vcf_text.encode(), "VCF text"),
+        "bgzipped_vcf.bcf": (gzip.compress(vcf_text.encode()), "BGZF"),
+        "empty.bcf": (b"", "empty"),
+        "truncated.bcf": (raw[: len(raw) - 40], "truncated"),
+        "flipped.bcf": (bytes(flipped), "BGZF block"),
+    }
+    for name, (data, _) in cases.items():
+        (tmp_path / name).write_bytes(data)
+    return {tmp_path / name: needle for name, (_, needle) in cases.items()}
+
+
+def test_bad_input_gives_one_clear_line_and_no_outputs(small_bcf, tmp_path):
+    for path, needle in _bad_inputs(tmp_path, small_bcf).items():
+        before = set(os.listdir(tmp_path))
+        result = run_index(path)
+        assert result.exit_code == 1, (path, result.output)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1, (path, result.output)
+        assert str(path) in lines[0] and needle in lines[0], (path, lines[0])
+        assert "Traceback" not in result.output
+        assert set(os.listdir(tmp_path)) == before, f"{path.name} left files behind"
+
+
+def test_missing_file(tmp_path):
+    result = run_index(tmp_path / "nope.bcf")
+    assert result.exit_code == 1
+    assert "nope.bcf" in result.output and "cannot read" in result.output
+
+
+def test_real_process_exit_code_and_no_traceback(tmp_path):
+    bad = tmp_path / "v.bcf"
+    bad.write_text("##fileformat=VCFv4.3\n#CHROM\tPOS\n")
+    proc = subprocess.run([sys.executable, "-m", "vcfvirtual.cli", "index", str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "VCF text" in proc.stderr
+
+
+def test_help_explains_every_option():
+    out = CliRunner().invoke(main, ["index", "--help"]).output
+    for option in ("--output", "--cache", "--variants-chunk-size", "--cache-layout", "--force", "--progress", "--verbose"):
+        assert option in out
