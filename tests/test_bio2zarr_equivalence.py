@@ -71,3 +71,31 @@ def test_genotype_zero_is_not_masked(small_bcf, tmp_path):
     assert gt.dtype == np.int8
     assert (gt == 0).any()
     assert ds_v2["variant_allele"].values[2].tolist() == ["G", "", "", "", ""]
+
+
+def test_uncompressed_bcf_input(cohort_bcf, tmp_path):
+    """An uncompressed BCF (as bcftools view -Ou writes) is read as is, same store."""
+    import gzip
+
+    plain = tmp_path / "plain.bcf"
+    plain.write_bytes(gzip.decompress(cohort_bcf.read_bytes()))
+    assert plain.read_bytes()[:5] == b"BCF\x02\x02"
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 500)
+    for ds in open_both(plain, 500, tmp_path):
+        assert_matches_bio2zarr(ds, ref, not_yet_exposed=info_and_format_arrays(ref))
+
+
+def test_cohort_records_do_cross_bgzf_blocks(cohort_bcf):
+    """Guard on the test data: some records must straddle an inflated-block boundary."""
+    from vcfvirtual import bgzf
+    from vcfvirtual.scan import scan_bcf
+
+    with open(cohort_bcf, "rb") as f:
+        block_ends = np.cumsum([len(data) for _, data in bgzf.iter_blocks(f, cohort_bcf)])
+    starts = scan_bcf(cohort_bcf).offset
+    ends = np.append(starts[1:], block_ends[-1])
+    straddling = 0
+    for boundary in block_ends[:-1]:
+        i = np.searchsorted(starts, boundary, side="right") - 1
+        straddling += bool(i >= 0 and starts[i] < boundary < ends[i])
+    assert straddling > 5

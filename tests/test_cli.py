@@ -62,11 +62,10 @@ def test_kerchunk_json_opens_in_a_process_that_never_imports_vcfvirtual(small_bc
     bcf = shutil.copy(small_bcf, tmp_path / "s.bcf")
     assert run_index(bcf, "-c", 3).exit_code == 0
     script = f"""
-import json, sys
+import json
 import xarray as xr
 ds = xr.open_zarr("reference://", storage_options={{"fo": {str(tmp_path / "s.bcf.vcz.json")!r}}},
                   consolidated=False)
-assert "vcfvirtual" not in sys.modules or True
 print(json.dumps({{"pos": ds["variant_position"].values.tolist(),
                   "gt": ds["call_genotype"].values.tolist(),
                   "alleles": ds["variant_allele"].values.tolist()}}))
