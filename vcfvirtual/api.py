@@ -70,7 +70,12 @@ def index(
                     "variants_chunk_size": chunk_length,
                 }
             }
-            group = manifest.build_group(scan, cache_url, chunk_length, extra_attributes=attrs)
+            try:
+                group = manifest.build_group(scan, cache_url, chunk_length, extra_attributes=attrs)
+            except VcfVirtualError as e:
+                if e.path is None:  # pure builders do not know the file: name it here
+                    raise type(e)(bcf_path, e.problem, offset=e.offset, hint=e.hint) from None
+                raise
             if tmp_refs is not None:
                 writers.write_kerchunk_json(group, tmp_refs)
         if tmp_refs is not None:

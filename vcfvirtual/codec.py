@@ -45,8 +45,10 @@ KINDS = (
     "genotype",
     "genotype_phased",
     "genotype_mask",
+    "info",
+    "format",
 )
-STRING_KINDS = ("id", "allele")
+STRING_KINDS = ("id", "allele")  # info/format strings are decided by vcf_type
 FLOAT32_FILL = np.array([0x7F800002], dtype="<u4").view("<f4")[0]
 
 
@@ -61,6 +63,7 @@ class ChunkSpec:
     chunk_length: int  # variants per chunk; the last chunk may hold fewer records
     key: int = -1  # BCF dictionary key of the field (GT) or -1
     ploidy: int = 0  # ploidy dimension, for the genotype kinds
+    vcf_type: str = ""  # Integer, Float, Flag, String or Character, for info/format kinds
     filter_columns: tuple[int, ...] = ()  # filter_id column of each FILTER key
     layout: str = "raw"
     version: int = FORMAT_VERSION
@@ -145,6 +148,8 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         _check(err, at, spec, kind)
         return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
 
+    if kind in ("info", "format"):
+        return _decode_field(buf, offsets, spec, full)
     dtype = np.dtype(spec.dtype)
     n = offsets.shape[0]
     if kind in ("contig", "position", "length"):
@@ -180,6 +185,49 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     if kind == "genotype_mask":
         return gt < 0  # missing or fill, as bio2zarr writes it
     return phased
+
+
+def _first_characters(buf, starts, lengths) -> np.ndarray:
+    """<U1 values (UTF-32LE code points): each value's first character, "." when
+    missing, "" as fill."""
+    safe = np.minimum(starts, max(buf.shape[0] - 1, 0))
+    first = buf[safe].astype(np.uint32)
+    out = np.where(lengths > 0, first, np.where(lengths == decode.SPAN_MISSING, ord("."), 0)).astype("<u4")
+    # A first byte >= 0x80 starts a multi-byte UTF-8 character: decode those few exactly.
+    for idx in zip(*np.nonzero((lengths > 0) & (first >= 0x80))):
+        start, length = int(starts[idx]), int(lengths[idx])
+        text = bytes(buf[start : start + length]).decode("utf-8", errors="replace")
+        out[idx] = ord(text[0])
+    return out
+
+
+def _decode_field(buf, offsets, spec: ChunkSpec, full):
+    """An INFO (records, [width]) or FORMAT (records, samples, [width]) field."""
+    is_format = spec.kind == "format"
+    n_vectors = spec.shape[0] if is_format else 1
+    vector = len(spec.shape) == (2 if is_format else 1)
+    width = spec.shape[-1] if vector else 1
+    inner = (spec.chunk_length, n_vectors, width)
+    if spec.vcf_type == "Flag":
+        out = np.zeros(spec.chunk_length, dtype=bool)
+        err, at = decode.info_flag(buf, offsets, spec.key, out)
+        _check(err, at, spec, "Flag")
+        return out
+    if spec.vcf_type in ("Integer", "Float"):
+        is_float = spec.vcf_type == "Float"
+        out = np.full(inner, decode.FLOAT_END_BITS if is_float else -2, dtype=np.int32)
+        err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, out)
+        _check(err, at, spec, spec.vcf_type)
+        if is_float:
+            return out.view("<f4").reshape(full)
+        return out.reshape(full).astype(np.dtype(spec.dtype).newbyteorder("<"), copy=False)
+    starts = np.zeros(inner, np.int64)
+    lengths = np.full(inner, decode.SPAN_FILL, np.int64)
+    err, at = decode.field_string_spans(buf, offsets, spec.key, is_format, starts, lengths)
+    _check(err, at, spec, spec.vcf_type)
+    if spec.vcf_type == "Character":
+        return _first_characters(buf, starts, lengths).reshape(full)
+    return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
 
 
 class BCFRecordsCodec(Codec):

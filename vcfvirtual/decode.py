@@ -176,8 +176,11 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
     """Decode FORMAT/GT into alleles (-1 missing, -2 fill) and per-call phasing.
 
     A call is phased when its second allele carries the phase bit, as htslib prints
-    it. A one-allele (haploid) call counts as phased, and a record without GT is
-    all missing and unphased.
+    it (in a record of higher ploidy a haploid call's second slot is end-of-vector,
+    whose low bit is set, so it reads phased, as in bio2zarr). In a record whose GT
+    holds one allele per sample, a call's own phase bit counts (VCF 4.4 "|0"); in an
+    all-haploid dataset every call is phased, as bio2zarr forces. A record without GT
+    is all missing and unphased.
     """
     n_samples = out_gt.shape[1]
     ploidy = out_gt.shape[2]
@@ -209,8 +212,118 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
                     out_gt[k, s, a] = -1
                 else:
                     out_gt[k, s, a] = (raw >> 1) - 1
-            if n >= 2:
+            if ploidy == 1:
+                out_phased[k, s] = True  # an all-haploid dataset: bio2zarr marks every call phased
+            elif n >= 2:
                 out_phased[k, s] = (R.read_int(buf, base + size, t) & 1) == 1
             else:
-                out_phased[k, s] = True
+                out_phased[k, s] = (R.read_int(buf, base, t) & 1) == 1
+    return R.OK, np.int64(0)
+
+
+FLOAT_MISSING_BITS = np.int32(0x7F800001)
+FLOAT_END_BITS = np.int32(0x7F800002)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _locate(buf, pos, key, is_format):
+    if is_format:
+        return R.find_format(buf, pos, key)
+    return R.find_info(buf, pos, key)
+
+
+@_njit
+def field_numeric(buf, offsets, key, is_format, is_float, out):
+    """INFO or FORMAT Integer/Float values into ``out`` (records, samples or 1, width).
+
+    Integers: -1 missing, -2 end-of-vector and padding. Floats are written as their
+    bit patterns: a value or a whole field that is absent reads 0x7F800001 (missing),
+    padding past the record's own width 0x7F800002 (fill). An end-of-vector *inside*
+    the record's width reads as missing, which is how bio2zarr stores it.
+    """
+    n_vectors = out.shape[1]
+    width = out.shape[2]
+    missing_out = FLOAT_MISSING_BITS if is_float else np.int32(-1)
+    fill_out = FLOAT_END_BITS if is_float else np.int32(-2)
+    for k in range(offsets.shape[0]):
+        pos = offsets[k]
+        t, n, d, err = _locate(buf, pos, key, is_format)
+        if err != R.OK:
+            return err, pos
+        if d < 0:
+            out[k, :, :] = missing_out
+            continue
+        if n > width:
+            return ERR_SHAPE, pos
+        if is_float:
+            if t != R.BT_FLOAT and n > 0:
+                return R.ERR_BAD_TYPE, pos
+        elif n > 0 and (t < R.BT_INT8 or t > R.BT_INT32):
+            return R.ERR_BAD_TYPE, pos
+        size = R.type_size(t)
+        missing, vector_end = R.int_sentinels(t)
+        for s in range(n_vectors):
+            base = d + s * n * size
+            for j in range(width):
+                if j >= n:
+                    out[k, s, j] = fill_out
+                elif is_float:
+                    bits = R.i32(buf, base + 4 * j)
+                    out[k, s, j] = missing_out if bits == FLOAT_END_BITS else bits
+                else:
+                    v = R.read_int(buf, base + j * size, t)
+                    if v == missing:
+                        out[k, s, j] = -1
+                    elif v == vector_end:
+                        out[k, s, j] = -2
+                    else:
+                        out[k, s, j] = v
+    return R.OK, np.int64(0)
+
+
+@_njit
+def info_flag(buf, offsets, key, out):
+    for k in range(offsets.shape[0]):
+        pos = offsets[k]
+        t, n, d, err = R.find_info(buf, pos, key)
+        if err != R.OK:
+            return err, pos
+        out[k] = d >= 0
+    return R.OK, np.int64(0)
+
+
+@_njit
+def field_string_spans(buf, offsets, key, is_format, starts, lengths):
+    """Comma-separated parts of INFO/FORMAT strings as spans (records, samples or 1, width).
+
+    A field absent from a record is "." in every slot; parts past a value's own count
+    are "" (fill); parts past the width are dropped (only the single-value case).
+    """
+    n_vectors = starts.shape[1]
+    width = starts.shape[2]
+    for k in range(offsets.shape[0]):
+        pos = offsets[k]
+        t, n, d, err = _locate(buf, pos, key, is_format)
+        if err != R.OK:
+            return err, pos
+        if d < 0:
+            lengths[k, :, :] = SPAN_MISSING
+            continue
+        if n > 0 and t != R.BT_CHAR:
+            return R.ERR_BAD_TYPE, pos
+        for s in range(n_vectors):
+            base = d + s * n
+            part = 0
+            part_start = base
+            b = 0
+            while b <= n and part < width:
+                at_end = b == n or buf[base + b] == 0
+                if at_end or buf[base + b] == 44:
+                    starts[k, s, part] = part_start
+                    lengths[k, s, part] = base + b - part_start
+                    part += 1
+                    part_start = base + b + 1
+                    if at_end:
+                        break
+                b += 1
     return R.OK, np.int64(0)

@@ -50,3 +50,7 @@ class ChunkDecodeError(VcfVirtualError):
 
 class OutputExistsError(VcfVirtualError):
     """An output file exists and overwriting it was not asked for."""
+
+
+class FieldShapeError(VcfVirtualError):
+    """Records hold more values for a field than its declared Number allows."""

@@ -157,7 +157,8 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
                         name=meta.name,
                         key=meta.id,
                         number=str(meta.number),
-                        type=str(meta.type),
+                        # htslib stores Character as String internally; keep the header's word.
+                        type=str(rec.get("Type", meta.type)),
                         description=_strip_quotes(meta.description),
                     )
                 )

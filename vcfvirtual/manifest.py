@@ -8,12 +8,15 @@ Everything here is pure: the scan result and the cache location in, a group out.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numcodecs import VLenUTF8
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from virtualizarr.manifests.utils import create_v3_array_metadata
 
 from . import __version__
+from .errors import FieldShapeError
 from .codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from .scan import ScanResult
 
@@ -164,6 +167,59 @@ def region_index(chunk_length: int, contig: np.ndarray, pos1: np.ndarray, rlen: 
     return rows.astype(dtype)
 
 
+def field_dtype(vcf_type: str, lo: int, hi: int):
+    """bio2zarr's dtype for an INFO/FORMAT field: smallest int, float32, bool or str."""
+    if vcf_type == "Integer":
+        return np.dtype("i1") if lo > hi else min_int_dtype(lo, hi)
+    if vcf_type == "Float":
+        return np.dtype("f4")
+    if vcf_type == "Flag":
+        return np.dtype(bool)
+    if vcf_type == "Character":
+        # The spec names |S1, but xarray decodes an S1 array as strings joined along
+        # its last axis; bio2zarr's <U1 reads back one character per value.
+        return np.dtype("<U1")
+    return str
+
+
+def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> dict:
+    """(width, dimension name or None) of every INFO/FORMAT field, by bio2zarr's rules.
+
+    Number=A/R/G use the alt_alleles/alleles/genotypes dimensions; fixed and "."
+    numbers get ``<category>_<name>_dim`` when more than one value is seen or
+    declared; single values have no extra dimension.
+    """
+    genotypes = None
+    if header.gt_key >= 0:
+        genotypes = math.comb(n_alleles + ploidy - 1, ploidy)
+    else:
+        g_max = [int(scan.format_stats[f.key, 0]) for f in header.formats if f.number == "G"]
+        genotypes = max(g_max) if g_max else None
+    out = {}
+    for field in (*header.info, *header.formats):
+        stats = scan.info_stats if field.category == "INFO" else scan.format_stats
+        max_number = int(stats[field.key, 0])
+        named = {"A": ("alt_alleles", n_alleles - 1), "R": ("alleles", n_alleles), "G": ("genotypes", genotypes)}
+        if field.number in named:
+            dim, size = named[field.number]
+            if size is None or max_number > size:
+                raise FieldShapeError(
+                    None,
+                    f"{field.category}/{field.name} is declared Number={field.number} but a record "
+                    f"holds {max_number} values, more than the {dim} dimension ({size})",
+                    hint=f"fix the header's Number for {field.name} (e.g. Number=.) with bcftools reheader",
+                )
+            out[(field.category, field.name)] = (size, dim if size > 0 else None)
+            continue
+        if field.number not in (".",) and field.type != "Flag":
+            max_number = max(max_number, int(field.number))
+        # bio2zarr always gives FORMAT/LAA (local alleles) its own dimension.
+        always = field.category == "FORMAT" and field.name == "LAA"
+        dim = f"{field.category}_{field.name}_dim" if max_number > 1 or always else None
+        out[(field.category, field.name)] = (max_number, dim)
+    return out
+
+
 def build_group(scan: ScanResult, cache_url: str, chunk_length: int, cache_offset_shift: int = 0,
                 extra_attributes: dict | None = None) -> ManifestGroup:
     """All arrays of the core VCF Zarr slice for ``scan``, referencing ``cache_url``.
@@ -201,8 +257,20 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, cache_offse
                                   description=FIXED_DESCRIPTIONS["variant_filter"],
                                   filter_columns=h.filter_column_map()),
     }
+    ploidy = max(int(scan.ploidy.max()) if n else 0, 1)
+    dims = field_dimensions(h, scan, n_alleles, ploidy)
+    for field in (*h.info, *h.formats):
+        if field.category == "FORMAT" and field.name == "GT":
+            continue
+        name = ("variant_" if field.category == "INFO" else "call_") + field.name
+        width, dim = dims[(field.category, field.name)]
+        stats = (scan.info_stats if field.category == "INFO" else scan.format_stats)[field.key]
+        dtype = field_dtype(field.type, int(stats[1]), int(stats[2]))
+        shape = ((n_samples,) if field.category == "FORMAT" else ()) + ((width,) if dim else ())
+        dim_names = ["variants"] + (["samples"] if field.category == "FORMAT" else []) + ([dim] if dim else [])
+        arrays[name] = variant(name, field.category.lower(), dtype, dim_names, shape,
+                               description=field.description, key=field.key, vcf_type=field.type)
     if h.gt_key >= 0:
-        ploidy = max(int(scan.ploidy.max()) if n else 0, 1)
         gt = dict(key=h.gt_key, ploidy=ploidy)
         arrays["call_genotype"] = variant("call_genotype", "genotype", min_int_dtype(-2, n_alleles - 1),
                                           ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt)
@@ -212,7 +280,7 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, cache_offse
                                                ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt)
 
     arrays["contig_id"] = _inline_array(list(h.contigs), str, ["contigs"])
-    if h.contigs:
+    if any(x is not None for x in h.contig_lengths):
         lengths = [-1 if x is None else x for x in h.contig_lengths]
         arrays["contig_length"] = _inline_array(lengths, np.int64, ["contigs"])
     arrays["filter_id"] = _inline_array(list(h.filters), str, ["filters"])

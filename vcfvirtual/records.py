@@ -42,6 +42,7 @@ ERR_BAD_TYPE = 3  # unknown typed-value type code
 ERR_SAMPLES = 4  # record sample count differs from the header
 ERR_TRAILING = 5  # bytes left that do not form a whole record
 ERR_COUNT = 6  # record count differs from what the codec was configured for
+ERR_UNKNOWN_KEY = 8  # an INFO/FORMAT key that the header does not define
 
 ERROR_TEXT = {
     ERR_SHORT_SHARED: "record's l_shared is smaller than the 24-byte fixed part",
@@ -50,6 +51,7 @@ ERROR_TEXT = {
     ERR_SAMPLES: "record's sample count differs from the header's",
     ERR_TRAILING: "data ends inside a record (truncated)",
     ERR_COUNT: "number of records differs from the index",
+    ERR_UNKNOWN_KEY: "record uses an INFO/FORMAT key the header does not define",
 }
 
 _jit = numba.njit(nogil=True, cache=True, inline="always")
@@ -207,3 +209,100 @@ def find_format(buf, pos, key):
         j = nxt
     return 0, 0, np.int64(-1), OK
 
+
+
+@_jit
+def info_start(buf, pos):
+    """(index of the first INFO key, n_info, end of shared part), or index -1 on overrun."""
+    end = pos + 8 + np.int64(u32(buf, pos))
+    n_allele_info = u32(buf, pos + OFF_N_ALLELE_INFO)
+    n_allele = np.int64(n_allele_info >> np.uint32(16))
+    n_info = np.int64(n_allele_info & np.uint32(0xFFFF))
+    i = skip_typed(buf, pos + OFF_ID, end)
+    for _ in range(n_allele):
+        if i < 0:
+            return np.int64(-1), n_info, end
+        i = skip_typed(buf, i, end)
+    if i < 0:
+        return np.int64(-1), n_info, end
+    i = skip_typed(buf, i, end)  # FILTER
+    return i, n_info, end
+
+
+@_jit
+def read_key(buf, i, end):
+    """(key, next index) of a typed single-integer key, next -1 when malformed."""
+    t, n, d = typed_descriptor(buf, i, end)
+    if d < 0 or n != 1 or t < BT_INT8 or t > BT_INT32 or d + type_size(t) > end:
+        return np.int64(-1), np.int64(-1)
+    return read_int(buf, d, t), d + type_size(t)
+
+
+@_jit
+def find_info(buf, pos, key):
+    """Locate INFO field ``key``: (type, count, data_start, error); data_start -1 if absent."""
+    i, n_info, end = info_start(buf, pos)
+    if i < 0:
+        return 0, 0, np.int64(-1), ERR_OVERRUN
+    for _ in range(n_info):
+        k, j = read_key(buf, i, end)
+        if j < 0:
+            return 0, 0, np.int64(-1), ERR_OVERRUN
+        t, n, d = typed_descriptor(buf, j, end)
+        if d < 0 or d + n * type_size(t) > end:
+            return 0, 0, np.int64(-1), ERR_OVERRUN
+        if k == key:
+            return t, n, d, OK
+        i = d + n * type_size(t)
+    return 0, 0, np.int64(-1), OK
+
+
+@_jit
+def int_sentinels(t):
+    """(missing, vector_end) of BCF integer type ``t``."""
+    if t == BT_INT8:
+        return np.int64(-128), np.int64(-127)
+    if t == BT_INT16:
+        return np.int64(-32768), np.int64(-32767)
+    return np.int64(-2147483648), np.int64(-2147483647)
+
+
+@_jit
+def count_parts(buf, d, n):
+    """Comma-separated parts of the string in ``buf[d:d+n]`` (up to its first NUL)."""
+    parts = 1
+    for b in range(n):
+        c = buf[d + b]
+        if c == 0:
+            break
+        if c == 44:  # ","
+            parts += 1
+    return parts
+
+
+@_jit
+def update_stats(buf, t, n, d, n_vectors, stats, key):
+    """Fold one field's values into ``stats[key] = (max_number, min, max)``.
+
+    max_number counts values per vector, or comma-separated parts for strings, as
+    bio2zarr does; min and max skip the missing and end-of-vector sentinels.
+    """
+    size = type_size(t)
+    if t == BT_CHAR:
+        for s in range(n_vectors):
+            parts = count_parts(buf, d + s * n, n)
+            if parts > stats[key, 0]:
+                stats[key, 0] = parts
+        return
+    if n > stats[key, 0]:
+        stats[key, 0] = n
+    if t >= BT_INT8 and t <= BT_INT32:
+        missing, vector_end = int_sentinels(t)
+        for j in range(n_vectors * n):
+            v = read_int(buf, d + j * size, t)
+            if v == missing or v == vector_end:
+                continue
+            if v < stats[key, 1]:
+                stats[key, 1] = v
+            if v > stats[key, 2]:
+                stats[key, 2] = v

@@ -41,6 +41,8 @@ class ScanResult:
     ploidy: np.ndarray  # int32, GT values per sample in the record (0: no GT)
     compressed: bool
     has_eof_block: bool
+    info_stats: np.ndarray  # (n_keys, 3) int64: max number, min, max of INFO values by key
+    format_stats: np.ndarray  # the same for FORMAT values
 
     @property
     def num_records(self) -> int:
@@ -48,8 +50,43 @@ class ScanResult:
 
 
 @numba.njit(nogil=True, cache=True)
+def _field_stats(buf, pos, n_samples, info_stats, fmt_stats):
+    """Fold the record's INFO and FORMAT values into the per-key statistics."""
+    i, n_info, end = records.info_start(buf, pos)
+    if i < 0:
+        return records.ERR_OVERRUN
+    n_keys_info = info_stats.shape[0]
+    for _ in range(n_info):
+        key, j = records.read_key(buf, i, end)
+        if j < 0:
+            return records.ERR_OVERRUN
+        t, n, d = records.typed_descriptor(buf, j, end)
+        if d < 0 or d + n * records.type_size(t) > end:
+            return records.ERR_OVERRUN
+        if key < 0 or key >= n_keys_info:
+            return records.ERR_UNKNOWN_KEY
+        records.update_stats(buf, t, n, d, 1, info_stats, key)
+        i = d + n * records.type_size(t)
+    n_fmt = np.int64(buf[pos + records.OFF_N_FMT_SAMPLE + 3])
+    j, end = records.format_start(buf, pos)
+    n_keys_fmt = fmt_stats.shape[0]
+    for _ in range(n_fmt):
+        key, k = records.read_key(buf, j, end)
+        if k < 0:
+            return records.ERR_OVERRUN
+        t, n, d = records.typed_descriptor(buf, k, end)
+        if d < 0 or d + n_samples * n * records.type_size(t) > end:
+            return records.ERR_OVERRUN
+        if key < 0 or key >= n_keys_fmt:
+            return records.ERR_UNKNOWN_KEY
+        records.update_stats(buf, t, n, d, n_samples, fmt_stats, key)
+        j = d + n_samples * n * records.type_size(t)
+    return records.OK
+
+
+@numba.njit(nogil=True, cache=True)
 def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
-                 out_n_allele, out_ploidy):
+                 out_n_allele, out_ploidy, info_stats, fmt_stats):
     """Walk whole records in ``buf`` until it or the output capacity runs out.
 
     Returns (records written, bytes consumed, error code, error position).
@@ -68,6 +105,9 @@ def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, o
         n_fmt = buf[pos + records.OFF_N_FMT_SAMPLE + 3]
         if n_fmt > 0 and n_sample != n_samples:
             return k, pos, records.ERR_SAMPLES, pos
+        err = _field_stats(buf, pos, n_samples, info_stats, fmt_stats)
+        if err != records.OK:
+            return k, pos, err, pos
         out_offset[k] = base + pos
         out_chrom[k] = records.i32(buf, pos + records.OFF_CHROM)
         out_pos[k] = records.i32(buf, pos + records.OFF_POS)
@@ -84,6 +124,13 @@ def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, o
         k += 1
         pos += total
     return k, pos, records.OK, pos
+
+
+def new_stats(n_keys: int) -> np.ndarray:
+    stats = np.zeros((n_keys, 3), dtype=np.int64)
+    stats[:, 1] = np.iinfo(np.int64).max
+    stats[:, 2] = np.iinfo(np.int64).min
+    return stats
 
 
 def _open_stream(fileobj: BinaryIO, path) -> tuple[Iterator[bytes], bool, Callable[[], bool]]:
@@ -122,6 +169,10 @@ class _RecordAccumulator:
         self.n_samples = len(header.samples)
         self.gt_key = header.gt_key
         self.parts: dict[str, list[np.ndarray]] = {f: [] for f in RECORD_FIELDS}
+        # Per dictionary key: (max values per vector, min int, max int), as bio2zarr summarises.
+        n_keys = max([f.key for f in (*header.info, *header.formats)] + list(header.filter_keys) + [0]) + 1
+        self.info_stats = new_stats(n_keys)
+        self.fmt_stats = new_stats(n_keys)
         self.pending = b""
         self.base = header.size  # stream offset of pending[0]
 
@@ -134,7 +185,8 @@ class _RecordAccumulator:
             cap = max(1, view.shape[0] // 32 + 1)
             out = [np.empty(cap, np.int64)] + [np.empty(cap, np.int32) for _ in range(5)]
             k, consumed, err, err_pos = _scan_kernel(
-                view, self.n_samples, self.gt_key, self.base + consumed_total, *out
+                view, self.n_samples, self.gt_key, self.base + consumed_total, *out,
+                self.info_stats, self.fmt_stats,
             )
             if err != records.OK:
                 raise CorruptBCFError(
@@ -229,5 +281,7 @@ def scan_bcf(path: str | os.PathLike, sink: BinaryIO | None = None, progress: bo
             stream_size=acc.base,
             compressed=compressed,
             has_eof_block=has_eof,
+            info_stats=acc.info_stats,
+            format_stats=acc.fmt_stats,
             **arrays,
         )
