@@ -54,10 +54,10 @@ def values_equal(ours: np.ndarray, theirs: np.ndarray) -> bool:
     return np.array_equal(ours, theirs)
 
 
-def differences_from_bio2zarr(ds: xr.Dataset, ref: zarr.Group, not_yet_exposed=()) -> list[str]:
+def differences_from_bio2zarr(ds: xr.Dataset, ref: zarr.Group, ignore=()) -> list[str]:
     """Every way our dataset differs from bio2zarr's store, as readable lines."""
     problems = []
-    ref_names = set(ref.array_keys()) - set(not_yet_exposed)
+    ref_names = set(ref.array_keys()) - set(ignore)
     ours = set(ds.data_vars)
     if ref_names - ours:
         problems.append(f"arrays bio2zarr writes that we lack: {sorted(ref_names - ours)}")
@@ -83,18 +83,9 @@ def differences_from_bio2zarr(ds: xr.Dataset, ref: zarr.Group, not_yet_exposed=(
     return problems
 
 
-def assert_matches_bio2zarr(ds: xr.Dataset, ref: zarr.Group, not_yet_exposed=()):
-    problems = differences_from_bio2zarr(ds, ref, not_yet_exposed)
+def assert_matches_bio2zarr(ds: xr.Dataset, ref: zarr.Group):
+    problems = differences_from_bio2zarr(ds, ref)
     assert not problems, "\n".join(problems)
-
-
-def info_and_format_arrays(ref: zarr.Group) -> list[str]:
-    """bio2zarr arrays for INFO/FORMAT fields other than GT (a later slice exposes them)."""
-    fixed = {"variant_contig", "variant_position", "variant_length", "variant_id", "variant_id_mask",
-             "variant_allele", "variant_quality", "variant_filter"}
-    return [n for n in ref.array_keys()
-            if (n.startswith("variant_") and n not in fixed)
-            or (n.startswith("call_") and not n.startswith("call_genotype"))]
 
 
 # Filled by test_corpus.py, printed at the end of the run.

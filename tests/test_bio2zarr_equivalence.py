@@ -10,7 +10,6 @@ from .conftest import (
     assert_matches_bio2zarr,
     bio2zarr_convert,
     header_text_via_gzip,
-    info_and_format_arrays,
     open_both,
 )
 
@@ -19,7 +18,7 @@ from .conftest import (
 def test_small_bcf_matches_bio2zarr(small_bcf, tmp_path, chunk_length):
     ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", chunk_length)
     for ds in open_both(small_bcf, chunk_length, tmp_path):
-        assert_matches_bio2zarr(ds, ref, not_yet_exposed=info_and_format_arrays(ref))
+        assert_matches_bio2zarr(ds, ref)
 
 
 @pytest.mark.parametrize("chunk_length", [100, 640])
@@ -28,7 +27,7 @@ def test_cohort_crossing_bgzf_blocks_matches_bio2zarr(cohort_bcf, tmp_path, chun
     for ds in open_both(cohort_bcf, chunk_length, tmp_path):
         assert ds.sizes["variants"] == 1500
         assert ds["variant_position"].encoding["chunks"][0] == chunk_length
-        assert_matches_bio2zarr(ds, ref, not_yet_exposed=info_and_format_arrays(ref))
+        assert_matches_bio2zarr(ds, ref)
 
 
 def test_sites_only_bcf_matches_bio2zarr(data_dir, tmp_path):
@@ -43,7 +42,7 @@ def test_sites_only_bcf_matches_bio2zarr(data_dir, tmp_path):
     ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", 2)
     for ds in open_both(bcf, 2, tmp_path):
         assert "call_genotype" not in ds
-        assert_matches_bio2zarr(ds, ref, not_yet_exposed=info_and_format_arrays(ref))
+        assert_matches_bio2zarr(ds, ref)
 
 
 def test_zero_records(data_dir, tmp_path):
@@ -82,7 +81,7 @@ def test_uncompressed_bcf_input(cohort_bcf, tmp_path):
     assert plain.read_bytes()[:5] == b"BCF\x02\x02"
     ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 500)
     for ds in open_both(plain, 500, tmp_path):
-        assert_matches_bio2zarr(ds, ref, not_yet_exposed=info_and_format_arrays(ref))
+        assert_matches_bio2zarr(ds, ref)
 
 
 def test_cohort_records_do_cross_bgzf_blocks(cohort_bcf):

@@ -22,6 +22,7 @@ CONFIG = {
     "chunk_length": 4,
     "key": 4,
     "ploidy": 2,
+    "vcf_type": "",
     "filter_columns": [],
     "layout": "raw",
     "version": 1,

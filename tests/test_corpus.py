@@ -51,6 +51,15 @@ KNOWN_DIFFERENCES = {
     ),
 }
 
+# Arrays whose bio2zarr value is undefined for a file, checked against pysam instead.
+PYSAM_INSTEAD = {
+    "sgkit-dev+bio2zarr/tests/data/vcf/mixed_ploidy.vcf.gz": {
+        "call_genotype_phased": "records where every call is haploid: cyvcf2 reads the phase bit "
+        "one slot past each call (the next sample's, and past the array for the last), so "
+        "bio2zarr's value changes from run to run; htslib (pysam) calls haploid calls phased",
+    },
+}
+
 
 def corpus_files() -> list[Path]:
     if not CORPUS.is_dir():
@@ -92,14 +101,24 @@ def test_corpus_file(path, tmp_path, request):
     assert bcf is not None, "htslib (bcftools view) refuses this file"
     if name in BIO2ZARR_FAILS:
         with pytest.raises(Exception):
-            bio2zarr_convert(bcf, tmp_path / "ref.vcz", 50)
+            bio2zarr_convert(bcf, tmp_path / "ref.vcz", 1000)
         CORPUS_RESULTS[name] = f"bio2zarr fails ({BIO2ZARR_FAILS[name]}); ours: " + _check_against_pysam(bcf, tmp_path)
         return
     reason = KNOWN_DIFFERENCES.get(name)
     if reason:
         request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-    ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", 50)
-    problems = [p for ds in open_both(bcf, 50, tmp_path) for p in differences_from_bio2zarr(ds, ref)]
+    # Several chunks everywhere; not thousands on the larger files (bio2zarr is slow then).
+    chunk_length = 50 if bcf.stat().st_size < 200_000 else 20_000
+    ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", chunk_length)
+    instead = PYSAM_INSTEAD.get(name, {})
+    problems = []
+    for ds in open_both(bcf, chunk_length, tmp_path):
+        problems += differences_from_bio2zarr(ds.drop_vars(list(instead)), ref, ignore=instead)
+        if "call_genotype_phased" in instead:
+            with pysam.VariantFile(str(bcf)) as vf:
+                expected = [[call.phased for call in rec.samples.values()] for rec in vf]
+            if ds["call_genotype_phased"].values.tolist() != expected:
+                problems.append("call_genotype_phased differs from pysam")
     CORPUS_RESULTS[name] = "pass" if not problems else ("xfail: " + reason if reason else "FAIL")
     assert not problems, "\n".join(problems)
 

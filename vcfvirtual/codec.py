@@ -108,15 +108,13 @@ def _check(err, err_pos, spec: ChunkSpec, what: str):
 
 def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     """Offsets of the records in the chunk; 1..chunk_length whole records are expected."""
-    pos = 0
-    n = 0
-    end = buf.shape[0]
-    # Count first (cheap: two uint32 reads per record) so record_offsets can validate.
-    while pos < end and n <= spec.chunk_length:
-        if pos + 8 > end:
-            break
-        pos += 8 + int.from_bytes(buf[pos : pos + 4], "little") + int.from_bytes(buf[pos + 4 : pos + 8], "little")
-        n += 1
+    n = records.count_records(buf, spec.chunk_length)
+    if n < 0:
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: its {buf.shape[0]} bytes do not hold whole BCF records",
+            hint="the cache may not match the references",
+        )
     if n == 0 or n > spec.chunk_length:
         raise ChunkDecodeError(
             None,

@@ -176,11 +176,10 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
     """Decode FORMAT/GT into alleles (-1 missing, -2 fill) and per-call phasing.
 
     A call is phased when its second allele carries the phase bit, as htslib prints
-    it (in a record of higher ploidy a haploid call's second slot is end-of-vector,
-    whose low bit is set, so it reads phased, as in bio2zarr). In a record whose GT
-    holds one allele per sample, a call's own phase bit counts (VCF 4.4 "|0"); in an
-    all-haploid dataset every call is phased, as bio2zarr forces. A record without GT
-    is all missing and unphased.
+    it. A haploid call is phased: in a record of higher ploidy its second slot is
+    end-of-vector, whose low bit is set (so bio2zarr reads it phased too); in a record
+    of ploidy 1 htslib (pysam) calls it phased and bio2zarr forces it for all-haploid
+    data. A record without GT is all missing and unphased.
     """
     n_samples = out_gt.shape[1]
     ploidy = out_gt.shape[2]
@@ -212,12 +211,10 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
                     out_gt[k, s, a] = -1
                 else:
                     out_gt[k, s, a] = (raw >> 1) - 1
-            if ploidy == 1:
-                out_phased[k, s] = True  # an all-haploid dataset: bio2zarr marks every call phased
-            elif n >= 2:
+            if n >= 2:
                 out_phased[k, s] = (R.read_int(buf, base + size, t) & 1) == 1
             else:
-                out_phased[k, s] = (R.read_int(buf, base, t) & 1) == 1
+                out_phased[k, s] = True
     return R.OK, np.int64(0)
 
 

@@ -139,6 +139,22 @@ def record_length(buf, pos, end):
 
 
 @numba.njit(nogil=True, cache=True)
+def count_records(buf, limit):
+    """Whole records that exactly fill ``buf``, stopping past ``limit``; -1 if they do not."""
+    pos = np.int64(0)
+    end = np.int64(buf.shape[0])
+    n = 0
+    while pos < end and n <= limit:
+        if pos + 8 > end:
+            return -1
+        pos += 8 + np.int64(u32(buf, pos)) + np.int64(u32(buf, pos + 4))
+        n += 1
+    if pos > end:
+        return -1
+    return n
+
+
+@numba.njit(nogil=True, cache=True)
 def record_offsets(buf, expected):
     """Offsets of the ``expected`` whole records that must exactly fill ``buf``.
 
