@@ -10,5 +10,6 @@ _codec.register()
 
 from .api import index, open_store  # noqa: E402
 from .errors import VcfVirtualError  # noqa: E402
+from .regions import select_region  # noqa: E402
 
-__all__ = ["index", "open_store", "VcfVirtualError", "__version__"]
+__all__ = ["index", "open_store", "select_region", "VcfVirtualError", "__version__"]

@@ -1,0 +1,56 @@
+"""Region queries through the spec's region index.
+
+``select_region(ds, "chr20:1000-2000")`` keeps the variants that overlap the region
+(1-based, inclusive, as bcftools and tabix take it), reading only the chunks the
+region index names, then filtering those rows exactly.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import xarray as xr
+
+_REGION = re.compile(r"^(?P<contig>[^:]+)(?::(?P<start>[\d,]+)?(?:-(?P<end>[\d,]+)?)?)?$")
+
+
+def parse_region(region: str) -> tuple[str, int, int]:
+    """``contig[:start[-end]]`` -> (contig, start, end), 1-based inclusive."""
+    m = _REGION.match(region.strip())
+    if not m:
+        raise ValueError(f"cannot parse region {region!r}; expected contig, contig:start or contig:start-end")
+    start = int(m["start"].replace(",", "")) if m["start"] else 1
+    end = int(m["end"].replace(",", "")) if m["end"] else np.iinfo(np.int64).max
+    if m["start"] and m["end"] is None and "-" not in region:
+        end = start  # "chr1:100" means the single position 100
+    if end < start:
+        raise ValueError(f"region {region!r} ends before it starts")
+    return m["contig"], start, end
+
+
+def overlapping_variants(ds: xr.Dataset, region: str) -> np.ndarray:
+    """Indices (along ``variants``) of records overlapping ``region``."""
+    contig, start, end = parse_region(region)
+    contigs = ds["contig_id"].values.tolist()
+    if contig not in contigs:
+        raise KeyError(f"contig {contig!r} is not in this store; it has {contigs[:10]}{'...' if len(contigs) > 10 else ''}")
+    c = contigs.index(contig)
+    index = ds["region_index"].values.astype(np.int64)
+    # Columns: chunk, contig, start, end, max end, records.
+    hit = (index[:, 1] == c) & (index[:, 2] <= end) & (index[:, 4] >= start)
+    chunk_length = ds["variant_position"].encoding.get("chunks", (ds.sizes["variants"],))[0]
+    found = []
+    for chunk in np.unique(index[hit, 0]):
+        lo, hi = int(chunk) * chunk_length, min((int(chunk) + 1) * chunk_length, ds.sizes["variants"])
+        part = ds[["variant_contig", "variant_position", "variant_length"]].isel(variants=slice(lo, hi))
+        pos = part["variant_position"].values.astype(np.int64)
+        last = pos + part["variant_length"].values.astype(np.int64) - 1
+        keep = (part["variant_contig"].values == c) & (pos <= end) & (last >= start)
+        found.append(lo + np.nonzero(keep)[0])
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+def select_region(ds: xr.Dataset, region: str) -> xr.Dataset:
+    """The dataset restricted to the variants overlapping ``region``."""
+    return ds.isel(variants=overlapping_variants(ds, region))
