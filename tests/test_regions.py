@@ -40,3 +40,15 @@ def test_bad_regions():
         parse_region("chr1:10-5")
     assert parse_region("chr1:1,000-2,000") == ("chr1", 1000, 2000)
     assert parse_region("chr1:7") == ("chr1", 7, 7)
+
+
+def test_region_index_max_end_saturates_instead_of_wrapping(data_dir, tmp_path):
+    from . import bcfdata
+
+    top = 2**31 - 1  # the largest position BCF can hold; the AA record ends one past it
+    records = [f"chr1\t1\t.\tA\t.\t.\t.\t.", f"chr1\t{top}\t.\tAA\t.\t.\t.\t."]
+    # htslib cannot index a record ending past 2^31 - 1, so the oracle is the text itself.
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, samples=()), data_dir / "top.bcf", index=False)
+    for ds in open_both(bcf, 10, tmp_path):
+        assert ds["region_index"].values[0, 4] == top
+        assert vcfvirtual.select_region(ds, f"chr1:{top}-{top}")["variant_position"].values.tolist() == [top]

@@ -161,6 +161,9 @@ def region_index(chunk_length: int, contig: np.ndarray, pos1: np.ndarray, rlen: 
     starts = np.concatenate([[0], ends[:-1] + 1])
     end_pos = pos1.astype(np.int64) + rlen.astype(np.int64) - 1
     max_end = np.maximum.reduceat(end_pos, starts)
+    # A record can end past the largest value of the positions' dtype (POS near 2^31 with
+    # rlen > 1); saturate rather than wrap, so overlap queries still find it.
+    max_end = np.minimum(max_end, np.iinfo(dtype).max)
     rows = np.stack(
         [chunk[starts], contig[starts], pos1[starts], pos1[ends], max_end, ends - starts + 1], axis=1
     )
