@@ -8,8 +8,24 @@ from . import codec as _codec  # noqa: E402
 # an environment whose entry points are stale (e.g. an un-reinstalled editable build).
 _codec.register()
 
-from .api import index, open_store  # noqa: E402
-from .errors import VcfVirtualError  # noqa: E402
-from .regions import select_region  # noqa: E402
-
 __all__ = ["index", "open_store", "select_region", "VcfVirtualError", "__version__"]
+
+# The library API loads VirtualiZarr and xarray; a reader that only needs the codec
+# (resolved through entry points) should not pay for them, so they load on first use.
+_LAZY = {
+    "index": ("api", "index"),
+    "open_store": ("writers", "open_store"),
+    "select_region": ("regions", "select_region"),
+    "VcfVirtualError": ("errors", "VcfVirtualError"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
