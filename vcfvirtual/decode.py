@@ -140,13 +140,7 @@ def filters(buf, offsets, column_of_key, out):
     n_columns = column_of_key.shape[0]
     for k in range(offsets.shape[0]):
         pos = offsets[k]
-        end = pos + 8 + np.int64(R.u32(buf, pos))
-        n_allele = np.int64(R.u32(buf, pos + R.OFF_N_ALLELE_INFO) >> np.uint32(16))
-        i = R.skip_typed(buf, pos + R.OFF_ID, end)
-        for _ in range(n_allele):
-            if i < 0:
-                break
-            i = R.skip_typed(buf, i, end)
+        i, end = R.filter_start(buf, pos)
         if i < 0:
             return R.ERR_OVERRUN, pos
         t, n, d = R.typed_descriptor(buf, i, end)

@@ -228,21 +228,28 @@ def find_format(buf, pos, key):
 
 
 @_jit
-def info_start(buf, pos):
-    """(index of the first INFO key, n_info, end of shared part), or index -1 on overrun."""
+def filter_start(buf, pos):
+    """(index of the FILTER vector, end of shared part), index -1 on overrun.
+
+    Reached by skipping the ID and the n_allele allele strings before it."""
     end = pos + 8 + np.int64(u32(buf, pos))
-    n_allele_info = u32(buf, pos + OFF_N_ALLELE_INFO)
-    n_allele = np.int64(n_allele_info >> np.uint32(16))
-    n_info = np.int64(n_allele_info & np.uint32(0xFFFF))
+    n_allele = np.int64(u32(buf, pos + OFF_N_ALLELE_INFO) >> np.uint32(16))
     i = skip_typed(buf, pos + OFF_ID, end)
     for _ in range(n_allele):
         if i < 0:
-            return np.int64(-1), n_info, end
+            break
         i = skip_typed(buf, i, end)
+    return i, end
+
+
+@_jit
+def info_start(buf, pos):
+    """(index of the first INFO key, n_info, end of shared part), or index -1 on overrun."""
+    n_info = np.int64(u32(buf, pos + OFF_N_ALLELE_INFO) & np.uint32(0xFFFF))
+    i, end = filter_start(buf, pos)
     if i < 0:
         return np.int64(-1), n_info, end
-    i = skip_typed(buf, i, end)  # FILTER
-    return i, n_info, end
+    return skip_typed(buf, i, end), n_info, end
 
 
 @_jit
