@@ -50,8 +50,11 @@ class ScanResult:
 
 
 @numba.njit(nogil=True, cache=True)
-def _field_stats(buf, pos, n_samples, info_stats, fmt_stats):
-    """Fold the record's INFO and FORMAT values into the per-key statistics."""
+def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats):
+    """Fold the record's INFO and FORMAT values into the per-key statistics.
+
+    GT is skipped: its ploidy is read separately and its values never size a dtype,
+    and on genotype data it is most of the bytes."""
     i, n_info, end = records.info_start(buf, pos)
     if i < 0:
         return records.ERR_OVERRUN
@@ -79,7 +82,8 @@ def _field_stats(buf, pos, n_samples, info_stats, fmt_stats):
             return records.ERR_OVERRUN
         if key < 0 or key >= n_keys_fmt:
             return records.ERR_UNKNOWN_KEY
-        records.update_stats(buf, t, n, d, n_samples, fmt_stats, key)
+        if key != gt_key:
+            records.update_stats(buf, t, n, d, n_samples, fmt_stats, key)
         j = d + n_samples * n * records.type_size(t)
     return records.OK
 
@@ -105,7 +109,7 @@ def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, o
         n_fmt = buf[pos + records.OFF_N_FMT_SAMPLE + 3]
         if n_fmt > 0 and n_sample != n_samples:
             return k, pos, records.ERR_SAMPLES, pos
-        err = _field_stats(buf, pos, n_samples, info_stats, fmt_stats)
+        err = _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats)
         if err != records.OK:
             return k, pos, err, pos
         out_offset[k] = base + pos
