@@ -3,6 +3,7 @@ through bio2zarr (the generator bio2zarr itself is tested with)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -31,9 +32,18 @@ def _bcf_from_text(text: str, work: Path) -> Path | None:
     return bcf
 
 
+_HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]
+# The suite runs a fixed, derandomized set of examples so its run time is stable;
+# VCFVIRTUAL_HYPOTHESIS=deep explores 300 fresh examples.
+settings.register_profile("suite", max_examples=12, derandomize=True, database=None, deadline=None,
+                          suppress_health_check=_HEALTH)
+settings.register_profile("deep", max_examples=300, deadline=None, suppress_health_check=_HEALTH)
+PROFILE = os.environ.get("VCFVIRTUAL_HYPOTHESIS", "suite")
+
+
 # Positions stop short of 2^31 - 1: there bio2zarr's region_index max-end wraps around in
 # int32 arithmetic, while ours saturates (tested in test_regions.py).
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(settings.get_profile(PROFILE))
 @given(vcf_string=vcf(max_pos=2**31 - 1000, max_variants=6, max_samples=3, max_info_fields=3, max_format_fields=3))
 def test_generated_vcfs_match_bio2zarr(vcf_string):
     with tempfile.TemporaryDirectory() as tmp:
