@@ -109,3 +109,13 @@ def test_bio2zarr_verifier_accepts_our_store(data_dir, tmp_path):
     bcf = bcfdata.write_bcf(bcfdata.random_cohort_vcf(800, 40, seed=3, contigs=("chr1",)), data_dir / "one.bcf")
     open_both(bcf, 300, tmp_path)
     verify(str(bcf), vcfvirtual.open_store(tmp_path / "one.bcf.vcz.json"))
+
+
+def test_float_nan_values_read_as_missing_like_bio2zarr(data_dir, tmp_path):
+    """Found by the property test: a FORMAT Float written as "nan" is stored as missing."""
+    header = bcfdata.HEADER + '##FORMAT=<ID=A0,Number=1,Type=Float,Description="x">\n'
+    records = ["chr1\t1\t.\tA\t.\t.\t.\t.\tA0\t0.0\t1.5\tnan", "chr1\t2\t.\tA\t.\t.\t.\t.\tA0\tnan\t.\tinf"]
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, header=header), data_dir / "nan.bcf")
+    ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", 10)
+    for ds in open_both(bcf, 10, tmp_path):
+        assert_matches_bio2zarr(ds, ref)

@@ -173,7 +173,8 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
     it. A haploid call is phased: in a record of higher ploidy its second slot is
     end-of-vector, whose low bit is set (so bio2zarr reads it phased too); in a record
     of ploidy 1 htslib (pysam) calls it phased and bio2zarr forces it for all-haploid
-    data. A record without GT is all missing and unphased.
+    data. A record without GT is all missing, and unphased unless the dataset is
+    all haploid (bio2zarr marks those phased).
     """
     n_samples = out_gt.shape[1]
     ploidy = out_gt.shape[2]
@@ -184,7 +185,8 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
             return err, pos
         if d < 0:
             out_gt[k, :, :] = -1
-            out_phased[k, :] = False
+            # bio2zarr marks every call of an all-haploid dataset phased, even absent ones.
+            out_phased[k, :] = ploidy == 1
             continue
         if n > ploidy:
             return ERR_SHAPE, pos
@@ -229,8 +231,9 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
 
     Integers: -1 missing, -2 end-of-vector and padding. Floats are written as their
     bit patterns: a value or a whole field that is absent reads 0x7F800001 (missing),
-    padding past the record's own width 0x7F800002 (fill). An end-of-vector *inside*
-    the record's width reads as missing, which is how bio2zarr stores it.
+    padding past the record's own width 0x7F800002 (fill). Any NaN inside the record's
+    width (end-of-vector, or a NaN value) reads as missing, which is how bio2zarr
+    stores it.
     """
     n_vectors = out.shape[1]
     width = out.shape[2]
@@ -260,7 +263,10 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
                     out[k, s, j] = fill_out
                 elif is_float:
                     bits = R.i32(buf, base + 4 * j)
-                    out[k, s, j] = missing_out if bits == FLOAT_END_BITS else bits
+                    # Any NaN in the values (end-of-vector, or a "nan" written in the VCF)
+                    # is stored as missing, as bio2zarr does; infinities are values.
+                    is_nan = (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF) != 0
+                    out[k, s, j] = missing_out if is_nan else bits
                 else:
                     v = R.read_int(buf, base + j * size, t)
                     if v == missing:
