@@ -25,11 +25,12 @@ def bio2zarr_convert(bcf: Path, out: Path, chunk_length: int) -> zarr.Group:
     return zarr.open_group(str(out), mode="r")
 
 
-def open_both(bcf: Path, chunk_length: int, tmp: Path):
+def open_both(bcf: Path, chunk_length: int, tmp: Path, layout: str = "raw"):
     """Our store read both ways: Kerchunk JSON (v2) and the in-memory ManifestStore (v3)."""
     refs = tmp / (bcf.name + ".vcz.json")
     cache = tmp / (bcf.name + ".cache.bcf")
-    store = vcfvirtual.index(bcf, refs_path=refs, cache_path=cache, variants_chunk_size=chunk_length, force=True)
+    store = vcfvirtual.index(bcf, refs_path=refs, cache_path=cache, variants_chunk_size=chunk_length, force=True,
+                             cache_layout=layout)
     ds_v3 = xr.open_zarr(store, zarr_format=3, consolidated=False)
     ds_v2 = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
     return ds_v2, ds_v3

@@ -7,6 +7,7 @@ import logging
 import os
 from pathlib import Path
 
+import numpy as np
 from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestStore
@@ -56,12 +57,23 @@ def index(
     try:
         # The cache is renamed into place before the references that point at it.
         with cache_mod.atomic_output(cache_path, force=True) as tmp_cache:
-            scan = cache_mod.write_raw_cache(bcf_path, tmp_cache, progress=progress)
+            if cache_layout == "bgzf":
+                # Chunks are laid out while scanning, so N is fixed from the header
+                # (samples, assuming diploid) unless given.
+                def chunk_length_for(header):
+                    return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
+
+                scan, chunk_length, starts, end = cache_mod.write_bgzf_cache(
+                    bcf_path, tmp_cache, chunk_length_for, progress=progress)
+                ranges = (starts, np.append(starts[1:], np.uint64(end)) - starts)
+            else:
+                scan = cache_mod.write_raw_cache(bcf_path, tmp_cache, progress=progress)
+                ploidy = int(scan.ploidy.max()) if scan.num_records else 1
+                chunk_length = variants_chunk_size or manifest.default_chunk_length(len(scan.header.samples), ploidy)
+                # A chunk longer than the array only makes the chunk grid irregular.
+                chunk_length = max(1, min(chunk_length, scan.num_records))
+                ranges = None
             n = scan.num_records
-            ploidy = int(scan.ploidy.max()) if n else 1
-            chunk_length = variants_chunk_size or manifest.default_chunk_length(len(scan.header.samples), ploidy)
-            # A chunk longer than the array only makes the chunk grid irregular.
-            chunk_length = max(1, min(chunk_length, n))
             cache_url = Path(os.path.abspath(cache_path)).as_uri()
             attrs = {
                 "vcfvirtual": {
@@ -71,7 +83,8 @@ def index(
                 }
             }
             try:
-                group = manifest.build_group(scan, cache_url, chunk_length, extra_attributes=attrs)
+                group = manifest.build_group(scan, cache_url, chunk_length, ranges=ranges, layout=cache_layout,
+                                             extra_attributes=attrs)
             except VcfVirtualError as e:
                 if e.path is None:  # pure builders do not know the file: name it here
                     raise type(e)(bcf_path, e.problem, offset=e.offset, hint=e.hint) from None

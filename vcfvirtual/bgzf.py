@@ -113,3 +113,32 @@ def iter_blocks(fileobj: BinaryIO, path, *, start: int = 0) -> Iterator[tuple[in
         file_offset += pos
         if eof and not pending:
             return
+
+
+# Uncompressed bytes per block, as htslib uses, so a block always fits BSIZE's 16 bits.
+BLOCK_INPUT = 0xFF00
+_BLOCK_HEADER = struct.Struct("<4sIBBHBBHH")  # magic.., MTIME, XFL, OS, XLEN, 'B', 'C', SLEN, BSIZE
+
+
+def compress_block(data: bytes, level: int) -> bytes:
+    """One BGZF block holding ``data`` (at most BLOCK_INPUT bytes)."""
+    payload = isal_zlib.compress(data, level=level, wbits=-15)
+    size = 18 + len(payload) + 8
+    if size > MAX_BLOCK_SIZE:  # incompressible input: store it
+        payload = isal_zlib.compress(data, level=0, wbits=-15)
+        size = 18 + len(payload) + 8
+    header = _BLOCK_HEADER.pack(b"\x1f\x8b\x08\x04", 0, 0, 0xFF, 6, 66, 67, 2, size - 1)
+    return header + payload + _FOOTER.pack(isal_zlib.crc32(data), len(data))
+
+
+def compress_blocks(data, level: int) -> bytes:
+    """``data`` as consecutive BGZF blocks, every block starting where the last ended."""
+    view = memoryview(data)
+    return b"".join(compress_block(view[i : i + BLOCK_INPUT], level) for i in range(0, len(view), BLOCK_INPUT))
+
+
+def inflate_all(data, path=None) -> bytes:
+    """Inflate a byte string made of whole BGZF blocks (one cache chunk)."""
+    import io
+
+    return b"".join(block for _, block in iter_blocks(io.BytesIO(bytes(data)), path))

@@ -15,10 +15,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
+from . import bgzf
 from .errors import OutputExistsError, VcfVirtualError
 from .scan import ScanResult, scan_bcf
 
-LAYOUTS = ("raw",)
+LAYOUTS = ("raw", "bgzf")
+BGZF_LEVEL = 2  # ISA-L level: 0 (fastest) to 3 (smallest)
 CACHE_SUFFIX = ".vcz.cache.bcf"
 REFS_SUFFIX = ".vcz.json"
 
@@ -77,3 +81,78 @@ def write_raw_cache(bcf_path, tmp_cache: Path, progress: bool | None = None) -> 
             raise VcfVirtualError(tmp_cache, f"cannot write the cache: {e.strerror}",
                                   hint="check free disk space") from None
     return result
+
+
+class ChunkAlignedBGZFWriter:
+    """Sink for the scan that writes the stream as BGZF with chunk-aligned blocks.
+
+    The header gets blocks of its own; each variants chunk (``chunk_length`` records)
+    starts a new block, so chunk k is a byte range of whole BGZF blocks; an EOF block
+    ends the file. The result is a normal BGZF BCF that bcftools reads and indexes.
+    """
+
+    def __init__(self, fileobj, chunk_length_for, level: int = BGZF_LEVEL):
+        self.fileobj = fileobj
+        self.chunk_length_for = chunk_length_for
+        self.level = level
+        self.chunk_length = None
+        self.buffer = bytearray()
+        self.buffer_start = 0  # stream offset of buffer[0]
+        self.records_seen = 0
+        self.written = 0  # cache bytes written so far
+        self.chunk_starts: list[int] = []  # cache offset where each chunk begins
+
+    def header_parsed(self, header) -> None:
+        self.chunk_length = self.chunk_length_for(header)
+
+    def write(self, data: bytes) -> None:
+        self.buffer += data
+
+    def records_scanned(self, offsets: np.ndarray) -> None:
+        n = self.chunk_length
+        first = (-self.records_seen) % n  # index in offsets of the next chunk start
+        for stream_offset in offsets[first::n]:
+            self._flush_to(int(stream_offset))
+            self.chunk_starts.append(self.written)
+        self.records_seen += len(offsets)
+
+    def _flush_to(self, stream_offset: int) -> None:
+        cut = stream_offset - self.buffer_start
+        if cut <= 0:
+            return
+        blocks = bgzf.compress_blocks(self.buffer[:cut], self.level)
+        self.fileobj.write(blocks)
+        self.written += len(blocks)
+        del self.buffer[:cut]
+        self.buffer_start = stream_offset
+
+    def close(self) -> int:
+        """Flush the last chunk, write the EOF block; returns where the last chunk ends."""
+        self._flush_to(self.buffer_start + len(self.buffer))
+        end = self.written
+        self.fileobj.write(bgzf.EOF_BLOCK)
+        self.written += len(bgzf.EOF_BLOCK)
+        return end
+
+
+def write_bgzf_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None):
+    """Scan ``bcf_path`` once, writing a chunk-aligned BGZF cache to ``tmp_cache``.
+
+    Returns (scan result, chunk length, chunk start offsets, end of the last chunk).
+    """
+    try:
+        sink_file = open(tmp_cache, "wb")
+    except OSError as e:
+        raise VcfVirtualError(tmp_cache, f"cannot write the cache: {e.strerror}") from None
+    with sink_file:
+        writer = ChunkAlignedBGZFWriter(sink_file, chunk_length_for)
+        try:
+            result = scan_bcf(bcf_path, sink=writer, progress=progress)
+            end = writer.close()
+            sink_file.flush()
+            os.fsync(sink_file.fileno())
+        except OSError as e:
+            raise VcfVirtualError(tmp_cache, f"cannot write the cache: {e.strerror}",
+                                  hint="check free disk space") from None
+    starts = np.asarray(writer.chunk_starts, dtype=np.uint64)
+    return result, writer.chunk_length, starts, end

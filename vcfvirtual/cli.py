@@ -32,8 +32,10 @@ def main():
 @click.option("-c", "--variants-chunk-size", type=click.IntRange(min=1),
               help="Variants per chunk. Default: sized so a decoded call_genotype chunk is "
                    "at most ~64 MiB, between 100 and 10,000.")
-@click.option("--cache-layout", type=click.Choice(["raw"]), default="raw", show_default=True,
-              help="How records are laid out in the cache: 'raw' is the uncompressed BCF stream.")
+@click.option("--cache-layout", type=click.Choice(["raw", "bgzf"]), default="raw", show_default=True,
+              help="How records are laid out in the cache: 'raw' is the uncompressed BCF stream; "
+                   "'bgzf' compresses each variants chunk into BGZF blocks of its own (a compact, "
+                   "valid BCF); its chunk size is fixed before the scan, assuming diploid calls.")
 @click.option("-f", "--force", is_flag=True, help="Overwrite existing outputs.")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: only when stderr is a terminal).")

@@ -25,12 +25,12 @@ from numcodecs.abc import Codec
 from numcodecs.compat import ensure_contiguous_ndarray, ndarray_copy
 from zarr.abc.codec import BytesBytesCodec
 
-from . import decode, records
-from .errors import ChunkDecodeError
+from . import bgzf, decode, records
+from .errors import ChunkDecodeError, VcfVirtualError
 
 CODEC_ID = "vcfvirtual.bcf"
 FORMAT_VERSION = 1
-LAYOUTS = ("raw",)
+LAYOUTS = ("raw", "bgzf")
 
 # Value kinds: which part of a record an array reads.
 KINDS = (
@@ -130,6 +130,12 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
 def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     """Decode the raw records of one chunk into the serialised, padded chunk."""
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
+    if spec.layout == "bgzf":
+        try:
+            buf = np.frombuffer(bgzf.inflate_all(buf), dtype=np.uint8)
+        except VcfVirtualError as e:
+            raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: {e.problem}", offset=e.offset,
+                                   hint="the cache may not match the references") from None
     offsets = _chunk_offsets(buf, spec)
     full = (spec.chunk_length, *spec.shape)
     kind = spec.kind

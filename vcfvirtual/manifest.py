@@ -223,22 +223,23 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
     return out
 
 
-def build_group(scan: ScanResult, cache_url: str, chunk_length: int, cache_offset_shift: int = 0,
+def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=None, layout: str = "raw",
                 extra_attributes: dict | None = None) -> ManifestGroup:
-    """All arrays of the core VCF Zarr slice for ``scan``, referencing ``cache_url``.
+    """Every VCF Zarr array for ``scan``, referencing ``cache_url``.
 
-    ``cache_offset_shift`` maps an uncompressed-stream offset to a cache offset (0 for
-    the raw layout, where the cache is the stream).
+    ``ranges`` are the (offsets, lengths) of the chunks in the cache; by default those of
+    the raw layout, where the cache is the uncompressed stream itself.
     """
     h = scan.header
     n = scan.num_records
     n_samples = len(h.samples)
-    ranges = chunk_byte_ranges(scan.offset + cache_offset_shift, scan.stream_size + cache_offset_shift, chunk_length)
+    if ranges is None:
+        ranges = chunk_byte_ranges(scan.offset, scan.stream_size, chunk_length)
     pos1 = scan.pos.astype(np.int64) + 1
 
     def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra):
         return _variant_array(name, kind, dtype, list(dims), shape, n, chunk_length, cache_url, ranges,
-                              description=description, **extra)
+                              description=description, layout=layout, **extra)
 
     position_dtype = min_int_dtype(int(pos1.min()), int(pos1.max())) if n else np.dtype("i1")
     length_dtype = min_int_dtype(int(scan.rlen.min()), int(scan.rlen.max())) if n else np.dtype("i1")

@@ -168,8 +168,10 @@ def _open_stream(fileobj: BinaryIO, path) -> tuple[Iterator[bytes], bool, Callab
 class _RecordAccumulator:
     """Runs the record kernel over batches and keeps the per-record facts."""
 
-    def __init__(self, header: BCFHeader, path):
+    def __init__(self, header: BCFHeader, path, sink=None):
         self.path = path
+        # A sink that lays records out by chunk (the BGZF cache) is told where records start.
+        self.on_records = getattr(sink, "records_scanned", None)
         self.n_samples = len(header.samples)
         self.gt_key = header.gt_key
         self.parts: dict[str, list[np.ndarray]] = {f: [] for f in RECORD_FIELDS}
@@ -201,6 +203,8 @@ class _RecordAccumulator:
                 )
             for name, arr in zip(RECORD_FIELDS, out):
                 self.parts[name].append(arr[:k])
+            if self.on_records is not None:
+                self.on_records(out[0][:k])
             consumed_total += int(consumed)
             if k < cap:
                 break
@@ -257,7 +261,9 @@ def scan_bcf(path: str | os.PathLike, sink: BinaryIO | None = None, progress: bo
                 header = parse_header_text(head[BCF_PREFIX_SIZE : BCF_PREFIX_SIZE + l_text], path,
                                            BCF_PREFIX_SIZE + l_text)
                 logger.info("%s: %d samples, %d contigs", path, len(header.samples), len(header.contigs))
-                acc = _RecordAccumulator(header, path)
+                if hasattr(sink, "header_parsed"):
+                    sink.header_parsed(header)
+                acc = _RecordAccumulator(header, path, sink)
                 data = head[BCF_PREFIX_SIZE + l_text :]
                 head = b""
             batch.append(data)
