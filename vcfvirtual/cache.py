@@ -66,21 +66,27 @@ def atomic_output(path: Path, *, force: bool) -> Iterator[Path]:
     os.replace(tmp, path)
 
 
-def write_raw_cache(bcf_path, tmp_cache: Path, progress: bool | None = None) -> ScanResult:
-    """Scan ``bcf_path`` once, writing its uncompressed stream to ``tmp_cache``."""
+@contextlib.contextmanager
+def _cache_file(tmp_cache: Path):
+    """The cache opened for writing, flushed to disk on success; OS errors made clear."""
     try:
-        sink = open(tmp_cache, "wb")
+        f = open(tmp_cache, "wb")
     except OSError as e:
         raise VcfVirtualError(tmp_cache, f"cannot write the cache: {e.strerror}") from None
-    with sink:
+    with f:
         try:
-            result = scan_bcf(bcf_path, sink=sink, progress=progress)
-            sink.flush()
-            os.fsync(sink.fileno())
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
         except OSError as e:
             raise VcfVirtualError(tmp_cache, f"cannot write the cache: {e.strerror}",
                                   hint="check free disk space") from None
-    return result
+
+
+def write_raw_cache(bcf_path, tmp_cache: Path, progress: bool | None = None) -> ScanResult:
+    """Scan ``bcf_path`` once, writing its uncompressed stream to ``tmp_cache``."""
+    with _cache_file(tmp_cache) as f:
+        return scan_bcf(bcf_path, sink=f, progress=progress)
 
 
 class ChunkAlignedBGZFWriter:
@@ -140,19 +146,9 @@ def write_bgzf_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool
 
     Returns (scan result, chunk length, chunk start offsets, end of the last chunk).
     """
-    try:
-        sink_file = open(tmp_cache, "wb")
-    except OSError as e:
-        raise VcfVirtualError(tmp_cache, f"cannot write the cache: {e.strerror}") from None
-    with sink_file:
-        writer = ChunkAlignedBGZFWriter(sink_file, chunk_length_for)
-        try:
-            result = scan_bcf(bcf_path, sink=writer, progress=progress)
-            end = writer.close()
-            sink_file.flush()
-            os.fsync(sink_file.fileno())
-        except OSError as e:
-            raise VcfVirtualError(tmp_cache, f"cannot write the cache: {e.strerror}",
-                                  hint="check free disk space") from None
+    with _cache_file(tmp_cache) as f:
+        writer = ChunkAlignedBGZFWriter(f, chunk_length_for)
+        result = scan_bcf(bcf_path, sink=writer, progress=progress)
+        end = writer.close()
     starts = np.asarray(writer.chunk_starts, dtype=np.uint64)
     return result, writer.chunk_length, starts, end
