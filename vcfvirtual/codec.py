@@ -48,7 +48,6 @@ KINDS = (
     "info",
     "format",
 )
-STRING_KINDS = ("id", "allele")  # info/format strings are decided by vcf_type
 FLOAT32_FILL = np.array([0x7F800002], dtype="<u4").view("<f4")[0]
 
 
@@ -108,21 +107,10 @@ def _check(err, err_pos, spec: ChunkSpec, what: str):
 
 def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     """Offsets of the records in the chunk; 1..chunk_length whole records are expected."""
-    n = records.count_records(buf, spec.chunk_length)
-    if n < 0:
-        raise ChunkDecodeError(
-            None,
-            f"cannot decode {spec.array} chunk: its {buf.shape[0]} bytes do not hold whole BCF records",
-            hint="the cache may not match the references",
-        )
-    if n == 0 or n > spec.chunk_length:
-        raise ChunkDecodeError(
-            None,
-            f"cannot decode {spec.array} chunk: it holds {'no' if n == 0 else 'more than ' + str(spec.chunk_length)} "
-            f"records, expected 1 to {spec.chunk_length}",
-            hint="the cache may not match the references",
-        )
-    offsets, err, err_pos = records.record_offsets(buf, n)
+    offsets, n, err, err_pos = records.record_offsets(buf, spec.chunk_length)
+    if err == records.OK and n == 0:
+        raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: it holds no records",
+                               hint="the cache may not match the references")
     _check(err, err_pos, spec, "walking records")
     return offsets
 
@@ -140,16 +128,14 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     full = (spec.chunk_length, *spec.shape)
     kind = spec.kind
 
-    if kind in STRING_KINDS:
-        if kind == "id":
-            starts = np.zeros(full, np.int64)
-            lengths = np.full(full, decode.SPAN_FILL, np.int64)
-            err, at = decode.id_spans(buf, offsets, starts, lengths)
-        else:
-            starts = np.zeros(full, np.int64)
-            lengths = np.full(full, decode.SPAN_FILL, np.int64)
-            err, at = decode.allele_spans(buf, offsets, starts, lengths)
+    if kind in ("id", "id_mask", "allele"):
+        starts = np.zeros(full, np.int64)
+        lengths = np.full(full, decode.SPAN_FILL, np.int64)
+        spans = decode.allele_spans if kind == "allele" else decode.id_spans
+        err, at = spans(buf, offsets, starts, lengths)
         _check(err, at, spec, kind)
+        if kind == "id_mask":
+            return lengths == decode.SPAN_MISSING
         return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
 
     if kind in ("info", "format"):
@@ -167,13 +153,6 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         out = np.full(full, FLOAT32_FILL, dtype="<f4")
         decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
         return out
-    if kind == "id_mask":
-        starts = np.zeros(full, np.int64)
-        lengths = np.full(full, decode.SPAN_FILL, np.int64)
-        err, at = decode.id_spans(buf, offsets, starts, lengths)
-        _check(err, at, spec, kind)
-        mask = lengths == decode.SPAN_MISSING
-        return mask
     if kind == "filter":
         out = np.zeros(full, dtype=bool)
         err, at = decode.filters(buf, offsets, np.asarray(spec.filter_columns, np.int64), out)

@@ -139,43 +139,26 @@ def record_length(buf, pos, end):
 
 
 @numba.njit(nogil=True, cache=True)
-def count_records(buf, limit):
-    """Whole records that exactly fill ``buf``, stopping past ``limit``; -1 if they do not."""
-    pos = np.int64(0)
-    end = np.int64(buf.shape[0])
-    n = 0
-    while pos < end and n <= limit:
-        if pos + 8 > end:
-            return -1
-        pos += 8 + np.int64(u32(buf, pos)) + np.int64(u32(buf, pos + 4))
-        n += 1
-    if pos > end:
-        return -1
-    return n
+def record_offsets(buf, limit):
+    """Offsets of the whole records that must exactly fill ``buf``, at most ``limit``.
 
-
-@numba.njit(nogil=True, cache=True)
-def record_offsets(buf, expected):
-    """Offsets of the ``expected`` whole records that must exactly fill ``buf``.
-
-    Returns (offsets, error_code, error_position).
+    Returns (offsets, count, error_code, error_position); ERR_COUNT when ``buf`` holds
+    more than ``limit`` records.
     """
-    offsets = np.empty(expected, dtype=np.int64)
+    offsets = np.empty(limit, dtype=np.int64)
     pos = np.int64(0)
     end = np.int64(buf.shape[0])
     k = 0
     while pos < end:
-        if k >= expected:
-            return offsets, ERR_COUNT, pos
+        if k >= limit:
+            return offsets, k, ERR_COUNT, pos
         total = record_length(buf, pos, end)
         if total < 0:
-            return offsets, -total, pos
+            return offsets, k, -total, pos
         offsets[k] = pos
         k += 1
         pos += total
-    if k != expected:
-        return offsets, ERR_COUNT, pos
-    return offsets, OK, pos
+    return offsets[:k], k, OK, pos
 
 
 @_jit
@@ -209,11 +192,10 @@ def find_format(buf, pos, key):
     n_sample = np.int64(u32(buf, pos + OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
     j, end = format_start(buf, pos)
     for _ in range(n_fmt):
-        kt, kn, kj = typed_descriptor(buf, j, end)
-        if kj < 0 or kn != 1 or kt < BT_INT8 or kt > BT_INT32 or kj + type_size(kt) > end:
+        k, kj = read_key(buf, j, end)
+        if kj < 0:
             return 0, 0, np.int64(-1), ERR_OVERRUN
-        k = read_int(buf, kj, kt)
-        t, n, d = typed_descriptor(buf, kj + type_size(kt), end)
+        t, n, d = typed_descriptor(buf, kj, end)
         if d < 0:
             return 0, 0, np.int64(-1), ERR_BAD_TYPE
         size = type_size(t)
