@@ -25,8 +25,10 @@ def bio2zarr_convert(bcf: Path, out: Path, chunk_length: int) -> zarr.Group:
     return zarr.open_group(str(out), mode="r")
 
 
-def open_both(bcf: Path, chunk_length: int, tmp: Path, layout: str = "raw"):
-    """Our store read both ways: Kerchunk JSON (v2) and the in-memory ManifestStore (v3)."""
+def open_both(bcf: Path, chunk_length: int, tmp: Path, layout: str = "bgzf"):
+    """Our store read both ways: Kerchunk JSON (v2) and the in-memory ManifestStore (v3).
+
+    ``layout`` defaults to the library's default cache layout."""
     refs = tmp / (bcf.name + ".vcz.json")
     cache = tmp / (bcf.name + ".cache.bcf")
     store = vcfvirtual.index(bcf, refs_path=refs, cache_path=cache, variants_chunk_size=chunk_length, force=True,

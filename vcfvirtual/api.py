@@ -25,7 +25,7 @@ def index(
     refs_path=None,
     cache_path=None,
     variants_chunk_size: int | None = None,
-    cache_layout: str = "raw",
+    cache_layout: str = "bgzf",
     force: bool = False,
     progress: bool | None = None,
 ) -> ManifestStore:

@@ -1,16 +1,19 @@
 """The transcode cache: the BCF's records laid out so each variants chunk is one range.
 
-Layout ``raw`` (the only one so far) is the uncompressed BCF stream itself (header then
-records), so the cache is a valid uncompressed BCF that bcftools reads, and chunk k is
-the contiguous range of its records. Files are written under a temporary name and
+Layout ``bgzf`` (the default) is the BCF's own BGZF blocks, re-cut so that every
+variants chunk starts a block: chunk k is a range of whole blocks holding whole records,
+and the cache is itself a valid BCF. Layout ``raw`` is the uncompressed BCF stream
+(header then records): bigger, but decoding needs no inflate. Files are written under a temporary name and
 renamed only when complete, so a failed or killed run never leaves a partial cache
 under the final name.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +24,12 @@ from . import bgzf
 from .errors import OutputExistsError, VcfVirtualError
 from .scan import ScanResult, scan_bcf
 
+logger = logging.getLogger(__name__)
+
 LAYOUTS = ("raw", "bgzf")
-BGZF_LEVEL = 2  # ISA-L level: 0 (fastest) to 3 (smallest)
+# ISA-L level (0 fastest to 3 smallest) for the blocks we compress: only those a chunk
+# boundary splits, unless the source is uncompressed. Few, so the smallest.
+BGZF_LEVEL = 3
 CACHE_SUFFIX = ".vcz.cache.bcf"
 REFS_SUFFIX = ".vcz.json"
 
@@ -95,6 +102,11 @@ class ChunkAlignedBGZFWriter:
     The header gets blocks of its own; each variants chunk (``chunk_length`` records)
     starts a new block, so chunk k is a byte range of whole BGZF blocks; an EOF block
     ends the file. The result is a normal BGZF BCF that bcftools reads and indexes.
+
+    A source block that no cut (header end, chunk start) falls inside is copied as it is,
+    compressed bytes and all, so the cache is about the size of the BCF and costs no
+    compression; only the blocks a cut splits are re-compressed, as two blocks. An
+    uncompressed source is compressed whole.
     """
 
     def __init__(self, fileobj, chunk_length_for, level: int = BGZF_LEVEL):
@@ -102,42 +114,72 @@ class ChunkAlignedBGZFWriter:
         self.chunk_length_for = chunk_length_for
         self.level = level
         self.chunk_length = None
-        self.buffer = bytearray()
-        self.buffer_start = 0  # stream offset of buffer[0]
+        # Blocks read but not yet written: (stream offset, compressed block or None, data).
+        # A block is written once the scan has passed its end, when every cut inside it
+        # is known; the scan's batch size bounds how many wait here.
+        self.pending: collections.deque = collections.deque()
+        self.stream_end = 0  # stream offset where the next block starts
+        # Stream offsets still to cut at, ascending: (offset, starts a chunk).
+        self.cuts: collections.deque = collections.deque()
         self.records_seen = 0
         self.written = 0  # cache bytes written so far
         self.chunk_starts: list[int] = []  # cache offset where each chunk begins
+        self.blocks_copied = 0
+        self.blocks_recompressed = 0
 
     def header_parsed(self, header) -> None:
         self.chunk_length = self.chunk_length_for(header)
+        self.cuts.append((header.size, False))  # the header ends in a block of its own
 
-    def write(self, data: bytes) -> None:
-        self.buffer += data
+    def add_block(self, raw, data) -> None:
+        if not data:
+            return  # empty blocks (the source's EOF marker among them) hold nothing
+        self.pending.append((self.stream_end, raw, data))
+        self.stream_end += len(data)
 
     def records_scanned(self, offsets: np.ndarray) -> None:
         n = self.chunk_length
         first = (-self.records_seen) % n  # index in offsets of the next chunk start
-        for stream_offset in offsets[first::n]:
-            self._flush_to(int(stream_offset))
-            self.chunk_starts.append(self.written)
+        self.cuts.extend((int(o), True) for o in offsets[first::n])
         self.records_seen += len(offsets)
 
-    def _flush_to(self, stream_offset: int) -> None:
-        cut = stream_offset - self.buffer_start
-        if cut <= 0:
+    def scanned_to(self, stream_offset: int) -> None:
+        while self.pending and self.pending[0][0] + len(self.pending[0][2]) <= stream_offset:
+            self._emit(*self.pending.popleft())
+
+    def _write(self, data) -> None:
+        self.fileobj.write(data)
+        self.written += len(data)
+
+    def _emit(self, start: int, raw, data) -> None:
+        end = start + len(data)
+        edges = [start]
+        chunk_edges = set()
+        while self.cuts and self.cuts[0][0] < end:
+            offset, is_chunk = self.cuts.popleft()
+            if offset > edges[-1]:
+                edges.append(offset)
+            if is_chunk:
+                chunk_edges.add(offset)
+        edges.append(end)
+        if raw is not None and len(edges) == 2:
+            if start in chunk_edges:
+                self.chunk_starts.append(self.written)
+            self._write(raw)
+            self.blocks_copied += 1
             return
-        blocks = bgzf.compress_blocks(self.buffer[:cut], self.level)
-        self.fileobj.write(blocks)
-        self.written += len(blocks)
-        del self.buffer[:cut]
-        self.buffer_start = stream_offset
+        view = memoryview(data)
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            if lo in chunk_edges:
+                self.chunk_starts.append(self.written)
+            self._write(bgzf.compress_blocks(view[lo - start : hi - start], self.level))
+            self.blocks_recompressed += 1
 
     def close(self) -> int:
-        """Flush the last chunk, write the EOF block; returns where the last chunk ends."""
-        self._flush_to(self.buffer_start + len(self.buffer))
+        """Write what is left and the EOF block; returns where the last chunk ends."""
+        self.scanned_to(self.stream_end)
         end = self.written
-        self.fileobj.write(bgzf.EOF_BLOCK)
-        self.written += len(bgzf.EOF_BLOCK)
+        self._write(bgzf.EOF_BLOCK)
         return end
 
 
@@ -150,5 +192,7 @@ def write_bgzf_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool
         writer = ChunkAlignedBGZFWriter(f, chunk_length_for)
         result = scan_bcf(bcf_path, sink=writer, progress=progress)
         end = writer.close()
+    logger.info("%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
+                bcf_path, writer.blocks_copied, writer.blocks_recompressed)
     starts = np.asarray(writer.chunk_starts, dtype=np.uint64)
     return result, writer.chunk_length, starts, end

@@ -32,10 +32,12 @@ def main():
 @click.option("-c", "--variants-chunk-size", type=click.IntRange(min=1),
               help="Variants per chunk. Default: sized so a decoded call_genotype chunk is "
                    "at most ~64 MiB, between 100 and 10,000.")
-@click.option("--cache-layout", type=click.Choice(["raw", "bgzf"]), default="raw", show_default=True,
-              help="How records are laid out in the cache: 'raw' is the uncompressed BCF stream; "
-                   "'bgzf' compresses each variants chunk into BGZF blocks of its own (a compact, "
-                   "valid BCF); its chunk size is fixed before the scan, assuming diploid calls.")
+@click.option("--cache-layout", type=click.Choice(["bgzf", "raw"]), default="bgzf", show_default=True,
+              help="How records are laid out in the cache. 'bgzf': the BCF's own compressed "
+                   "blocks, re-cut so each variants chunk starts a block (about the BCF's size, "
+                   "a valid BCF; the chunk size is fixed before the scan, assuming diploid "
+                   "calls). 'raw': the uncompressed BCF stream (many times larger; reads "
+                   "skip the inflate).")
 @click.option("-f", "--force", is_flag=True, help="Overwrite existing outputs.")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: only when stderr is a terminal).")

@@ -120,7 +120,7 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
     if spec.layout == "bgzf":
         try:
-            buf = np.frombuffer(bgzf.inflate_all(buf), dtype=np.uint8)
+            buf = bgzf.inflate_chunk(buf)
         except VcfVirtualError as e:
             raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: {e.problem}", offset=e.offset,
                                    hint="the cache may not match the references") from None

@@ -137,8 +137,14 @@ def new_stats(n_keys: int) -> np.ndarray:
     return stats
 
 
-def _open_stream(fileobj: BinaryIO, path) -> tuple[Iterator[bytes], bool, Callable[[], bool]]:
-    """Inflated-byte iterator over a BGZF or uncompressed BCF, plus whether it is compressed.
+def inflate_threads() -> int:
+    """Worker threads that inflate BGZF blocks while the main thread scans records."""
+    return max(1, min(4, (os.cpu_count() or 2) - 1))
+
+
+def _open_stream(fileobj: BinaryIO, path, threads: int) -> tuple[Iterator[tuple], bool, Callable[[], bool]]:
+    """``(compressed block or None, inflated bytes)`` pairs over a BGZF or uncompressed
+    BCF, plus whether it is compressed.
 
     The third value tells, once the iterator is exhausted, whether the BGZF EOF block
     was the last block.
@@ -151,16 +157,15 @@ def _open_stream(fileobj: BinaryIO, path) -> tuple[Iterator[bytes], bool, Callab
         state = {"last_empty": False}
 
         def inflated():
-            for _, data in bgzf.iter_blocks(fileobj, path):
-                state["last_empty"] = not data
-                if data:
-                    yield data
+            for block in bgzf.read_blocks(fileobj, path, threads=threads):
+                state["last_empty"] = not block.data
+                yield block.raw, block.data
 
         return inflated(), True, lambda: state["last_empty"]
 
     def raw():
         while chunk := fileobj.read(bgzf.READ_SIZE):
-            yield chunk
+            yield None, chunk
 
     return raw(), False, lambda: True
 
@@ -170,8 +175,10 @@ class _RecordAccumulator:
 
     def __init__(self, header: BCFHeader, path, sink=None):
         self.path = path
-        # A sink that lays records out by chunk (the BGZF cache) is told where records start.
+        # A sink that lays records out by chunk (the BGZF cache) is told where records
+        # start, and how far the scan has got (every record before that is known).
         self.on_records = getattr(sink, "records_scanned", None)
+        self.on_scanned_to = getattr(sink, "scanned_to", None)
         self.n_samples = len(header.samples)
         self.gt_key = header.gt_key
         self.parts: dict[str, list[np.ndarray]] = {f: [] for f in RECORD_FIELDS}
@@ -211,6 +218,8 @@ class _RecordAccumulator:
         rest = buf[consumed_total:].tobytes()
         self.base += consumed_total
         self.pending = rest
+        if self.on_scanned_to is not None:
+            self.on_scanned_to(self.base)
         if final and rest:
             raise CorruptBCFError(
                 self.path,
@@ -228,8 +237,15 @@ class _RecordAccumulator:
         return out
 
 
-def scan_bcf(path: str | os.PathLike, sink: BinaryIO | None = None, progress: bool | None = None) -> ScanResult:
-    """Inflate and walk ``path`` once, writing the uncompressed stream to ``sink``."""
+def scan_bcf(path: str | os.PathLike, sink=None, progress: bool | None = None,
+             threads: int | None = None) -> ScanResult:
+    """Inflate and walk ``path`` once, handing every block to ``sink``.
+
+    A sink with ``add_block(compressed_block_or_None, inflated)`` gets each block as read
+    (the chunk-aligned cache reuses the compressed bytes); any other sink is a binary
+    file that gets the uncompressed stream. ``threads`` inflate blocks ahead of the scan
+    (default: one less than the cores, at most 4).
+    """
     path = os.fspath(path)
     try:
         fileobj = open(path, "rb")
@@ -237,16 +253,21 @@ def scan_bcf(path: str | os.PathLike, sink: BinaryIO | None = None, progress: bo
         raise NotBCFError(path, f"cannot open: {e.strerror}") from None
     with fileobj:
         total = os.fstat(fileobj.fileno()).st_size
-        stream, compressed, ended_with_eof = _open_stream(fileobj, path)
+        stream, compressed, ended_with_eof = _open_stream(
+            fileobj, path, inflate_threads() if threads is None else threads)
+        add_block = getattr(sink, "add_block", None)
+        write = None if add_block is not None or sink is None else sink.write
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="index", disable=None if progress is None else not progress)
         head = b""
         header = None
         acc = None
         batch: list[bytes] = []
         batch_size = 0
-        for data in stream:
-            if sink is not None:
-                sink.write(data)
+        for raw_block, data in stream:
+            if add_block is not None:
+                add_block(raw_block, data)
+            elif write is not None:
+                write(data)
             bar.update(len(data) if not compressed else 0)
             if header is None:
                 head += data

@@ -1,0 +1,91 @@
+"""Both cache layouts give bio2zarr's values; the default BGZF cache is a valid BCF about
+the size of its source, made of the source's own compressed blocks."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+import vcfvirtual
+from vcfvirtual import bgzf
+
+from .conftest import assert_matches_bio2zarr, bio2zarr_convert, open_both
+
+
+def _bcftools():
+    bcftools = shutil.which("bcftools")
+    if bcftools is None:
+        pytest.fail("bcftools is required (apt-get install bcftools)")
+    return bcftools
+
+
+@pytest.mark.parametrize("chunk_length", [1, 3, 1000])
+def test_small_raw_layout_matches_bio2zarr(small_bcf, tmp_path, chunk_length):
+    ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", chunk_length)
+    for ds in open_both(small_bcf, chunk_length, tmp_path, layout="raw"):
+        assert_matches_bio2zarr(ds, ref)
+
+
+@pytest.mark.parametrize("chunk_length", [100, 640])
+def test_cohort_raw_layout_matches_bio2zarr(cohort_bcf, tmp_path, chunk_length):
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", chunk_length)
+    for ds in open_both(cohort_bcf, chunk_length, tmp_path, layout="raw"):
+        assert_matches_bio2zarr(ds, ref)
+
+
+@pytest.mark.parametrize("chunk_length", [1, 7, 100])
+def test_bgzf_cache_is_a_bcf_bcftools_reads(cohort_bcf, tmp_path, chunk_length):
+    bcftools = _bcftools()
+    cache = tmp_path / "c.bcf"
+    vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
+    view = lambda p: subprocess.run([bcftools, "view", "--no-version", str(p)], capture_output=True, check=True).stdout  # noqa: E731
+    assert view(cache) == view(cohort_bcf)
+    assert subprocess.run([bcftools, "index", "-f", str(cache)], capture_output=True).returncode == 0
+
+
+def _blocks(path):
+    with open(path, "rb") as f:
+        return [bytes(b.raw) for b in bgzf.read_blocks(f, path)]
+
+
+def test_bgzf_cache_reuses_the_source_blocks(cohort_bcf, tmp_path):
+    """Blocks no chunk boundary splits are copied byte for byte, so the cache is about
+    the size of the BCF; only the blocks holding a boundary are re-compressed."""
+    cache = tmp_path / "c.bcf"
+    chunk_length = 500  # ~6 source blocks a chunk, as real chunks span hundreds
+    store = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
+    source_blocks = _blocks(cohort_bcf)
+    cache_blocks = _blocks(cache)
+    n_chunks = -(-store._group.arrays["variant_position"].shape[0] // chunk_length)
+    copied = set(source_blocks) & set(cache_blocks)
+    # At most one source block is split per chunk boundary, plus the header's end.
+    assert len(copied) >= len(source_blocks) - 1 - n_chunks
+    assert cache.stat().st_size <= 1.05 * cohort_bcf.stat().st_size
+
+
+def test_chunk_ranges_are_whole_blocks_starting_with_a_record(cohort_bcf, tmp_path):
+    """Every chunk's byte range inflates on its own to exactly its records, as pysam
+    reads them."""
+    import numpy as np
+    import pysam
+
+    chunk_length = 64
+    cache = tmp_path / "c.bcf"
+    store = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
+    manifest = store._group.arrays["variant_position"].manifest
+    data = cache.read_bytes()
+    with pysam.VariantFile(str(cohort_bcf)) as vf:
+        positions = [r.pos for r in vf]
+    from vcfvirtual import records
+
+    for k, (offset, length) in enumerate(zip(manifest._offsets.ravel(), manifest._lengths.ravel())):
+        chunk = bgzf.inflate_chunk(np.frombuffer(data[int(offset) : int(offset) + int(length)], np.uint8))
+        offsets, n, err, _ = records.record_offsets(chunk, chunk_length)
+        assert err == records.OK
+        expected = positions[k * chunk_length : (k + 1) * chunk_length]
+        assert n == len(expected)
+        # BCF POS is 0-based; pysam's .pos is 1-based.
+        got = [int.from_bytes(chunk[o + 12 : o + 16].tobytes(), "little") + 1 for o in offsets[:n]]
+        assert got == expected
