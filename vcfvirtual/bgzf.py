@@ -191,13 +191,8 @@ def compress_blocks(data, level: int) -> bytes:
     return b"".join(compress_block(view[i : i + BLOCK_INPUT], level) for i in range(0, len(view), BLOCK_INPUT))
 
 
-def inflate_chunk(buf: np.ndarray, path=None) -> np.ndarray:
-    """Inflate a byte range made of whole BGZF blocks (one cache chunk) into one array.
-
-    Block boundaries are walked first so the output is allocated once at its final size
-    (the ISIZE fields), and each block is inflated straight into place.
-    """
-    view = memoryview(np.ascontiguousarray(buf, dtype=np.uint8)).cast("B")
+def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
+    """(offset, size, inflated offset) of each block of a chunk, and the inflated total."""
     spans = []
     total = 0
     pos = 0
@@ -212,7 +207,27 @@ def inflate_chunk(buf: np.ndarray, path=None) -> np.ndarray:
         spans.append((pos, size, total))
         total += _FOOTER.unpack_from(view, pos + size - 8)[1]
         pos += size
-    out = np.empty(total, dtype=np.uint8)
+    return spans, total
+
+
+def inflated_size(buf: np.ndarray, path=None) -> int:
+    """What a chunk of whole BGZF blocks inflates to, by their ISIZE fields."""
+    return _chunk_blocks(memoryview(np.ascontiguousarray(buf, dtype=np.uint8)).cast("B"), path)[1]
+
+
+def inflate_chunk(buf: np.ndarray, path=None, out: np.ndarray | None = None) -> np.ndarray:
+    """Inflate a byte range made of whole BGZF blocks (one cache chunk) into one array.
+
+    Block boundaries are walked first so the output is allocated once at its final size
+    (the ISIZE fields), or ``out`` (exactly that size) is used, and each block is
+    inflated straight into place.
+    """
+    view = memoryview(np.ascontiguousarray(buf, dtype=np.uint8)).cast("B")
+    spans, total = _chunk_blocks(view, path)
+    if out is None:
+        out = np.empty(total, dtype=np.uint8)
+    elif out.shape[0] != total:
+        raise ValueError(f"output holds {out.shape[0]} bytes, the chunk inflates to {total}")
     for pos, size, at in spans:
         data = inflate_block(view[pos : pos + size], path, pos)
         out[at : at + len(data)] = np.frombuffer(data, dtype=np.uint8)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -115,12 +116,28 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     return offsets
 
 
+_thread_scratch = threading.local()
+
+
+def _scratch(size: int) -> np.ndarray:
+    """A per-thread buffer of at least ``size`` bytes for a chunk's inflated records.
+
+    Reused from chunk to chunk: a fresh 20 MB array costs as much in page faults as
+    inflating into it. Nothing decode_chunk returns is a view of it.
+    """
+    buf = getattr(_thread_scratch, "buf", None)
+    if buf is None or buf.shape[0] < size:
+        buf = np.empty(max(size, 1), dtype=np.uint8)
+        _thread_scratch.buf = buf
+    return buf[:size]
+
+
 def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     """Decode the raw records of one chunk into the serialised, padded chunk."""
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
     if spec.layout == "bgzf":
         try:
-            buf = bgzf.inflate_chunk(buf)
+            buf = bgzf.inflate_chunk(buf, out=_scratch(bgzf.inflated_size(buf)))
         except VcfVirtualError as e:
             raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: {e.problem}", offset=e.offset,
                                    hint="the cache may not match the references") from None
@@ -159,12 +176,20 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         _check(err, at, spec, kind)
         return out
     # genotype kinds: one decode yields alleles and phasing, each array keeps its part
-    gt = np.full((spec.chunk_length, spec.shape[0], spec.ploidy), -2, np.int32)
-    phased = np.zeros((spec.chunk_length, spec.shape[0]), dtype=bool)
-    err, at = decode.genotypes(buf, offsets, spec.key, gt, phased)
+    # call_genotype decodes straight into its own (smallest) dtype.
+    gt_dtype = dtype.newbyteorder("<") if kind == "genotype" else np.dtype(np.int32)
+    n = offsets.shape[0]
+    gt = np.empty((spec.chunk_length, spec.shape[0], spec.ploidy), gt_dtype)
+    gt[n:] = -2  # the kernel writes every value of the record rows; pad the rest
+    if kind == "genotype_phased":
+        phased = np.empty((spec.chunk_length, spec.shape[0]), dtype=bool)
+        phased[n:] = False
+    else:
+        phased = np.empty((0, 0), dtype=bool)  # alleles only: skip the phase bits
+    err, at = decode.genotypes(buf, offsets, spec.key, gt, phased, np.iinfo(gt_dtype).max)
     _check(err, at, spec, kind)
     if kind == "genotype":
-        return gt.astype(dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype, copy=False)
+        return gt
     if kind == "genotype_mask":
         return gt < 0  # missing or fill, as bio2zarr writes it
     return phased

@@ -166,7 +166,7 @@ def _int_sentinels(t):
 
 
 @_njit
-def genotypes(buf, offsets, gt_key, out_gt, out_phased):
+def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
     """Decode FORMAT/GT into alleles (-1 missing, -2 fill) and per-call phasing.
 
     A call is phased when its second allele carries the phase bit, as htslib prints
@@ -174,10 +174,15 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
     end-of-vector, whose low bit is set (so bio2zarr reads it phased too); in a record
     of ploidy 1 htslib (pysam) calls it phased and bio2zarr forces it for all-haploid
     data. A record without GT is all missing, and unphased unless the dataset is
-    all haploid (bio2zarr marks those phased).
+    all haploid (bio2zarr marks those phased). An allele index above ``max_allele``
+    (what ``out_gt``'s dtype holds) is an error, never a wrapped value. Every value of
+    the first ``len(offsets)`` rows is written, so the caller need not pre-fill them.
     """
     n_samples = out_gt.shape[1]
     ploidy = out_gt.shape[2]
+    flat_gt = out_gt.reshape(out_gt.shape[0], n_samples * ploidy)
+    # An out_phased with no rows means the caller wants alleles only.
+    with_phase = out_phased.shape[0] > 0
     for k in range(offsets.shape[0]):
         pos = offsets[k]
         t, n, d, err = R.find_format(buf, pos, gt_key)
@@ -186,12 +191,33 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
         if d < 0:
             out_gt[k, :, :] = -1
             # bio2zarr marks every call of an all-haploid dataset phased, even absent ones.
-            out_phased[k, :] = ploidy == 1
+            if with_phase:
+                out_phased[k, :] = ploidy == 1
             continue
         if n > ploidy:
             return ERR_SHAPE, pos
         if t < R.BT_INT8 or t > R.BT_INT32:
             return R.ERR_BAD_TYPE, pos
+        if t == R.BT_INT8 and n == ploidy:
+            # The common case (allele indices < 63, every call the same ploidy): the
+            # record's GT bytes map one to one onto its row, branch-free so LLVM can
+            # vectorise; this loop is most of a genotype chunk's decode time.
+            if d + n_samples * n > buf.shape[0]:
+                return R.ERR_OVERRUN, pos
+            row = flat_gt[k]
+            too_big = False
+            for i in range(n_samples * n):
+                b = buf[d + i]
+                value = (np.int64(np.int8(b)) >> 1) - 1
+                value = np.int64(-1) if b == 0x80 else (np.int64(-2) if b == 0x81 else value)
+                too_big |= value > max_allele
+                row[i] = value
+            if too_big:
+                return ERR_SHAPE, pos
+            if with_phase:
+                for s in range(n_samples):
+                    out_phased[k, s] = n < 2 or (buf[d + s * n + 1] & 1) == 1
+            continue
         size = R.type_size(t)
         missing, vector_end = _int_sentinels(t)
         for s in range(n_samples):
@@ -206,7 +232,12 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
                 elif raw == missing:
                     out_gt[k, s, a] = -1
                 else:
-                    out_gt[k, s, a] = (raw >> 1) - 1
+                    value = (raw >> 1) - 1
+                    if value > max_allele:
+                        return ERR_SHAPE, base + a * size
+                    out_gt[k, s, a] = value
+            if not with_phase:
+                continue
             if n >= 2:
                 out_phased[k, s] = (R.read_int(buf, base + size, t) & 1) == 1
             else:
