@@ -89,3 +89,13 @@ def test_chunk_ranges_are_whole_blocks_starting_with_a_record(cohort_bcf, tmp_pa
         # BCF POS is 0-based; pysam's .pos is 1-based.
         got = [int.from_bytes(chunk[o + 12 : o + 16].tobytes(), "little") + 1 for o in offsets[:n]]
         assert got == expected
+
+
+def test_threaded_inflate_writes_the_same_cache(cohort_bcf, tmp_path):
+    serial, threaded = tmp_path / "serial.bcf", tmp_path / "threaded.bcf"
+    a = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=serial, variants_chunk_size=100)
+    b = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=threaded, variants_chunk_size=100,
+                         inflate_threads=2)
+    assert serial.read_bytes() == threaded.read_bytes()
+    ma, mb = a._group.arrays["call_genotype"].manifest, b._group.arrays["call_genotype"].manifest
+    assert (ma._offsets == mb._offsets).all() and (ma._lengths == mb._lengths).all()

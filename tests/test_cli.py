@@ -131,5 +131,5 @@ def test_real_process_exit_code_and_no_traceback(tmp_path):
 
 def test_help_explains_every_option():
     out = CliRunner().invoke(main, ["index", "--help"]).output
-    for option in ("--output", "--cache", "--variants-chunk-size", "--cache-layout", "--force", "--progress", "--verbose"):
+    for option in ("--output", "--cache", "--variants-chunk-size", "--cache-layout", "--inflate-threads", "--force", "--progress", "--verbose"):
         assert option in out

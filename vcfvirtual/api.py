@@ -28,6 +28,7 @@ def index(
     cache_layout: str = "bgzf",
     force: bool = False,
     progress: bool | None = None,
+    inflate_threads: int = 0,
 ) -> ManifestStore:
     """Index ``bcf_path``: write the transcode cache and Kerchunk JSON, return the store.
 
@@ -35,6 +36,7 @@ def index(
     ``xr.open_zarr(store, zarr_format=3, consolidated=False)``. ``refs_path=False``
     skips the Kerchunk JSON. Outputs default to ``<bcf>.vcz.json`` and
     ``<bcf>.vcz.cache.bcf`` next to the BCF; existing outputs need ``force=True``.
+    ``inflate_threads`` > 0 inflates BGZF blocks on that many threads ahead of the scan.
     """
     bcf_path = Path(bcf_path)
     default_refs, default_cache = cache_mod.default_paths(bcf_path)
@@ -64,10 +66,10 @@ def index(
                     return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
 
                 scan, chunk_length, starts, end = cache_mod.write_bgzf_cache(
-                    bcf_path, tmp_cache, chunk_length_for, progress=progress)
+                    bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=inflate_threads)
                 ranges = (starts, np.append(starts[1:], np.uint64(end)) - starts)
             else:
-                scan = cache_mod.write_raw_cache(bcf_path, tmp_cache, progress=progress)
+                scan = cache_mod.write_raw_cache(bcf_path, tmp_cache, progress=progress, threads=inflate_threads)
                 ploidy = int(scan.ploidy.max()) if scan.num_records else 1
                 chunk_length = variants_chunk_size or manifest.default_chunk_length(len(scan.header.samples), ploidy)
                 # A chunk longer than the array only makes the chunk grid irregular.

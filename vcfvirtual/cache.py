@@ -90,10 +90,10 @@ def _cache_file(tmp_cache: Path):
                                   hint="check free disk space") from None
 
 
-def write_raw_cache(bcf_path, tmp_cache: Path, progress: bool | None = None) -> ScanResult:
+def write_raw_cache(bcf_path, tmp_cache: Path, progress: bool | None = None, threads: int = 0) -> ScanResult:
     """Scan ``bcf_path`` once, writing its uncompressed stream to ``tmp_cache``."""
     with _cache_file(tmp_cache) as f:
-        return scan_bcf(bcf_path, sink=f, progress=progress)
+        return scan_bcf(bcf_path, sink=f, progress=progress, threads=threads)
 
 
 class ChunkAlignedBGZFWriter:
@@ -183,14 +183,15 @@ class ChunkAlignedBGZFWriter:
         return end
 
 
-def write_bgzf_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None):
+def write_bgzf_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None,
+                     threads: int = 0):
     """Scan ``bcf_path`` once, writing a chunk-aligned BGZF cache to ``tmp_cache``.
 
     Returns (scan result, chunk length, chunk start offsets, end of the last chunk).
     """
     with _cache_file(tmp_cache) as f:
         writer = ChunkAlignedBGZFWriter(f, chunk_length_for)
-        result = scan_bcf(bcf_path, sink=writer, progress=progress)
+        result = scan_bcf(bcf_path, sink=writer, progress=progress, threads=threads)
         end = writer.close()
     logger.info("%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
                 bcf_path, writer.blocks_copied, writer.blocks_recompressed)
