@@ -59,22 +59,22 @@ def index(
     try:
         # The cache is renamed into place before the references that point at it.
         with cache_mod.atomic_output(cache_path, force=True) as tmp_cache:
-            if cache_layout == "bgzf":
-                # Chunks are laid out while scanning, so N is fixed from the header
-                # (samples, assuming diploid) unless given.
-                def chunk_length_for(header):
-                    return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
+            # The scan reduces what it learns per chunk (and the BGZF cache lays chunks
+            # out as it goes), so N is fixed from the header: samples, assuming diploid.
+            def chunk_length_for(header):
+                return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
 
-                scan, chunk_length, starts, end = cache_mod.write_bgzf_cache(
+            if cache_layout == "bgzf":
+                scan, starts, end = cache_mod.write_bgzf_cache(
                     bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=inflate_threads)
                 ranges = (starts, np.append(starts[1:], np.uint64(end)) - starts)
             else:
-                scan = cache_mod.write_raw_cache(bcf_path, tmp_cache, progress=progress, threads=inflate_threads)
-                ploidy = int(scan.ploidy.max()) if scan.num_records else 1
-                chunk_length = variants_chunk_size or manifest.default_chunk_length(len(scan.header.samples), ploidy)
-                # A chunk longer than the array only makes the chunk grid irregular.
-                chunk_length = max(1, min(chunk_length, scan.num_records))
+                scan = cache_mod.write_raw_cache(bcf_path, tmp_cache, chunk_length_for, progress=progress,
+                                                 threads=inflate_threads)
                 ranges = None
+            # A chunk longer than the array only makes the chunk grid irregular; with at
+            # most one chunk, the per-chunk summaries hold for any longer N.
+            chunk_length = max(1, min(scan.chunk_length, scan.num_records))
             n = scan.num_records
             cache_url = Path(os.path.abspath(cache_path)).as_uri()
             attrs = {

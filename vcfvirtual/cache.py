@@ -90,10 +90,11 @@ def _cache_file(tmp_cache: Path):
                                   hint="check free disk space") from None
 
 
-def write_raw_cache(bcf_path, tmp_cache: Path, progress: bool | None = None, threads: int = 0) -> ScanResult:
+def write_raw_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None,
+                    threads: int = 0) -> ScanResult:
     """Scan ``bcf_path`` once, writing its uncompressed stream to ``tmp_cache``."""
     with _cache_file(tmp_cache) as f:
-        return scan_bcf(bcf_path, sink=f, progress=progress, threads=threads)
+        return scan_bcf(bcf_path, chunk_length_for, sink=f, progress=progress, threads=threads)
 
 
 class ChunkAlignedBGZFWriter:
@@ -109,9 +110,8 @@ class ChunkAlignedBGZFWriter:
     uncompressed source is compressed whole.
     """
 
-    def __init__(self, fileobj, chunk_length_for, level: int = BGZF_LEVEL):
+    def __init__(self, fileobj, level: int = BGZF_LEVEL):
         self.fileobj = fileobj
-        self.chunk_length_for = chunk_length_for
         self.level = level
         self.chunk_length = None
         # Blocks read but not yet written: (stream offset, compressed block or None, data).
@@ -127,8 +127,8 @@ class ChunkAlignedBGZFWriter:
         self.blocks_copied = 0
         self.blocks_recompressed = 0
 
-    def header_parsed(self, header) -> None:
-        self.chunk_length = self.chunk_length_for(header)
+    def header_parsed(self, header, chunk_length: int) -> None:
+        self.chunk_length = chunk_length
         self.cuts.append((header.size, False))  # the header ends in a block of its own
 
     def add_block(self, raw, data) -> None:
@@ -187,13 +187,13 @@ def write_bgzf_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool
                      threads: int = 0):
     """Scan ``bcf_path`` once, writing a chunk-aligned BGZF cache to ``tmp_cache``.
 
-    Returns (scan result, chunk length, chunk start offsets, end of the last chunk).
+    Returns (scan result, chunk start offsets, end of the last chunk).
     """
     with _cache_file(tmp_cache) as f:
-        writer = ChunkAlignedBGZFWriter(f, chunk_length_for)
-        result = scan_bcf(bcf_path, sink=writer, progress=progress, threads=threads)
+        writer = ChunkAlignedBGZFWriter(f)
+        result = scan_bcf(bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads)
         end = writer.close()
     logger.info("%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
                 bcf_path, writer.blocks_copied, writer.blocks_recompressed)
     starts = np.asarray(writer.chunk_starts, dtype=np.uint64)
-    return result, writer.chunk_length, starts, end
+    return result, starts, end

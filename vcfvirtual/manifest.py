@@ -54,9 +54,9 @@ def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1) -> int:
     return int(np.clip(TARGET_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, MAX_CHUNK_LENGTH))
 
 
-def chunk_byte_ranges(record_offsets: np.ndarray, stream_end: int, chunk_length: int):
+def chunk_byte_ranges(chunk_offsets: np.ndarray, stream_end: int):
     """(offsets, lengths) of each chunk: from its first record to the next chunk's first."""
-    starts = record_offsets[::chunk_length].astype(np.uint64)
+    starts = chunk_offsets.astype(np.uint64)
     ends = np.append(starts[1:], np.uint64(stream_end))
     return starts, ends - starts
 
@@ -148,25 +148,13 @@ def _inline_array(values, dtype, dims, description=None) -> ManifestArray:
     return ManifestArray(metadata=metadata, chunkmanifest=manifest)
 
 
-def region_index(chunk_length: int, contig: np.ndarray, pos1: np.ndarray, rlen: np.ndarray, dtype) -> np.ndarray:
-    """The spec's region index: one row per (chunk, contig run), bio2zarr's column order."""
-    n = contig.shape[0]
-    if n == 0:
-        return np.zeros((0, 6), dtype=dtype)
-    chunk = np.arange(n) // chunk_length
-    # A row ends where the chunk or the contig changes.
-    boundary = np.ones(n, dtype=bool)
-    boundary[:-1] = (chunk[1:] != chunk[:-1]) | (contig[1:] != contig[:-1])
-    ends = np.nonzero(boundary)[0]
-    starts = np.concatenate([[0], ends[:-1] + 1])
-    end_pos = pos1.astype(np.int64) + rlen.astype(np.int64) - 1
-    max_end = np.maximum.reduceat(end_pos, starts)
+def region_index(region_rows: np.ndarray, dtype) -> np.ndarray:
+    """The spec's region index, bio2zarr's column order, from the scan's region rows
+    (chunk, contig, first POS, last POS, largest end, records per chunk and contig run)."""
+    rows = region_rows.astype(np.int64, copy=True)
     # A record can end past the largest value of the positions' dtype (POS near 2^31 with
     # rlen > 1); saturate rather than wrap, so overlap queries still find it.
-    max_end = np.minimum(max_end, np.iinfo(dtype).max)
-    rows = np.stack(
-        [chunk[starts], contig[starts], pos1[starts], pos1[ends], max_end, ends - starts + 1], axis=1
-    )
+    rows[:, 4] = np.minimum(rows[:, 4], np.iinfo(dtype).max)
     return rows.astype(dtype)
 
 
@@ -234,16 +222,15 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=N
     n = scan.num_records
     n_samples = len(h.samples)
     if ranges is None:
-        ranges = chunk_byte_ranges(scan.offset, scan.stream_size, chunk_length)
-    pos1 = scan.pos.astype(np.int64) + 1
+        ranges = chunk_byte_ranges(scan.chunk_offsets, scan.stream_size)
 
     def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra):
         return _variant_array(name, kind, dtype, list(dims), shape, n, chunk_length, cache_url, ranges,
                               description=description, layout=layout, **extra)
 
-    position_dtype = min_int_dtype(int(pos1.min()), int(pos1.max())) if n else np.dtype("i1")
-    length_dtype = min_int_dtype(int(scan.rlen.min()), int(scan.rlen.max())) if n else np.dtype("i1")
-    n_alleles = max(int(scan.n_allele.max()) if n else 0, 2)
+    position_dtype = min_int_dtype(*scan.pos_range) if n else np.dtype("i1")
+    length_dtype = min_int_dtype(*scan.rlen_range) if n else np.dtype("i1")
+    n_alleles = max(scan.max_alleles, 2)
     arrays = {
         "variant_contig": variant("variant_contig", "contig", min_int_dtype(0, len(h.contigs)),
                                   description=FIXED_DESCRIPTIONS["variant_contig"]),
@@ -261,7 +248,7 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=N
                                   description=FIXED_DESCRIPTIONS["variant_filter"],
                                   filter_columns=h.filter_column_map()),
     }
-    ploidy = max(int(scan.ploidy.max()) if n else 0, 1)
+    ploidy = max(scan.max_ploidy, 1)
     dims = field_dimensions(h, scan, n_alleles, ploidy)
     for field in (*h.info, *h.formats):
         if field.category == "FORMAT" and field.name == "GT":
@@ -291,7 +278,7 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=N
     arrays["filter_description"] = _inline_array(list(h.filter_descriptions), str, ["filters"])
     arrays["sample_id"] = _inline_array(list(h.samples), str, ["samples"])
     arrays["region_index"] = _inline_array(
-        region_index(chunk_length, scan.chrom, pos1, scan.rlen, position_dtype),
+        region_index(scan.region_rows, position_dtype),
         position_dtype, ["region_index_values", "region_index_fields"],
     )
 

@@ -26,27 +26,97 @@ logger = logging.getLogger(__name__)
 
 # Inflated bytes gathered before one call of the record kernel.
 SCAN_BATCH = 8 * 1024 * 1024
-RECORD_FIELDS = ("offset", "chrom", "pos", "rlen", "n_allele", "ploidy")
+# Columns of a region row: chunk, contig, first POS, last POS, largest end, records.
+REGION_COLUMNS = 6
 
 
 @dataclasses.dataclass(frozen=True)
 class ScanResult:
+    """What one pass learns of a BCF, reduced per variants chunk as it goes, so memory
+    stays flat whatever the number of records."""
+
     header: BCFHeader
     stream_size: int  # bytes of the uncompressed BCF stream (header + records)
-    offset: np.ndarray  # int64, stream offset of each record
-    chrom: np.ndarray  # int32 contig index
-    pos: np.ndarray  # int32, 0-based as in BCF
-    rlen: np.ndarray  # int32
-    n_allele: np.ndarray  # int32
-    ploidy: np.ndarray  # int32, GT values per sample in the record (0: no GT)
+    chunk_length: int  # records per variants chunk the summaries are for
+    num_records: int
+    chunk_offsets: np.ndarray  # int64, stream offset of each chunk's first record
+    region_rows: np.ndarray  # (rows, 6) int64: one per (chunk, contig run), REGION_COLUMNS
+    pos_range: tuple[int, int]  # smallest and largest POS, 1-based
+    rlen_range: tuple[int, int]
+    max_alleles: int
+    max_ploidy: int  # GT values per sample (0: no GT anywhere)
     compressed: bool
     has_eof_block: bool
     info_stats: np.ndarray  # (n_keys, 3) int64: max number, min, max of INFO values by key
     format_stats: np.ndarray  # the same for FORMAT values
 
-    @property
-    def num_records(self) -> int:
-        return int(self.offset.shape[0])
+
+class RecordSummary:
+    """Folds batches of per-record facts into per-chunk ones: chunk start offsets, the
+    region index rows and the ranges that size dtypes and dimensions."""
+
+    def __init__(self, chunk_length: int):
+        self.chunk_length = chunk_length
+        self.num_records = 0
+        self.chunk_offsets: list[np.ndarray] = []
+        self.region_rows: list[np.ndarray] = []
+        self.pos_range = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+        self.rlen_range = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+        self.max_alleles = 0
+        self.max_ploidy = 0
+
+    def add(self, offset, chrom, pos, rlen, n_allele, ploidy) -> None:
+        k = offset.shape[0]
+        if k == 0:
+            return
+        index = self.num_records + np.arange(k, dtype=np.int64)
+        self.num_records += k
+        chunk = index // self.chunk_length
+        self.chunk_offsets.append(offset[index % self.chunk_length == 0])
+        pos1 = pos.astype(np.int64) + 1
+        self.pos_range = (min(self.pos_range[0], int(pos1.min())), max(self.pos_range[1], int(pos1.max())))
+        self.rlen_range = (min(self.rlen_range[0], int(rlen.min())), max(self.rlen_range[1], int(rlen.max())))
+        self.max_alleles = max(self.max_alleles, int(n_allele.max()))
+        self.max_ploidy = max(self.max_ploidy, int(ploidy.max()))
+        # A region row ends where the chunk or the contig changes.
+        last = np.ones(k, dtype=bool)
+        last[:-1] = (chunk[1:] != chunk[:-1]) | (chrom[1:] != chrom[:-1])
+        ends = np.nonzero(last)[0]
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        rows = np.stack([
+            chunk[starts],
+            chrom[starts].astype(np.int64),
+            pos1[starts],
+            pos1[ends],
+            np.maximum.reduceat(pos1 + rlen.astype(np.int64) - 1, starts),
+            ends - starts + 1,
+        ], axis=1)
+        if self.region_rows:
+            prev = self.region_rows[-1]
+            if prev[-1, 0] == rows[0, 0] and prev[-1, 1] == rows[0, 1]:
+                # The batch continues the previous batch's last run: one row, not two.
+                merged = prev[-1].copy()
+                merged[3] = rows[0, 3]
+                merged[4] = max(merged[4], rows[0, 4])
+                merged[5] += rows[0, 5]
+                self.region_rows[-1] = np.concatenate([prev[:-1], merged[None]])
+                rows = rows[1:]
+        if rows.shape[0]:
+            self.region_rows.append(rows)
+
+    def arrays(self) -> dict:
+        n = self.num_records
+        return dict(
+            chunk_length=self.chunk_length,
+            num_records=n,
+            chunk_offsets=np.concatenate(self.chunk_offsets) if n else np.empty(0, np.int64),
+            region_rows=(np.concatenate(self.region_rows) if n
+                         else np.empty((0, REGION_COLUMNS), np.int64)),
+            pos_range=self.pos_range if n else (0, 0),
+            rlen_range=self.rlen_range if n else (0, 0),
+            max_alleles=self.max_alleles,
+            max_ploidy=self.max_ploidy,
+        )
 
 
 @numba.njit(nogil=True, cache=True)
@@ -166,17 +236,17 @@ def _open_stream(fileobj: BinaryIO, path, threads: int) -> tuple[Iterator[tuple]
 
 
 class _RecordAccumulator:
-    """Runs the record kernel over batches and keeps the per-record facts."""
+    """Runs the record kernel over staged batches and folds what it finds per chunk."""
 
-    def __init__(self, header: BCFHeader, path, sink=None):
+    def __init__(self, header: BCFHeader, path, chunk_length: int, sink=None):
         self.path = path
+        self.summary = RecordSummary(chunk_length)
         # A sink that lays records out by chunk (the BGZF cache) is told where records
         # start, and how far the scan has got (every record before that is known).
         self.on_records = getattr(sink, "records_scanned", None)
         self.on_scanned_to = getattr(sink, "scanned_to", None)
         self.n_samples = len(header.samples)
         self.gt_key = header.gt_key
-        self.parts: dict[str, list[np.ndarray]] = {f: [] for f in RECORD_FIELDS}
         # Per dictionary key: (max values per vector, min int, max int), as bio2zarr summarises.
         n_keys = max([f.key for f in (*header.info, *header.formats)] + list(header.filter_keys) + [0]) + 1
         self.info_stats = new_stats(n_keys)
@@ -220,8 +290,7 @@ class _RecordAccumulator:
                     offset=self.base + consumed_total + int(err_pos),
                     hint="offset is in the uncompressed stream",
                 )
-            for name, arr in zip(RECORD_FIELDS, out):
-                self.parts[name].append(arr[:k])
+            self.summary.add(*(arr[:k] for arr in out))
             if self.on_records is not None:
                 self.on_records(out[0][:k])
             consumed_total += int(consumed)
@@ -241,18 +310,12 @@ class _RecordAccumulator:
                 hint="offset is in the uncompressed stream; the file is truncated",
             )
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        out = {}
-        for name in RECORD_FIELDS:
-            dtype = np.int64 if name == "offset" else np.int32
-            parts = self.parts[name]
-            out[name] = np.concatenate(parts) if parts else np.empty(0, dtype)
-        return out
-
-
-def scan_bcf(path: str | os.PathLike, sink=None, progress: bool | None = None,
-             threads: int = 0) -> ScanResult:
+def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], int], sink=None,
+             progress: bool | None = None, threads: int = 0) -> ScanResult:
     """Inflate and walk ``path`` once, handing every block to ``sink``.
+
+    ``chunk_length_for(header)`` gives the records per variants chunk, which the scan
+    must know to reduce what it learns per chunk (and the BGZF cache to lay chunks out).
 
     A sink with ``add_block(compressed_block_or_None, inflated)`` gets each block as read
     (the chunk-aligned cache reuses the compressed bytes); any other sink is a binary
@@ -296,9 +359,12 @@ def scan_bcf(path: str | os.PathLike, sink=None, progress: bool | None = None,
                 header = parse_header_text(head[BCF_PREFIX_SIZE : BCF_PREFIX_SIZE + l_text], path,
                                            BCF_PREFIX_SIZE + l_text)
                 logger.info("%s: %d samples, %d contigs", path, len(header.samples), len(header.contigs))
+                chunk_length = int(chunk_length_for(header))
+                if chunk_length < 1:
+                    raise ValueError(f"variants chunk length must be at least 1, got {chunk_length}")
                 if hasattr(sink, "header_parsed"):
-                    sink.header_parsed(header)
-                acc = _RecordAccumulator(header, path, sink)
+                    sink.header_parsed(header, chunk_length)
+                acc = _RecordAccumulator(header, path, chunk_length, sink)
                 data = head[BCF_PREFIX_SIZE + l_text :]
                 head = b""
             acc.add(data)
@@ -314,7 +380,6 @@ def scan_bcf(path: str | os.PathLike, sink=None, progress: bool | None = None,
         acc.scan_staged(final=True)
         bar.n = total
         bar.close()
-        arrays = acc.arrays()
         has_eof = ended_with_eof()
         if compressed and not has_eof:
             logger.warning("%s: no BGZF EOF block at the end; every record read is whole", path)
@@ -325,5 +390,5 @@ def scan_bcf(path: str | os.PathLike, sink=None, progress: bool | None = None,
             has_eof_block=has_eof,
             info_stats=acc.info_stats,
             format_stats=acc.fmt_stats,
-            **arrays,
+            **acc.summary.arrays(),
         )
