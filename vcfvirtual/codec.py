@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Self
@@ -116,31 +117,43 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     return offsets
 
 
-_thread_scratch = threading.local()
-
-
-def _scratch(size: int) -> np.ndarray:
-    """A per-thread buffer of at least ``size`` bytes for a chunk's inflated records.
-
-    Reused from chunk to chunk: a fresh 20 MB array costs as much in page faults as
-    inflating into it. Nothing decode_chunk returns is a view of it.
-    """
-    buf = getattr(_thread_scratch, "buf", None)
-    if buf is None or buf.shape[0] < size:
-        buf = np.empty(max(size, 1), dtype=np.uint8)
-        _thread_scratch.buf = buf
-    return buf[:size]
+# Chunks decode on as many threads at once as there are cores: more only thrash the
+# caches, as zarr hands every chunk of a read to its thread pool at once.
+_DECODE_SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+# Inflate buffers, reused most-recent first: a fresh 20 MB array costs as much in page
+# faults as inflating into it. At most one per decode slot.
+_inflate_buffers: list[np.ndarray] = []
+_inflate_buffers_lock = threading.Lock()
 
 
 def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
-    """Decode the raw records of one chunk into the serialised, padded chunk."""
+    """Decode the records of one chunk (inflating them first in the bgzf layout) into
+    the serialised, padded chunk."""
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
-    if spec.layout == "bgzf":
+    with _DECODE_SLOTS:
+        if spec.layout != "bgzf":
+            return _decode_records(buf, spec)
+        with _inflate_buffers_lock:
+            scratch = _inflate_buffers.pop() if _inflate_buffers else None
         try:
-            buf = bgzf.inflate_chunk(buf, out=_scratch(bgzf.inflated_size(buf)))
-        except VcfVirtualError as e:
-            raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: {e.problem}", offset=e.offset,
-                                   hint="the cache may not match the references") from None
+            try:
+                size = bgzf.inflated_size(buf)
+                if scratch is None or scratch.shape[0] < size:
+                    scratch = np.empty(max(size, 1), dtype=np.uint8)
+                records = bgzf.inflate_chunk(buf, out=scratch[:size])
+            except VcfVirtualError as e:
+                raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: {e.problem}", offset=e.offset,
+                                       hint="the cache may not match the references") from None
+            # Nothing returned is a view of the records, so the buffer can be reused.
+            return _decode_records(records, spec)
+        finally:
+            if scratch is not None:
+                with _inflate_buffers_lock:
+                    _inflate_buffers.append(scratch)
+
+
+def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
+    """Decode a chunk's whole, uncompressed records."""
     offsets = _chunk_offsets(buf, spec)
     full = (spec.chunk_length, *spec.shape)
     kind = spec.kind
