@@ -46,6 +46,10 @@ def index(
         raise VcfVirtualError(None, f"unknown cache layout {cache_layout!r}", hint=f"use one of {cache_mod.LAYOUTS}")
     if variants_chunk_size is not None and variants_chunk_size < 1:
         raise VcfVirtualError(None, f"variants chunk size must be at least 1, got {variants_chunk_size}")
+    if any(c in os.path.abspath(cache_path) for c in "#?"):
+        # Readers take the cache's file URL apart at these (obstore: fragment and query).
+        raise VcfVirtualError(cache_path, "the cache path contains '#' or '?', which its file URL cannot carry",
+                              hint="choose another --cache path")
     if not force:
         for p in (cache_path, refs_path):
             if p is not None and p.exists():
@@ -76,7 +80,8 @@ def index(
             # most one chunk, the per-chunk summaries hold for any longer N.
             chunk_length = max(1, min(scan.chunk_length, scan.num_records))
             n = scan.num_records
-            cache_url = Path(os.path.abspath(cache_path)).as_uri()
+            # Not percent-encoded: obstore and fsspec take the path after file:// literally.
+            cache_url = "file://" + os.path.abspath(cache_path)
             attrs = {
                 "vcfvirtual": {
                     "source": {"path": str(bcf_path), "size": source.size, "mtime_ns": source.mtime_ns},
