@@ -1,0 +1,337 @@
+"""vcfvirtual against the tools a user would otherwise run, on msprime-simulated cohorts.
+
+    python benchmarks/bench.py                       # 100, 1,000 and 10,000 samples
+    python benchmarks/bench.py --samples 100 --fields-samples 100 --length 1e6   # quick
+
+For each cohort (diploid, human-like rates; genotype-only, plus one with FORMAT AD/DP/GQ/PL)
+it writes a BCF with bcftools (INFO/AF filled, as `bcftools +af-dist` needs), then measures
+in the same run and prints one markdown table:
+
+* index: `vcfvirtual index` wall time (CLI, after a warm-up run so numba's on-disk cache is
+  hot) per cache layout, against `vcf2zarr convert` and one `bgzip -dc` pass (the floor:
+  every byte inflated once); ratios.
+* sizes: BCF, cache (and cache/BCF), Kerchunk JSON, bio2zarr's store.
+* peak RSS of `vcfvirtual index` (GNU time's maximum resident set size).
+* full call_genotype read: through zarr from our Kerchunk JSON and from bio2zarr's store (best
+  of --repeats reads in one process after a first read that loads compiled kernels, each
+  reading every chunk again; page cache warm; the first read is reported too), and a cyvcf2
+  loop filling the same array; ratios.
+* af-dist (the VCF Zarr paper's benchmark): genotype-probability histogram computed chunk by
+  chunk from our store and from bio2zarr's, against `bcftools +af-dist` on the BCF; the
+  histograms must agree (printed as `match`).
+
+Needs: pip install -e '.[bench]'; apt-get install bcftools tabix time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+
+
+# ---------------------------------------------------------------------------- cohorts
+
+def _fields_table() -> tuple[np.ndarray, int]:
+    """FORMAT cells "GT:AD:DP:GQ:PL" for every (genotype code, depth) pair.
+
+    Genotype code = 2*first + second allele (biallelic, phased as msprime writes them);
+    depth 0..MAX_DP-1. AD splits the depth by the genotype, GQ grows with depth, PL is
+    the usual shape for the called genotype: plausible, and all vectorised lookups."""
+    max_dp = 40
+    cells = []
+    for code in range(4):
+        a, b = divmod(code, 2)
+        alt = a + b
+        for dp in range(max_dp):
+            ad_alt = {0: 0, 1: dp // 2, 2: dp}[alt]
+            gq = min(99, 3 * dp)
+            pl = {0: (0, 3 * dp, 6 * dp), 1: (3 * dp, 0, 3 * dp), 2: (6 * dp, 3 * dp, 0)}[alt]
+            cells.append(f"{a}|{b}:{dp - ad_alt},{ad_alt}:{dp}:{gq}:{pl[0]},{pl[1]},{pl[2]}")
+    return np.array(cells, dtype=object), max_dp
+
+
+def _write_fields_vcf(ts, path: Path, seed: int) -> None:
+    """The tree sequence as VCF with GT plus AD/DP/GQ/PL, biallelic sites only."""
+    table, max_dp = _fields_table()
+    rng = np.random.default_rng(seed)
+    n = ts.num_individuals
+    with open(path, "w") as f:
+        f.write("##fileformat=VCFv4.2\n##source=vcfvirtual benchmarks (msprime)\n")
+        f.write(f"##contig=<ID=chr1,length={int(ts.sequence_length)}>\n")
+        f.write('##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n')
+        f.write('##FORMAT=<ID=AD,Number=R,Type=Integer,Description="Allelic depths">\n')
+        f.write('##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Read depth">\n')
+        f.write('##FORMAT=<ID=GQ,Number=1,Type=Integer,Description="Genotype quality">\n')
+        f.write('##FORMAT=<ID=PL,Number=G,Type=Integer,Description="Phred-scaled genotype likelihoods">\n')
+        f.write("#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t")
+        f.write("\t".join(f"tsk_{i}" for i in range(n)) + "\n")
+        last_pos = 0
+        for var in ts.variants():
+            if len(var.alleles) != 2 or var.alleles[1] is None:
+                continue
+            pos = max(int(var.site.position) + 1, last_pos + 1)
+            last_pos = pos
+            g = var.genotypes.astype(np.int64)
+            code = 2 * g[0::2] + g[1::2]
+            depth = rng.integers(0, max_dp, size=n)
+            cells = table[code * max_dp + depth]
+            f.write(f"chr1\t{pos}\t.\tA\tT\t.\tPASS\t.\tGT:AD:DP:GQ:PL\t" + "\t".join(cells.tolist()) + "\n")
+
+
+def make_cohort(workdir: Path, samples: int, length: float, fields: bool, seed: int) -> Path:
+    """A BCF of a simulated cohort, made once and kept in ``workdir``."""
+    name = f"sim_{samples}{'_fields' if fields else ''}_{length:g}.bcf"
+    bcf = workdir / name
+    if bcf.exists():
+        return bcf
+    import msprime
+
+    ts = msprime.sim_ancestry(samples=samples, population_size=10_000, sequence_length=length,
+                              recombination_rate=1e-8, random_seed=seed)
+    ts = msprime.sim_mutations(ts, rate=1e-8, random_seed=seed)
+    vcf = workdir / (name + ".vcf")
+    if fields:
+        _write_fields_vcf(ts, vcf, seed)
+    else:
+        with open(vcf, "w") as f:
+            ts.write_vcf(f, contig_id="chr1")
+    tmp = workdir / (name + ".tmp.bcf")
+    # Biallelic sites only (bcftools +af-dist bins by the first ALT's AF), with INFO/AF
+    # filled as +af-dist needs, as the VCF Zarr paper's benchmark did.
+    subprocess.run(f"bcftools view -m2 -M2 -Ou '{vcf}' | bcftools +fill-tags -Ob -o '{tmp}' -- -t AF",
+                   shell=True, check=True)
+    vcf.unlink()
+    os.replace(tmp, bcf)
+    return bcf
+
+
+# ---------------------------------------------------------------------------- timing
+
+def timed(cmd: list[str] | str, **kw) -> tuple[float, int]:
+    """(wall seconds, peak RSS in MB) of a command; GNU time reports the RSS."""
+    shell = isinstance(cmd, str)
+    argv = ["/usr/bin/time", "-f", "%M", "-o", "/dev/stderr"]
+    full = shlex.join(argv) + " " + cmd if shell else argv + [str(c) for c in cmd]
+    start = time.perf_counter()
+    proc = subprocess.run(full, shell=shell, check=True, capture_output=True, text=True, **kw)
+    wall = time.perf_counter() - start
+    rss_kb = int(proc.stderr.strip().splitlines()[-1])
+    return wall, rss_kb // 1024
+
+
+def best_of(repeats: int, cmd, **kw) -> tuple[float, int]:
+    runs = [timed(cmd, **kw) for _ in range(repeats)]
+    return min(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def run_python(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; it prints one JSON object last."""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+READ_GT = """
+import json, sys, time, zarr
+sys.path.insert(0, {here!r})
+from afdist import open_genotypes
+t = time.perf_counter()
+open_genotypes({store!r})[:]  # first read: loads compiled kernels, warms the page cache
+first = time.perf_counter() - t
+best = None
+for _ in range({repeats}):
+    t = time.perf_counter()
+    gt = open_genotypes({store!r})[:]
+    elapsed = time.perf_counter() - t
+    best = elapsed if best is None else min(best, elapsed)
+print(json.dumps({{"seconds": best, "first": first, "checksum": int(gt.astype('i8').sum())}}))
+"""
+
+CYVCF2_GT = """
+import json, time, numpy as np
+from cyvcf2 import VCF
+t = time.perf_counter()
+vcf = VCF({bcf!r})
+rows = [v.genotype.array()[:, :2] for v in vcf]
+gt = np.stack(rows) if rows else np.zeros((0, 0, 2))
+gt = np.where(gt < 0, -1, gt)
+print(json.dumps({{"seconds": time.perf_counter() - t, "checksum": int(gt.astype('i8').sum())}}))
+"""
+
+AFDIST = """
+import json, sys, time
+sys.path.insert(0, {here!r})
+from afdist import afdist
+afdist({store!r})  # warm-up, as for the read
+best = None
+for _ in range({repeats}):
+    t = time.perf_counter()
+    counts = afdist({store!r})
+    elapsed = time.perf_counter() - t
+    best = elapsed if best is None else min(best, elapsed)
+print(json.dumps({{"seconds": best, "counts": counts.tolist()}}))
+"""
+
+
+def bcftools_afdist(bcf: Path) -> tuple[float, list[int]]:
+    start = time.perf_counter()
+    out = subprocess.run(["bcftools", "+af-dist", str(bcf)], check=True, capture_output=True, text=True).stdout
+    elapsed = time.perf_counter() - start
+    counts = [int(line.split("\t")[3]) for line in out.splitlines() if line.startswith("PROB_DIST")]
+    return elapsed, counts
+
+
+def du(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# ---------------------------------------------------------------------------- main
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    import bio2zarr
+
+    import vcfvirtual
+
+    bcftools = subprocess.run(["bcftools", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM; Python {platform.python_version()}, "
+            f"vcfvirtual {vcfvirtual.__version__}, bio2zarr {bio2zarr.__version__}, {bcftools}")
+
+
+def bench_cohort(bcf: Path, label: str, args, work: Path) -> list[dict]:
+    rows = []
+    bcf_size = bcf.stat().st_size
+    bgzip_s, _ = best_of(args.repeats, f"bgzip -dc {bcf} > /dev/null")
+    b2z_store = work / (bcf.name + ".bio2zarr.vcz")
+    b2z = {}
+    if not args.skip_bio2zarr:
+        shutil.rmtree(b2z_store, ignore_errors=True)
+        b2z["convert"], _ = timed([BIN / "vcf2zarr", "convert", "--force", bcf, b2z_store])
+        b2z["size"] = du(b2z_store)
+        b2z["read"] = run_python(READ_GT.format(here=str(HERE), repeats=args.repeats, store=str(b2z_store)))
+        b2z["afdist"] = run_python(AFDIST.format(here=str(HERE), repeats=args.repeats, store=str(b2z_store)))
+    cy = None if args.skip_cyvcf2 else run_python(CYVCF2_GT.format(bcf=str(bcf)))
+    bt_s, bt_counts = bcftools_afdist(bcf)
+    for layout in args.layouts:
+        refs = work / f"{bcf.name}.{layout}.vcz.json"
+        cache = work / f"{bcf.name}.{layout}.cache.bcf"
+        cmd = [BIN / "vcfvirtual", "index", "--force", "--no-progress", "--cache-layout", layout,
+               "-o", refs, "--cache", cache, bcf]
+        timed(cmd)  # warm-up: numba's on-disk cache, page cache
+        index_s, rss = best_of(args.repeats, cmd)
+        read = run_python(READ_GT.format(here=str(HERE), repeats=args.repeats, store=str(refs)))
+        ours_af = run_python(AFDIST.format(here=str(HERE), repeats=args.repeats, store=str(refs)))
+        checks = []
+        if b2z and read["checksum"] != b2z["read"]["checksum"]:
+            checks.append("GT differs from bio2zarr")
+        if cy is not None and read["checksum"] != cy["checksum"]:
+            checks.append("GT differs from cyvcf2")
+        if ours_af["counts"] != bt_counts:
+            checks.append(f"af-dist {ours_af['counts']} != bcftools {bt_counts}")
+        rows.append(dict(
+            cohort=label, layout=layout, bcf_mb=bcf_size / 1e6, index_s=index_s, bgzip_s=bgzip_s,
+            vcf2zarr_s=b2z.get("convert"), cache_ratio=cache.stat().st_size / bcf_size,
+            json_kb=refs.stat().st_size / 1e3, b2z_mb=b2z["size"] / 1e6 if b2z else None, rss_mb=rss,
+            read_s=read["seconds"], first_read_s=read["first"], b2z_read_s=b2z["read"]["seconds"] if b2z else None,
+            cyvcf2_s=cy["seconds"] if cy else None, afdist_s=ours_af["seconds"],
+            b2z_afdist_s=b2z["afdist"]["seconds"] if b2z else None, bcftools_afdist_s=bt_s,
+            checks="; ".join(checks) or "match",
+        ))
+        print(f"  {label} {layout}: index {index_s:.2f}s, read {read['seconds']:.3f}s, "
+              f"af-dist {ours_af['seconds']:.3f}s ({rows[-1]['checks']})", file=sys.stderr)
+    return rows
+
+
+def _fmt(x, spec):
+    return "-" if x is None else format(x, spec)
+
+
+def _ratio(a, b):
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.1f}x"
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| cohort | layout | BCF MB | index s | vcf2zarr s (ratio) | / bgzip -dc | cache / BCF | JSON kB "
+            "| bio2zarr MB | index peak RSS MB | GT read s (first) | / bio2zarr read | cyvcf2 loop s (ratio) "
+            "| af-dist s | bcftools +af-dist s (ratio) | values |")
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for r in rows:
+        lines.append(
+            f"| {r['cohort']} | {r['layout']} | {r['bcf_mb']:.1f} | {r['index_s']:.2f} "
+            f"| {_fmt(r['vcf2zarr_s'], '.1f')} ({_ratio(r['vcf2zarr_s'], r['index_s'])}) "
+            f"| {_ratio(r['index_s'], r['bgzip_s'])} | {r['cache_ratio']:.3f} | {r['json_kb']:.0f} "
+            f"| {_fmt(r['b2z_mb'], '.1f')} | {r['rss_mb']} | {r['read_s']:.3f} ({r['first_read_s']:.2f}) "
+            f"| {_ratio(r['read_s'], r['b2z_read_s'])} "
+            f"| {_fmt(r['cyvcf2_s'], '.2f')} ({_ratio(r['cyvcf2_s'], r['read_s'])}) "
+            f"| {r['afdist_s']:.3f} | {r['bcftools_afdist_s']:.2f} ({_ratio(r['bcftools_afdist_s'], r['afdist_s'])}) "
+            f"| {r['checks']} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--samples", default="100,1000,10000",
+                        help="comma-separated sample counts of the genotype-only cohorts (default: %(default)s)")
+    parser.add_argument("--fields-samples", default="1000",
+                        help="sample counts of the cohorts with AD/DP/GQ/PL; empty for none (default: %(default)s)")
+    parser.add_argument("--length", type=float, default=5e6,
+                        help="simulated sequence length in bp; variants grow with it (default: %(default)g)")
+    parser.add_argument("--layouts", default="bgzf,raw", help="cache layouts to index (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement; the best is kept")
+    parser.add_argument("--seed", type=int, default=1, help="msprime random seed")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="where cohorts and outputs go; cohorts are reused (default: a new temp dir)")
+    parser.add_argument("--skip-bio2zarr", action="store_true", help="do not run vcf2zarr (slow on big cohorts)")
+    parser.add_argument("--skip-cyvcf2", action="store_true", help="do not run the cyvcf2 loop")
+    parser.add_argument("--output", type=Path, default=None, help="also write the table (markdown) here")
+    args = parser.parse_args(argv)
+    args.layouts = [x for x in args.layouts.split(",") if x]
+    for tool in ("bcftools", "bgzip", "/usr/bin/time"):
+        if shutil.which(tool) is None:
+            sys.exit(f"bench.py: {tool} not found (apt-get install bcftools tabix time)")
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="vcfvirtual-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    cohorts = [(int(n), False) for n in args.samples.split(",") if n]
+    cohorts += [(int(n), True) for n in args.fields_samples.split(",") if n]
+    rows = []
+    for n, fields in cohorts:
+        bcf = make_cohort(work, n, args.length, fields, args.seed)
+        import pysam
+
+        with pysam.VariantFile(str(bcf)) as vf:
+            n_var = sum(1 for _ in vf.fetch()) if bcf.with_suffix(".bcf.csi").exists() else sum(1 for _ in vf)
+        label = f"{n:,} samples x {n_var:,} variants{' +AD/DP/GQ/PL' if fields else ''}"
+        print(f"{label}: {bcf}", file=sys.stderr)
+        rows += bench_cohort(bcf, label, args, work)
+    text = f"Machine: {machine()}\n\n{table(rows)}\n"
+    print(text)
+    if args.output:
+        args.output.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
