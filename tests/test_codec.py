@@ -13,6 +13,8 @@ import vcfvirtual
 from vcfvirtual.codec import BCFRecordsCodec, BCFRecordsZarrCodec, ChunkSpec
 from vcfvirtual.errors import ChunkDecodeError
 
+# A configuration as vcfvirtual 0.1.0 wrote it (before num_records): kept verbatim so
+# stores indexed then still open.
 CONFIG = {
     "id": "vcfvirtual.bcf",
     "array": "call_genotype",
@@ -32,7 +34,7 @@ CONFIG = {
 def test_config_round_trips_through_json():
     codec = BCFRecordsCodec(**{k: v for k, v in CONFIG.items() if k != "id"})
     config = json.loads(json.dumps(codec.get_config()))
-    assert config == CONFIG
+    assert config == {**CONFIG, "num_records": 0}
     v3 = BCFRecordsZarrCodec.from_dict({"name": "vcfvirtual.bcf", "configuration": codec.spec.to_config()})
     assert v3.spec == codec.spec
     assert BCFRecordsZarrCodec.from_dict(v3.to_dict()) == v3
@@ -82,3 +84,57 @@ def test_decode_reads_only_whole_records_of_a_chunk(small_bcf, tmp_path):
     assert values[0].tolist() == [[0, 1], [-1, -1], [1, 1]]  # 0|1 ./. 1/1 as written in bcfdata
     with pytest.raises(ChunkDecodeError):
         codec.decode(data[:-1])
+
+
+def _chunk(small_bcf, tmp_path, layout, chunk_length=3, array="call_genotype"):
+    refs = tmp_path / f"s.{layout}.json"
+    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=tmp_path / f"s.{layout}.cache",
+                     variants_chunk_size=chunk_length, cache_layout=layout, force=True)
+    doc = json.loads(refs.read_text())["refs"]
+    zarray = json.loads(doc[f"{array}/.zarray"])
+    key = f"{array}/" + ".".join("0" for _ in zarray["shape"])
+    path, offset, length = doc[key]
+    config = next(f for f in zarray["filters"] if f["id"] == "vcfvirtual.bcf")
+    return open(path, "rb").read()[offset : offset + length], {k: v for k, v in config.items() if k != "id"}
+
+
+@pytest.mark.parametrize("layout", ["bgzf", "raw"])
+def test_config_from_before_num_records_still_decodes(small_bcf, tmp_path, layout):
+    """Backwards compatibility: the 0.1.0 config (no num_records) decodes a chunk to
+    what pysam reads."""
+    import pysam
+
+    data, config = _chunk(small_bcf, tmp_path, layout)
+    old = {k: v for k, v in config.items() if k != "num_records"}
+    values = np.frombuffer(BCFRecordsCodec(**old).decode(data), dtype=np.int8).reshape(3, 3, 2)
+    with pysam.VariantFile(str(small_bcf)) as vf:
+        recs = [r for _, r in zip(range(3), vf)]
+        expected = [[[-1 if a is None else a for a in r.samples[s]["GT"]] + [-2] * (2 - len(r.samples[s]["GT"]))
+                     for s in r.samples] for r in recs]
+    assert values.tolist() == expected
+
+
+@pytest.mark.parametrize("layout", ["bgzf", "raw"])
+def test_chunk_with_the_wrong_record_count_is_refused(small_bcf, tmp_path, layout):
+    data, config = _chunk(small_bcf, tmp_path, layout)  # 3 records of 7
+    # As if the references said 4 records a chunk: 3 is neither 4 nor the last chunk's 3.
+    wrong = {**config, "chunk_length": 4, "num_records": 8}
+    with pytest.raises(ChunkDecodeError, match="holds 3 records, expected 4"):
+        BCFRecordsCodec(**wrong).decode(data)
+    # The same bytes are fine as the last chunk of a 7-record array in chunks of 4.
+    BCFRecordsCodec(**{**wrong, "num_records": 7}).decode(data)
+
+
+def test_integer_values_outside_the_indexed_dtype_are_refused(data_dir, tmp_path):
+    """A chunk holding INFO values the array's dtype cannot hold (as when the cache is
+    not what was indexed) is an error, not silently wrapped values."""
+    from . import bcfdata
+
+    records = ["chr1\t1\t.\tA\tT\t.\t.\tDP=5\tGT\t0|1\t0|0\t1|1",
+               "chr1\t2\t.\tA\tT\t.\t.\tDP=300\tGT\t0|1\t0|0\t1|1"]
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records), data_dir / "dp300.bcf")
+    data, config = _chunk(bcf, tmp_path, "raw", chunk_length=2, array="variant_DP")
+    assert config["dtype"] == "<i2"
+    assert np.frombuffer(BCFRecordsCodec(**config).decode(data), "<i2").tolist() == [5, 300]
+    with pytest.raises(ChunkDecodeError, match="outside int8"):
+        BCFRecordsCodec(**{**config, "dtype": "|i1"}).decode(data)

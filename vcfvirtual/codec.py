@@ -68,6 +68,9 @@ class ChunkSpec:
     filter_columns: tuple[int, ...] = ()  # filter_id column of each FILTER key
     layout: str = "raw"
     version: int = FORMAT_VERSION
+    # Records in the whole array, so a chunk's record count can be checked exactly
+    # (chunk_length, or the remainder in the last chunk); 0 in configs written before.
+    num_records: int = 0
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -108,12 +111,19 @@ def _check(err, err_pos, spec: ChunkSpec, what: str):
 
 
 def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-    """Offsets of the records in the chunk; 1..chunk_length whole records are expected."""
+    """Offsets of the records in the chunk: exactly chunk_length whole records, or the
+    remainder in the last chunk (1..chunk_length when the array's count is unknown)."""
     offsets, n, err, err_pos = records.record_offsets(buf, spec.chunk_length)
     if err == records.OK and n == 0:
         raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: it holds no records",
                                hint="the cache may not match the references")
     _check(err, err_pos, spec, "walking records")
+    if spec.num_records:
+        last = spec.num_records - (spec.num_records - 1) // spec.chunk_length * spec.chunk_length
+        if n not in (spec.chunk_length, last):
+            expected = f"{spec.chunk_length}" + (f" (or {last} in the last chunk)" if last != spec.chunk_length else "")
+            raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: it holds {n} records, expected {expected}",
+                                   hint="the cache may not match the references")
     return offsets
 
 
@@ -241,7 +251,15 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
         _check(err, at, spec, spec.vcf_type)
         if is_float:
             return out.view("<f4").reshape(full)
-        return out.reshape(full).astype(np.dtype(spec.dtype).newbyteorder("<"), copy=False)
+        dtype = np.dtype(spec.dtype).newbyteorder("<")
+        if dtype.itemsize < 4 and out.size:
+            # The scan sized the dtype to the values it saw: anything outside it means
+            # these are not the records that were indexed, and would wrap silently.
+            info = np.iinfo(dtype)
+            if out.min() < info.min or out.max() > info.max:
+                raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: a value outside {dtype.name}, "
+                                       "the range seen when indexing", hint="the cache may not match the references")
+        return out.reshape(full).astype(dtype, copy=False)
     starts = np.zeros(inner, np.int64)
     lengths = np.full(inner, decode.SPAN_FILL, np.int64)
     err, at = decode.field_string_spans(buf, offsets, spec.key, is_format, starts, lengths)

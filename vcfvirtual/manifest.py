@@ -95,6 +95,7 @@ def _variant_array(name, kind, dtype, dims, per_variant_shape, n_records, chunk_
         dtype="str" if dtype is str else np.dtype(dtype).str,
         shape=tuple(per_variant_shape),
         chunk_length=chunk_length,
+        num_records=n_records,
         **spec_extra,
     )
     attributes = {}
