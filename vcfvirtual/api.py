@@ -14,7 +14,8 @@ from virtualizarr.manifests import ManifestStore
 
 from . import cache as cache_mod
 from . import manifest, writers
-from .errors import VcfVirtualError
+from .errors import OutputWriteError, StaleCacheError, VcfVirtualError
+from .fingerprint import Fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +56,16 @@ def index(
             if p is not None and p.exists():
                 raise cache_mod.OutputExistsError(p, "output already exists", hint="pass --force to overwrite it")
     try:
-        source = cache_mod.Fingerprint.of(bcf_path)
+        source = Fingerprint.of(bcf_path)
+    except IsADirectoryError:
+        raise VcfVirtualError(bcf_path, "cannot read: it is a directory", hint="give the path of a BCF file") from None
     except OSError as e:
         raise VcfVirtualError(bcf_path, f"cannot read: {e.strerror}") from None
 
+    for output in (cache_path, refs_path):
+        if output is not None:
+            for stale in cache_mod.remove_stale_temporaries(output):
+                logger.warning("removed %s, left by an index run that was killed", stale)
     tmp_refs = cache_mod.temporary_name(refs_path) if refs_path is not None else None
     try:
         # The cache is renamed into place before the references that point at it.
@@ -79,13 +86,17 @@ def index(
             # A chunk longer than the array only makes the chunk grid irregular; with at
             # most one chunk, the per-chunk summaries hold for any longer N.
             chunk_length = max(1, min(scan.chunk_length, scan.num_records))
+            if not source.same_stat(bcf_path):
+                raise StaleCacheError(bcf_path, "the BCF changed while it was being indexed",
+                                      hint="index it again once nothing writes to it")
             n = scan.num_records
             # Not percent-encoded: obstore and fsspec take the path after file:// literally.
             cache_url = "file://" + os.path.abspath(cache_path)
             attrs = {
                 "vcfvirtual": {
-                    "source": {"path": str(bcf_path), "size": source.size, "mtime_ns": source.mtime_ns},
-                    "cache": {"url": cache_url, "layout": cache_layout, "size": os.path.getsize(tmp_cache)},
+                    # Fingerprints let readers refuse a cache or source that has changed.
+                    "source": {"path": os.path.abspath(bcf_path), **source.to_json()},
+                    "cache": {"url": cache_url, "layout": cache_layout, **Fingerprint.of(tmp_cache).to_json()},
                     "variants_chunk_size": chunk_length,
                 }
             }
@@ -97,9 +108,20 @@ def index(
                     raise type(e)(bcf_path, e.problem, offset=e.offset, hint=e.hint) from None
                 raise
             if tmp_refs is not None:
-                writers.write_kerchunk_json(group, tmp_refs)
+                try:
+                    writers.write_kerchunk_json(group, tmp_refs)
+                except OSError as e:
+                    raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
+                                           hint=cache_mod.write_hint(e)) from None
         if tmp_refs is not None:
             os.replace(tmp_refs, refs_path)
+    except OutputWriteError as e:
+        if tmp_refs is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp_refs.unlink()
+        # Name the output the user asked for, not its temporary.
+        path = refs_path if "references" in e.problem else cache_path
+        raise OutputWriteError(path, e.problem, hint=e.hint) from None
     except BaseException:
         if tmp_refs is not None:
             with contextlib.suppress(FileNotFoundError):

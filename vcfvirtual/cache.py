@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
+import errno
 import logging
 import os
 from collections.abc import Iterator
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import bgzf
-from .errors import OutputExistsError, VcfVirtualError
+from .errors import OutputExistsError, OutputWriteError, VcfVirtualError
 from .scan import ScanResult, scan_bcf
 
 logger = logging.getLogger(__name__)
@@ -34,19 +34,6 @@ CACHE_SUFFIX = ".vcz.cache.bcf"
 REFS_SUFFIX = ".vcz.json"
 
 
-@dataclasses.dataclass(frozen=True)
-class Fingerprint:
-    """What identifies a file's contents cheaply: size and modification time."""
-
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def of(cls, path) -> "Fingerprint":
-        st = os.stat(path)
-        return cls(size=st.st_size, mtime_ns=st.st_mtime_ns)
-
-
 def default_paths(bcf_path) -> tuple[Path, Path]:
     """(refs, cache) written next to the BCF."""
     bcf_path = Path(bcf_path)
@@ -55,6 +42,33 @@ def default_paths(bcf_path) -> tuple[Path, Path]:
 
 def temporary_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Delete temporaries of ``path`` left by runs that were killed (their pid is gone).
+
+    A run that is still going (another process indexing to the same name) keeps its
+    temporary; only a dead writer's is removed. Returns what was removed."""
+    path = Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+        pid = tmp.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
 
 
 @contextlib.contextmanager
@@ -79,15 +93,21 @@ def _cache_file(tmp_cache: Path):
     try:
         f = open(tmp_cache, "wb")
     except OSError as e:
-        raise VcfVirtualError(tmp_cache, f"cannot write the cache: {e.strerror}") from None
+        raise OutputWriteError(tmp_cache, f"cannot write the cache: {e.strerror}") from None
     with f:
         try:
             yield f
             f.flush()
             os.fsync(f.fileno())
         except OSError as e:
-            raise VcfVirtualError(tmp_cache, f"cannot write the cache: {e.strerror}",
-                                  hint="check free disk space") from None
+            raise OutputWriteError(tmp_cache, f"cannot write the cache: {e.strerror}",
+                                   hint=write_hint(e)) from None
+
+
+def write_hint(e: OSError) -> str:
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return "free disk space or write the cache elsewhere with --cache"
+    return "check that the output directory is writable"
 
 
 def write_raw_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None,

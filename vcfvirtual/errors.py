@@ -54,3 +54,7 @@ class OutputExistsError(VcfVirtualError):
 
 class FieldShapeError(VcfVirtualError):
     """Records hold more values for a field than its declared Number allows."""
+
+
+class OutputWriteError(VcfVirtualError):
+    """An output (cache or references) could not be written: no space, no permission."""

@@ -74,6 +74,9 @@ class BCFHeader:
         return out
 
 
+VCF_TYPES = ("Integer", "Float", "Flag", "Character", "String")
+
+
 def classify_prefix(prefix: bytes, path) -> None:
     """Raise a clear error when the first bytes of an (inflated) stream are not BCF 2.2."""
     if prefix.startswith(BCF_MAGIC):
@@ -112,7 +115,11 @@ def _strip_quotes(value) -> str:
 
 def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
     """Parse the header text with htslib (through pysam) and collect what VCF Zarr needs."""
-    text = raw_text.rstrip(b"\x00").decode("utf-8", errors="strict")
+    try:
+        text = raw_text.rstrip(b"\x00").decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        raise HeaderError(path, f"the BCF header text is not UTF-8 ({e.reason})", offset=9 + e.start,
+                          hint="the file is damaged, or not a BCF") from None
     if not text.startswith("##fileformat"):
         raise HeaderError(path, "BCF header text does not start with ##fileformat")
     # pysam parses a header only from a file; a temporary .vcf holding just the text
@@ -124,8 +131,13 @@ def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
         try:
             with pysam.VariantFile(tmp, "r") as vf:
                 return _collect(vf.header, text, path, stream_size)
+        except HeaderError:
+            raise
         except (ValueError, OSError) as e:
             raise HeaderError(path, f"htslib rejects the VCF header: {e}") from None
+        except Exception as e:  # noqa: BLE001 - pysam asserts on dictionaries it built inconsistently
+            raise HeaderError(path, f"htslib cannot make sense of the VCF header ({type(e).__name__}: {e})",
+                              hint="the header is damaged; check it with bcftools view -h") from None
     finally:
         os.unlink(tmp)
 
@@ -148,9 +160,17 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
 
     def defs(category, table):
         out = []
+        seen = set()
         for rec in h.records:
             if rec.type == category and "ID" in rec and rec["ID"] in table:
+                if rec["ID"] in seen:
+                    continue  # htslib keeps the first definition of a repeated ID
+                seen.add(rec["ID"])
                 meta = table[rec["ID"]]
+                word = str(rec.get("Type", meta.type))
+                if word not in VCF_TYPES:
+                    raise HeaderError(path, f"{category}/{rec['ID']} has Type={word}, not one of {', '.join(VCF_TYPES)}",
+                                      hint="fix the header line with bcftools reheader")
                 out.append(
                     FieldDef(
                         category=category,
@@ -158,7 +178,7 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
                         key=meta.id,
                         number=str(meta.number),
                         # htslib stores Character as String internally; keep the header's word.
-                        type=str(rec.get("Type", meta.type)),
+                        type=word,
                         description=_strip_quotes(meta.description),
                     )
                 )

@@ -378,6 +378,11 @@ def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], in
             classify_prefix(head[:16], path)
             raise HeaderError(path, "file ends inside the BCF header (truncated)")
         acc.scan_staged(final=True)
+        if acc.summary.region_rows:
+            contigs = np.concatenate([rows[:, 1] for rows in acc.summary.region_rows])
+            if contigs.min() < 0 or contigs.max() >= len(header.contigs):
+                raise CorruptBCFError(path, f"a record's CHROM is not one of the header's {len(header.contigs)} "
+                                      "contigs", hint="the header lacks a ##contig line; add it with bcftools reheader")
         bar.n = total
         bar.close()
         has_eof = ended_with_eof()

@@ -12,6 +12,7 @@ from virtualizarr.manifests import ManifestGroup, ManifestStore
 from virtualizarr.writers.kerchunk import dataset_to_kerchunk_refs
 
 from .errors import StaleCacheError, VcfVirtualError
+from .fingerprint import Fingerprint
 
 
 def kerchunk_refs(group: ManifestGroup) -> dict:
@@ -43,7 +44,10 @@ def _attributes(refs: dict) -> dict:
 
 
 def check_cache(refs: dict, refs_path) -> None:
-    """Refuse a store whose cache has changed since it was indexed."""
+    """Refuse a store whose cache, or reachable source BCF, has changed since indexing.
+
+    A source that is not reachable (a collaborator without the BCF) is not checked: the
+    cache alone holds the data."""
     info = _attributes(refs).get("vcfvirtual", {})
     cache = info.get("cache")
     if not cache:
@@ -52,17 +56,19 @@ def check_cache(refs: dict, refs_path) -> None:
     if not url.startswith("file://"):
         return
     path = url.removeprefix("file://")
-    try:
-        size = os.stat(path).st_size
-    except OSError:
+    if not os.path.exists(path):
         raise StaleCacheError(refs_path, f"the transcode cache {path} is missing",
                               hint="re-run vcfvirtual index") from None
-    if size != cache["size"]:
-        raise StaleCacheError(
-            refs_path,
-            f"the transcode cache {path} is {size} bytes but was {cache['size']} when indexed",
-            hint="re-run vcfvirtual index --force",
-        )
+    problems = Fingerprint.from_json(cache).differences(path)
+    if problems:
+        raise StaleCacheError(refs_path, f"the transcode cache {path} does not match the references: "
+                              + "; ".join(problems), hint="re-run vcfvirtual index --force")
+    source = info.get("source", {})
+    if source.get("path") and os.path.isfile(source["path"]) and "size" in source:
+        problems = Fingerprint.from_json(source).differences(source["path"])
+        if problems:
+            raise StaleCacheError(refs_path, f"the source BCF {source['path']} changed since it was indexed: "
+                                  + "; ".join(problems), hint="re-run vcfvirtual index --force")
 
 
 def open_store(refs_path, *, check: bool = True):
