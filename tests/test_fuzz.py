@@ -42,6 +42,18 @@ def fuzz_bcf(tmp_path_factory) -> Path:
     return bcfdata.small_bcf(tmp_path_factory.mktemp("fuzz") / "f.bcf")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def compiled_kernels(fuzz_bcf, tmp_path_factory):
+    """Compile (or load) every kernel before the timed cases: a first compilation with
+    NUMBA_BOUNDSCHECK=1 takes longer than any case's deadline."""
+    work = tmp_path_factory.mktemp("warm")
+    for layout in ("bgzf", "raw"):
+        store = vcfvirtual.index(fuzz_bcf, refs_path=False, cache_path=work / f"{layout}.cache", cache_layout=layout)
+        group = zarr.open_group(store, mode="r", zarr_format=3)
+        for name in group.array_keys():
+            group[name][...]
+
+
 def mutate(data: bytes, kind: str, at: int, value: int, length: int) -> bytes:
     at = at % max(len(data), 1)
     if kind == "flip":
@@ -99,11 +111,17 @@ def our_reading(store):
 
 
 def comparable(rows):
-    """htslib's GT of a record without GT is None per sample; ours is all missing."""
+    """Calls as both readers can state them: htslib's GT of a record without GT is None
+    per sample where ours is all missing; and pysam reads an allele index past the
+    record's alleles as None, where we (like bio2zarr, and bcftools view) keep the index."""
     out = []
     for contig, pos, alleles, gts in rows:
-        gts = [None if g is None or all(a is None for a in g) else g for g in (gts or [])]
-        out.append((contig, pos, alleles, gts))
+        n = len(alleles)
+        calls = []
+        for g in gts or []:
+            g = None if g is None else tuple(None if a is None or (n and a >= n) else a for a in g)
+            calls.append(None if g is None or all(a is None for a in g) else g)
+        out.append((contig, pos, alleles, calls))
     return out
 
 
@@ -212,5 +230,5 @@ def test_mutated_raw_chunk_decodes_as_htslib_reads_it_or_fails_cleanly(chunks, t
     else:
         gt = np.asarray(decoded).reshape(spec.chunk_length, *spec.shape)[:n]
         ours = [[tuple(None if a == -1 else int(a) for a in call if a != -2) for call in row] for row in gt]
-        theirs = [gts for _, _, _, gts in expected]
-        assert comparable([(0, 0, (), g) for g in ours]) == comparable([(0, 0, (), g) for g in theirs]), mutation
+        assert comparable([(0, 0, alleles, g) for g, (_, _, alleles, _) in zip(ours, expected)]) == \
+            comparable([(0, 0, alleles, g) for _, _, alleles, g in expected]), mutation
