@@ -8,7 +8,7 @@ from . import codec as _codec  # noqa: E402
 # an environment whose entry points are stale (e.g. an un-reinstalled editable build).
 _codec.register()
 
-__all__ = ["index", "open_store", "select_region", "VcfVirtualError", "__version__"]
+__all__ = ["index", "open_store", "select_region", "BCFParser", "VcfVirtualError", "__version__"]
 
 # The library API loads VirtualiZarr and xarray; a reader that only needs the codec
 # (resolved through entry points) should not pay for them, so they load on first use.
@@ -16,6 +16,7 @@ _LAZY = {
     "index": ("api", "index"),
     "open_store": ("writers", "open_store"),
     "select_region": ("regions", "select_region"),
+    "BCFParser": ("parser", "BCFParser"),
     "VcfVirtualError": ("errors", "VcfVirtualError"),
 }
 

@@ -1,0 +1,62 @@
+"""VirtualiZarr's parser protocol: ``open_virtual_dataset(url, registry, parser=BCFParser())``.
+
+The parser keeps its options in ``__init__`` and does its IO in ``__call__``: it indexes the
+BCF (writing the transcode cache, no references) and returns the ManifestStore whose arrays
+decode through the ``vcfvirtual.bcf`` codec, so ``vds.vz.to_kerchunk(...)`` and
+``vds.vz.to_icechunk(...)`` keep the codec in what they write.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from obspec_utils.registry import ObjectStoreRegistry
+from virtualizarr.manifests import ManifestStore
+
+from .errors import VcfVirtualError
+
+
+class BCFParser:
+    """Index a BCF into a virtual VCF Zarr ManifestStore.
+
+    Parameters
+    ----------
+    cache_path
+        Where the transcode cache goes; default ``<bcf>.vcz.cache.bcf`` next to the BCF.
+    variants_chunk_size, cache_layout, inflate_threads
+        As for :func:`vcfvirtual.index`.
+    force
+        Overwrite an existing cache (default True: opening the same BCF twice rewrites the
+        same bytes, so the parser stays stateless, as VirtualiZarr's parsers are).
+    """
+
+    def __init__(self, *, cache_path=None, variants_chunk_size: int | None = None, cache_layout: str = "bgzf",
+                 inflate_threads: int = 0, force: bool = True, progress: bool | None = False):
+        self.cache_path = cache_path
+        self.variants_chunk_size = variants_chunk_size
+        self.cache_layout = cache_layout
+        self.inflate_threads = inflate_threads
+        self.force = force
+        self.progress = progress
+
+    def __call__(self, url: str, registry: ObjectStoreRegistry) -> ManifestStore:
+        from .api import index, local_registry
+
+        store = index(_local_path(url), refs_path=False, cache_path=self.cache_path,
+                      variants_chunk_size=self.variants_chunk_size, cache_layout=self.cache_layout,
+                      inflate_threads=self.inflate_threads, force=self.force, progress=self.progress)
+        # Read the cache through the caller's registry when it reaches local files.
+        cache_url = store._group.metadata.attributes["vcfvirtual"]["cache"]["url"]
+        try:
+            registry.resolve(cache_url)
+        except Exception:  # noqa: BLE001 - any failure to resolve means "not this registry"
+            registry = local_registry()
+        return ManifestStore(store._group, registry=registry)
+
+
+def _local_path(url: str) -> str:
+    parsed = urlparse(str(url))
+    if parsed.scheme in ("", "file"):
+        return parsed.path if parsed.scheme else str(url)
+    raise VcfVirtualError(url, f"BCFParser reads local BCFs only, not {parsed.scheme}:// URLs yet",
+                          hint="copy the BCF locally, or see the project's issue on remote sources")
