@@ -123,3 +123,16 @@ def cohort_bcf(data_dir) -> Path:
     # 1,500 records x 120 samples: ~1.2 MB of records, so many records straddle
     # BGZF block boundaries, and 1,500 is not a multiple of the chunk sizes used.
     return bcfdata.write_bcf(bcfdata.random_cohort_vcf(1500, 120, seed=7), data_dir / "cohort.bcf")
+
+
+def chunk_bytes(refs_path: Path, key: str) -> bytes:
+    """The bytes a Kerchunk reference points at, its cache template resolved by hand."""
+    import json
+
+    doc = json.loads(Path(refs_path).read_text())
+    url, offset, length = doc["refs"][key]
+    for name, value in doc.get("templates", {}).items():
+        url = url.replace("{{" + name + "}}", value)
+    with open(url.removeprefix("file://"), "rb") as f:
+        f.seek(offset)
+        return f.read(length)

@@ -131,5 +131,67 @@ def test_real_process_exit_code_and_no_traceback(tmp_path):
 
 def test_help_explains_every_option():
     out = CliRunner().invoke(main, ["index", "--help"]).output
-    for option in ("--output", "--cache", "--variants-chunk-size", "--cache-layout", "--inflate-threads", "--force", "--progress", "--verbose"):
+    for option in ("--output", "--cache", "--variants-chunk-size", "--cache-layout", "--inflate-threads", "--cache-url",
+                   "--force", "--progress", "--verbose"):
         assert option in out
+
+
+def _positions_in_fresh_process(refs):
+    """Read through plain xarray and fsspec, in a process that never imports vcfvirtual."""
+    script = f"""
+import json, xarray as xr
+ds = xr.open_zarr("reference://", storage_options={{"fo": {str(refs)!r}}}, consolidated=False)
+print(json.dumps(ds["variant_position"].values.tolist()))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def test_cache_url_names_where_the_cache_will_be(small_bcf, tmp_path):
+    """Index with --cache-url naming where the cache will be uploaded, then put it there:
+    the references work for a collaborator with nothing but the JSON and the URL."""
+    import pysam
+
+    bcf = shutil.copy(small_bcf, tmp_path / "c.bcf")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    assert run_index(bcf, "--cache-url", f"file://{shared}/").exit_code == 0
+    refs = tmp_path / "c.bcf.vcz.json"
+    doc = json.loads(refs.read_text())
+    assert doc["templates"] == {"cache": f"file://{shared}/c.bcf.vcz.cache.bcf"}
+    shutil.move(tmp_path / "c.bcf.vcz.cache.bcf", shared / "c.bcf.vcz.cache.bcf")
+    with pysam.VariantFile(str(small_bcf)) as vf:
+        expected = [r.pos for r in vf]
+    assert _positions_in_fresh_process(refs) == expected
+
+
+def test_relocate_rewrites_only_the_cache_url(small_bcf, tmp_path):
+    import pysam
+    import xarray as xr
+
+    import vcfvirtual
+
+    bcf = shutil.copy(small_bcf, tmp_path / "r.bcf")
+    assert run_index(bcf, "-c", 3).exit_code == 0
+    refs = tmp_path / "r.bcf.vcz.json"
+    before = json.loads(refs.read_text())
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    shutil.move(tmp_path / "r.bcf.vcz.cache.bcf", moved / "r.bcf.vcz.cache.bcf")
+    with pytest.raises(vcfvirtual.VcfVirtualError, match="missing"):
+        vcfvirtual.open_store(refs)
+    # Reading from elsewhere without rewriting anything...
+    with pysam.VariantFile(str(small_bcf)) as vf:
+        expected = [r.pos for r in vf]
+    store = vcfvirtual.open_store(refs, cache_url=f"file://{moved}/")
+    assert xr.open_zarr(store, consolidated=False)["variant_position"].values.tolist() == expected
+    # ...or rewriting the references for good.
+    result = CliRunner().invoke(main, ["relocate", str(refs), f"file://{moved}/"])
+    assert result.exit_code == 0, result.output
+    after = json.loads(refs.read_text())
+    assert after["templates"]["cache"] == f"file://{moved}/r.bcf.vcz.cache.bcf"
+    changed = {k for k in before["refs"] if before["refs"][k] != after["refs"][k]}
+    assert changed == {".zattrs"}  # chunk references are untouched: they name the template
+    assert _positions_in_fresh_process(refs) == expected
+    store = vcfvirtual.open_store(refs)  # the fingerprint check finds the moved cache whole
+    assert xr.open_zarr(store, consolidated=False)["variant_position"].values.tolist() == expected

@@ -13,6 +13,8 @@ import vcfvirtual
 from vcfvirtual.codec import BCFRecordsCodec, BCFRecordsZarrCodec, ChunkSpec
 from vcfvirtual.errors import ChunkDecodeError
 
+from .conftest import chunk_bytes
+
 # A configuration as vcfvirtual 0.1.0 wrote it (before num_records): kept verbatim so
 # stores indexed then still open.
 CONFIG = {
@@ -76,10 +78,9 @@ def test_decode_reads_only_whole_records_of_a_chunk(small_bcf, tmp_path):
     refs = tmp_path / "s.json"
     vcfvirtual.index(small_bcf, refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=3)
     doc = json.loads(refs.read_text())["refs"]
-    path, offset, length = doc["call_genotype/0.0.0"]
     zarray = json.loads(doc["call_genotype/.zarray"])
     codec = BCFRecordsCodec(**{k: v for k, v in zarray["filters"][0].items() if k != "id"})
-    data = open(path, "rb").read()[offset : offset + length]
+    data = chunk_bytes(refs, "call_genotype/0.0.0")
     values = np.frombuffer(codec.decode(data), dtype=np.int8).reshape(3, 3, 2)
     assert values[0].tolist() == [[0, 1], [-1, -1], [1, 1]]  # 0|1 ./. 1/1 as written in bcfdata
     with pytest.raises(ChunkDecodeError):
@@ -93,9 +94,8 @@ def _chunk(small_bcf, tmp_path, layout, chunk_length=3, array="call_genotype"):
     doc = json.loads(refs.read_text())["refs"]
     zarray = json.loads(doc[f"{array}/.zarray"])
     key = f"{array}/" + ".".join("0" for _ in zarray["shape"])
-    path, offset, length = doc[key]
     config = next(f for f in zarray["filters"] if f["id"] == "vcfvirtual.bcf")
-    return open(path, "rb").read()[offset : offset + length], {k: v for k, v in config.items() if k != "id"}
+    return chunk_bytes(refs, key), {k: v for k, v in config.items() if k != "id"}
 
 
 @pytest.mark.parametrize("layout", ["bgzf", "raw"])

@@ -25,6 +25,7 @@ from vcfvirtual.codec import ChunkSpec, decode_chunk
 from vcfvirtual.errors import VcfVirtualError
 
 from . import bcfdata
+from .conftest import chunk_bytes
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
 settings.register_profile("fuzz-suite", max_examples=60, derandomize=True, database=None, deadline=10_000,
@@ -170,14 +171,12 @@ def chunks(fuzz_bcf, tmp_path_factory):
         doc = json.loads(refs.read_text())["refs"]
         for array in ("call_genotype", "variant_position", "variant_allele", "variant_DP", "variant_filter"):
             zarray = json.loads(doc[f"{array}/.zarray"])
-            path, offset, length = doc[f"{array}/" + ".".join("0" for _ in zarray["shape"])]
             config = next(f for f in zarray["filters"] if f["id"] == "vcfvirtual.bcf")
             spec = ChunkSpec.from_config({k: v for k, v in config.items() if k != "id"})
-            data = Path(path).read_bytes()[offset : offset + length]
+            data = chunk_bytes(refs, f"{array}/" + ".".join("0" for _ in zarray["shape"]))
             out[(layout, array)] = (data, spec)
         if layout == "raw":
             # The raw cache is the uncompressed stream: its header is what precedes chunk 0.
-            first = json.loads(doc["variant_position/.zarray"])
             _, offset, _ = doc["variant_position/0"]
             out[("raw", "header")] = ((work / "raw.cache").read_bytes()[:offset], None)
     return out

@@ -30,6 +30,7 @@ def index(
     force: bool = False,
     progress: bool | None = None,
     inflate_threads: int = 0,
+    cache_url: str | None = None,
 ) -> ManifestStore:
     """Index ``bcf_path``: write the transcode cache and Kerchunk JSON, return the store.
 
@@ -38,6 +39,9 @@ def index(
     skips the Kerchunk JSON. Outputs default to ``<bcf>.vcz.json`` and
     ``<bcf>.vcz.cache.bcf`` next to the BCF; existing outputs need ``force=True``.
     ``inflate_threads`` > 0 inflates BGZF blocks on that many threads ahead of the scan.
+    ``cache_url`` is where readers of the Kerchunk JSON will find the cache (e.g. where it
+    will be uploaded: ``s3://bucket/path/``; a URL ending in ``/`` gets the cache's name);
+    by default its local path. The returned store reads the local cache.
     """
     bcf_path = Path(bcf_path)
     default_refs, default_cache = cache_mod.default_paths(bcf_path)
@@ -91,17 +95,17 @@ def index(
                                       hint="index it again once nothing writes to it")
             n = scan.num_records
             # Not percent-encoded: obstore and fsspec take the path after file:// literally.
-            cache_url = "file://" + os.path.abspath(cache_path)
+            local_cache_url = "file://" + os.path.abspath(cache_path)
             attrs = {
                 "vcfvirtual": {
                     # Fingerprints let readers refuse a cache or source that has changed.
                     "source": {"path": os.path.abspath(bcf_path), **source.to_json()},
-                    "cache": {"url": cache_url, "layout": cache_layout, **Fingerprint.of(tmp_cache).to_json()},
+                    "cache": {"url": local_cache_url, "layout": cache_layout, **Fingerprint.of(tmp_cache).to_json()},
                     "variants_chunk_size": chunk_length,
                 }
             }
             try:
-                group = manifest.build_group(scan, cache_url, chunk_length, ranges=ranges, layout=cache_layout,
+                group = manifest.build_group(scan, local_cache_url, chunk_length, ranges=ranges, layout=cache_layout,
                                              extra_attributes=attrs)
             except VcfVirtualError as e:
                 if e.path is None:  # pure builders do not know the file: name it here
@@ -109,7 +113,8 @@ def index(
                 raise
             if tmp_refs is not None:
                 try:
-                    writers.write_kerchunk_json(group, tmp_refs)
+                    public = writers.public_cache_url(cache_url, cache_path.name) if cache_url else None
+                    writers.write_kerchunk_json(group, tmp_refs, cache_url=public)
                 except OSError as e:
                     raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
                                            hint=cache_mod.write_hint(e)) from None

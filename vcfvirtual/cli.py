@@ -42,12 +42,17 @@ def main():
               help="Threads that inflate BGZF blocks ahead of the record scan. 0 inflates on "
                    "the scanning thread, which measured as fast on 2 cores; try more on "
                    "machines with many cores.")
+@click.option("--cache-url", metavar="URL",
+              help="Where readers of the Kerchunk JSON will find the cache, e.g. where you will "
+                   "upload it (s3://bucket/path/ or https://host/path/; a URL ending in / gets the "
+                   "cache's file name). Default: its local path. Change it later with "
+                   "vcfvirtual relocate.")
 @click.option("-f", "--force", is_flag=True, help="Overwrite existing outputs.")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: only when stderr is a terminal).")
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout, inflate_threads, force, progress,
-                  verbose):
+def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout, inflate_threads, cache_url, force,
+                  progress, verbose):
     """Scan BCF once and write its transcode cache and Kerchunk JSON references.
 
     Open the result with vcfvirtual.open_store("<BCF>.vcz.json") and xarray.open_zarr.
@@ -59,7 +64,7 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
     try:
         store = index(bcf, refs_path=refs_path, cache_path=cache_path,
                       variants_chunk_size=variants_chunk_size, cache_layout=cache_layout,
-                      force=force, progress=progress, inflate_threads=inflate_threads)
+                      force=force, progress=progress, inflate_threads=inflate_threads, cache_url=cache_url)
     except VcfVirtualError as e:
         click.echo(f"vcfvirtual: error: {e}", err=True)
         sys.exit(1)
@@ -70,6 +75,30 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
         f"chunks of {attrs['variants_chunk_size']} variants; cache {attrs['cache']['url']}",
         err=True,
     )
+
+
+@main.command("relocate")
+@click.argument("refs", type=click.Path(dir_okay=False))
+@click.argument("cache_url")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the relocated references here instead of rewriting REFS in place.")
+@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+def relocate_command(refs, cache_url, output, verbose):
+    """Point the Kerchunk JSON REFS at the cache's new home CACHE_URL.
+
+    For example, after uploading the cache: vcfvirtual relocate cohort.bcf.vcz.json
+    s3://bucket/cohorts/ (a URL ending in / gets the cache's file name). Only the cache's
+    URL changes; the file is rewritten atomically.
+    """
+    _setup_logging(verbose)
+    from .writers import relocate_file
+
+    try:
+        out = relocate_file(refs, cache_url, output)
+    except VcfVirtualError as e:
+        click.echo(f"vcfvirtual: error: {e}", err=True)
+        sys.exit(1)
+    click.echo(f"{out}: cache at {cache_url}", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

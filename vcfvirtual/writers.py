@@ -6,6 +6,7 @@ import json
 import os
 import warnings
 from pathlib import Path
+from urllib.parse import urlparse
 
 import fsspec
 from virtualizarr.manifests import ManifestGroup, ManifestStore
@@ -34,9 +35,68 @@ def kerchunk_refs(group: ManifestGroup) -> dict:
     return refs
 
 
-def write_kerchunk_json(group: ManifestGroup, path: Path) -> None:
+# Kerchunk template naming the cache: every chunk reference is ["{{cache}}", offset,
+# length], so moving the cache (uploading it, sharing it) rewrites one string.
+CACHE_TEMPLATE = "cache"
+
+
+def with_cache_template(refs: dict, cache_url: str) -> dict:
+    """Kerchunk version-1 references whose chunks name the cache through a template
+    pointing at ``cache_url``; the group attributes record the URL too."""
+    attrs = json.loads(refs["refs"][".zattrs"])
+    local = attrs["vcfvirtual"]["cache"]["url"]
+    names = {local, local.removeprefix("file://")}
+    template = "{{" + CACHE_TEMPLATE + "}}"
+    out = {}
+    for key, value in refs["refs"].items():
+        if isinstance(value, list) and value and value[0] in names:
+            value = [template, *value[1:]]
+        out[key] = value
+    attrs["vcfvirtual"]["cache"]["url"] = cache_url
+    out[".zattrs"] = json.dumps(attrs, separators=(",", ":"))
+    return {"version": 1, "templates": {CACHE_TEMPLATE: cache_url}, "refs": out}
+
+
+def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None = None) -> None:
+    refs = kerchunk_refs(group)
+    local = json.loads(refs["refs"][".zattrs"])["vcfvirtual"]["cache"]["url"]
+    refs = with_cache_template(refs, cache_url or local)
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(kerchunk_refs(group), f, separators=(",", ":"))
+        json.dump(refs, f, separators=(",", ":"))
+
+
+def public_cache_url(cache_url: str, cache_name: str) -> str:
+    """``--cache-url`` as given, or with the cache's file name when it names a folder."""
+    return cache_url + cache_name if cache_url.endswith("/") else cache_url
+
+
+def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
+    """The same references, naming the cache at ``cache_url``."""
+    if CACHE_TEMPLATE not in refs.get("templates", {}):
+        raise VcfVirtualError(refs_path, "these references name the cache in every chunk, not by a template",
+                              hint="re-index with vcfvirtual >= 0.2 to make them relocatable")
+    attrs = json.loads(refs["refs"][".zattrs"])
+    name = os.path.basename(urlparse(attrs["vcfvirtual"]["cache"]["url"]).path)
+    cache_url = public_cache_url(cache_url, name)
+    attrs["vcfvirtual"]["cache"]["url"] = cache_url
+    return {**refs, "templates": {**refs["templates"], CACHE_TEMPLATE: cache_url},
+            "refs": {**refs["refs"], ".zattrs": json.dumps(attrs, separators=(",", ":"))}}
+
+
+def relocate_file(refs_path, cache_url: str, output=None) -> Path:
+    """Rewrite a Kerchunk JSON to name its cache at ``cache_url`` (atomically)."""
+    refs_path = Path(refs_path)
+    output = Path(output) if output else refs_path
+    refs = relocate(_load(refs_path), cache_url, refs_path)
+    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(refs, f, separators=(",", ":"))
+        os.replace(tmp, output)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return output
 
 
 def _attributes(refs: dict) -> dict:
@@ -71,19 +131,32 @@ def check_cache(refs: dict, refs_path) -> None:
                                   + "; ".join(problems), hint="re-run vcfvirtual index --force")
 
 
-def open_store(refs_path, *, check: bool = True):
-    """A read-only zarr store over a vcfvirtual Kerchunk JSON, for ``xr.open_zarr``."""
-    from zarr.storage import FsspecStore
-
-    refs_path = os.fspath(refs_path)
+def _load(refs_path) -> dict:
     try:
         with open(refs_path, encoding="utf-8") as f:
-            refs = json.load(f)
+            return json.load(f)
     except OSError as e:
         raise VcfVirtualError(refs_path, f"cannot read references: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise VcfVirtualError(refs_path, f"not a Kerchunk JSON file ({e})") from None
+
+
+def open_store(refs_path, *, check: bool = True, cache_url: str | None = None):
+    """A read-only zarr store over a vcfvirtual Kerchunk JSON, for ``xr.open_zarr``.
+
+    ``cache_url`` reads the cache from elsewhere than the references say (a copy uploaded
+    to ``s3://...`` or served over ``https://...``; a folder URL ending in ``/`` gets the
+    cache's file name). The cache is checked against its fingerprint when it is a local
+    file (``check=False`` skips that)."""
+    from zarr.storage import FsspecStore
+
+    refs_path = os.fspath(refs_path)
+    refs = _load(refs_path)
+    if cache_url is not None:
+        refs = relocate(refs, cache_url, refs_path)
     if check:
         check_cache(refs, refs_path)
-    fs = fsspec.filesystem("reference", fo=refs, asynchronous=True, remote_protocol="file")
+    url = refs.get("templates", {}).get(CACHE_TEMPLATE, "file://")
+    protocol = urlparse(url).scheme or "file"
+    fs = fsspec.filesystem("reference", fo=refs, asynchronous=True, remote_protocol=protocol)
     return FsspecStore(fs=fs, read_only=True)
