@@ -59,3 +59,39 @@ def test_virtualizarr_parser_and_kerchunk_writer_keep_the_codec(cohort_bcf, tmp_
 def test_parser_refuses_remote_urls_clearly():
     with pytest.raises(VcfVirtualError, match="local BCFs only, not s3://"):
         vcfvirtual.BCFParser()("s3://bucket/cohort.bcf", ObjectStoreRegistry())
+
+
+@pytest.mark.parametrize("name", ["in.vcf", "in.vcf.gz"])
+def test_vcf_input_is_converted_with_htslib_and_matches_bio2zarr_on_the_vcf(tmp_path, name):
+    import pysam
+
+    from . import bcfdata
+
+    text = bcfdata.vcf_text(bcfdata.SMALL_RECORDS)
+    vcf = tmp_path / name
+    if name.endswith(".gz"):
+        (tmp_path / "plain.vcf").write_text(text)
+        pysam.tabix_compress(str(tmp_path / "plain.vcf"), str(vcf))
+        pysam.tabix_index(str(vcf), preset="vcf")  # bio2zarr reads multi-contig VCFs by index
+    else:
+        vcf.write_text(text)
+    refs = tmp_path / (name + ".vcz.json")
+    vcfvirtual.index(vcf, refs_path=refs, cache_path=tmp_path / "c.bcf", variants_chunk_size=3)
+    # bio2zarr converts the VCF itself: an oracle that never sees our BCF.
+    ref = bio2zarr_convert(vcf, tmp_path / "ref.vcz", 3) if name.endswith(".gz") else None
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    if ref is not None:
+        assert_matches_bio2zarr(ds, ref)
+    with pysam.VariantFile(str(vcf)) as vf:
+        assert ds["variant_position"].values.tolist() == [r.pos for r in vf]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
+
+
+def test_vcf_htslib_cannot_convert_is_a_clear_error(tmp_path):
+    vcf = tmp_path / "bad.vcf"
+    vcf.write_text("##fileformat=VCFv4.3\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                   "chr1\t1\t.\tA\tT\t.\t.\tXX=1\n")
+    with pytest.raises(VcfVirtualError, match="htslib cannot convert this VCF") as info:
+        vcfvirtual.index(vcf, refs_path=tmp_path / "b.json", cache_path=tmp_path / "b.cache")
+    assert str(vcf) in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.vcf"]

@@ -13,7 +13,7 @@ from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestStore
 
 from . import cache as cache_mod
-from . import manifest, writers
+from . import manifest, transcode, writers
 from .errors import OutputWriteError, StaleCacheError, VcfVirtualError
 from .fingerprint import Fingerprint
 
@@ -70,6 +70,17 @@ def index(
         if output is not None:
             for stale in cache_mod.remove_stale_temporaries(output):
                 logger.warning("removed %s, left by an index run that was killed", stale)
+    scan_path = bcf_path
+    if transcode.is_vcf_path(bcf_path):
+        # VCF input: htslib writes it as a BCF first (named as a temporary of the cache,
+        # so a killed run's copy is cleaned up like any other).
+        scan_path = cache_path.with_name(f".{cache_path.name}.tmp-vcf-{os.getpid()}")
+        logger.info("%s: VCF input, converting to BCF with htslib", bcf_path)
+        try:
+            transcode.vcf_to_bcf(bcf_path, scan_path)
+        except BaseException:
+            scan_path.unlink(missing_ok=True)
+            raise
     tmp_refs = cache_mod.temporary_name(refs_path) if refs_path is not None else None
     try:
         # The cache is renamed into place before the references that point at it.
@@ -81,10 +92,10 @@ def index(
 
             if cache_layout == "bgzf":
                 scan, starts, end = cache_mod.write_bgzf_cache(
-                    bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=inflate_threads)
+                    scan_path, tmp_cache, chunk_length_for, progress=progress, threads=inflate_threads)
                 ranges = (starts, np.append(starts[1:], np.uint64(end)) - starts)
             else:
-                scan = cache_mod.write_raw_cache(bcf_path, tmp_cache, chunk_length_for, progress=progress,
+                scan = cache_mod.write_raw_cache(scan_path, tmp_cache, chunk_length_for, progress=progress,
                                                  threads=inflate_threads)
                 ranges = None
             # A chunk longer than the array only makes the chunk grid irregular; with at
@@ -132,6 +143,9 @@ def index(
             with contextlib.suppress(FileNotFoundError):
                 tmp_refs.unlink()
         raise
+    finally:
+        if scan_path != bcf_path:
+            scan_path.unlink(missing_ok=True)
     logger.info("%s: %d records in %d-variant chunks -> %s", bcf_path, n, chunk_length, cache_path)
     return ManifestStore(group, registry=local_registry())
 

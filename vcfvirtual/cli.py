@@ -55,6 +55,9 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
                   progress, verbose):
     """Scan BCF once and write its transcode cache and Kerchunk JSON references.
 
+    A VCF (.vcf, .vcf.gz, .vcf.bgz) is first converted to BCF with htslib; the cache then
+    holds the BCF records.
+
     Open the result with vcfvirtual.open_store("<BCF>.vcz.json") and xarray.open_zarr.
     """
     _setup_logging(verbose)
