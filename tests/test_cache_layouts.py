@@ -99,3 +99,27 @@ def test_threaded_inflate_writes_the_same_cache(cohort_bcf, tmp_path):
     assert serial.read_bytes() == threaded.read_bytes()
     ma, mb = a._group.arrays["call_genotype"].manifest, b._group.arrays["call_genotype"].manifest
     assert (ma._offsets == mb._offsets).all() and (ma._lengths == mb._lengths).all()
+
+
+def test_uncompressed_bcf_is_referenced_directly_without_a_cache(cohort_bcf, tmp_path):
+    """Zero copy: an uncompressed BCF (bcftools view -Ou) is its own raw cache."""
+    import gzip
+    import json
+
+    import xarray as xr
+
+    plain = tmp_path / "plain.bcf"
+    plain.write_bytes(gzip.decompress(cohort_bcf.read_bytes()))
+    refs = tmp_path / "plain.json"
+    vcfvirtual.index(plain, refs_path=refs, variants_chunk_size=100)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.bcf", "plain.json"]
+    doc = json.loads(refs.read_text())
+    assert doc["templates"]["cache"] == f"file://{plain}"
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 100)
+    assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False), ref)
+    # The source is the cache: changing it is refused like a changed cache.
+    data = bytearray(plain.read_bytes())
+    data[len(data) // 2] ^= 1
+    plain.write_bytes(bytes(data))
+    with pytest.raises(vcfvirtual.VcfVirtualError, match="does not match"):
+        vcfvirtual.open_store(refs)

@@ -12,10 +12,12 @@ from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestStore
 
+from . import bgzf
 from . import cache as cache_mod
 from . import manifest, transcode, writers
 from .errors import OutputWriteError, StaleCacheError, VcfVirtualError
 from .fingerprint import Fingerprint
+from .scan import scan_bcf
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +28,7 @@ def index(
     refs_path=None,
     cache_path=None,
     variants_chunk_size: int | None = None,
-    cache_layout: str = "bgzf",
+    cache_layout: str | None = None,
     force: bool = False,
     progress: bool | None = None,
     inflate_threads: int = 0,
@@ -47,24 +49,32 @@ def index(
     default_refs, default_cache = cache_mod.default_paths(bcf_path)
     cache_path = Path(cache_path) if cache_path else default_cache
     refs_path = None if refs_path is False else Path(refs_path) if refs_path else default_refs
-    if cache_layout not in cache_mod.LAYOUTS:
+    if cache_layout is not None and cache_layout not in cache_mod.LAYOUTS:
         raise VcfVirtualError(None, f"unknown cache layout {cache_layout!r}", hint=f"use one of {cache_mod.LAYOUTS}")
     if variants_chunk_size is not None and variants_chunk_size < 1:
         raise VcfVirtualError(None, f"variants chunk size must be at least 1, got {variants_chunk_size}")
+    try:
+        source = Fingerprint.of(bcf_path)
+        with open(bcf_path, "rb") as f:
+            uncompressed = not transcode.is_vcf_path(bcf_path) and f.read(2) not in (bgzf.GZIP_MAGIC, b"")
+    except IsADirectoryError:
+        raise VcfVirtualError(bcf_path, "cannot read: it is a directory", hint="give the path of a BCF file") from None
+    except OSError as e:
+        raise VcfVirtualError(bcf_path, f"cannot read: {e.strerror}") from None
+    # An uncompressed BCF is its own raw cache: the references point into it, no copy.
+    # Asking for the bgzf layout still compresses it into a cache.
+    cache_layout = cache_layout or ("raw" if uncompressed else "bgzf")
+    zero_copy = uncompressed and cache_layout == "raw"
+    if zero_copy:
+        cache_path = bcf_path
     if any(c in os.path.abspath(cache_path) for c in "#?"):
         # Readers take the cache's file URL apart at these (obstore: fragment and query).
         raise VcfVirtualError(cache_path, "the cache path contains '#' or '?', which its file URL cannot carry",
                               hint="choose another --cache path")
     if not force:
-        for p in (cache_path, refs_path):
+        for p in ((None if zero_copy else cache_path), refs_path):
             if p is not None and p.exists():
                 raise cache_mod.OutputExistsError(p, "output already exists", hint="pass --force to overwrite it")
-    try:
-        source = Fingerprint.of(bcf_path)
-    except IsADirectoryError:
-        raise VcfVirtualError(bcf_path, "cannot read: it is a directory", hint="give the path of a BCF file") from None
-    except OSError as e:
-        raise VcfVirtualError(bcf_path, f"cannot read: {e.strerror}") from None
 
     for output in (cache_path, refs_path):
         if output is not None:
@@ -84,13 +94,17 @@ def index(
     tmp_refs = cache_mod.temporary_name(refs_path) if refs_path is not None else None
     try:
         # The cache is renamed into place before the references that point at it.
-        with cache_mod.atomic_output(cache_path, force=True) as tmp_cache:
+        writing = contextlib.nullcontext(bcf_path) if zero_copy else cache_mod.atomic_output(cache_path, force=True)
+        with writing as tmp_cache:
             # The scan reduces what it learns per chunk (and the BGZF cache lays chunks
             # out as it goes), so N is fixed from the header: samples, assuming diploid.
             def chunk_length_for(header):
                 return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
 
-            if cache_layout == "bgzf":
+            if zero_copy:
+                scan = scan_bcf(scan_path, chunk_length_for, progress=progress, threads=inflate_threads)
+                ranges = None
+            elif cache_layout == "bgzf":
                 scan, starts, end = cache_mod.write_bgzf_cache(
                     scan_path, tmp_cache, chunk_length_for, progress=progress, threads=inflate_threads)
                 ranges = (starts, np.append(starts[1:], np.uint64(end)) - starts)
@@ -113,6 +127,7 @@ def index(
                     "source": {"path": os.path.abspath(bcf_path), **source.to_json()},
                     "cache": {"url": local_cache_url, "layout": cache_layout, **Fingerprint.of(tmp_cache).to_json()},
                     "variants_chunk_size": chunk_length,
+                    "zero_copy": zero_copy,
                 }
             }
             try:

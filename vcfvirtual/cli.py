@@ -32,12 +32,13 @@ def main():
 @click.option("-c", "--variants-chunk-size", type=click.IntRange(min=1),
               help="Variants per chunk. Default: sized so a decoded call_genotype chunk is "
                    "at most ~64 MiB, between 100 and 10,000.")
-@click.option("--cache-layout", type=click.Choice(["bgzf", "raw"]), default="bgzf", show_default=True,
-              help="How records are laid out in the cache. 'bgzf': the BCF's own compressed "
-                   "blocks, re-cut so each variants chunk starts a block (about the BCF's size, "
-                   "a valid BCF; the chunk size is fixed before the scan, assuming diploid "
-                   "calls). 'raw': the uncompressed BCF stream (many times larger; reads "
-                   "skip the inflate).")
+@click.option("--cache-layout", type=click.Choice(["bgzf", "raw"]), default=None,
+              help="How records are laid out in the cache. 'bgzf' (default for a compressed BCF): "
+                   "the BCF's own compressed blocks, re-cut so each variants chunk starts a block "
+                   "(about the BCF's size, a valid BCF; the chunk size is fixed before the scan, "
+                   "assuming diploid calls). 'raw': the uncompressed BCF stream (many times larger; "
+                   "reads skip the inflate). An uncompressed BCF (bcftools view -Ou) is by default "
+                   "referenced as it is, with no cache (raw); 'bgzf' compresses it into one.")
 @click.option("--inflate-threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads that inflate BGZF blocks ahead of the record scan. 0 inflates on "
                    "the scanning thread, which measured as fast on 2 cores; try more on "
