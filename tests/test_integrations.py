@@ -15,7 +15,7 @@ from obstore.store import LocalStore
 import vcfvirtual
 from vcfvirtual.errors import VcfVirtualError
 
-from .conftest import assert_matches_bio2zarr, bio2zarr_convert
+from .conftest import assert_matches_bio2zarr, bio2zarr_convert, values_equal
 
 
 def test_xarray_engine_opens_the_kerchunk_json(small_bcf, tmp_path):
@@ -95,3 +95,22 @@ def test_vcf_htslib_cannot_convert_is_a_clear_error(tmp_path):
         vcfvirtual.index(vcf, refs_path=tmp_path / "b.json", cache_path=tmp_path / "b.cache")
     assert str(vcf) in str(info.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.vcf"]
+
+
+def test_parquet_references_read_back_equal_to_json(cohort_bcf, tmp_path):
+    bcf = tmp_path / "p.bcf"
+    bcf.write_bytes(cohort_bcf.read_bytes())
+    vcfvirtual.index(bcf, variants_chunk_size=100, refs_format="parquet")
+    vcfvirtual.index(bcf, variants_chunk_size=100, force=True)
+    parq, js = tmp_path / "p.bcf.vcz.parq", tmp_path / "p.bcf.vcz.json"
+    assert parq.is_dir() and (parq / ".zmetadata").exists()
+    ds_parquet = xr.open_zarr(vcfvirtual.open_store(parq), consolidated=False)
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 100)
+    assert_matches_bio2zarr(ds_parquet, ref)
+    ds_json = xr.open_zarr(vcfvirtual.open_store(js), consolidated=False)
+    for name in ds_json.data_vars:
+        assert values_equal(ds_parquet[name].values, ds_json[name].values), name
+    # Plain xarray and fsspec read it too, without vcfvirtual's help.
+    plain = xr.open_zarr("reference://", storage_options={"fo": str(parq), "remote_protocol": "file"},
+                         consolidated=False)
+    assert plain["call_genotype"].values.tolist() == ref["call_genotype"][:].tolist()

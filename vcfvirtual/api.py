@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ def index(
     progress: bool | None = None,
     inflate_threads: int = 0,
     cache_url: str | None = None,
+    refs_format: str = "json",
 ) -> ManifestStore:
     """Index ``bcf_path``: write the transcode cache and Kerchunk JSON, return the store.
 
@@ -44,10 +46,16 @@ def index(
     ``cache_url`` is where readers of the Kerchunk JSON will find the cache (e.g. where it
     will be uploaded: ``s3://bucket/path/``; a URL ending in ``/`` gets the cache's name);
     by default its local path. The returned store reads the local cache.
+    ``refs_format="parquet"`` writes Kerchunk Parquet references (a directory, default
+    ``<bcf>.vcz.parq``) instead of JSON, for stores with millions of chunks.
     """
     bcf_path = Path(bcf_path)
     default_refs, default_cache = cache_mod.default_paths(bcf_path)
     cache_path = Path(cache_path) if cache_path else default_cache
+    if refs_format not in ("json", "parquet"):
+        raise VcfVirtualError(None, f"unknown references format {refs_format!r}", hint="use json or parquet")
+    if refs_format == "parquet":
+        default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + ".parq")
     refs_path = None if refs_path is False else Path(refs_path) if refs_path else default_refs
     if cache_layout is not None and cache_layout not in cache_mod.LAYOUTS:
         raise VcfVirtualError(None, f"unknown cache layout {cache_layout!r}", hint=f"use one of {cache_mod.LAYOUTS}")
@@ -140,29 +148,38 @@ def index(
             if tmp_refs is not None:
                 try:
                     public = writers.public_cache_url(cache_url, cache_path.name) if cache_url else None
-                    writers.write_kerchunk_json(group, tmp_refs, cache_url=public)
+                    write = writers.write_kerchunk_parquet if refs_format == "parquet" else writers.write_kerchunk_json
+                    write(group, tmp_refs, cache_url=public)
                 except OSError as e:
                     raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
                                            hint=cache_mod.write_hint(e)) from None
         if tmp_refs is not None:
+            if refs_format == "parquet" and refs_path.is_dir():
+                shutil.rmtree(refs_path)  # a directory cannot be replaced in one rename
             os.replace(tmp_refs, refs_path)
     except OutputWriteError as e:
         if tmp_refs is not None:
-            with contextlib.suppress(FileNotFoundError):
-                tmp_refs.unlink()
+            _remove(tmp_refs)
         # Name the output the user asked for, not its temporary.
         path = refs_path if "references" in e.problem else cache_path
         raise OutputWriteError(path, e.problem, hint=e.hint) from None
     except BaseException:
         if tmp_refs is not None:
-            with contextlib.suppress(FileNotFoundError):
-                tmp_refs.unlink()
+            _remove(tmp_refs)
         raise
     finally:
         if scan_path != bcf_path:
             scan_path.unlink(missing_ok=True)
     logger.info("%s: %d records in %d-variant chunks -> %s", bcf_path, n, chunk_length, cache_path)
     return ManifestStore(group, registry=local_registry())
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 def local_registry() -> ObjectStoreRegistry:

@@ -15,6 +15,7 @@ import contextlib
 import errno
 import logging
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,7 +57,10 @@ def remove_stale_temporaries(path: Path) -> list[Path]:
         if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
             continue
         with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+            if tmp.is_dir():  # Parquet references are a directory
+                shutil.rmtree(tmp)
+            else:
+                tmp.unlink()
             removed.append(tmp)
     return removed
 

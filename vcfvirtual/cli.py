@@ -25,8 +25,8 @@ def main():
 
 @main.command("index")
 @click.argument("bcf", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "refs_path", type=click.Path(dir_okay=False),
-              help="Kerchunk JSON to write. Default: <BCF>.vcz.json next to the BCF.")
+@click.option("-o", "--output", "refs_path", type=click.Path(),
+              help="References to write. Default: <BCF>.vcz.json (or .vcz.parq) next to the BCF.")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
               help="Transcode cache to write. Default: <BCF>.vcz.cache.bcf next to the BCF.")
 @click.option("-c", "--variants-chunk-size", type=click.IntRange(min=1),
@@ -43,6 +43,10 @@ def main():
               help="Threads that inflate BGZF blocks ahead of the record scan. 0 inflates on "
                    "the scanning thread, which measured as fast on 2 cores; try more on "
                    "machines with many cores.")
+@click.option("--format", "refs_format", type=click.Choice(["json", "parquet"]), default="json",
+              show_default=True,
+              help="References to write: Kerchunk JSON, or Kerchunk Parquet (a directory, default "
+                   "<BCF>.vcz.parq) for stores with millions of chunks.")
 @click.option("--cache-url", metavar="URL",
               help="Where readers of the Kerchunk JSON will find the cache, e.g. where you will "
                    "upload it (s3://bucket/path/ or https://host/path/; a URL ending in / gets the "
@@ -52,8 +56,8 @@ def main():
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: only when stderr is a terminal).")
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout, inflate_threads, cache_url, force,
-                  progress, verbose):
+def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout, inflate_threads, refs_format,
+                  cache_url, force, progress, verbose):
     """Scan BCF once and write its transcode cache and Kerchunk JSON references.
 
     A VCF (.vcf, .vcf.gz, .vcf.bgz) is first converted to BCF with htslib; the cache then
@@ -68,7 +72,8 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
     try:
         store = index(bcf, refs_path=refs_path, cache_path=cache_path,
                       variants_chunk_size=variants_chunk_size, cache_layout=cache_layout,
-                      force=force, progress=progress, inflate_threads=inflate_threads, cache_url=cache_url)
+                      force=force, progress=progress, inflate_threads=inflate_threads, cache_url=cache_url,
+                      refs_format=refs_format)
     except VcfVirtualError as e:
         click.echo(f"vcfvirtual: error: {e}", err=True)
         sys.exit(1)

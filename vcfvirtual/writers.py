@@ -65,6 +65,33 @@ def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None 
         json.dump(refs, f, separators=(",", ":"))
 
 
+def write_kerchunk_parquet(group: ManifestGroup, path: Path, cache_url: str | None = None,
+                           record_size: int = 100_000) -> None:
+    """Kerchunk Parquet references (a directory) for stores with millions of chunks.
+
+    Parquet references have no templates, so chunks name the cache's URL itself;
+    relocating them means writing them again (or ``open_store(..., cache_url=...)``)."""
+    from kerchunk.df import refs_to_dataframe
+
+    refs = kerchunk_refs(group)
+    local = json.loads(refs["refs"][".zattrs"])["vcfvirtual"]["cache"]["url"]
+    refs = with_cache_template(refs, cache_url or local)
+    refs_to_dataframe({"version": 1, "refs": _resolve_templates(refs)}, str(path), record_size=record_size)
+
+
+def _resolve_templates(refs: dict) -> dict:
+    templates = refs.get("templates", {})
+    out = {}
+    for key, value in refs["refs"].items():
+        if isinstance(value, list) and value and isinstance(value[0], str) and "{{" in value[0]:
+            url = value[0]
+            for name, target in templates.items():
+                url = url.replace("{{" + name + "}}", target)
+            value = [url, *value[1:]]
+        out[key] = value
+    return out
+
+
 def public_cache_url(cache_url: str, cache_name: str) -> str:
     """``--cache-url`` as given, or with the cache's file name when it names a folder."""
     return cache_url + cache_name if cache_url.endswith("/") else cache_url
@@ -100,7 +127,8 @@ def relocate_file(refs_path, cache_url: str, output=None) -> Path:
 
 
 def _attributes(refs: dict) -> dict:
-    return json.loads(refs["refs"][".zattrs"])
+    value = refs["refs"][".zattrs"]
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
 def check_cache(refs: dict, refs_path) -> None:
@@ -132,6 +160,14 @@ def check_cache(refs: dict, refs_path) -> None:
 
 
 def _load(refs_path) -> dict:
+    """Kerchunk references from a JSON file, or the metadata of a Parquet directory."""
+    if os.path.isdir(refs_path):
+        try:
+            with open(os.path.join(refs_path, ".zmetadata"), encoding="utf-8") as f:
+                meta = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise VcfVirtualError(refs_path, f"not a Kerchunk Parquet directory ({e})") from None
+        return {"refs": meta["metadata"], "parquet": True}
     try:
         with open(refs_path, encoding="utf-8") as f:
             return json.load(f)
@@ -152,11 +188,21 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None):
 
     refs_path = os.fspath(refs_path)
     refs = _load(refs_path)
-    if cache_url is not None:
-        refs = relocate(refs, cache_url, refs_path)
-    if check:
-        check_cache(refs, refs_path)
-    url = refs.get("templates", {}).get(CACHE_TEMPLATE, "file://")
+    if refs.get("parquet"):
+        if cache_url is not None:
+            raise VcfVirtualError(refs_path, "Parquet references name the cache in every chunk",
+                                  hint="write them again with vcfvirtual index --format parquet --cache-url")
+        if check:
+            check_cache(refs, refs_path)
+        url = _attributes(refs)["vcfvirtual"]["cache"]["url"]
+        fo = refs_path
+    else:
+        if cache_url is not None:
+            refs = relocate(refs, cache_url, refs_path)
+        if check:
+            check_cache(refs, refs_path)
+        url = refs.get("templates", {}).get(CACHE_TEMPLATE, "file://")
+        fo = refs
     protocol = urlparse(url).scheme or "file"
-    fs = fsspec.filesystem("reference", fo=refs, asynchronous=True, remote_protocol=protocol)
+    fs = fsspec.filesystem("reference", fo=fo, asynchronous=True, remote_protocol=protocol)
     return FsspecStore(fs=fs, read_only=True)
