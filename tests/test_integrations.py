@@ -114,3 +114,20 @@ def test_parquet_references_read_back_equal_to_json(cohort_bcf, tmp_path):
     plain = xr.open_zarr("reference://", storage_options={"fo": str(parq), "remote_protocol": "file"},
                          consolidated=False)
     assert plain["call_genotype"].values.tolist() == ref["call_genotype"][:].tolist()
+
+
+def test_icechunk_repository_reads_back_equal_to_json(cohort_bcf, tmp_path):
+    bcf = tmp_path / "i.bcf"
+    bcf.write_bytes(cohort_bcf.read_bytes())
+    vcfvirtual.index(bcf, variants_chunk_size=100, refs_format="icechunk")
+    repo = tmp_path / "i.bcf.vcz.icechunk"
+    assert (repo / "repo").exists()
+    ds = xr.open_zarr(vcfvirtual.open_store(repo), consolidated=False, zarr_format=3)
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 100)
+    assert_matches_bio2zarr(ds, ref)
+    assert ds.attrs["vcf_zarr_version"] == "0.3"
+    # A changed cache is refused through Icechunk too.
+    cache = tmp_path / "i.bcf.vcz.cache.bcf"
+    cache.write_bytes(cache.read_bytes() + b"\0")
+    with pytest.raises(VcfVirtualError, match="does not match"):
+        vcfvirtual.open_store(repo)

@@ -21,6 +21,7 @@ from .fingerprint import Fingerprint
 from .scan import scan_bcf
 
 logger = logging.getLogger(__name__)
+REFS_FORMATS = ("json", "parquet", "icechunk")
 
 
 def index(
@@ -47,15 +48,18 @@ def index(
     will be uploaded: ``s3://bucket/path/``; a URL ending in ``/`` gets the cache's name);
     by default its local path. The returned store reads the local cache.
     ``refs_format="parquet"`` writes Kerchunk Parquet references (a directory, default
-    ``<bcf>.vcz.parq``) instead of JSON, for stores with millions of chunks.
+    ``<bcf>.vcz.parq``) instead of JSON, for stores with millions of chunks;
+    ``"icechunk"`` an Icechunk repository (default ``<bcf>.vcz.icechunk``) whose arrays are
+    virtual chunks of the cache.
     """
     bcf_path = Path(bcf_path)
     default_refs, default_cache = cache_mod.default_paths(bcf_path)
     cache_path = Path(cache_path) if cache_path else default_cache
-    if refs_format not in ("json", "parquet"):
-        raise VcfVirtualError(None, f"unknown references format {refs_format!r}", hint="use json or parquet")
-    if refs_format == "parquet":
-        default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + ".parq")
+    if refs_format not in REFS_FORMATS:
+        raise VcfVirtualError(None, f"unknown references format {refs_format!r}", hint=f"use one of {REFS_FORMATS}")
+    if refs_format != "json":
+        suffix = {"parquet": ".parq", "icechunk": ".icechunk"}[refs_format]
+        default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + suffix)
     refs_path = None if refs_path is False else Path(refs_path) if refs_path else default_refs
     if cache_layout is not None and cache_layout not in cache_mod.LAYOUTS:
         raise VcfVirtualError(None, f"unknown cache layout {cache_layout!r}", hint=f"use one of {cache_mod.LAYOUTS}")
@@ -148,13 +152,20 @@ def index(
             if tmp_refs is not None:
                 try:
                     public = writers.public_cache_url(cache_url, cache_path.name) if cache_url else None
-                    write = writers.write_kerchunk_parquet if refs_format == "parquet" else writers.write_kerchunk_json
-                    write(group, tmp_refs, cache_url=public)
+                    if refs_format == "icechunk":
+                        if public and not public.startswith("file://"):
+                            raise VcfVirtualError(None, "Icechunk output reads local caches only, so far",
+                                                  hint="leave out --cache-url, or write json")
+                        writers.write_icechunk(group, tmp_refs, public or local_cache_url)
+                    else:
+                        write = (writers.write_kerchunk_parquet if refs_format == "parquet"
+                                 else writers.write_kerchunk_json)
+                        write(group, tmp_refs, cache_url=public)
                 except OSError as e:
                     raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
                                            hint=cache_mod.write_hint(e)) from None
         if tmp_refs is not None:
-            if refs_format == "parquet" and refs_path.is_dir():
+            if refs_path.is_dir():
                 shutil.rmtree(refs_path)  # a directory cannot be replaced in one rename
             os.replace(tmp_refs, refs_path)
     except OutputWriteError as e:

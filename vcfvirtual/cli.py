@@ -43,10 +43,11 @@ def main():
               help="Threads that inflate BGZF blocks ahead of the record scan. 0 inflates on "
                    "the scanning thread, which measured as fast on 2 cores; try more on "
                    "machines with many cores.")
-@click.option("--format", "refs_format", type=click.Choice(["json", "parquet"]), default="json",
+@click.option("--format", "refs_format", type=click.Choice(["json", "parquet", "icechunk"]), default="json",
               show_default=True,
-              help="References to write: Kerchunk JSON, or Kerchunk Parquet (a directory, default "
-                   "<BCF>.vcz.parq) for stores with millions of chunks.")
+              help="References to write: Kerchunk JSON; Kerchunk Parquet (a directory, default "
+                   "<BCF>.vcz.parq) for stores with millions of chunks; or an Icechunk repository "
+                   "(default <BCF>.vcz.icechunk) of virtual chunks, versioned.")
 @click.option("--cache-url", metavar="URL",
               help="Where readers of the Kerchunk JSON will find the cache, e.g. where you will "
                    "upload it (s3://bucket/path/ or https://host/path/; a URL ending in / gets the "

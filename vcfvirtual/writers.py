@@ -79,6 +79,62 @@ def write_kerchunk_parquet(group: ManifestGroup, path: Path, cache_url: str | No
     refs_to_dataframe({"version": 1, "refs": _resolve_templates(refs)}, str(path), record_size=record_size)
 
 
+def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
+    """An Icechunk repository at ``path`` whose arrays are virtual chunks of the cache.
+
+    The cache's folder is the repository's virtual chunk container (local files); the
+    first commit holds the whole store. Returns the snapshot id."""
+    icechunk = _import_icechunk(path)
+
+    prefix = cache_url.rsplit("/", 1)[0] + "/"
+    config = icechunk.RepositoryConfig.default()
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(prefix.removeprefix("file://"))))
+    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(path)), config,
+                                      authorize_virtual_chunk_access=_icechunk_access(prefix))
+    session = repo.writable_session("main")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*chunk shape larger than their array shape")
+        vds = ManifestStore(group).to_virtual_dataset()
+    vds.vz.to_icechunk(session.store)
+    return session.commit(f"vcfvirtual index: {cache_url}")
+
+
+def _import_icechunk(path):
+    try:
+        import icechunk
+    except ImportError:
+        raise VcfVirtualError(path, "Icechunk is not installed", hint="pip install 'vcfvirtual[icechunk]'") from None
+    return icechunk
+
+
+def _icechunk_access(prefix: str) -> dict:
+    import icechunk
+
+    return {prefix: icechunk.credentials.LocalFileSystemAccess}
+
+
+def is_icechunk_repo(path) -> bool:
+    return os.path.isdir(path) and os.path.exists(os.path.join(path, "repo"))
+
+
+def open_icechunk(path, *, check: bool = True, branch: str = "main"):
+    """A read-only store over the Icechunk repository that ``index --format icechunk`` wrote."""
+    import zarr
+
+    icechunk = _import_icechunk(path)
+
+    storage = icechunk.local_filesystem_storage(os.fspath(path))
+    probe = icechunk.Repository.open(storage)
+    attrs = dict(zarr.open_group(probe.readonly_session(branch).store, mode="r", zarr_format=3).attrs)
+    cache_url = attrs["vcfvirtual"]["cache"]["url"]
+    if check:
+        check_cache({"refs": {".zattrs": attrs}}, path)
+    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=_icechunk_access(
+        cache_url.rsplit("/", 1)[0] + "/"))
+    return repo.readonly_session(branch).store
+
+
 def _resolve_templates(refs: dict) -> dict:
     templates = refs.get("templates", {})
     out = {}
@@ -178,7 +234,8 @@ def _load(refs_path) -> dict:
 
 
 def open_store(refs_path, *, check: bool = True, cache_url: str | None = None):
-    """A read-only zarr store over a vcfvirtual Kerchunk JSON, for ``xr.open_zarr``.
+    """A read-only zarr store over vcfvirtual references (Kerchunk JSON or Parquet, or an
+    Icechunk repository), for ``xr.open_zarr``.
 
     ``cache_url`` reads the cache from elsewhere than the references say (a copy uploaded
     to ``s3://...`` or served over ``https://...``; a folder URL ending in ``/`` gets the
@@ -187,6 +244,11 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None):
     from zarr.storage import FsspecStore
 
     refs_path = os.fspath(refs_path)
+    if is_icechunk_repo(refs_path):
+        if cache_url is not None:
+            raise VcfVirtualError(refs_path, "an Icechunk repository names its cache's folder in its configuration",
+                                  hint="write it again with vcfvirtual index --format icechunk")
+        return open_icechunk(refs_path, check=check)
     refs = _load(refs_path)
     if refs.get("parquet"):
         if cache_url is not None:
