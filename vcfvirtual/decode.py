@@ -18,7 +18,10 @@ _njit = numba.njit(nogil=True, cache=True)
 # Extra error code local to decoding: a record holds more values than the array's
 # dimension allows, which means the index and the cache disagree.
 ERR_SHAPE = 7
-ERROR_TEXT = {**R.ERROR_TEXT, ERR_SHAPE: "record holds more values than the array's dimension"}
+# A GT value that encodes no allele: negative, yet neither missing nor end-of-vector.
+ERR_GT_VALUE = 9
+ERROR_TEXT = {**R.ERROR_TEXT, ERR_SHAPE: "record holds more values than the array's dimension",
+              ERR_GT_VALUE: "a GT value encodes no allele (negative, not missing or end-of-vector)"}
 
 # Span lengths with a special meaning in string kernels.
 SPAN_FILL = -1  # the empty string "" (VCF Zarr fill)
@@ -206,14 +209,19 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
                 return R.ERR_OVERRUN, pos
             row = flat_gt[k]
             too_big = False
+            negative = False
             for i in range(n_samples * n):
                 b = buf[d + i]
                 value = (np.int64(np.int8(b)) >> 1) - 1
+                # 0x80 missing, 0x81 end-of-vector; any other byte >= 0x80 is negative.
+                negative |= b > 0x81
                 value = np.int64(-1) if b == 0x80 else (np.int64(-2) if b == 0x81 else value)
                 too_big |= value > max_allele
                 row[i] = value
             if too_big:
                 return ERR_SHAPE, pos
+            if negative:
+                return ERR_GT_VALUE, pos
             if with_phase:
                 for s in range(n_samples):
                     out_phased[k, s] = n < 2 or (buf[d + s * n + 1] & 1) == 1
@@ -231,6 +239,8 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
                     out_gt[k, s, a] = -2
                 elif raw == missing:
                     out_gt[k, s, a] = -1
+                elif raw < 0:
+                    return ERR_GT_VALUE, base + a * size
                 else:
                     value = (raw >> 1) - 1
                     if value > max_allele:
