@@ -63,6 +63,10 @@ def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None 
     refs = with_cache_template(refs, cache_url or local)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(refs, f, separators=(",", ":"))
+        # On disk before the rename that publishes it, as the cache is: after a crash the
+        # final name holds the whole old or the whole new references, never an empty file.
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def write_kerchunk_parquet(group: ManifestGroup, path: Path, cache_url: str | None = None,
