@@ -207,7 +207,10 @@ def check_cache(refs: dict, refs_path) -> None:
     if not os.path.exists(path):
         raise StaleCacheError(refs_path, f"the transcode cache {path} is missing",
                               hint="re-run vcfvirtual index") from None
-    problems = Fingerprint.from_json(cache).differences(path)
+    # The cache is always hashed (at most ~2 MiB read): a copy that kept another file's
+    # mtime (cp -p, rsync -t) must not pass on size and mtime alone. The source is only
+    # hashed when its size or mtime moved, as it may be far larger and is only a check.
+    problems = Fingerprint.from_json(cache).differences(path, always_hash=True)
     if problems:
         raise StaleCacheError(refs_path, f"the transcode cache {path} does not match the references: "
                               + "; ".join(problems), hint="re-run vcfvirtual index --force")
