@@ -376,3 +376,26 @@ def test_touched_cache_is_accepted(small_bcf, tmp_path, layout):
     os.utime(cache, ns=(0, 10**18))
     with pysam.VariantFile(str(small_bcf)) as vf:
         assert _positions(refs) == [r.pos for r in vf]
+
+
+# ------------------------------------------------------------------ truncated at a block boundary
+
+def test_bgzf_cut_at_a_block_boundary_inside_a_record(cohort_bcf, tmp_path):
+    """Whole BGZF blocks but no EOF block, ending inside a record: not indexed (a file
+    that merely lacks the EOF block but ends on a record boundary is indexed with a
+    warning, tests/test_safety.py)."""
+    raw = cohort_bcf.read_bytes()
+    with open(cohort_bcf, "rb") as f:
+        blocks = list(bgzf.iter_blocks(f, cohort_bcf))
+    plain = b"".join(data for _, data in blocks)
+    boundaries = set(record_offsets(plain))
+    inflated_end = np.cumsum([len(data) for _, data in blocks])
+    # The first block after the header whose end falls inside a record.
+    cut = next(i for i, end in enumerate(inflated_end)
+               if end > header_end(plain) and end not in boundaries and end < len(plain))
+    bad = tmp_path / "cut.bcf"
+    bad.write_bytes(raw[: blocks[cut + 1][0]])
+    with pytest.raises(errors.CorruptBCFError, match="incomplete record") as info:
+        vcfvirtual.index(bad, refs_path=tmp_path / "c.json", cache_path=tmp_path / "c.cache")
+    assert info.value.offset == max(b for b in boundaries if b < inflated_end[cut])
+    assert sorted(os.listdir(tmp_path)) == ["cut.bcf"]
