@@ -257,9 +257,9 @@ def slow_bcf(tmp_path_factory):
     return bcfdata.write_bcf(bcfdata.random_cohort_vcf(4000, 400, seed=11), path, index=False)
 
 
-def _index_cmd(bcf, refs, cache, chunk):
+def _index_cmd(bcf, refs, cache, chunk, layout="bgzf"):
     return [sys.executable, "-m", "vcfvirtual.cli", "index", "--force", "--no-progress", "-c", str(chunk),
-            "-o", str(refs), "--cache", str(cache), str(bcf)]
+            "--cache-layout", layout, "-o", str(refs), "--cache", str(cache), str(bcf)]
 
 
 def test_kill_9_leaves_previous_outputs_or_none_and_rerun_succeeds(slow_bcf, tmp_path):
@@ -287,9 +287,10 @@ def test_kill_9_leaves_previous_outputs_or_none_and_rerun_succeeds(slow_bcf, tmp
     assert our_positions(refs) == expected
 
 
-def test_kill_9_of_a_first_run_leaves_no_outputs(slow_bcf, tmp_path):
+@pytest.mark.parametrize("layout", ["bgzf", "raw"])  # each layout writes its cache its own way
+def test_kill_9_of_a_first_run_leaves_no_outputs(slow_bcf, tmp_path, layout):
     refs, cache = tmp_path / "k.json", tmp_path / "k.cache"
-    proc = subprocess.Popen(_index_cmd(slow_bcf, refs, cache, 500), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(_index_cmd(slow_bcf, refs, cache, 500, layout), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     # Wait until the cache's temporary exists: the run is mid-write.
     deadline = time.time() + 60
@@ -301,7 +302,7 @@ def test_kill_9_of_a_first_run_leaves_no_outputs(slow_bcf, tmp_path):
     assert not refs.exists() and not cache.exists()
     leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".k.")]
     assert leftovers  # the killed run's temporary is still there...
-    vcfvirtual.index(slow_bcf, refs_path=refs, cache_path=cache, variants_chunk_size=500)
+    vcfvirtual.index(slow_bcf, refs_path=refs, cache_path=cache, variants_chunk_size=500, cache_layout=layout)
     assert not any(p.exists() for p in leftovers)  # ...until the next run removes it
     assert our_positions(refs) == pysam_positions(slow_bcf)
 

@@ -163,7 +163,7 @@ def index(
                         write(group, tmp_refs, cache_url=public)
                 except OSError as e:
                     raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
-                                           hint=cache_mod.write_hint(e)) from None
+                                           hint=cache_mod.write_hint(e, "--output")) from None
         if tmp_refs is not None:
             if refs_path.is_dir():
                 shutil.rmtree(refs_path)  # a directory cannot be replaced in one rename

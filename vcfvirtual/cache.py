@@ -108,9 +108,10 @@ def _cache_file(tmp_cache: Path):
                                    hint=write_hint(e)) from None
 
 
-def write_hint(e: OSError) -> str:
+def write_hint(e: OSError, option: str = "--cache") -> str:
+    """What to do about a failed write; ``option`` is the CLI option that moves the output."""
     if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        return "free disk space or write the cache elsewhere with --cache"
+        return f"free disk space or write it elsewhere with {option}"
     return "check that the output directory is writable"
 
 

@@ -153,7 +153,7 @@ def filters(buf, offsets, column_of_key, out):
         for j in range(n):
             key = R.read_int(buf, d + j * size, t)
             if key < 0 or key >= n_columns or column_of_key[key] < 0:
-                return ERR_SHAPE, pos
+                return R.ERR_UNKNOWN_FILTER, pos  # the header (and filter_id) lacks it
             out[k, column_of_key[key]] = True
     return R.OK, np.int64(0)
 

@@ -74,17 +74,18 @@ class Fingerprint:
         st = os.stat(path)
         return st.st_size == self.size and st.st_mtime_ns == self.mtime_ns
 
-    def differences(self, path) -> list[str]:
+    def differences(self, path, *, always_hash: bool = False) -> list[str]:
         """How the file at ``path`` differs from this fingerprint: [] when it matches.
 
         A file whose size and mtime are unchanged is taken as unchanged without reading
-        it; otherwise the sampled hash decides, so a ``touch`` alone is not a change."""
+        it, unless ``always_hash``; otherwise the sampled hash decides, so a ``touch``
+        alone is not a change."""
         st = os.stat(path)
         if st.st_size != self.size:
             return [f"it is {st.st_size} bytes, it was {self.size} when indexed"]
         if self.digest is None:
             return []
-        if st.st_mtime_ns == self.mtime_ns:
+        if st.st_mtime_ns == self.mtime_ns and not always_hash:
             return []
         if sampled_digest(path) != self.digest:
             return ["its contents changed (sampled hash differs) since it was indexed"]

@@ -9,6 +9,7 @@ is htslib, and the indices are read back from it.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import struct
@@ -16,10 +17,15 @@ import tempfile
 
 import pysam
 
-from .errors import HeaderError, NotBCFError, UnsupportedBCFError
+from .errors import HeaderError, NotBCFError, UnsupportedBCFError, VcfVirtualError
+
+logger = logging.getLogger(__name__)
 
 BCF_MAGIC = b"BCF\x02\x02"
 BCF_PREFIX_SIZE = 9  # magic (5) + l_text (4)
+# A record's n_sample is 24 bits (BCF 2.2 spec, section 6.3): a header naming more
+# samples cannot have records that agree with it.
+MAX_SAMPLES = 0xFFFFFF
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,13 +131,19 @@ def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
     # pysam parses a header only from a file; a temporary .vcf holding just the text
     # gives us exactly what htslib would build when reading the BCF itself.
     fd, tmp = tempfile.mkstemp(suffix=".vcf", prefix="vcfvirtual-header-")
+    # htslib prints its own complaints straight to the process's stderr, where they would
+    # break the CLI's one line per error; ours (errors, header_line_warnings) name the file.
+    verbosity = pysam.set_verbosity(0)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text if text.endswith("\n") else text + "\n")
         try:
             with pysam.VariantFile(tmp, "r") as vf:
-                return _collect(vf.header, text, path, stream_size)
-        except HeaderError:
+                header = _collect(vf.header, text, path, stream_size)
+            for warning in header_line_warnings(text):
+                logger.warning("%s: %s", path, warning)
+            return header
+        except VcfVirtualError:  # ours, already naming the file
             raise
         except (ValueError, OSError) as e:
             raise HeaderError(path, f"htslib rejects the VCF header: {e}") from None
@@ -139,7 +151,40 @@ def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
             raise HeaderError(path, f"htslib cannot make sense of the VCF header ({type(e).__name__}: {e})",
                               hint="the header is damaged; check it with bcftools view -h") from None
     finally:
+        pysam.set_verbosity(verbosity)
         os.unlink(tmp)
+
+
+_STRUCTURED = re.compile(r"##(INFO|FORMAT|FILTER|contig)=(.*)")
+
+
+def header_line_warnings(text: str) -> list[str]:
+    """What htslib silently repairs or drops in the structured header lines.
+
+    htslib reads such a header anyway (a repeated ID keeps its first definition, a line
+    without ID is ignored), and so do we, to agree with every htslib-based reader; these
+    warnings say what it did, so nothing changes unseen. Lines it cannot parse at all (an
+    unterminated ``<``, ``Number=Q``) make it refuse the header: a HeaderError.
+    """
+    out = []
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, line in enumerate(text.split("\n"), 1):
+        m = _STRUCTURED.fullmatch(line)
+        if not m:
+            continue
+        category, body = m.groups()
+        where = f"header line {lineno} (##{category})"
+        ident = re.search(r"(?:^<|,)ID=([^,>]*)", body)
+        if not ident or not ident.group(1):
+            out.append(f"{where} has no ID; htslib ignores the line")
+            continue
+        key = (category, ident.group(1))
+        if key in seen:
+            out.append(f"{where} defines {category}/{key[1]} again; htslib keeps the first definition "
+                       f"(line {seen[key]})")
+        else:
+            seen[key] = lineno
+    return out
 
 
 def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHeader:
@@ -184,6 +229,10 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
                 )
         return tuple(out)
 
+    if len(h.samples) > MAX_SAMPLES:
+        raise UnsupportedBCFError(
+            path, f"the header names {len(h.samples)} samples, more than the {MAX_SAMPLES} a BCF record can hold",
+            hint="split the samples over several files (bcftools view -S)")
     return BCFHeader(
         text=text,
         size=stream_size,

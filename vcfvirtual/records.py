@@ -43,6 +43,8 @@ ERR_SAMPLES = 4  # record sample count differs from the header
 ERR_TRAILING = 5  # bytes left that do not form a whole record
 ERR_COUNT = 6  # record count differs from what the codec was configured for
 ERR_UNKNOWN_KEY = 8  # an INFO/FORMAT key that the header does not define
+ERR_UNKNOWN_FILTER = 9  # a FILTER key that the header does not define
+ERR_TYPE_MISMATCH = 10  # values typed otherwise than the header's Type (e.g. floats in an Integer)
 
 ERROR_TEXT = {
     ERR_SHORT_SHARED: "record's l_shared is smaller than the 24-byte fixed part",
@@ -52,6 +54,8 @@ ERROR_TEXT = {
     ERR_TRAILING: "data ends inside a record (truncated)",
     ERR_COUNT: "number of records differs from the index",
     ERR_UNKNOWN_KEY: "record uses an INFO/FORMAT key the header does not define",
+    ERR_UNKNOWN_FILTER: "record uses a FILTER key the header does not define",
+    ERR_TYPE_MISMATCH: "record holds values of another type than the header declares",
 }
 
 _jit = numba.njit(nogil=True, cache=True, inline="always")

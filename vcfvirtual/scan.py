@@ -119,25 +119,65 @@ class RecordSummary:
         )
 
 
+# What the header declares a dictionary key to be, per category (INFO, FORMAT), so the
+# scan refuses records that htslib's bcf_record_check would call invalid ("Invalid INFO
+# id") and values the codec would refuse at read time: undeclared keys, and values typed
+# otherwise than the header's Type. One code per header Type; 0 means not declared.
+KIND_NONE, KIND_INTEGER, KIND_FLOAT, KIND_FLAG, KIND_CHAR = 0, 1, 2, 3, 4
+_KIND_OF_TYPE = {"Integer": KIND_INTEGER, "Float": KIND_FLOAT, "Flag": KIND_FLAG,
+                 "String": KIND_CHAR, "Character": KIND_CHAR}
+
+
+def declared_kinds(header: BCFHeader, n_keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(INFO kind, FORMAT kind, FILTER declared) indexed by dictionary key."""
+    info = np.zeros(n_keys, np.int8)
+    fmt = np.zeros(n_keys, np.int8)
+    filters = np.zeros(n_keys, np.bool_)
+    for f in header.info:
+        info[f.key] = _KIND_OF_TYPE.get(f.type, KIND_CHAR)
+    for f in header.formats:
+        fmt[f.key] = _KIND_OF_TYPE.get(f.type, KIND_CHAR)
+    if header.gt_key >= 0:
+        fmt[header.gt_key] = KIND_INTEGER  # GT is declared String but encoded as integers
+    filters[list(header.filter_keys)] = True
+    return info, fmt, filters
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _type_fits(kind, t, n):
+    """Whether values of BCF type ``t`` (``n`` per vector) may stand for header ``kind``,
+    by the same rule the codec decodes with. Flags are not typed (writers differ)."""
+    if n == 0 or kind == KIND_FLAG:
+        return True
+    if kind == KIND_INTEGER:
+        return t >= records.BT_INT8 and t <= records.BT_INT32
+    if kind == KIND_FLOAT:
+        return t == records.BT_FLOAT
+    return t == records.BT_CHAR
+
+
 @numba.njit(nogil=True, cache=True)
-def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats):
+def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_kind, fmt_kind):
     """Fold the record's INFO and FORMAT values into the per-key statistics.
 
-    GT is skipped: its ploidy is read separately and its values never size a dtype,
-    and on genotype data it is most of the bytes."""
+    Returns (error code, dictionary key it concerns or -1). GT is skipped: its ploidy is
+    read separately and its values never size a dtype, and on genotype data it is most
+    of the bytes."""
     i, n_info, end = records.info_start(buf, pos)
     if i < 0:
-        return records.ERR_OVERRUN
+        return records.ERR_OVERRUN, -1
     n_keys_info = info_stats.shape[0]
     for _ in range(n_info):
         key, j = records.read_key(buf, i, end)
         if j < 0:
-            return records.ERR_OVERRUN
+            return records.ERR_OVERRUN, -1
         t, n, d = records.typed_descriptor(buf, j, end)
         if d < 0 or d + n * records.type_size(t) > end:
-            return records.ERR_OVERRUN
-        if key < 0 or key >= n_keys_info:
-            return records.ERR_UNKNOWN_KEY
+            return records.ERR_OVERRUN, key
+        if key < 0 or key >= n_keys_info or info_kind[key] == KIND_NONE:
+            return records.ERR_UNKNOWN_KEY, key
+        if not _type_fits(info_kind[key], t, n):
+            return records.ERR_TYPE_MISMATCH, key
         records.update_stats(buf, t, n, d, 1, info_stats, key)
         i = d + n * records.type_size(t)
     n_fmt = np.int64(buf[pos + records.OFF_N_FMT_SAMPLE + 3])
@@ -146,24 +186,46 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats):
     for _ in range(n_fmt):
         key, k = records.read_key(buf, j, end)
         if k < 0:
-            return records.ERR_OVERRUN
+            return records.ERR_OVERRUN, -1
         t, n, d = records.typed_descriptor(buf, k, end)
         if d < 0 or d + n_samples * n * records.type_size(t) > end:
-            return records.ERR_OVERRUN
-        if key < 0 or key >= n_keys_fmt:
-            return records.ERR_UNKNOWN_KEY
+            return records.ERR_OVERRUN, key
+        if key < 0 or key >= n_keys_fmt or fmt_kind[key] == KIND_NONE:
+            return records.ERR_UNKNOWN_KEY, key
+        if not _type_fits(fmt_kind[key], t, n):
+            return records.ERR_TYPE_MISMATCH, key
         if key != gt_key:
             records.update_stats(buf, t, n, d, n_samples, fmt_stats, key)
         j = d + n_samples * n * records.type_size(t)
-    return records.OK
+    return records.OK, -1
+
+
+@numba.njit(nogil=True, cache=True)
+def _check_filters(buf, pos, filter_declared):
+    """(error code, key): every FILTER key of the record must be a declared FILTER."""
+    i, end = records.filter_start(buf, pos)
+    if i < 0:
+        return records.ERR_OVERRUN, -1
+    t, n, d = records.typed_descriptor(buf, i, end)
+    size = records.type_size(t)
+    if d < 0 or d + n * size > end:
+        return records.ERR_OVERRUN, -1
+    if n > 0 and (t < records.BT_INT8 or t > records.BT_INT32):
+        return records.ERR_TYPE_MISMATCH, -1
+    for j in range(n):
+        key = records.read_int(buf, d + j * size, t)
+        if key < 0 or key >= filter_declared.shape[0] or not filter_declared[key]:
+            return records.ERR_UNKNOWN_FILTER, key
+    return records.OK, -1
 
 
 @numba.njit(nogil=True, cache=True)
 def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
-                 out_n_allele, out_ploidy, info_stats, fmt_stats):
+                 out_n_allele, out_ploidy, info_stats, fmt_stats, info_kind, fmt_kind, filter_declared):
     """Walk whole records in ``buf`` until it or the output capacity runs out.
 
-    Returns (records written, bytes consumed, error code, error position).
+    Returns (records written, bytes consumed, error code, error position, dictionary key
+    the error concerns or -1).
     """
     cap = out_offset.shape[0]
     end = np.int64(buf.shape[0])
@@ -174,14 +236,17 @@ def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, o
         if total == -records.ERR_TRAILING:
             break  # the rest of this record arrives with the next batch
         if total < 0:
-            return k, pos, -total, pos
+            return k, pos, -total, pos, -1
         n_sample = np.int64(records.u32(buf, pos + records.OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
         n_fmt = buf[pos + records.OFF_N_FMT_SAMPLE + 3]
         if n_fmt > 0 and n_sample != n_samples:
-            return k, pos, records.ERR_SAMPLES, pos
-        err = _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats)
+            return k, pos, records.ERR_SAMPLES, pos, -1
+        err, key = _check_filters(buf, pos, filter_declared)
         if err != records.OK:
-            return k, pos, err, pos
+            return k, pos, err, pos, key
+        err, key = _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_kind, fmt_kind)
+        if err != records.OK:
+            return k, pos, err, pos, key
         out_offset[k] = base + pos
         out_chrom[k] = records.i32(buf, pos + records.OFF_CHROM)
         out_pos[k] = records.i32(buf, pos + records.OFF_POS)
@@ -191,13 +256,13 @@ def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, o
         if gt_key >= 0 and n_fmt > 0:
             t, n, d, err = records.find_format(buf, pos, gt_key)
             if err != records.OK:
-                return k, pos, err, pos
+                return k, pos, err, pos, -1
             if d >= 0:
                 ploidy = n
         out_ploidy[k] = ploidy
         k += 1
         pos += total
-    return k, pos, records.OK, pos
+    return k, pos, records.OK, pos, -1
 
 
 def new_stats(n_keys: int) -> np.ndarray:
@@ -251,6 +316,8 @@ class _RecordAccumulator:
         n_keys = max([f.key for f in (*header.info, *header.formats)] + list(header.filter_keys) + [0]) + 1
         self.info_stats = new_stats(n_keys)
         self.fmt_stats = new_stats(n_keys)
+        self.header = header
+        self.declared = declared_kinds(header, n_keys)
         # Inflated bytes are copied once, into this stage, and scanned in place; the
         # tail of a record cut by the stage's end moves to its front.
         self.stage = np.empty(SCAN_BATCH + bgzf.MAX_BLOCK_SIZE, dtype=np.uint8)
@@ -270,6 +337,15 @@ class _RecordAccumulator:
         self.stage[self.fill : self.fill + n] = np.frombuffer(data, dtype=np.uint8)
         self.fill += n
 
+    def _key_detail(self, err: int, key: int) -> str:
+        """Which key an unknown-key or type error concerns, as the header names it."""
+        if key < 0 or err not in (records.ERR_UNKNOWN_KEY, records.ERR_UNKNOWN_FILTER, records.ERR_TYPE_MISMATCH):
+            return ""
+        h = self.header
+        names = {f.key: f"{f.category}/{f.name} (Type={f.type})" for f in (*h.info, *h.formats)}
+        names.update({k: f"FILTER/{name}" for k, name in zip(h.filter_keys, h.filters)})
+        return f": dictionary key {key}" + (f", declared as {names[key]}" if key in names else ", declared nowhere")
+
     def scan_staged(self, final: bool = False) -> None:
         """Walk the whole records staged so far; keep a trailing partial record."""
         buf = self.stage[: self.fill]
@@ -279,14 +355,15 @@ class _RecordAccumulator:
             # Capacity: no record is shorter than 32 bytes.
             cap = max(1, view.shape[0] // 32 + 1)
             out = [np.empty(cap, np.int64)] + [np.empty(cap, np.int32) for _ in range(5)]
-            k, consumed, err, err_pos = _scan_kernel(
+            k, consumed, err, err_pos, err_key = _scan_kernel(
                 view, self.n_samples, self.gt_key, self.base + consumed_total, *out,
-                self.info_stats, self.fmt_stats,
+                self.info_stats, self.fmt_stats, *self.declared,
             )
             if err != records.OK:
                 raise CorruptBCFError(
                     self.path,
-                    f"bad BCF record in the uncompressed stream: {records.ERROR_TEXT[err]}",
+                    f"bad BCF record in the uncompressed stream: {records.ERROR_TEXT[err]}"
+                    + self._key_detail(err, int(err_key)),
                     offset=self.base + consumed_total + int(err_pos),
                     hint="offset is in the uncompressed stream",
                 )

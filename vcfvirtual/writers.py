@@ -63,6 +63,10 @@ def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None 
     refs = with_cache_template(refs, cache_url or local)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(refs, f, separators=(",", ":"))
+        # On disk before the rename that publishes it, as the cache is: after a crash the
+        # final name holds the whole old or the whole new references, never an empty file.
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def write_kerchunk_parquet(group: ManifestGroup, path: Path, cache_url: str | None = None,
@@ -203,7 +207,10 @@ def check_cache(refs: dict, refs_path) -> None:
     if not os.path.exists(path):
         raise StaleCacheError(refs_path, f"the transcode cache {path} is missing",
                               hint="re-run vcfvirtual index") from None
-    problems = Fingerprint.from_json(cache).differences(path)
+    # The cache is always hashed (at most ~2 MiB read): a copy that kept another file's
+    # mtime (cp -p, rsync -t) must not pass on size and mtime alone. The source is only
+    # hashed when its size or mtime moved, as it may be far larger and is only a check.
+    problems = Fingerprint.from_json(cache).differences(path, always_hash=True)
     if problems:
         raise StaleCacheError(refs_path, f"the transcode cache {path} does not match the references: "
                               + "; ".join(problems), hint="re-run vcfvirtual index --force")
