@@ -138,3 +138,14 @@ def test_integer_values_outside_the_indexed_dtype_are_refused(data_dir, tmp_path
     assert np.frombuffer(BCFRecordsCodec(**config).decode(data), "<i2").tolist() == [5, 300]
     with pytest.raises(ChunkDecodeError, match="outside int8"):
         BCFRecordsCodec(**{**config, "dtype": "|i1"}).decode(data)
+
+
+def test_error_codes_are_distinct_and_explained():
+    """Kernels return bare integer codes; two meanings sharing a code would mislabel errors
+    (a merge once gave a new GT check the FILTER check's code)."""
+    from vcfvirtual import decode, records
+
+    codes = {name: value for module in (records, decode) for name, value in vars(module).items()
+             if name.startswith("ERR_") and isinstance(value, int)}
+    assert len(set(codes.values())) == len(codes), codes
+    assert all(value in decode.ERROR_TEXT for value in codes.values()), codes

@@ -19,7 +19,8 @@ _njit = numba.njit(nogil=True, cache=True)
 # dimension allows, which means the index and the cache disagree.
 ERR_SHAPE = 7
 # A GT value that encodes no allele: negative, yet neither missing nor end-of-vector.
-ERR_GT_VALUE = 9
+# (Codes 1-6 and 8-10 are records.py's; the two sets share ERROR_TEXT.)
+ERR_GT_VALUE = 11
 ERROR_TEXT = {**R.ERROR_TEXT, ERR_SHAPE: "record holds more values than the array's dimension",
               ERR_GT_VALUE: "a GT value encodes no allele (negative, not missing or end-of-vector)"}
 
