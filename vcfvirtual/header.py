@@ -112,7 +112,10 @@ def _strip_quotes(value) -> str:
 
 def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
     """Parse the header text with htslib (through pysam) and collect what VCF Zarr needs."""
-    text = raw_text.rstrip(b"\x00").decode("utf-8", errors="strict")
+    try:
+        text = raw_text.rstrip(b"\x00").decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        raise HeaderError(path, f"BCF header text is not UTF-8 (byte {e.start} of the text)") from None
     if not text.startswith("##fileformat"):
         raise HeaderError(path, "BCF header text does not start with ##fileformat")
     # pysam parses a header only from a file; a temporary .vcf holding just the text
@@ -124,8 +127,10 @@ def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
         try:
             with pysam.VariantFile(tmp, "r") as vf:
                 return _collect(vf.header, text, path, stream_size)
-        except (ValueError, OSError) as e:
-            raise HeaderError(path, f"htslib rejects the VCF header: {e}") from None
+        except (ValueError, OSError, AssertionError, KeyError) as e:
+            # pysam asserts (rather than raising ValueError) on some damaged headers,
+            # e.g. a record line whose contig lost its ##contig definition.
+            raise HeaderError(path, f"htslib rejects the VCF header: {type(e).__name__} {e}") from None
     finally:
         os.unlink(tmp)
 

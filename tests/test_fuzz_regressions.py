@@ -1,0 +1,51 @@
+"""Inputs the fuzz targets (tests/fuzz_targets.py) found mishandled, kept as fixed tests.
+
+Each mutates the fuzz seed (tests/bcfdata.FUZZ_RECORDS) the way the fuzzer did and
+checks the typed error, and htslib (pysam) refusing the same bytes where it applies."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pysam
+import pytest
+
+import vcfvirtual
+from vcfvirtual import codec
+from vcfvirtual.errors import ChunkDecodeError, CorruptBCFError, HeaderError
+
+from . import bcfdata
+
+
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory):
+    work = tmp_path_factory.mktemp("fuzzseed")
+    bgzf = bcfdata.fuzz_bcf(work / "seed.bcf")
+    return work, bcfdata.uncompressed_copy(bgzf, work / "seed.plain.bcf").read_bytes()
+
+
+def _index(work, data):
+    path = work / "mutated.bcf"
+    path.write_bytes(data)
+    return path, lambda: vcfvirtual.index(path, refs_path=False, cache_path=work / "c.bcf", force=True,
+                                          variants_chunk_size=2, progress=False)
+
+
+def test_header_text_that_is_not_utf8_is_a_header_error(seed):
+    work, plain = seed
+    data = bytearray(plain)
+    data[9] ^= 0x80  # first byte of the header text: '#' becomes an invalid UTF-8 lead byte
+    _, run = _index(work, bytes(data))
+    with pytest.raises(HeaderError, match="not UTF-8"):
+        run()
+
+
+def test_header_pysam_asserts_on_is_a_header_error(seed):
+    """'##contig' damaged to '##bontig': pysam raises AssertionError reading the header."""
+    work, plain = seed
+    at = plain.index(b"##contig")
+    data = plain[:at] + b"##bontig" + plain[at + 8 :]
+    _, run = _index(work, data)
+    with pytest.raises(HeaderError, match="htslib rejects"):
+        run()
