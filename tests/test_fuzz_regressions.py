@@ -49,3 +49,17 @@ def test_header_pysam_asserts_on_is_a_header_error(seed):
     _, run = _index(work, data)
     with pytest.raises(HeaderError, match="htslib rejects"):
         run()
+
+
+def test_info_key_the_header_does_not_define_is_refused(seed):
+    """A damaged ##INFO line is dropped by htslib, leaving records that use its key:
+    htslib refuses those records (bcf_record_check), so must we."""
+    work, plain = seed
+    data = plain.replace(b"ID=SOMATIC,Number=0,Type=Flag", b"ID=SOMATIC,Number=0,Type<Flag")
+    assert data != plain
+    path, run = _index(work, data)
+    with pytest.raises(OSError), pysam.VariantFile(str(path)) as vf:
+        for _ in vf:
+            pass
+    with pytest.raises(CorruptBCFError, match="key the header does not define"):
+        run()

@@ -50,8 +50,11 @@ class ScanResult:
 
 
 @numba.njit(nogil=True, cache=True)
-def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats):
+def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_defined, fmt_defined):
     """Fold the record's INFO and FORMAT values into the per-key statistics.
+
+    A key the header does not define as INFO (resp. FORMAT) is refused, as htslib's
+    bcf_record_check refuses it: its values could not be typed or named.
 
     GT is skipped: its ploidy is read separately and its values never size a dtype,
     and on genotype data it is most of the bytes."""
@@ -66,7 +69,7 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats):
         t, n, d = records.typed_descriptor(buf, j, end)
         if d < 0 or d + n * records.type_size(t) > end:
             return records.ERR_OVERRUN
-        if key < 0 or key >= n_keys_info:
+        if key < 0 or key >= n_keys_info or not info_defined[key]:
             return records.ERR_UNKNOWN_KEY
         records.update_stats(buf, t, n, d, 1, info_stats, key)
         i = d + n * records.type_size(t)
@@ -80,7 +83,7 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats):
         t, n, d = records.typed_descriptor(buf, k, end)
         if d < 0 or d + n_samples * n * records.type_size(t) > end:
             return records.ERR_OVERRUN
-        if key < 0 or key >= n_keys_fmt:
+        if key < 0 or key >= n_keys_fmt or not fmt_defined[key]:
             return records.ERR_UNKNOWN_KEY
         if key != gt_key:
             records.update_stats(buf, t, n, d, n_samples, fmt_stats, key)
@@ -90,7 +93,7 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats):
 
 @numba.njit(nogil=True, cache=True)
 def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
-                 out_n_allele, out_ploidy, info_stats, fmt_stats):
+                 out_n_allele, out_ploidy, info_stats, fmt_stats, info_defined, fmt_defined):
     """Walk whole records in ``buf`` until it or the output capacity runs out.
 
     Returns (records written, bytes consumed, error code, error position).
@@ -109,7 +112,7 @@ def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, o
         n_fmt = buf[pos + records.OFF_N_FMT_SAMPLE + 3]
         if n_fmt > 0 and n_sample != n_samples:
             return k, pos, records.ERR_SAMPLES, pos
-        err = _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats)
+        err = _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_defined, fmt_defined)
         if err != records.OK:
             return k, pos, err, pos
         out_offset[k] = base + pos
@@ -179,6 +182,10 @@ class _RecordAccumulator:
         n_keys = max([f.key for f in (*header.info, *header.formats)] + list(header.filter_keys) + [0]) + 1
         self.info_stats = new_stats(n_keys)
         self.fmt_stats = new_stats(n_keys)
+        self.info_defined = np.zeros(n_keys, dtype=np.bool_)
+        self.info_defined[[f.key for f in header.info]] = True
+        self.fmt_defined = np.zeros(n_keys, dtype=np.bool_)
+        self.fmt_defined[[f.key for f in header.formats]] = True
         self.pending = b""
         self.base = header.size  # stream offset of pending[0]
 
@@ -192,7 +199,7 @@ class _RecordAccumulator:
             out = [np.empty(cap, np.int64)] + [np.empty(cap, np.int32) for _ in range(5)]
             k, consumed, err, err_pos = _scan_kernel(
                 view, self.n_samples, self.gt_key, self.base + consumed_total, *out,
-                self.info_stats, self.fmt_stats,
+                self.info_stats, self.fmt_stats, self.info_defined, self.fmt_defined,
             )
             if err != records.OK:
                 raise CorruptBCFError(
