@@ -63,3 +63,24 @@ def test_info_key_the_header_does_not_define_is_refused(seed):
             pass
     with pytest.raises(CorruptBCFError, match="key the header does not define"):
         run()
+
+
+def test_allele_that_is_not_utf8_is_a_chunk_decode_error(seed, tmp_path):
+    """A flipped bit in an allele string of a raw cache chunk used to surface as a
+    UnicodeDecodeError from zarr's vlen-utf8 step."""
+    work, _ = seed
+    refs = tmp_path / "s.json"
+    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2)
+    doc = json.loads(refs.read_text())["refs"]
+    path, offset, length = doc["variant_allele/0.0"]
+    spec = codec.ChunkSpec.from_config(json.loads(doc["variant_allele/.zarray"])["filters"][-1])
+    chunk = open(path, "rb").read()[offset : offset + length]
+    at = chunk.index(b"ACGT")
+    assert codec.decode_chunk(chunk, spec) is not None
+    with pytest.raises(ChunkDecodeError, match="not UTF-8"):
+        codec.decode_chunk(chunk[:at] + b"\xc3" + chunk[at + 1 :], spec)
+    with pytest.raises(ChunkDecodeError, match="not UTF-8"):
+        codec.decode_chunk(chunk[:at] + b"\xff" + chunk[at + 1 :], spec)
+    # A valid two-byte character is a value, not an error.
+    out = codec.decode_chunk(chunk[:at] + b"\xc3\xa9" + chunk[at + 2 :], spec)
+    assert "\u00e9GT" in bytes(np.asarray(out)).decode()

@@ -105,6 +105,15 @@ def _check(err, err_pos, spec: ChunkSpec, what: str):
         )
 
 
+def _check_utf8(buf, starts, lengths, spec: ChunkSpec):
+    """Refuse a string that vlen-utf8 could not decode, naming where it starts."""
+    bad = decode.first_invalid_utf8(buf, starts.ravel(), lengths.ravel())
+    if bad >= 0:
+        raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: a string value is not UTF-8",
+                               offset=int(starts.ravel()[bad]),
+                               hint="offset is within the chunk; the BCF or the cache is damaged")
+
+
 def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     """Offsets of the records in the chunk; 1..chunk_length whole records are expected."""
     offsets, n, err, err_pos = records.record_offsets(buf, spec.chunk_length)
@@ -136,6 +145,7 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         _check(err, at, spec, kind)
         if kind == "id_mask":
             return lengths == decode.SPAN_MISSING
+        _check_utf8(buf, starts, lengths, spec)
         return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
 
     if kind in ("info", "format"):
@@ -210,6 +220,7 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
     _check(err, at, spec, spec.vcf_type)
     if spec.vcf_type == "Character":
         return _first_characters(buf, starts, lengths).reshape(full)
+    _check_utf8(buf, starts, lengths, spec)
     return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
 
 

@@ -324,3 +324,48 @@ def field_string_spans(buf, offsets, key, is_format, starts, lengths):
                         break
                 b += 1
     return R.OK, np.int64(0)
+
+
+@_njit
+def first_invalid_utf8(buf, starts, lengths):
+    """Index of the first span whose bytes are not strict UTF-8 (as Python decodes it:
+    no overlong forms, surrogates or code points past U+10FFFF), or -1.
+
+    The vlen-utf8 step after the codec decodes every string; checking here turns a
+    damaged or non-UTF-8 string into a ChunkDecodeError instead of a UnicodeDecodeError
+    deep inside zarr."""
+    for j in range(starts.shape[0]):
+        i = starts[j]
+        e = i + lengths[j]  # SPAN_FILL/SPAN_MISSING lengths are negative: nothing to read
+        while i < e:
+            c = buf[i]
+            if c < 0x80:
+                i += 1
+                continue
+            lo, hi, need = 0x80, 0xBF, 0
+            if 0xC2 <= c <= 0xDF:
+                need = 1
+            elif c == 0xE0:
+                need, lo = 2, 0xA0
+            elif (0xE1 <= c <= 0xEC) or c == 0xEE or c == 0xEF:
+                need = 2
+            elif c == 0xED:
+                need, hi = 2, 0x9F
+            elif c == 0xF0:
+                need, lo = 3, 0x90
+            elif 0xF1 <= c <= 0xF3:
+                need = 3
+            elif c == 0xF4:
+                need, hi = 3, 0x8F
+            else:
+                return j
+            if i + need >= e:  # the sequence runs past the value
+                return j
+            b = buf[i + 1]
+            if b < lo or b > hi:
+                return j
+            for m in range(2, need + 1):
+                if buf[i + m] < 0x80 or buf[i + m] > 0xBF:
+                    return j
+            i += need + 1
+    return -1
