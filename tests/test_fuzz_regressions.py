@@ -84,3 +84,27 @@ def test_allele_that_is_not_utf8_is_a_chunk_decode_error(seed, tmp_path):
     # A valid two-byte character is a value, not an error.
     out = codec.decode_chunk(chunk[:at] + b"\xc3\xa9" + chunk[at + 2 :], spec)
     assert "\u00e9GT" in bytes(np.asarray(out)).decode()
+
+
+def test_value_outside_the_arrays_dtype_is_refused_not_wrapped(seed, tmp_path):
+    """A raw-cache chunk whose POS gained 65536 (bit 0 of its third byte flipped):
+    htslib reads 65541, and the codec used to cast it into variant_position's int16
+    as 5. It must refuse instead."""
+    work, _ = seed
+    refs = tmp_path / "s.json"
+    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2)
+    doc = json.loads(refs.read_text())["refs"]
+    path, offset, length = doc["variant_position/2"]
+    zarray = json.loads(doc["variant_position/.zarray"])
+    spec = codec.ChunkSpec.from_config(zarray["filters"][-1])
+    assert np.dtype(zarray["dtype"]).itemsize == 2
+    chunk = bytearray(open(path, "rb").read()[offset : offset + length])
+    second = 8 + int.from_bytes(chunk[0:4], "little") + int.from_bytes(chunk[4:8], "little")
+    chunk[second + 12 + 2] ^= 1  # POS += 65536
+    with pytest.raises(ChunkDecodeError, match="outside the array's int16"):
+        codec.decode_chunk(bytes(chunk), spec)
+    plain = tmp_path / "m.bcf"
+    header = bcfdata.uncompressed_copy(work / "seed.bcf", tmp_path / "p.bcf").read_bytes()
+    plain.write_bytes(header[: 9 + int.from_bytes(header[5:9], "little")] + bytes(chunk))
+    with pysam.VariantFile(str(plain)) as vf:
+        assert [r.pos for r in vf][1] == 65541  # htslib's reading of the same bytes

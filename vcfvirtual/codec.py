@@ -105,6 +105,21 @@ def _check(err, err_pos, spec: ChunkSpec, what: str):
         )
 
 
+def _narrow(values: np.ndarray, dtype: np.dtype, spec: ChunkSpec) -> np.ndarray:
+    """int32 values as the array's (smallest) integer dtype, refusing values that do
+    not fit: the index chose the dtype from every value it saw, so a value outside it
+    means the cache changed, and a cast would silently wrap it (65541 -> 5 in int16)."""
+    if dtype.itemsize < 4 and values.size:
+        info = np.iinfo(dtype)
+        lo, hi = int(values.min()), int(values.max())
+        if lo < info.min or hi > info.max:
+            bad = int(np.nonzero((values < info.min) | (values > info.max))[0][0])
+            raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: record {bad} of the chunk holds "
+                                   f"{hi if hi > info.max else lo}, outside the array's {dtype}",
+                                   hint="the cache may not match the references")
+    return values.astype(dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype, copy=False)
+
+
 def _check_utf8(buf, starts, lengths, spec: ChunkSpec):
     """Refuse a string that vlen-utf8 could not decode, naming where it starts."""
     bad = decode.first_invalid_utf8(buf, starts.ravel(), lengths.ravel())
@@ -158,7 +173,7 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         decode.fixed_int32(buf, offsets, field, values)
         if kind == "position":
             values[:n] += 1  # BCF POS is 0-based, VCF Zarr positions are 1-based
-        return values.astype(dtype.newbyteorder("<"), copy=False)
+        return _narrow(values, dtype, spec)
     if kind == "quality":
         out = np.full(full, FLOAT32_FILL, dtype="<f4")
         decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
@@ -174,7 +189,7 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     err, at = decode.genotypes(buf, offsets, spec.key, gt, phased)
     _check(err, at, spec, kind)
     if kind == "genotype":
-        return gt.astype(dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype, copy=False)
+        return _narrow(gt, dtype, spec)
     if kind == "genotype_mask":
         return gt < 0  # missing or fill, as bio2zarr writes it
     return phased
@@ -213,7 +228,7 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
         _check(err, at, spec, spec.vcf_type)
         if is_float:
             return out.view("<f4").reshape(full)
-        return out.reshape(full).astype(np.dtype(spec.dtype).newbyteorder("<"), copy=False)
+        return _narrow(out.reshape(full), np.dtype(spec.dtype), spec)
     starts = np.zeros(inner, np.int64)
     lengths = np.full(inner, decode.SPAN_FILL, np.int64)
     err, at = decode.field_string_spans(buf, offsets, spec.key, is_format, starts, lengths)
