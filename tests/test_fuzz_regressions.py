@@ -108,3 +108,21 @@ def test_value_outside_the_arrays_dtype_is_refused_not_wrapped(seed, tmp_path):
     plain.write_bytes(header[: 9 + int.from_bytes(header[5:9], "little")] + bytes(chunk))
     with pysam.VariantFile(str(plain)) as vf:
         assert [r.pos for r in vf][1] == 65541  # htslib's reading of the same bytes
+
+
+@pytest.mark.parametrize("n_sample", [2, 4])
+def test_record_sample_count_other_than_the_arrays_is_refused(seed, tmp_path, n_sample):
+    """FORMAT vectors are laid out by the record's own n_sample; decoding the array's
+    3 samples from a record that says 2 or 4 read bytes of other fields (or past the
+    chunk) as genotypes."""
+    work, _ = seed
+    refs = tmp_path / "s.json"
+    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2)
+    doc = json.loads(refs.read_text())["refs"]
+    for name in ("call_genotype", "call_DP", "call_QS", "call_FT"):
+        path, offset, length = doc[f"{name}/0.0"] if f"{name}/0.0" in doc else doc[f"{name}/0.0.0"]
+        spec = codec.ChunkSpec.from_config(json.loads(doc[f"{name}/.zarray"])["filters"][-1])
+        chunk = bytearray(open(path, "rb").read()[offset : offset + length])
+        chunk[28] = n_sample  # low byte of record 0's n_sample (3 in the seed)
+        with pytest.raises(ChunkDecodeError):
+            codec.decode_chunk(bytes(chunk), spec)

@@ -165,6 +165,13 @@ def _int_sentinels(t):
     return np.int64(-2147483648), np.int64(-2147483647)
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _n_sample(buf, pos):
+    """The record's own sample count. FORMAT vectors are laid out by it, so reading a
+    different number of samples (the array's) would read past the field."""
+    return np.int64(R.u32(buf, pos + R.OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
+
+
 @_njit
 def genotypes(buf, offsets, gt_key, out_gt, out_phased):
     """Decode FORMAT/GT into alleles (-1 missing, -2 fill) and per-call phasing.
@@ -183,6 +190,8 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
         t, n, d, err = R.find_format(buf, pos, gt_key)
         if err != R.OK:
             return err, pos
+        if d >= 0 and _n_sample(buf, pos) != n_samples:
+            return R.ERR_SAMPLES, pos
         if d < 0:
             out_gt[k, :, :] = -1
             # bio2zarr marks every call of an all-haploid dataset phased, even absent ones.
@@ -244,6 +253,8 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
         t, n, d, err = _locate(buf, pos, key, is_format)
         if err != R.OK:
             return err, pos
+        if is_format and d >= 0 and _n_sample(buf, pos) != n_vectors:
+            return R.ERR_SAMPLES, pos
         if d < 0:
             out[k, :, :] = missing_out
             continue
@@ -303,6 +314,8 @@ def field_string_spans(buf, offsets, key, is_format, starts, lengths):
         t, n, d, err = _locate(buf, pos, key, is_format)
         if err != R.OK:
             return err, pos
+        if is_format and d >= 0 and _n_sample(buf, pos) != n_vectors:
+            return R.ERR_SAMPLES, pos
         if d < 0:
             lengths[k, :, :] = SPAN_MISSING
             continue
