@@ -173,6 +173,12 @@ def read_ours(bcf: Path, work: Path, layout: str = "raw"):
         values = {name: ds[name].values for name in ds.data_vars}  # every decoder runs
     except VcfVirtualError as e:
         return None, e
+    if "call_genotype" not in values:
+        # The (mutated) header declares no FORMAT/GT: every call is absent, which is
+        # what htslib must then say too.
+        shape = (ds.sizes["variants"], ds.sizes.get("samples", 0))
+        values["call_genotype"] = np.full((*shape, 1), -1, np.int8)
+        values["call_genotype_phased"] = np.zeros(shape, bool)
     return {k: values[v] for k, v in CORE.items()}, None
 
 
