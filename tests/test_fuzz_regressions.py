@@ -126,3 +126,24 @@ def test_record_sample_count_other_than_the_arrays_is_refused(seed, tmp_path, n_
         chunk[28] = n_sample  # low byte of record 0's n_sample (3 in the seed)
         with pytest.raises(ChunkDecodeError):
             codec.decode_chunk(bytes(chunk), spec)
+
+
+def test_bgzf_block_size_smaller_than_its_header_is_corrupt(seed, tmp_path):
+    """BSIZE (bytes 16-17 of a block) set to 0: the footer offset went negative and
+    struct.error escaped from both the scan and the bgzf-layout codec."""
+    work, _ = seed
+    data = bytearray((work / "seed.bcf").read_bytes())
+    data[16] = data[17] = 0
+    _, run = _index(work, bytes(data))
+    with pytest.raises(CorruptBCFError, match="BGZF block size"):
+        run()
+    refs = tmp_path / "s.json"
+    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
+                     cache_layout="bgzf")
+    doc = json.loads(refs.read_text())["refs"]
+    path, offset, length = doc["variant_position/0"]
+    spec = codec.ChunkSpec.from_config(json.loads(doc["variant_position/.zarray"])["filters"][-1])
+    chunk = bytearray(open(path, "rb").read()[offset : offset + length])
+    chunk[16] = 0
+    with pytest.raises(ChunkDecodeError, match="BGZF block size"):
+        codec.decode_chunk(bytes(chunk), spec)
