@@ -365,7 +365,6 @@ def main(target: str, work: str) -> int:
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     seed = Seed(work)
-    run = TARGETS[target](seed)
     examples = int(os.environ.get("VCFVIRTUAL_FUZZ_EXAMPLES", "40"))
     seconds = float(os.environ.get("VCFVIRTUAL_FUZZ_SECONDS", "0"))
     health = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
@@ -374,12 +373,13 @@ def main(target: str, work: str) -> int:
     if not seconds:
         # In the suite: the same fixed examples every run, so timing and results are stable.
         settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-                 suppress_health_check=health)(run)()
+                 suppress_health_check=health)(TARGETS[target](seed))()
         batches = 1
     else:
         while time.monotonic() - started < seconds:
+            # A fresh test function per batch: hypothesis takes settings once per function.
             settings(max_examples=examples, derandomize=False, database=None, deadline=None,
-                     suppress_health_check=health)(run)()
+                     suppress_health_check=health)(TARGETS[target](seed))()
             batches += 1
     faulthandler.cancel_dump_traceback_later()
     cases = STATS.pop("cases", 0)
