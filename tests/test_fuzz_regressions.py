@@ -147,3 +147,14 @@ def test_bgzf_block_size_smaller_than_its_header_is_corrupt(seed, tmp_path):
     chunk[16] = 0
     with pytest.raises(ChunkDecodeError, match="BGZF block size"):
         codec.decode_chunk(bytes(chunk), spec)
+
+
+def test_bgzf_xlen_shorter_than_its_bc_subfield_is_corrupt(seed, tmp_path):
+    """XLEN 6 -> 4 (bit 1 of byte 10 flipped): the BC subfield ran past the extra
+    field and IndexError escaped from the BGZF block parser."""
+    work, _ = seed
+    data = bytearray((work / "seed.bcf").read_bytes())
+    data[10] ^= 2
+    _, run = _index(work, bytes(data))
+    with pytest.raises(CorruptBCFError):
+        run()
