@@ -158,3 +158,19 @@ def test_bgzf_xlen_shorter_than_its_bc_subfield_is_corrupt(seed, tmp_path):
     _, run = _index(work, bytes(data))
     with pytest.raises(CorruptBCFError):
         run()
+
+
+def test_record_chrom_outside_the_contigs_is_refused(seed):
+    """CHROM of the first record set to 7 (3 contigs): htslib refuses the record; we
+    stored 7 in variant_contig, an index past contig_id."""
+    work, plain = seed
+    hs = 9 + int.from_bytes(plain[5:9], "little")
+    data = bytearray(plain)
+    data[hs + 8 : hs + 12] = (7).to_bytes(4, "little")
+    path, run = _index(work, bytes(data))
+    with pytest.raises(OSError), pysam.VariantFile(str(path)) as vf:
+        for _ in vf:
+            pass
+    with pytest.raises(CorruptBCFError, match="CHROM is not a contig"):
+        run()
+

@@ -43,6 +43,7 @@ ERR_SAMPLES = 4  # record sample count differs from the header
 ERR_TRAILING = 5  # bytes left that do not form a whole record
 ERR_COUNT = 6  # record count differs from what the codec was configured for
 ERR_UNKNOWN_KEY = 8  # an INFO/FORMAT key that the header does not define
+ERR_UNKNOWN_CONTIG = 9  # a CHROM index the header does not define
 
 ERROR_TEXT = {
     ERR_SHORT_SHARED: "record's l_shared is smaller than the 24-byte fixed part",
@@ -52,6 +53,7 @@ ERROR_TEXT = {
     ERR_TRAILING: "data ends inside a record (truncated)",
     ERR_COUNT: "number of records differs from the index",
     ERR_UNKNOWN_KEY: "record uses an INFO/FORMAT key the header does not define",
+    ERR_UNKNOWN_CONTIG: "record's CHROM is not a contig the header defines",
 }
 
 _jit = numba.njit(nogil=True, cache=True, inline="always")

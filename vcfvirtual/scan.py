@@ -92,7 +92,7 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_define
 
 
 @numba.njit(nogil=True, cache=True)
-def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
+def _scan_kernel(buf, n_samples, n_contigs, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
                  out_n_allele, out_ploidy, info_stats, fmt_stats, info_defined, fmt_defined):
     """Walk whole records in ``buf`` until it or the output capacity runs out.
 
@@ -112,11 +112,14 @@ def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, o
         n_fmt = buf[pos + records.OFF_N_FMT_SAMPLE + 3]
         if n_fmt > 0 and n_sample != n_samples:
             return k, pos, records.ERR_SAMPLES, pos
+        chrom = records.i32(buf, pos + records.OFF_CHROM)
+        if chrom < 0 or chrom >= n_contigs:  # htslib refuses it too (bcf_record_check)
+            return k, pos, records.ERR_UNKNOWN_CONTIG, pos
         err = _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_defined, fmt_defined)
         if err != records.OK:
             return k, pos, err, pos
         out_offset[k] = base + pos
-        out_chrom[k] = records.i32(buf, pos + records.OFF_CHROM)
+        out_chrom[k] = chrom
         out_pos[k] = records.i32(buf, pos + records.OFF_POS)
         out_rlen[k] = records.i32(buf, pos + records.OFF_RLEN)
         out_n_allele[k] = np.int32(records.u32(buf, pos + records.OFF_N_ALLELE_INFO) >> np.uint32(16))
@@ -176,6 +179,7 @@ class _RecordAccumulator:
         # A sink that lays records out by chunk (the BGZF cache) is told where records start.
         self.on_records = getattr(sink, "records_scanned", None)
         self.n_samples = len(header.samples)
+        self.n_contigs = len(header.contigs)
         self.gt_key = header.gt_key
         self.parts: dict[str, list[np.ndarray]] = {f: [] for f in RECORD_FIELDS}
         # Per dictionary key: (max values per vector, min int, max int), as bio2zarr summarises.
@@ -198,7 +202,7 @@ class _RecordAccumulator:
             cap = max(1, view.shape[0] // 32 + 1)
             out = [np.empty(cap, np.int64)] + [np.empty(cap, np.int32) for _ in range(5)]
             k, consumed, err, err_pos = _scan_kernel(
-                view, self.n_samples, self.gt_key, self.base + consumed_total, *out,
+                view, self.n_samples, self.n_contigs, self.gt_key, self.base + consumed_total, *out,
                 self.info_stats, self.fmt_stats, self.info_defined, self.fmt_defined,
             )
             if err != records.OK:
