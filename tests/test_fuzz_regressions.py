@@ -174,3 +174,28 @@ def test_record_chrom_outside_the_contigs_is_refused(seed):
     with pytest.raises(CorruptBCFError, match="CHROM is not a contig"):
         run()
 
+
+
+def test_negative_pos_is_refused_by_scan_and_codec(seed, tmp_path):
+    """POS bytes set to 0xFFFFFFC7: we read int32 -57 (position -56), htslib reads it
+    unsigned (position 4294967240). Only 0xFFFFFFFF (VCF POS 0) is a valid negative."""
+    work, plain = seed
+    hs = 9 + int.from_bytes(plain[5:9], "little")
+    data = bytearray(plain)
+    data[hs + 12 : hs + 16] = (2**32 - 57).to_bytes(4, "little")
+    path, run = _index(work, bytes(data))
+    with pysam.VariantFile(str(path)) as vf:
+        assert next(iter(vf)).pos == 2**32 - 56
+    with pytest.raises(CorruptBCFError, match="POS is negative"):
+        run()
+    refs = tmp_path / "s.json"
+    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2)
+    doc = json.loads(refs.read_text())["refs"]
+    cache, offset, length = doc["variant_position/0"]
+    spec = codec.ChunkSpec.from_config(json.loads(doc["variant_position/.zarray"])["filters"][-1])
+    chunk = bytearray(open(cache, "rb").read()[offset : offset + length])
+    chunk[12:16] = (2**32 - 57).to_bytes(4, "little")
+    with pytest.raises(ChunkDecodeError, match="negative POS"):
+        codec.decode_chunk(bytes(chunk), spec)
+    chunk[12:16] = (2**32 - 1).to_bytes(4, "little")  # VCF POS 0, as htslib writes it: a value
+    assert np.frombuffer(codec.decode_chunk(bytes(chunk), spec), "<i2")[0] == 0

@@ -172,6 +172,13 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         values = np.full(full, -2, np.int32)
         decode.fixed_int32(buf, offsets, field, values)
         if kind == "position":
+            # htslib reads POS as unsigned (0xFFFFFFFF meaning VCF POS 0): below -1 the
+            # int32 we read and htslib's value differ, and only damage puts it there.
+            if (values[:n] < -1).any():
+                bad = int(np.argmax(values[:n] < -1))
+                raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: record {bad} of the chunk has a "
+                                       f"negative POS", offset=int(offsets[bad]) + records.OFF_POS,
+                                       hint="the cache may not match the references")
             values[:n] += 1  # BCF POS is 0-based, VCF Zarr positions are 1-based
         return _narrow(values, dtype, spec)
     if kind == "quality":

@@ -44,6 +44,7 @@ ERR_TRAILING = 5  # bytes left that do not form a whole record
 ERR_COUNT = 6  # record count differs from what the codec was configured for
 ERR_UNKNOWN_KEY = 8  # an INFO/FORMAT key that the header does not define
 ERR_UNKNOWN_CONTIG = 9  # a CHROM index the header does not define
+ERR_NEGATIVE_POS = 10  # POS below -1 (VCF POS 0 is -1); htslib reads it as a huge uint32
 
 ERROR_TEXT = {
     ERR_SHORT_SHARED: "record's l_shared is smaller than the 24-byte fixed part",
@@ -54,6 +55,7 @@ ERROR_TEXT = {
     ERR_COUNT: "number of records differs from the index",
     ERR_UNKNOWN_KEY: "record uses an INFO/FORMAT key the header does not define",
     ERR_UNKNOWN_CONTIG: "record's CHROM is not a contig the header defines",
+    ERR_NEGATIVE_POS: "record's POS is negative",
 }
 
 _jit = numba.njit(nogil=True, cache=True, inline="always")

@@ -115,6 +115,8 @@ def _scan_kernel(buf, n_samples, n_contigs, gt_key, base, out_offset, out_chrom,
         chrom = records.i32(buf, pos + records.OFF_CHROM)
         if chrom < 0 or chrom >= n_contigs:  # htslib refuses it too (bcf_record_check)
             return k, pos, records.ERR_UNKNOWN_CONTIG, pos
+        if records.i32(buf, pos + records.OFF_POS) < -1:
+            return k, pos, records.ERR_NEGATIVE_POS, pos
         err = _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_defined, fmt_defined)
         if err != records.OK:
             return k, pos, err, pos
