@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 from numcodecs import VLenUTF8
 
 import vcfvirtual
+from vcfvirtual import bgzf
 from vcfvirtual import codec as codec_mod
 from vcfvirtual.errors import ChunkDecodeError, VcfVirtualError
 
@@ -153,7 +154,10 @@ def compare_rows(ours: dict, rows, n_rows: int | None = None) -> list[str]:
                 a == b if b is not None else (a == -1 or not 0 <= a < len(alleles)) for a, b in zip(mine, call))
             if not same or not (gt[j, len(call):] == -2).all():
                 problems.append(f"record {i} sample {j}: genotype {gt[j].tolist()} != {call}")
-            elif len(call) > 1 and ours["phased"][i, j] != phased[j]:
+            # Phase: pysam skips an allele holding the integer-missing sentinel (-128 in
+            # int8) while bio2zarr, and we, read the second value's phase bit; htslib
+            # never writes that sentinel in GT, so calls with a missing allele are left out.
+            elif len(call) > 1 and None not in call and ours["phased"][i, j] != phased[j]:
                 problems.append(f"record {i} sample {j}: phased {ours['phased'][i, j]} != {phased[j]}")
     return problems
 
@@ -240,6 +244,11 @@ def scan_target(seed: Seed, plain: bool):
         path.write_bytes(apply_ops(data, ops))
         ours, err = read_ours(path, seed.work)
         rows = pysam_rows(path)
+        if rows is None and not plain and "EOF marker" in LAST_REFUSAL:
+            # pysam refuses a BGZF file whose EOF block is gone or damaged; htslib reads
+            # it with a warning, as we do. An extra EOF block changes no record: ask again.
+            path.write_bytes(path.read_bytes() + bgzf.EOF_BLOCK)
+            rows = pysam_rows(path)
         if err is not None:
             STATS[f"typed error {type(err).__name__}" + ("" if rows is None else " (htslib reads it)")] += 1
             return
