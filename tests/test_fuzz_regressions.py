@@ -199,3 +199,25 @@ def test_negative_pos_is_refused_by_scan_and_codec(seed, tmp_path):
         codec.decode_chunk(bytes(chunk), spec)
     chunk[12:16] = (2**32 - 1).to_bytes(4, "little")  # VCF POS 0, as htslib writes it: a value
     assert np.frombuffer(codec.decode_chunk(bytes(chunk), spec), "<i2")[0] == 0
+
+
+
+def test_flag_holding_values_reads_as_present(seed):
+    """The fuzzer flipped NOTE's key into SOMATIC's (a Flag) in a record where NOTE is
+    "x,y": htslib reads the flag as set. The index gave the flag a 2-wide dimension
+    (two comma-separated parts) that the Flag decoder does not fill, and zarr failed
+    with ValueError."""
+    import xarray as xr
+
+    work, plain = seed
+    with pysam.VariantFile(str(work / "seed.plain.bcf")) as vf:
+        note, somatic = vf.header.info["NOTE"].id, vf.header.info["SOMATIC"].id
+    old = bytes([0x11, note, 0x37]) + b"x,y"
+    assert plain.count(old) == 1
+    path, run = _index(work, plain.replace(old, bytes([0x11, somatic, 0x37]) + b"x,y"))
+    with pysam.VariantFile(str(path)) as vf:
+        expected = ["SOMATIC" in rec.info for rec in vf]
+    assert sum(expected) == 2
+    ds = xr.open_zarr(run(), zarr_format=3, consolidated=False)
+    assert ds["variant_SOMATIC"].dims == ("variants",)
+    assert ds["variant_SOMATIC"].values.tolist() == expected
