@@ -221,3 +221,27 @@ def test_flag_holding_values_reads_as_present(seed):
     ds = xr.open_zarr(run(), zarr_format=3, consolidated=False)
     assert ds["variant_SOMATIC"].dims == ("variants",)
     assert ds["variant_SOMATIC"].values.tolist() == expected
+
+
+def test_genotype_values_after_vector_end_are_padding(seed, tmp_path):
+    """A call whose first GT value is end-of-vector is empty to htslib (pysam: ());
+    the decoder used to keep reading and return [-2, 1]."""
+    work, _ = seed
+    refs = tmp_path / "s.json"
+    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2)
+    doc = json.loads(refs.read_text())["refs"]
+    cache, offset, length = doc["call_genotype/0.0.0"]
+    spec = codec.ChunkSpec.from_config(json.loads(doc["call_genotype/.zarray"])["filters"][-1])
+    chunk = bytearray(open(cache, "rb").read()[offset : offset + length])
+    # Record 0 is "GT 0|1 ./. 1/1": GT's int8 values for the 3 samples follow its key and
+    # descriptor at the start of the FORMAT part.
+    fmt = 8 + int.from_bytes(chunk[0:4], "little")
+    assert chunk[fmt + 2] == 0x21 and list(chunk[fmt + 3 : fmt + 9]) == [3, 5, 0, 0, 4, 4]
+    chunk[fmt + 7] = 0x81  # sample 3's first allele := int8 end-of-vector (-127)
+    plain = tmp_path / "m.bcf"
+    header = bcfdata.uncompressed_copy(work / "seed.bcf", tmp_path / "p.bcf").read_bytes()
+    plain.write_bytes(header[: 9 + int.from_bytes(header[5:9], "little")] + bytes(chunk))
+    with pysam.VariantFile(str(plain)) as vf:
+        assert next(iter(vf)).samples[2]["GT"] == ()
+    values = np.frombuffer(codec.decode_chunk(bytes(chunk), spec), np.int8).reshape(2, 3, 2)
+    assert values[0, 2].tolist() == [-2, -2]

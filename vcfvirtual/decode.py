@@ -205,13 +205,16 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased):
         missing, vector_end = _int_sentinels(t)
         for s in range(n_samples):
             base = d + s * n * size
+            ended = False
             for a in range(ploidy):
-                if a >= n:
+                if a >= n or ended:
                     out_gt[k, s, a] = -2
                     continue
                 raw = R.read_int(buf, base + a * size, t)
                 if raw == vector_end:
+                    # The call ends here: htslib ignores whatever follows in the vector.
                     out_gt[k, s, a] = -2
+                    ended = True
                 elif raw == missing:
                     out_gt[k, s, a] = -1
                 else:
