@@ -245,3 +245,17 @@ def test_genotype_values_after_vector_end_are_padding(seed, tmp_path):
         assert next(iter(vf)).samples[2]["GT"] == ()
     values = np.frombuffer(codec.decode_chunk(bytes(chunk), spec), np.int8).reshape(2, 3, 2)
     assert values[0, 2].tolist() == [-2, -2]
+
+
+def test_allele_that_is_not_a_string_is_refused(seed):
+    """An allele's descriptor zeroed (the fuzzer's u32 0): a NULL-typed allele, which
+    htslib refuses ("Invalid REF/ALT type") and we read as an empty allele."""
+    work, plain = seed
+    old = b"\x37rs3\x17G\x17C"  # record 3's ID and alleles
+    assert plain.count(old) == 1
+    path, run = _index(work, plain.replace(old, b"\x37rs3\x17G\x00\x00"))
+    with pytest.raises(OSError), pysam.VariantFile(str(path)) as vf:
+        for _ in vf:
+            pass
+    with pytest.raises(CorruptBCFError, match="type code"):
+        run()

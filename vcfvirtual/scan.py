@@ -92,6 +92,23 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_define
 
 
 @numba.njit(nogil=True, cache=True)
+def _alleles_are_strings(buf, pos):
+    """Whether every allele is a typed character vector, as htslib requires (a NULL-typed
+    allele would otherwise read as an empty string)."""
+    end = pos + 8 + np.int64(records.u32(buf, pos))
+    n_allele = np.int64(records.u32(buf, pos + records.OFF_N_ALLELE_INFO) >> np.uint32(16))
+    i = records.skip_typed(buf, pos + records.OFF_ID, end)
+    for _ in range(n_allele):
+        if i < 0 or i >= end:
+            return False
+        t, n, d = records.typed_descriptor(buf, i, end)
+        if d < 0 or t != records.BT_CHAR:
+            return False
+        i = records.skip_typed(buf, i, end)
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
 def _scan_kernel(buf, n_samples, n_contigs, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
                  out_n_allele, out_ploidy, info_stats, fmt_stats, info_defined, fmt_defined):
     """Walk whole records in ``buf`` until it or the output capacity runs out.
@@ -117,6 +134,8 @@ def _scan_kernel(buf, n_samples, n_contigs, gt_key, base, out_offset, out_chrom,
             return k, pos, records.ERR_UNKNOWN_CONTIG, pos
         if records.i32(buf, pos + records.OFF_POS) < -1:
             return k, pos, records.ERR_NEGATIVE_POS, pos
+        if not _alleles_are_strings(buf, pos):  # htslib: "Invalid REF/ALT type"
+            return k, pos, records.ERR_BAD_TYPE, pos
         err = _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_defined, fmt_defined)
         if err != records.OK:
             return k, pos, err, pos
