@@ -259,3 +259,13 @@ def test_allele_that_is_not_a_string_is_refused(seed):
             pass
     with pytest.raises(CorruptBCFError, match="type code"):
         run()
+
+
+def test_file_cut_inside_the_magic_is_a_typed_error(seed):
+    """The fuzzer truncated the plain BCF to b"BCF\\x02": classify_prefix read byte 4 for
+    the minor version and raised IndexError."""
+    work, plain = seed
+    for n in (1, 3, 4):
+        _, run = _index(work, plain[:n])
+        with pytest.raises(HeaderError, match="inside the BCF magic"):
+            run()
