@@ -91,3 +91,41 @@ def random_cohort_vcf(n_records: int, n_samples: int, seed: int = 1, contigs=("c
                 + "\t".join(calls)
             )
     return vcf_text(records, samples)
+
+
+FUZZ_HEADER = HEADER + """##INFO=<ID=AF,Number=A,Type=Float,Description="Allele frequency">
+##INFO=<ID=NOTE,Number=1,Type=String,Description="Free text">
+##INFO=<ID=SOMATIC,Number=0,Type=Flag,Description="Somatic">
+##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Read depth">
+##FORMAT=<ID=QS,Number=1,Type=Float,Description="A float score">
+##FORMAT=<ID=FT,Number=1,Type=String,Description="Sample filter">
+"""
+
+# Small records touching every typed-value path the codec has (Integer, Float, String,
+# Flag INFO; Integer, Float, String FORMAT; GT of ploidy 1 and 2; missing values;
+# several contigs and FILTERs) so that mutating a few bytes reaches each decoder.
+FUZZ_RECORDS = [
+    "chr1\t100\trs1\tA\tT\t30\tPASS\tDP=5;AF=0.5;NOTE=ab\tGT:DP:QS:FT\t0|1:3:9.5:PASS\t./.:.:.:.\t1/1:7:2:lowq",
+    "chr1\t200\t.\tACGT\tA,AC\t.\tq10;s50\tSOMATIC;AF=0.1,0.2\tGT:DP\t0/2:1\t1/.:2\t2|2:.",
+    "chr1\t250\trs3\tG\tC\t1.5\t.\t.\tGT\t0\t1\t.",
+    "chr2\t10\trs5\tT\tC,G\t12\tPASS\tNOTE=x,y\tGT:FT\t1|0:a\t0/1:bb\t.|1:.",
+    "chr2\t20\t.\tTTT\tT\t0\tq10\tDP=7\t.\t.\t.\t.",
+    "chrX\t5\t.\tG\tA\t.\t.\t.\tGT:QS\t0/1:1\t1|1:.\t1/.:3",
+]
+
+
+def fuzz_bcf(path: Path) -> Path:
+    """BGZF BCF of FUZZ_RECORDS, the seed the fuzz tests mutate."""
+    return write_bcf(vcf_text(FUZZ_RECORDS, header=FUZZ_HEADER), path, index=False)
+
+
+def uncompressed_copy(bcf: Path, path: Path) -> Path:
+    """The same BCF as a plain uncompressed stream (no BGZF container at all).
+
+    bcftools view -Ou writes level-0 BGZF blocks, which still carry CRCs; the plain
+    stream is what gunzip gives, and htslib reads it too."""
+    import gzip
+
+    path = Path(path)
+    path.write_bytes(gzip.decompress(Path(bcf).read_bytes()))
+    return path

@@ -136,3 +136,20 @@ def chunk_bytes(refs_path: Path, key: str) -> bytes:
     with open(url.removeprefix("file://"), "rb") as f:
         f.seek(offset)
         return f.read(length)
+
+
+def resolved_refs(refs_path: Path) -> dict:
+    """A Kerchunk JSON's references with templates filled in and file:// dropped, so a
+    chunk reference is a (local path, offset, length) to open directly."""
+    import json
+
+    doc = json.loads(Path(refs_path).read_text())
+    out = {}
+    for key, value in doc["refs"].items():
+        if isinstance(value, list) and value and isinstance(value[0], str):
+            url = value[0]
+            for name, target in doc.get("templates", {}).items():
+                url = url.replace("{{" + name + "}}", target)
+            value = [url.removeprefix("file://"), *value[1:]]
+        out[key] = value
+    return out

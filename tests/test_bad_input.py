@@ -83,7 +83,7 @@ def _cases(plain: bytes) -> dict:
         "undeclared_info_key": (no_dp, errors.CorruptBCFError, "INFO/FORMAT key", record_offsets(no_dp)[0]),
         "undeclared_filter_key": (no_q10, errors.CorruptBCFError, "FILTER key", record_offsets(no_q10)[1]),
         "undeclared_format_key": (no_gt, errors.CorruptBCFError, "INFO/FORMAT key", record_offsets(no_gt)[0]),
-        "undeclared_contig": (no_chrx, errors.CorruptBCFError, "CHROM", None),
+        "undeclared_contig": (no_chrx, errors.CorruptBCFError, "CHROM", record_offsets(no_chrx)[6]),
         "info_typed_against_header": (dp_float, errors.CorruptBCFError, "INFO/DP (Type=Float)",
                                       record_offsets(dp_float)[0]),
         "record_n_sample_differs": (bytes(n_sample), errors.CorruptBCFError, "sample count", offsets[2]),

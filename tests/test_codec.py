@@ -136,7 +136,7 @@ def test_integer_values_outside_the_indexed_dtype_are_refused(data_dir, tmp_path
     data, config = _chunk(bcf, tmp_path, "raw", chunk_length=2, array="variant_DP")
     assert config["dtype"] == "<i2"
     assert np.frombuffer(BCFRecordsCodec(**config).decode(data), "<i2").tolist() == [5, 300]
-    with pytest.raises(ChunkDecodeError, match="outside int8"):
+    with pytest.raises(ChunkDecodeError, match="outside the array's int8"):
         BCFRecordsCodec(**{**config, "dtype": "|i1"}).decode(data)
 
 

@@ -56,11 +56,13 @@ def _block_size(buf, pos: int, path, file_offset: int) -> int:
     i = 0
     while i + 4 <= xlen:
         si1, si2, slen = extra[i], extra[i + 1], extra[i + 2] | (extra[i + 3] << 8)
-        if si1 == 66 and si2 == 67 and slen == 2 and i + 6 <= xlen:  # 'B', 'C'
+        if i + 4 + slen > xlen:  # a subfield running past XLEN: the header is damaged
+            break
+        if si1 == 66 and si2 == 67 and slen == 2:  # 'B', 'C'
             size = (extra[i + 4] | (extra[i + 5] << 8)) + 1
-            if size < 12 + xlen + 8:
-                raise CorruptBCFError(path, f"BGZF block size {size} is smaller than its own header",
-                                      offset=file_offset)
+            if size < 12 + xlen + 8:  # smaller than its own header and footer
+                raise CorruptBCFError(path, f"BGZF block size field says {size} bytes, less than the "
+                                      f"block's header and footer", offset=file_offset)
             return size
         i += 4 + slen
     raise CorruptBCFError(

@@ -110,6 +110,30 @@ def _check(err, err_pos, spec: ChunkSpec, what: str):
         )
 
 
+def _narrow(values: np.ndarray, dtype: np.dtype, spec: ChunkSpec) -> np.ndarray:
+    """int32 values as the array's (smallest) integer dtype, refusing values that do
+    not fit: the index chose the dtype from every value it saw, so a value outside it
+    means the cache changed, and a cast would silently wrap it (65541 -> 5 in int16)."""
+    if dtype.itemsize < 4 and values.size:
+        info = np.iinfo(dtype)
+        lo, hi = int(values.min()), int(values.max())
+        if lo < info.min or hi > info.max:
+            bad = int(np.nonzero((values < info.min) | (values > info.max))[0][0])
+            raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: record {bad} of the chunk holds "
+                                   f"{hi if hi > info.max else lo}, outside the array's {dtype}",
+                                   hint="the cache may not match the references")
+    return values.astype(dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype, copy=False)
+
+
+def _check_utf8(buf, starts, lengths, spec: ChunkSpec):
+    """Refuse a string that vlen-utf8 could not decode, naming where it starts."""
+    bad = decode.first_invalid_utf8(buf, starts.ravel(), lengths.ravel())
+    if bad >= 0:
+        raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: a string value is not UTF-8",
+                               offset=int(starts.ravel()[bad]),
+                               hint="offset is within the chunk; the BCF or the cache is damaged")
+
+
 def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     """Offsets of the records in the chunk: exactly chunk_length whole records, or the
     remainder in the last chunk (1..chunk_length when the array's count is unknown)."""
@@ -176,6 +200,7 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
         _check(err, at, spec, kind)
         if kind == "id_mask":
             return lengths == decode.SPAN_MISSING
+        _check_utf8(buf, starts, lengths, spec)
         return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
 
     if kind in ("info", "format"):
@@ -187,8 +212,15 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
         values = np.full(full, -2, np.int32)
         decode.fixed_int32(buf, offsets, field, values)
         if kind == "position":
+            # htslib reads POS as unsigned (0xFFFFFFFF meaning VCF POS 0): below -1 the
+            # int32 we read and htslib's value differ, and only damage puts it there.
+            if (values[:n] < -1).any():
+                bad = int(np.argmax(values[:n] < -1))
+                raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: record {bad} of the chunk has a "
+                                       f"negative POS", offset=int(offsets[bad]) + records.OFF_POS,
+                                       hint="the cache may not match the references")
             values[:n] += 1  # BCF POS is 0-based, VCF Zarr positions are 1-based
-        return values.astype(dtype.newbyteorder("<"), copy=False)
+        return _narrow(values, dtype, spec)
     if kind == "quality":
         out = np.full(full, FLOAT32_FILL, dtype="<f4")
         decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
@@ -251,21 +283,14 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
         _check(err, at, spec, spec.vcf_type)
         if is_float:
             return out.view("<f4").reshape(full)
-        dtype = np.dtype(spec.dtype).newbyteorder("<")
-        if dtype.itemsize < 4 and out.size:
-            # The scan sized the dtype to the values it saw: anything outside it means
-            # these are not the records that were indexed, and would wrap silently.
-            info = np.iinfo(dtype)
-            if out.min() < info.min or out.max() > info.max:
-                raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: a value outside {dtype.name}, "
-                                       "the range seen when indexing", hint="the cache may not match the references")
-        return out.reshape(full).astype(dtype, copy=False)
+        return _narrow(out.reshape(full), np.dtype(spec.dtype), spec)
     starts = np.zeros(inner, np.int64)
     lengths = np.full(inner, decode.SPAN_FILL, np.int64)
     err, at = decode.field_string_spans(buf, offsets, spec.key, is_format, starts, lengths)
     _check(err, at, spec, spec.vcf_type)
     if spec.vcf_type == "Character":
         return _first_characters(buf, starts, lengths).reshape(full)
+    _check_utf8(buf, starts, lengths, spec)
     return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
 
 

@@ -169,6 +169,13 @@ def _int_sentinels(t):
     return np.int64(-2147483648), np.int64(-2147483647)
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _n_sample(buf, pos):
+    """The record's own sample count. FORMAT vectors are laid out by it, so reading a
+    different number of samples (the array's) would read past the field."""
+    return np.int64(R.u32(buf, pos + R.OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
+
+
 @_njit
 def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
     """Decode FORMAT/GT into alleles (-1 missing, -2 fill) and per-call phasing.
@@ -192,6 +199,8 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
         t, n, d, err = R.find_format(buf, pos, gt_key)
         if err != R.OK:
             return err, pos
+        if d >= 0 and _n_sample(buf, pos) != n_samples:
+            return R.ERR_SAMPLES, pos
         if d < 0:
             out_gt[k, :, :] = -1
             # bio2zarr marks every call of an all-haploid dataset phased, even absent ones.
@@ -211,33 +220,41 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
             row = flat_gt[k]
             too_big = False
             negative = False
+            early_end = False
             for i in range(n_samples * n):
                 b = buf[d + i]
                 value = (np.int64(np.int8(b)) >> 1) - 1
                 # 0x80 missing, 0x81 end-of-vector; any other byte >= 0x80 is negative.
                 negative |= b > 0x81
+                # An end-of-vector before a call's last slot: what follows is padding,
+                # which the general loop below handles.
+                early_end |= (b == 0x81) & (i % n != n - 1)
                 value = np.int64(-1) if b == 0x80 else (np.int64(-2) if b == 0x81 else value)
                 too_big |= value > max_allele
                 row[i] = value
-            if too_big:
-                return ERR_SHAPE, pos
-            if negative:
-                return ERR_GT_VALUE, pos
-            if with_phase:
-                for s in range(n_samples):
-                    out_phased[k, s] = n < 2 or (buf[d + s * n + 1] & 1) == 1
-            continue
+            if not early_end:
+                if negative:
+                    return ERR_GT_VALUE, pos
+                if too_big:
+                    return ERR_SHAPE, pos
+                if with_phase:
+                    for s in range(n_samples):
+                        out_phased[k, s] = n < 2 or (buf[d + s * n + 1] & 1) == 1
+                continue
         size = R.type_size(t)
         missing, vector_end = _int_sentinels(t)
         for s in range(n_samples):
             base = d + s * n * size
+            ended = False
             for a in range(ploidy):
-                if a >= n:
+                if a >= n or ended:
                     out_gt[k, s, a] = -2
                     continue
                 raw = R.read_int(buf, base + a * size, t)
                 if raw == vector_end:
+                    # The call ends here: htslib ignores whatever follows in the vector.
                     out_gt[k, s, a] = -2
+                    ended = True
                 elif raw == missing:
                     out_gt[k, s, a] = -1
                 elif raw < 0:
@@ -286,6 +303,8 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
         t, n, d, err = _locate(buf, pos, key, is_format)
         if err != R.OK:
             return err, pos
+        if is_format and d >= 0 and _n_sample(buf, pos) != n_vectors:
+            return R.ERR_SAMPLES, pos
         if d < 0:
             out[k, :, :] = missing_out
             continue
@@ -345,6 +364,8 @@ def field_string_spans(buf, offsets, key, is_format, starts, lengths):
         t, n, d, err = _locate(buf, pos, key, is_format)
         if err != R.OK:
             return err, pos
+        if is_format and d >= 0 and _n_sample(buf, pos) != n_vectors:
+            return R.ERR_SAMPLES, pos
         if d < 0:
             lengths[k, :, :] = SPAN_MISSING
             continue
@@ -366,3 +387,48 @@ def field_string_spans(buf, offsets, key, is_format, starts, lengths):
                         break
                 b += 1
     return R.OK, np.int64(0)
+
+
+@_njit
+def first_invalid_utf8(buf, starts, lengths):
+    """Index of the first span whose bytes are not strict UTF-8 (as Python decodes it:
+    no overlong forms, surrogates or code points past U+10FFFF), or -1.
+
+    The vlen-utf8 step after the codec decodes every string; checking here turns a
+    damaged or non-UTF-8 string into a ChunkDecodeError instead of a UnicodeDecodeError
+    deep inside zarr."""
+    for j in range(starts.shape[0]):
+        i = starts[j]
+        e = i + lengths[j]  # SPAN_FILL/SPAN_MISSING lengths are negative: nothing to read
+        while i < e:
+            c = buf[i]
+            if c < 0x80:
+                i += 1
+                continue
+            lo, hi, need = 0x80, 0xBF, 0
+            if 0xC2 <= c <= 0xDF:
+                need = 1
+            elif c == 0xE0:
+                need, lo = 2, 0xA0
+            elif (0xE1 <= c <= 0xEC) or c == 0xEE or c == 0xEF:
+                need = 2
+            elif c == 0xED:
+                need, hi = 2, 0x9F
+            elif c == 0xF0:
+                need, lo = 3, 0x90
+            elif 0xF1 <= c <= 0xF3:
+                need = 3
+            elif c == 0xF4:
+                need, hi = 3, 0x8F
+            else:
+                return j
+            if i + need >= e:  # the sequence runs past the value
+                return j
+            b = buf[i + 1]
+            if b < lo or b > hi:
+                return j
+            for m in range(2, need + 1):
+                if buf[i + m] < 0x80 or buf[i + m] > 0xBF:
+                    return j
+            i += need + 1
+    return -1

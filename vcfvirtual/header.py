@@ -89,6 +89,8 @@ def classify_prefix(prefix: bytes, path) -> None:
         return
     if not prefix:
         raise NotBCFError(path, "file is empty")
+    if len(prefix) < len(BCF_MAGIC) and BCF_MAGIC.startswith(prefix):
+        raise HeaderError(path, "file ends inside the BCF magic (truncated)")
     if prefix.startswith(b"BCF\x02"):
         raise UnsupportedBCFError(
             path,

@@ -189,6 +189,11 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
         genotypes = max(g_max) if g_max else None
     out = {}
     for field in (*header.info, *header.formats):
+        if field.type == "Flag":
+            # A flag is present or not: values a record attaches to it (htslib reads
+            # them) do not give it a dimension the Flag decoder would not fill.
+            out[(field.category, field.name)] = (1, None)
+            continue
         stats = scan.info_stats if field.category == "INFO" else scan.format_stats
         max_number = int(stats[field.key, 0])
         named = {"A": ("alt_alleles", n_alleles - 1), "R": ("alleles", n_alleles), "G": ("genotypes", genotypes)}

@@ -45,6 +45,8 @@ ERR_COUNT = 6  # record count differs from what the codec was configured for
 ERR_UNKNOWN_KEY = 8  # an INFO/FORMAT key that the header does not define
 ERR_UNKNOWN_FILTER = 9  # a FILTER key that the header does not define
 ERR_TYPE_MISMATCH = 10  # values typed otherwise than the header's Type (e.g. floats in an Integer)
+ERR_UNKNOWN_CONTIG = 12  # a CHROM index the header does not define
+ERR_NEGATIVE_POS = 13  # POS below -1 (VCF POS 0 is -1); htslib reads it as a huge uint32
 
 ERROR_TEXT = {
     ERR_SHORT_SHARED: "record's l_shared is smaller than the 24-byte fixed part",
@@ -56,6 +58,8 @@ ERROR_TEXT = {
     ERR_UNKNOWN_KEY: "record uses an INFO/FORMAT key the header does not define",
     ERR_UNKNOWN_FILTER: "record uses a FILTER key the header does not define",
     ERR_TYPE_MISMATCH: "record holds values of another type than the header declares",
+    ERR_UNKNOWN_CONTIG: "record's CHROM is not a contig the header defines",
+    ERR_NEGATIVE_POS: "record's POS is negative",
 }
 
 _jit = numba.njit(nogil=True, cache=True, inline="always")

@@ -220,7 +220,24 @@ def _check_filters(buf, pos, filter_declared):
 
 
 @numba.njit(nogil=True, cache=True)
-def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
+def _alleles_are_strings(buf, pos):
+    """Whether every allele is a typed character vector, as htslib requires (a NULL-typed
+    allele would otherwise read as an empty string)."""
+    end = pos + 8 + np.int64(records.u32(buf, pos))
+    n_allele = np.int64(records.u32(buf, pos + records.OFF_N_ALLELE_INFO) >> np.uint32(16))
+    i = records.skip_typed(buf, pos + records.OFF_ID, end)
+    for _ in range(n_allele):
+        if i < 0 or i >= end:
+            return False
+        t, n, d = records.typed_descriptor(buf, i, end)
+        if d < 0 or t != records.BT_CHAR:
+            return False
+        i = records.skip_typed(buf, i, end)
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def _scan_kernel(buf, n_samples, n_contigs, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
                  out_n_allele, out_ploidy, info_stats, fmt_stats, info_kind, fmt_kind, filter_declared):
     """Walk whole records in ``buf`` until it or the output capacity runs out.
 
@@ -241,6 +258,13 @@ def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, o
         n_fmt = buf[pos + records.OFF_N_FMT_SAMPLE + 3]
         if n_fmt > 0 and n_sample != n_samples:
             return k, pos, records.ERR_SAMPLES, pos, -1
+        chrom = records.i32(buf, pos + records.OFF_CHROM)
+        if chrom < 0 or chrom >= n_contigs:  # htslib refuses it too (bcf_record_check)
+            return k, pos, records.ERR_UNKNOWN_CONTIG, pos, -1
+        if records.i32(buf, pos + records.OFF_POS) < -1:
+            return k, pos, records.ERR_NEGATIVE_POS, pos, -1
+        if not _alleles_are_strings(buf, pos):  # htslib: "Invalid REF/ALT type"
+            return k, pos, records.ERR_BAD_TYPE, pos, -1
         err, key = _check_filters(buf, pos, filter_declared)
         if err != records.OK:
             return k, pos, err, pos, key
@@ -248,7 +272,7 @@ def _scan_kernel(buf, n_samples, gt_key, base, out_offset, out_chrom, out_pos, o
         if err != records.OK:
             return k, pos, err, pos, key
         out_offset[k] = base + pos
-        out_chrom[k] = records.i32(buf, pos + records.OFF_CHROM)
+        out_chrom[k] = chrom
         out_pos[k] = records.i32(buf, pos + records.OFF_POS)
         out_rlen[k] = records.i32(buf, pos + records.OFF_RLEN)
         out_n_allele[k] = np.int32(records.u32(buf, pos + records.OFF_N_ALLELE_INFO) >> np.uint32(16))
@@ -311,6 +335,7 @@ class _RecordAccumulator:
         self.on_records = getattr(sink, "records_scanned", None)
         self.on_scanned_to = getattr(sink, "scanned_to", None)
         self.n_samples = len(header.samples)
+        self.n_contigs = len(header.contigs)
         self.gt_key = header.gt_key
         # Per dictionary key: (max values per vector, min int, max int), as bio2zarr summarises.
         n_keys = max([f.key for f in (*header.info, *header.formats)] + list(header.filter_keys) + [0]) + 1
@@ -356,7 +381,7 @@ class _RecordAccumulator:
             cap = max(1, view.shape[0] // 32 + 1)
             out = [np.empty(cap, np.int64)] + [np.empty(cap, np.int32) for _ in range(5)]
             k, consumed, err, err_pos, err_key = _scan_kernel(
-                view, self.n_samples, self.gt_key, self.base + consumed_total, *out,
+                view, self.n_samples, self.n_contigs, self.gt_key, self.base + consumed_total, *out,
                 self.info_stats, self.fmt_stats, *self.declared,
             )
             if err != records.OK:
@@ -455,11 +480,6 @@ def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], in
             classify_prefix(head[:16], path)
             raise HeaderError(path, "file ends inside the BCF header (truncated)")
         acc.scan_staged(final=True)
-        if acc.summary.region_rows:
-            contigs = np.concatenate([rows[:, 1] for rows in acc.summary.region_rows])
-            if contigs.min() < 0 or contigs.max() >= len(header.contigs):
-                raise CorruptBCFError(path, f"a record's CHROM is not one of the header's {len(header.contigs)} "
-                                      "contigs", hint="the header lacks a ##contig line; add it with bcftools reheader")
         bar.n = total
         bar.close()
         has_eof = ended_with_eof()

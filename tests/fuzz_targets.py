@@ -1,0 +1,407 @@
+"""Fuzz targets: mutated BCF files through the scanner, mutated chunk bytes through the codec.
+
+Each target is a hypothesis search. It runs in a child process started by
+``tests/test_fuzz.py`` (``python -m tests.fuzz_targets TARGET WORKDIR``), because the
+decode kernels are numba code without bounds checks: an unguarded read past a buffer
+can kill the process, which must fail one test, not end the pytest run. Before each
+example the child writes the mutation to ``WORKDIR/current-example.txt``, so a crash
+or a hang names the input that caused it.
+
+The contract every target checks: vcfvirtual either raises a typed
+``VcfVirtualError`` or returns values, and returned values equal an independent
+oracle: htslib (pysam) reading the same mutated bytes, or, where the bytes carry a
+checksum, the values of the unmutated file.
+
+Environment:
+  VCFVIRTUAL_FUZZ_EXAMPLES  examples per target (default 40, derandomized)
+  VCFVIRTUAL_FUZZ_SECONDS   when set, keep running fresh random batches for this long
+                            (the 'deep' exploration; see tests/README.md)
+"""
+
+from __future__ import annotations
+
+import collections
+import faulthandler
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pysam
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numcodecs import VLenUTF8
+
+import vcfvirtual
+from vcfvirtual import bgzf
+from vcfvirtual import codec as codec_mod
+from vcfvirtual.errors import ChunkDecodeError, VcfVirtualError
+
+from . import bcfdata
+
+pysam.set_verbosity(0)  # htslib's complaints about mutated input are expected noise
+STATS: collections.Counter = collections.Counter()
+LAST_REFUSAL = ""  # htslib's reason the last time it refused a file
+# An example running longer than this is a hang: dump every thread's stack and exit.
+HANG_SECONDS = 120
+CHUNK = 2  # variants per chunk: the 6 seed records make 3 chunks
+
+# Values a mutated length, count or index field is most likely to go wrong on.
+INTERESTING_U32 = [0, 1, 2, 3, 8, 23, 24, 31, 32, 127, 128, 255, 256, 65535, 0xFFFFFF, 0x7FFFFFFF,
+                   0x80000000, 0xFFFFFFFE, 0xFFFFFFFF]
+
+
+def mutation_ops(size: int, lo: int = 0):
+    """1-3 mutations of a byte string of ``size`` bytes; offsets favour ``[lo, size)``."""
+    offset = st.one_of(st.integers(0, size - 1), st.integers(min(lo, size - 1), size - 1))
+    op = st.one_of(
+        st.tuples(st.just("flip"), offset, st.integers(0, 7)),
+        st.tuples(st.just("byte"), offset, st.integers(0, 255)),
+        st.tuples(st.just("u32"), offset, st.sampled_from(INTERESTING_U32)),
+        st.tuples(st.just("truncate"), offset),
+        st.tuples(st.just("insert"), offset, st.binary(min_size=1, max_size=8)),
+        st.tuples(st.just("delete"), offset, st.integers(1, 16)),
+    )
+    return st.lists(op, min_size=1, max_size=3)
+
+
+def apply_ops(data: bytes, ops) -> bytes:
+    buf = bytearray(data)
+    for op in ops:
+        if not buf:
+            break
+        kind, at = op[0], op[1] % len(buf)
+        if kind == "flip":
+            buf[at] ^= 1 << op[2]
+        elif kind == "byte":
+            buf[at] = op[2]
+        elif kind == "u32":
+            buf[at : at + 4] = int(op[2]).to_bytes(4, "little")
+        elif kind == "truncate":
+            del buf[at:]
+        elif kind == "insert":
+            buf[at:at] = op[2]
+        elif kind == "delete":
+            del buf[at : at + op[2]]
+    return bytes(buf)
+
+
+# --- oracles -----------------------------------------------------------------------------
+
+
+def pysam_rows(path: Path):
+    """Core fields of every record as htslib reads them, or None when htslib refuses
+    the file (any error while reading or unpacking a record)."""
+    try:
+        with pysam.VariantFile(str(path)) as vf:
+            contigs = list(vf.header.contigs)
+            samples = list(vf.header.samples)
+            rows = []
+            for rec in vf:
+                gts, phased = [], []
+                # pysam reads GT only when it is the record's first FORMAT field (htslib's
+                # convention); elsewhere it would say "no GT": mark those to skip.
+                fmt = list(rec.format)
+                has_gt = "GT" in fmt
+                if has_gt and fmt[0] != "GT":
+                    gts, phased = "GT not first", None
+                    rows.append((contigs.index(rec.chrom), rec.pos, list(rec.alleles), gts, phased))
+                    continue
+                for s in samples:
+                    call = rec.samples[s]
+                    gt = call.get("GT") if has_gt else None
+                    gts.append(None if gt is None else list(gt))
+                    phased.append(call.phased)
+                rows.append((contigs.index(rec.chrom), rec.pos, list(rec.alleles), gts, phased))
+            return rows
+    except Exception as e:  # htslib reports damage as OSError/ValueError/UnicodeError...
+        global LAST_REFUSAL
+        LAST_REFUSAL = f"{type(e).__name__}: {str(e)[:60]}"
+        return None
+
+
+def compare_rows(ours: dict, rows, n_rows: int | None = None) -> list[str]:
+    """Differences between our core arrays and pysam's rows (first ``n_rows`` rows of
+    ``ours`` hold records; any further rows must be chunk padding)."""
+    problems = []
+    n = len(rows)
+    total = ours["position"].shape[0] if n_rows is None else n_rows
+    if total != n:
+        return [f"{total} records read, htslib reads {n}"]
+    for i, (contig, pos, alleles, gts, phased) in enumerate(rows):
+        if ours["contig"][i] != contig:
+            problems.append(f"record {i}: contig {ours['contig'][i]} != {contig}")
+        if ours["position"][i] != pos:
+            problems.append(f"record {i}: position {ours['position'][i]} != {pos}")
+        got = list(ours["allele"][i])
+        if got[: len(alleles)] != alleles or any(a != "" for a in got[len(alleles):]):
+            problems.append(f"record {i}: alleles {got} != {alleles}")
+        gt = ours["genotype"][i]
+        if isinstance(gts, str):
+            STATS["genotypes not compared: GT not the first FORMAT field"] += 1
+            continue
+        for j, call in enumerate(gts):
+            if call is None:
+                if not (gt[j] == -1).all():
+                    problems.append(f"record {i} sample {j}: genotype {gt[j].tolist()} != absent (-1)")
+                continue
+            # pysam gives None for a missing allele and for an index outside [0, n_alleles)
+            # (bcf_format_get_allele_indices); we keep the index as htslib decodes it.
+            mine = gt[j, : len(call)].tolist()
+            same = len(call) <= gt.shape[1] and all(
+                a == b if b is not None else (a == -1 or not 0 <= a < len(alleles)) for a, b in zip(mine, call))
+            if not same or not (gt[j, len(call):] == -2).all():
+                problems.append(f"record {i} sample {j}: genotype {gt[j].tolist()} != {call}")
+            # Phase: pysam skips an allele holding the integer-missing sentinel (-128 in
+            # int8) while bio2zarr, and we, read the second value's phase bit; htslib
+            # never writes that sentinel in GT, so calls with a missing allele are left out.
+            elif len(call) > 1 and None not in call and ours["phased"][i, j] != phased[j]:
+                problems.append(f"record {i} sample {j}: phased {ours['phased'][i, j]} != {phased[j]}")
+    return problems
+
+
+CORE = {"contig": "variant_contig", "position": "variant_position", "allele": "variant_allele",
+        "genotype": "call_genotype", "phased": "call_genotype_phased"}
+
+
+def read_ours(bcf: Path, work: Path, layout: str = "raw"):
+    """Index ``bcf`` and read every array through xarray; (core arrays, error)."""
+    import xarray as xr
+
+    try:
+        store = vcfvirtual.index(bcf, refs_path=False, cache_path=work / "cache.bcf", variants_chunk_size=CHUNK,
+                                 cache_layout=layout, force=True, progress=False)
+        ds = xr.open_zarr(store, zarr_format=3, consolidated=False)
+        values = {name: ds[name].values for name in ds.data_vars}  # every decoder runs
+    except VcfVirtualError as e:
+        return None, e
+    if "call_genotype" not in values:
+        # The (mutated) header declares no FORMAT/GT: every call is absent, which is
+        # what htslib must then say too.
+        shape = (ds.sizes["variants"], ds.sizes.get("samples", 0))
+        values["call_genotype"] = np.full((*shape, 1), -1, np.int8)
+        values["call_genotype_phased"] = np.zeros(shape, bool)
+    return {k: values[v] for k, v in CORE.items()}, None
+
+
+# --- scanner targets ---------------------------------------------------------------------
+
+
+class Seed:
+    """The seed BCF (BGZF and plain), its header size and its chunk bytes, made once."""
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.bgzf = bcfdata.fuzz_bcf(work / "seed.bcf")
+        self.plain = bcfdata.uncompressed_copy(self.bgzf, work / "seed.plain.bcf")
+        self.bgzf_bytes = self.bgzf.read_bytes()
+        self.plain_bytes = self.plain.read_bytes()
+        self.header_size = 9 + int.from_bytes(self.plain_bytes[5:9], "little")
+        self.rows = pysam_rows(self.plain)
+        assert self.rows is not None and len(self.rows) == len(bcfdata.FUZZ_RECORDS)
+        self.chunks = {layout: self._chunks(layout) for layout in ("raw", "bgzf")}
+        # Reading the seed compiles every kernel before the per-example hang watchdog
+        # is armed (with NUMBA_BOUNDSCHECK and a cold cache that takes about a minute),
+        # and checks the harness: the unmutated seed must read as htslib reads it.
+        ours, err = read_ours(self.bgzf, work)
+        assert err is None and not compare_rows(ours, self.rows), (err, compare_rows(ours, self.rows))
+
+    def _chunks(self, layout):
+        """(cache bytes, {array: ChunkSpec}, [(offset, length) of each chunk])."""
+        refs_path = self.work / f"seed.{layout}.json"
+        cache = self.work / f"seed.{layout}.cache.bcf"
+        vcfvirtual.index(self.bgzf, refs_path=refs_path, cache_path=cache, variants_chunk_size=CHUNK,
+                         cache_layout=layout, force=True, progress=False)
+        refs = json.loads(refs_path.read_text())["refs"]
+        specs, ranges = {}, None
+        for key, value in refs.items():
+            if key.endswith("/.zarray"):
+                meta = json.loads(value)
+                ours = [f for f in meta.get("filters") or [] if f["id"] == codec_mod.CODEC_ID]
+                if ours:
+                    name = key.split("/")[0]
+                    specs[name] = codec_mod.ChunkSpec.from_config(ours[0])
+        n_chunks = -(-len(bcfdata.FUZZ_RECORDS) // CHUNK)
+        zeros = ".0" * len(specs["call_genotype"].shape)
+        ranges = [tuple(refs[f"call_genotype/{k}{zeros}"][1:]) for k in range(n_chunks)]
+        return cache.read_bytes(), specs, ranges
+
+
+def _record(work: Path, text: str):
+    # Overwritten per example: after a crash or hang it names the input responsible.
+    # The watchdog is re-armed per example, so only one example running long fires it.
+    (work / "current-example.txt").write_text(text)
+    STATS["cases"] += 1
+    faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
+
+
+def scan_target(seed: Seed, plain: bool):
+    """Mutated BCF files through index + xarray: typed error, or htslib's values."""
+    data = seed.plain_bytes if plain else seed.bgzf_bytes
+    lo = seed.header_size if plain else 0
+
+    @given(ops=mutation_ops(len(data), lo))
+    def run(ops):
+        _record(seed.work, f"{'plain' if plain else 'bgzf'} {ops!r}")
+        path = seed.work / "mutated.bcf"
+        path.write_bytes(apply_ops(data, ops))
+        ours, err = read_ours(path, seed.work)
+        rows = pysam_rows(path)
+        if rows is None and not plain and "EOF marker" in LAST_REFUSAL:
+            # pysam refuses a BGZF file whose EOF block is gone or damaged; htslib reads
+            # it with a warning, as we do. An extra EOF block changes no record: ask again.
+            path.write_bytes(path.read_bytes() + bgzf.EOF_BLOCK)
+            rows = pysam_rows(path)
+        if err is not None:
+            STATS[f"typed error {type(err).__name__}" + ("" if rows is None else " (htslib reads it)")] += 1
+            return
+        # We returned values: htslib must read the same file, and agree.
+        if rows is None:
+            STATS[f"values, htslib refuses ({LAST_REFUSAL})"] += 1
+            raise AssertionError(f"vcfvirtual reads a file htslib refuses: {ops!r}")
+        problems = compare_rows(ours, rows)
+        assert not problems, f"{ops!r}: " + "; ".join(problems[:5])
+        STATS["values equal htslib's" + (" (unchanged)" if rows == seed.rows else "")] += 1
+
+    return run
+
+
+def scan_bgzf_flip_target(seed: Seed):
+    """One bit flipped anywhere in a BGZF BCF: CRC32/ISIZE/inflate catch it, or the bit
+    carried no data (gzip MTIME, XFL, OS) and the values are the seed's."""
+    data = seed.bgzf_bytes
+
+    @given(at=st.integers(0, len(data) - 1), bit=st.integers(0, 7))
+    def run(at, bit):
+        _record(seed.work, f"bgzf flip at={at} bit={bit}")
+        path = seed.work / "mutated.bcf"
+        path.write_bytes(apply_ops(data, [("flip", at, bit)]))
+        ours, err = read_ours(path, seed.work)
+        if err is not None:
+            STATS[f"typed error {type(err).__name__}"] += 1
+            return
+        problems = compare_rows(ours, seed.rows)
+        assert not problems, f"flip at {at} bit {bit} changed values undetected: " + "; ".join(problems[:5])
+        STATS["values equal the seed's (flip in a byte without data)"] += 1
+
+    return run
+
+
+# --- codec targets -----------------------------------------------------------------------
+
+
+def decode_all(data: bytes, specs: dict) -> tuple[dict, dict]:
+    """Decode ``data`` as one chunk for every array: ({name: values}, {name: error})."""
+    values, errors = {}, {}
+    for name, spec in specs.items():
+        try:
+            out = codec_mod.decode_chunk(data, spec)
+        except ChunkDecodeError as e:
+            errors[name] = e
+            continue
+        if spec.dtype == "str":
+            # The vlen-utf8 step zarr runs next; invalid UTF-8 must have been refused.
+            items = VLenUTF8().decode(np.ascontiguousarray(out).view(np.uint8))
+            values[name] = np.asarray(items, dtype=object).reshape(spec.chunk_length, *spec.shape)
+        else:
+            raw = np.ascontiguousarray(out).view(np.uint8)
+            values[name] = raw.view(np.dtype(spec.dtype)).reshape(spec.chunk_length, *spec.shape)
+    return values, errors
+
+
+def codec_target(seed: Seed, layout: str):
+    """Mutated chunk bytes through ``codec.decode_chunk`` for every array.
+
+    bgzf: the chunk's blocks carry CRC32s, so any change that alters data is refused and
+    anything decoded equals the seed. raw: no checksum, so a change to a value is a
+    different valid chunk; wherever we decode, htslib reading the cache header plus the
+    mutated chunk as a plain BCF must agree on the core fields."""
+    cache, specs, ranges = seed.chunks[layout]
+    header = seed.plain_bytes[: seed.header_size]
+    originals = [decode_all(cache[o : o + n], specs) for o, n in ranges]
+    for values, errors in originals:
+        assert not errors, errors
+
+    @given(k=st.integers(0, len(ranges) - 1), ops=st.data())
+    def run(k, ops):
+        offset, length = ranges[k]
+        chunk = cache[offset : offset + length]
+        mutation = ops.draw(mutation_ops(len(chunk)), label="ops")
+        mutated = apply_ops(chunk, mutation)
+        _record(seed.work, f"codec {layout} chunk {k} {mutation!r}")
+        values, errors = decode_all(mutated, specs)
+        STATS[f"arrays refused {len(errors)}/{len(specs)}"] += 1
+        if layout == "bgzf":
+            for name, v in values.items():
+                assert _same(v, originals[k][0][name]), f"{name}: changed without a CRC error: {mutation!r}"
+            return
+        core = {key: values.get(name) for key, name in CORE.items()}
+        if any(v is None for v in core.values()):
+            return  # a core array refused the chunk: nothing to compare
+        path = seed.work / "chunk.bcf"
+        path.write_bytes(header + mutated)
+        rows = pysam_rows(path)
+        if rows is None:
+            # htslib refuses what the codec decodes: raw has no checksum, and the codec
+            # checks structure, not meaning (see tests/README.md).
+            STATS[f"raw: decoded, htslib refuses ({LAST_REFUSAL})"] += 1
+            return
+        n_records = codec_mod.records.record_offsets(np.frombuffer(mutated, np.uint8), CHUNK)[1]
+        problems = compare_rows(core, rows, n_rows=n_records)
+        assert not problems, f"chunk {k} {mutation!r}: " + "; ".join(problems[:5])
+        # Rows past the records are padding (a chunk may lose records undetected).
+        assert (core["position"][n_records:] == -2).all(), mutation
+        STATS["raw: values equal htslib's" + ("" if n_records == len(originals[k][0]["variant_position"]) else
+                                            " (fewer records)")] += 1
+
+    return run
+
+
+def _same(a, b) -> bool:
+    if a.dtype.kind == "f":
+        return np.array_equal(a.view(np.uint32), b.view(np.uint32))
+    return a.shape == b.shape and a.tolist() == b.tolist()
+
+
+TARGETS = {
+    "scan_bgzf_flip": scan_bgzf_flip_target,
+    "scan_bgzf": lambda seed: scan_target(seed, plain=False),
+    "scan_plain": lambda seed: scan_target(seed, plain=True),
+    "codec_raw": lambda seed: codec_target(seed, "raw"),
+    "codec_bgzf": lambda seed: codec_target(seed, "bgzf"),
+}
+
+
+def main(target: str, work: str) -> int:
+    faulthandler.enable()
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    seed = Seed(work)
+    examples = int(os.environ.get("VCFVIRTUAL_FUZZ_EXAMPLES", "40"))
+    seconds = float(os.environ.get("VCFVIRTUAL_FUZZ_SECONDS", "0"))
+    health = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+    started = time.monotonic()
+    batches = 0
+    if not seconds:
+        # In the suite: the same fixed examples every run, so timing and results are stable.
+        settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+                 suppress_health_check=health)(TARGETS[target](seed))()
+        batches = 1
+    else:
+        while time.monotonic() - started < seconds:
+            # A fresh test function per batch: hypothesis takes settings once per function.
+            settings(max_examples=examples, derandomize=False, database=None, deadline=None,
+                     suppress_health_check=health)(TARGETS[target](seed))()
+            batches += 1
+    faulthandler.cancel_dump_traceback_later()
+    cases = STATS.pop("cases", 0)
+    print("FUZZ-STATS " + json.dumps({"target": target, "cases": cases, "batches": batches,
+                                      "seconds": round(time.monotonic() - started, 1),
+                                      "outcomes": dict(sorted(STATS.items()))}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
