@@ -220,18 +220,25 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
             row = flat_gt[k]
             too_big = False
             negative = False
-            early_end = False
+            any_end = False
             for i in range(n_samples * n):
                 b = buf[d + i]
                 value = (np.int64(np.int8(b)) >> 1) - 1
                 # 0x80 missing, 0x81 end-of-vector; any other byte >= 0x80 is negative.
                 negative |= b > 0x81
-                # An end-of-vector before a call's last slot: what follows is padding,
-                # which the general loop below handles.
-                early_end |= (b == 0x81) & (i % n != n - 1)
+                any_end |= b == 0x81
                 value = np.int64(-1) if b == 0x80 else (np.int64(-2) if b == 0x81 else value)
                 too_big |= value > max_allele
                 row[i] = value
+            # An end-of-vector before a call's last slot (a haploid call in a diploid
+            # record): what follows it is padding, which the general loop below handles.
+            # Checked apart, and only when an end was seen, to keep the loop above free
+            # of per-byte division so it vectorises.
+            early_end = False
+            if any_end:
+                for s in range(n_samples):
+                    for a in range(n - 1):
+                        early_end |= buf[d + s * n + a] == 0x81
             if not early_end:
                 if negative:
                     return ERR_GT_VALUE, pos
