@@ -127,13 +127,8 @@ def cohort_bcf(data_dir) -> Path:
 
 def chunk_bytes(refs_path: Path, key: str) -> bytes:
     """The bytes a Kerchunk reference points at, its cache template resolved by hand."""
-    import json
-
-    doc = json.loads(Path(refs_path).read_text())
-    url, offset, length = doc["refs"][key]
-    for name, value in doc.get("templates", {}).items():
-        url = url.replace("{{" + name + "}}", value)
-    with open(url.removeprefix("file://"), "rb") as f:
+    path, offset, length = resolved_refs(refs_path)[key]
+    with open(path, "rb") as f:
         f.seek(offset)
         return f.read(length)
 
@@ -153,3 +148,29 @@ def resolved_refs(refs_path: Path) -> dict:
             value = [url.removeprefix("file://"), *value[1:]]
         out[key] = value
     return out
+
+
+class FullDisk:
+    """A file that fails as a full disk does once ``room`` bytes (or characters) have
+    been written to it; monkeypatched in for ``open`` to test running out of space."""
+
+    def __init__(self, f, room: int):
+        self.f, self.room = f, room
+
+    def write(self, data):
+        self.room -= len(data)
+        if self.room < 0:
+            import errno
+            import os
+
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return self.f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()

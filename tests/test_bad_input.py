@@ -9,7 +9,6 @@ cases that existed before (not BCF, VCF text, damaged BGZF, version, EOF, n_samp
 
 from __future__ import annotations
 
-import errno
 import gzip
 import json
 import logging
@@ -26,6 +25,7 @@ from vcfvirtual import bgzf, errors, header as header_mod, writers
 from vcfvirtual.codec import BCFRecordsCodec
 
 from . import bcfdata
+from .conftest import FullDisk
 from .test_cli import run_index
 
 LAYOUTS = ["raw", "bgzf"]
@@ -222,28 +222,6 @@ def test_header_warnings_are_ours_not_htslibs_on_stderr(small_bcf, tmp_path):
 
 
 # ------------------------------------------------------------------ no space left
-
-class FullDisk:
-    """A text file that fails as a full disk does after ``room`` characters."""
-
-    def __init__(self, f, room):
-        self.f, self.room = f, room
-
-    def write(self, data):
-        self.room -= len(data)
-        if self.room < 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return self.f.write(data)
-
-    def __getattr__(self, name):
-        return getattr(self.f, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
-
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_no_space_for_the_references(small_bcf, tmp_path, monkeypatch, layout):

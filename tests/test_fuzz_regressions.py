@@ -26,6 +26,33 @@ def seed(tmp_path_factory):
     return work, bcfdata.uncompressed_copy(bgzf, work / "seed.plain.bcf").read_bytes()
 
 
+def _seed_refs(work, tmp_path, layout="raw"):
+    """The seed indexed in chunks of 2 (raw by default: tests edit chunk bytes in place,
+    which needs the uncompressed layout), as resolved Kerchunk references."""
+    refs = tmp_path / "s.json"
+    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
+                     cache_layout=layout, force=True)
+    return resolved_refs(refs)
+
+
+def _chunk(doc, key):
+    """(the chunk's bytes, editable, and the codec spec of its array)."""
+    path, offset, length = doc[key]
+    name = key.split("/")[0]
+    spec = codec.ChunkSpec.from_config(json.loads(doc[f"{name}/.zarray"])["filters"][-1])
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return bytearray(f.read(length)), spec
+
+
+def _behind_seed_header(work, tmp_path, records: bytes):
+    """An uncompressed BCF of the seed's header and ``records``, for htslib to read."""
+    header = bcfdata.uncompressed_copy(work / "seed.bcf", tmp_path / "p.bcf").read_bytes()
+    plain = tmp_path / "m.bcf"
+    plain.write_bytes(header[: 9 + int.from_bytes(header[5:9], "little")] + records)
+    return plain
+
+
 def _index(work, data):
     path = work / "mutated.bcf"
     path.write_bytes(data)
@@ -70,13 +97,8 @@ def test_allele_that_is_not_utf8_is_a_chunk_decode_error(seed, tmp_path):
     """A flipped bit in an allele string of a raw cache chunk used to surface as a
     UnicodeDecodeError from zarr's vlen-utf8 step."""
     work, _ = seed
-    refs = tmp_path / "s.json"
-    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
-                     cache_layout="raw")  # chunk bytes edited in place: the uncompressed layout
-    doc = resolved_refs(refs)
-    path, offset, length = doc["variant_allele/0.0"]
-    spec = codec.ChunkSpec.from_config(json.loads(doc["variant_allele/.zarray"])["filters"][-1])
-    chunk = open(path, "rb").read()[offset : offset + length]
+    chunk, spec = _chunk(_seed_refs(work, tmp_path), "variant_allele/0.0")
+    chunk = bytes(chunk)
     at = chunk.index(b"ACGT")
     assert codec.decode_chunk(chunk, spec) is not None
     with pytest.raises(ChunkDecodeError, match="not UTF-8"):
@@ -93,23 +115,14 @@ def test_value_outside_the_arrays_dtype_is_refused_not_wrapped(seed, tmp_path):
     htslib reads 65541, and the codec used to cast it into variant_position's int16
     as 5. It must refuse instead."""
     work, _ = seed
-    refs = tmp_path / "s.json"
-    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
-                     cache_layout="raw")  # chunk bytes edited in place: the uncompressed layout
-    doc = resolved_refs(refs)
-    path, offset, length = doc["variant_position/2"]
-    zarray = json.loads(doc["variant_position/.zarray"])
-    spec = codec.ChunkSpec.from_config(zarray["filters"][-1])
-    assert np.dtype(zarray["dtype"]).itemsize == 2
-    chunk = bytearray(open(path, "rb").read()[offset : offset + length])
+    doc = _seed_refs(work, tmp_path)
+    chunk, spec = _chunk(doc, "variant_position/2")
+    assert np.dtype(json.loads(doc["variant_position/.zarray"])["dtype"]).itemsize == 2
     second = 8 + int.from_bytes(chunk[0:4], "little") + int.from_bytes(chunk[4:8], "little")
     chunk[second + 12 + 2] ^= 1  # POS += 65536
     with pytest.raises(ChunkDecodeError, match="outside the array's int16"):
         codec.decode_chunk(bytes(chunk), spec)
-    plain = tmp_path / "m.bcf"
-    header = bcfdata.uncompressed_copy(work / "seed.bcf", tmp_path / "p.bcf").read_bytes()
-    plain.write_bytes(header[: 9 + int.from_bytes(header[5:9], "little")] + bytes(chunk))
-    with pysam.VariantFile(str(plain)) as vf:
+    with pysam.VariantFile(str(_behind_seed_header(work, tmp_path, bytes(chunk)))) as vf:
         assert [r.pos for r in vf][1] == 65541  # htslib's reading of the same bytes
 
 
@@ -119,14 +132,9 @@ def test_record_sample_count_other_than_the_arrays_is_refused(seed, tmp_path, n_
     3 samples from a record that says 2 or 4 read bytes of other fields (or past the
     chunk) as genotypes."""
     work, _ = seed
-    refs = tmp_path / "s.json"
-    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
-                     cache_layout="raw")  # chunk bytes edited in place: the uncompressed layout
-    doc = resolved_refs(refs)
+    doc = _seed_refs(work, tmp_path)
     for name in ("call_genotype", "call_DP", "call_QS", "call_FT"):
-        path, offset, length = doc[f"{name}/0.0"] if f"{name}/0.0" in doc else doc[f"{name}/0.0.0"]
-        spec = codec.ChunkSpec.from_config(json.loads(doc[f"{name}/.zarray"])["filters"][-1])
-        chunk = bytearray(open(path, "rb").read()[offset : offset + length])
+        chunk, spec = _chunk(doc, f"{name}/0.0" if f"{name}/0.0" in doc else f"{name}/0.0.0")
         chunk[28] = n_sample  # low byte of record 0's n_sample (3 in the seed)
         with pytest.raises(ChunkDecodeError):
             codec.decode_chunk(bytes(chunk), spec)
@@ -141,13 +149,7 @@ def test_bgzf_block_size_smaller_than_its_header_is_corrupt(seed, tmp_path):
     _, run = _index(work, bytes(data))
     with pytest.raises(CorruptBCFError, match="BGZF block size"):
         run()
-    refs = tmp_path / "s.json"
-    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
-                     cache_layout="bgzf")
-    doc = resolved_refs(refs)
-    path, offset, length = doc["variant_position/0"]
-    spec = codec.ChunkSpec.from_config(json.loads(doc["variant_position/.zarray"])["filters"][-1])
-    chunk = bytearray(open(path, "rb").read()[offset : offset + length])
+    chunk, spec = _chunk(_seed_refs(work, tmp_path, layout="bgzf"), "variant_position/0")
     chunk[16] = 0
     with pytest.raises(ChunkDecodeError, match="BGZF block size"):
         codec.decode_chunk(bytes(chunk), spec)
@@ -192,13 +194,7 @@ def test_negative_pos_is_refused_by_scan_and_codec(seed, tmp_path):
         assert next(iter(vf)).pos == 2**32 - 56
     with pytest.raises(CorruptBCFError, match="POS is negative"):
         run()
-    refs = tmp_path / "s.json"
-    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
-                     cache_layout="raw")  # chunk bytes edited in place: the uncompressed layout
-    doc = resolved_refs(refs)
-    cache, offset, length = doc["variant_position/0"]
-    spec = codec.ChunkSpec.from_config(json.loads(doc["variant_position/.zarray"])["filters"][-1])
-    chunk = bytearray(open(cache, "rb").read()[offset : offset + length])
+    chunk, spec = _chunk(_seed_refs(work, tmp_path), "variant_position/0")
     chunk[12:16] = (2**32 - 57).to_bytes(4, "little")
     with pytest.raises(ChunkDecodeError, match="negative POS"):
         codec.decode_chunk(bytes(chunk), spec)
@@ -232,22 +228,13 @@ def test_genotype_values_after_vector_end_are_padding(seed, tmp_path):
     """A call whose first GT value is end-of-vector is empty to htslib (pysam: ());
     the decoder used to keep reading and return [-2, 1]."""
     work, _ = seed
-    refs = tmp_path / "s.json"
-    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
-                     cache_layout="raw")  # chunk bytes edited in place: the uncompressed layout
-    doc = resolved_refs(refs)
-    cache, offset, length = doc["call_genotype/0.0.0"]
-    spec = codec.ChunkSpec.from_config(json.loads(doc["call_genotype/.zarray"])["filters"][-1])
-    chunk = bytearray(open(cache, "rb").read()[offset : offset + length])
+    chunk, spec = _chunk(_seed_refs(work, tmp_path), "call_genotype/0.0.0")
     # Record 0 is "GT 0|1 ./. 1/1": GT's int8 values for the 3 samples follow its key and
     # descriptor at the start of the FORMAT part.
     fmt = 8 + int.from_bytes(chunk[0:4], "little")
     assert chunk[fmt + 2] == 0x21 and list(chunk[fmt + 3 : fmt + 9]) == [3, 5, 0, 0, 4, 4]
     chunk[fmt + 7] = 0x81  # sample 3's first allele := int8 end-of-vector (-127)
-    plain = tmp_path / "m.bcf"
-    header = bcfdata.uncompressed_copy(work / "seed.bcf", tmp_path / "p.bcf").read_bytes()
-    plain.write_bytes(header[: 9 + int.from_bytes(header[5:9], "little")] + bytes(chunk))
-    with pysam.VariantFile(str(plain)) as vf:
+    with pysam.VariantFile(str(_behind_seed_header(work, tmp_path, bytes(chunk)))) as vf:
         assert next(iter(vf)).samples[2]["GT"] == ()
     values = np.frombuffer(codec.decode_chunk(bytes(chunk), spec), np.int8).reshape(2, 3, 2)
     assert values[0, 2].tolist() == [-2, -2]
@@ -281,13 +268,7 @@ def test_genotype_byte_that_encodes_no_allele_is_refused(seed, tmp_path):
     """Found by a deep run: a GT byte 0x82 (negative, neither missing nor end-of-vector)
     decoded as allele -64."""
     work, _ = seed
-    refs = tmp_path / "s.json"
-    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
-                     cache_layout="raw")  # chunk bytes edited in place: the uncompressed layout
-    doc = resolved_refs(refs)
-    cache, offset, length = doc["call_genotype/0.0.0"]
-    spec = codec.ChunkSpec.from_config(json.loads(doc["call_genotype/.zarray"])["filters"][-1])
-    chunk = bytearray(open(cache, "rb").read()[offset : offset + length])
+    chunk, spec = _chunk(_seed_refs(work, tmp_path), "call_genotype/0.0.0")
     fmt = 8 + int.from_bytes(chunk[0:4], "little")
     assert chunk[fmt + 2] == 0x21 and list(chunk[fmt + 3 : fmt + 9]) == [3, 5, 0, 0, 4, 4]
     chunk[fmt + 3] = 0x82

@@ -3,7 +3,6 @@ half-written, and a store whose cache or source changed is refused, not decoded.
 
 from __future__ import annotations
 
-import errno
 import gzip
 import logging
 import os
@@ -23,6 +22,7 @@ from vcfvirtual import cache as cache_mod
 from vcfvirtual import errors
 
 from . import bcfdata
+from .conftest import FullDisk
 from .test_cli import run_index
 
 # BCF 2.2 record layout (the BCF spec): l_shared, l_indiv, CHROM, POS, rlen, QUAL,
@@ -148,28 +148,8 @@ def test_a_directory_is_not_a_bcf(tmp_path):
 def test_no_space_left_names_the_output_and_leaves_nothing(cohort_bcf, tmp_path, monkeypatch):
     real_open = open
 
-    class FullDisk:
-        """A file that takes 100 kB, then fails as a full disk does."""
-
-        def __init__(self, f):
-            self.f, self.written = f, 0
-
-        def write(self, data):
-            self.written += len(data)
-            if self.written > 100_000:
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            return self.f.write(data)
-
-        def __getattr__(self, name):
-            return getattr(self.f, name)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.f.close()
-
-    monkeypatch.setattr(cache_mod, "open", lambda p, mode="r": FullDisk(real_open(p, mode)), raising=False)
+    monkeypatch.setattr(cache_mod, "open", lambda p, mode="r": FullDisk(real_open(p, mode), 100_000),
+                        raising=False)
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(errors.OutputWriteError, match="No space left") as info:
@@ -195,11 +175,16 @@ def test_unchanged_store_opens(indexed):
     assert our_positions(refs) == pysam_positions(bcf)
 
 
+def flip_middle_bit(path):
+    """Change one bit in the middle of a file, keeping its size."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
 def test_cache_with_one_byte_changed_is_refused(indexed):
     _, refs, cache = indexed
-    data = bytearray(cache.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    cache.write_bytes(bytes(data))
+    flip_middle_bit(cache)
     with pytest.raises(errors.StaleCacheError, match="contents changed"):
         vcfvirtual.open_store(refs)
 
@@ -233,9 +218,7 @@ def test_changed_source_is_refused(indexed, data_dir):
 
 def test_same_size_source_rewrite_is_refused(indexed):
     bcf, refs, _ = indexed
-    data = bytearray(bcf.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    bcf.write_bytes(bytes(data))
+    flip_middle_bit(bcf)
     with pytest.raises(errors.StaleCacheError, match="sampled hash"):
         vcfvirtual.open_store(refs)
 
