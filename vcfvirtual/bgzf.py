@@ -212,24 +212,19 @@ def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
     return spans, total
 
 
-def inflated_size(buf: np.ndarray, path=None) -> int:
-    """What a chunk of whole BGZF blocks inflates to, by their ISIZE fields."""
-    return _chunk_blocks(memoryview(np.ascontiguousarray(buf, dtype=np.uint8)).cast("B"), path)[1]
-
-
-def inflate_chunk(buf: np.ndarray, path=None, out: np.ndarray | None = None) -> np.ndarray:
+def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None) -> np.ndarray:
     """Inflate a byte range made of whole BGZF blocks (one cache chunk) into one array.
 
-    Block boundaries are walked first so the output is allocated once at its final size
-    (the ISIZE fields), or ``out`` (exactly that size) is used, and each block is
-    inflated straight into place.
+    Block boundaries are walked first, so the output's final size is known (the ISIZE
+    fields) and each block is inflated straight into place: into the front of ``buffer``
+    when it is large enough (the result is then a view of it), else into a new array.
     """
     view = memoryview(np.ascontiguousarray(buf, dtype=np.uint8)).cast("B")
     spans, total = _chunk_blocks(view, path)
-    if out is None:
+    if buffer is not None and buffer.shape[0] >= total:
+        out = buffer[:total]
+    else:
         out = np.empty(total, dtype=np.uint8)
-    elif out.shape[0] != total:
-        raise ValueError(f"output holds {out.shape[0]} bytes, the chunk inflates to {total}")
     for pos, size, at in spans:
         data = inflate_block(view[pos : pos + size], path, pos)
         out[at : at + len(data)] = np.frombuffer(data, dtype=np.uint8)

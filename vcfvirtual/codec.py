@@ -171,10 +171,9 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
             scratch = _inflate_buffers.pop() if _inflate_buffers else None
         try:
             try:
-                size = bgzf.inflated_size(buf)
-                if scratch is None or scratch.shape[0] < size:
-                    scratch = np.empty(max(size, 1), dtype=np.uint8)
-                records = bgzf.inflate_chunk(buf, out=scratch[:size])
+                records = bgzf.inflate_chunk(buf, buffer=scratch)
+                if records.base is None:  # too big for the pooled buffer: it replaces it
+                    scratch = records
             except VcfVirtualError as e:
                 raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: {e.problem}", offset=e.offset,
                                        hint="the cache may not match the references") from None

@@ -40,11 +40,13 @@ def kerchunk_refs(group: ManifestGroup) -> dict:
 CACHE_TEMPLATE = "cache"
 
 
-def with_cache_template(refs: dict, cache_url: str) -> dict:
+def with_cache_template(refs: dict, cache_url: str | None = None) -> dict:
     """Kerchunk version-1 references whose chunks name the cache through a template
-    pointing at ``cache_url``; the group attributes record the URL too."""
+    pointing at ``cache_url`` (by default where it was written); the group attributes
+    record the URL too."""
     attrs = json.loads(refs["refs"][".zattrs"])
     local = attrs["vcfvirtual"]["cache"]["url"]
+    cache_url = cache_url or local
     names = {local, local.removeprefix("file://")}
     template = "{{" + CACHE_TEMPLATE + "}}"
     out = {}
@@ -58,9 +60,7 @@ def with_cache_template(refs: dict, cache_url: str) -> dict:
 
 
 def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None = None) -> None:
-    refs = kerchunk_refs(group)
-    local = json.loads(refs["refs"][".zattrs"])["vcfvirtual"]["cache"]["url"]
-    refs = with_cache_template(refs, cache_url or local)
+    refs = with_cache_template(kerchunk_refs(group), cache_url)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(refs, f, separators=(",", ":"))
         # On disk before the rename that publishes it, as the cache is: after a crash the
@@ -77,9 +77,7 @@ def write_kerchunk_parquet(group: ManifestGroup, path: Path, cache_url: str | No
     relocating them means writing them again (or ``open_store(..., cache_url=...)``)."""
     from kerchunk.df import refs_to_dataframe
 
-    refs = kerchunk_refs(group)
-    local = json.loads(refs["refs"][".zattrs"])["vcfvirtual"]["cache"]["url"]
-    refs = with_cache_template(refs, cache_url or local)
+    refs = with_cache_template(kerchunk_refs(group), cache_url)
     refs_to_dataframe({"version": 1, "refs": _resolve_templates(refs)}, str(path), record_size=record_size)
 
 
