@@ -97,6 +97,11 @@ def test_threaded_inflate_writes_the_same_cache(cohort_bcf, tmp_path):
     b = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=threaded, variants_chunk_size=100,
                          inflate_threads=2)
     assert serial.read_bytes() == threaded.read_bytes()
+    # And what the caches hold is the source's records, as bcftools reads them.
+    bcftools = _bcftools()
+    view = lambda p: subprocess.run([bcftools, "view", "--no-version", str(p)], capture_output=True,  # noqa: E731
+                                    check=True).stdout
+    assert view(threaded) == view(cohort_bcf)
     ma, mb = a._group.arrays["call_genotype"].manifest, b._group.arrays["call_genotype"].manifest
     assert (ma._offsets == mb._offsets).all() and (ma._lengths == mb._lengths).all()
 
