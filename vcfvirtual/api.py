@@ -15,7 +15,7 @@ from virtualizarr.manifests import ManifestStore
 
 from . import bgzf
 from . import cache as cache_mod
-from . import manifest, transcode, writers
+from . import manifest, parallel, transcode, writers
 from .errors import OutputWriteError, StaleCacheError, VcfVirtualError
 from .fingerprint import Fingerprint
 from .scan import scan_bcf
@@ -36,6 +36,8 @@ def index(
     inflate_threads: int = 0,
     cache_url: str | None = None,
     refs_format: str = "json",
+    workers: int = 1,
+    dask_client=None,
 ) -> ManifestStore:
     """Index ``bcf_path``: write the transcode cache and Kerchunk JSON, return the store.
 
@@ -43,7 +45,16 @@ def index(
     ``xr.open_zarr(store, zarr_format=3, consolidated=False)``. ``refs_path=False``
     skips the Kerchunk JSON. Outputs default to ``<bcf>.vcz.json`` and
     ``<bcf>.vcz.cache.bcf`` next to the BCF; existing outputs need ``force=True``.
-    ``inflate_threads`` > 0 inflates BGZF blocks on that many threads ahead of the scan.
+
+    ``bcf_path`` may be a list of files (e.g. one per chromosome, same samples): one
+    store holds their records in the order given. Their headers must agree (samples,
+    contigs, field definitions); the store keeps the first one's. Name the outputs
+    (``refs_path``; the cache defaults to its name with ``.cache.bcf``).
+
+    ``workers`` > 1 scans files, and parts of large BGZF files, in that many processes;
+    ``dask_client`` (a ``distributed.Client``) scans them on its cluster instead, whose
+    workers must see the same paths. The store is the same as a serial run's.
+    ``inflate_threads`` > 0 inflates BGZF blocks on that many threads ahead of a serial scan.
     ``cache_url`` is where readers of the Kerchunk JSON will find the cache (e.g. where it
     will be uploaded: ``s3://bucket/path/``; a URL ending in ``/`` gets the cache's name);
     by default its local path. The returned store reads the local cache.
@@ -52,33 +63,25 @@ def index(
     ``"icechunk"`` an Icechunk repository (default ``<bcf>.vcz.icechunk``) whose arrays are
     virtual chunks of the cache.
     """
-    bcf_path = Path(bcf_path)
-    default_refs, default_cache = cache_mod.default_paths(bcf_path)
-    cache_path = Path(cache_path) if cache_path else default_cache
+    sources = _sources(bcf_path)
     if refs_format not in REFS_FORMATS:
         raise VcfVirtualError(None, f"unknown references format {refs_format!r}", hint=f"use one of {REFS_FORMATS}")
-    if refs_format != "json":
-        suffix = {"parquet": ".parq", "icechunk": ".icechunk"}[refs_format]
-        default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + suffix)
-    refs_path = None if refs_path is False else Path(refs_path) if refs_path else default_refs
+    refs_path, cache_path = _output_paths(sources, refs_path, cache_path, refs_format)
     if cache_layout is not None and cache_layout not in cache_mod.LAYOUTS:
         raise VcfVirtualError(None, f"unknown cache layout {cache_layout!r}", hint=f"use one of {cache_mod.LAYOUTS}")
     if variants_chunk_size is not None and variants_chunk_size < 1:
         raise VcfVirtualError(None, f"variants chunk size must be at least 1, got {variants_chunk_size}")
-    try:
-        source = Fingerprint.of(bcf_path)
-        with open(bcf_path, "rb") as f:
-            uncompressed = not transcode.is_vcf_path(bcf_path) and f.read(2) not in (bgzf.GZIP_MAGIC, b"")
-    except IsADirectoryError:
-        raise VcfVirtualError(bcf_path, "cannot read: it is a directory", hint="give the path of a BCF file") from None
-    except OSError as e:
-        raise VcfVirtualError(bcf_path, f"cannot read: {e.strerror}") from None
+    if workers < 1:
+        raise VcfVirtualError(None, f"workers must be at least 1, got {workers}")
+    fingerprints = [_source_fingerprint(p) for p in sources]
+    uncompressed = [_is_uncompressed(p) for p in sources]
     # An uncompressed BCF is its own raw cache: the references point into it, no copy.
     # Asking for the bgzf layout still compresses it into a cache.
-    cache_layout = cache_layout or ("raw" if uncompressed else "bgzf")
-    zero_copy = uncompressed and cache_layout == "raw"
+    single_plain = len(sources) == 1 and uncompressed[0]
+    cache_layout = cache_layout or ("raw" if single_plain else "bgzf")
+    zero_copy = single_plain and cache_layout == "raw"
     if zero_copy:
-        cache_path = bcf_path
+        cache_path = sources[0]
     if any(c in os.path.abspath(cache_path) for c in "#?"):
         # Readers take the cache's file URL apart at these (obstore: fragment and query).
         raise VcfVirtualError(cache_path, "the cache path contains '#' or '?', which its file URL cannot carry",
@@ -87,83 +90,38 @@ def index(
         for p in ((None if zero_copy else cache_path), refs_path):
             if p is not None and p.exists():
                 raise cache_mod.OutputExistsError(p, "output already exists", hint="pass --force to overwrite it")
-
     for output in (cache_path, refs_path):
         if output is not None:
             for stale in cache_mod.remove_stale_temporaries(output):
                 logger.warning("removed %s, left by an index run that was killed", stale)
-    scan_path = bcf_path
-    if transcode.is_vcf_path(bcf_path):
-        # VCF input: htslib writes it as a BCF first (named as a temporary of the cache,
-        # so a killed run's copy is cleaned up like any other).
-        scan_path = cache_path.with_name(f".{cache_path.name}.tmp-vcf-{os.getpid()}")
-        logger.info("%s: VCF input, converting to BCF with htslib", bcf_path)
-        try:
-            transcode.vcf_to_bcf(bcf_path, scan_path)
-        except BaseException:
-            scan_path.unlink(missing_ok=True)
-            raise
+    partitioned = len(sources) > 1 or workers > 1 or dask_client is not None
+
+    def chunk_length_for(header):
+        return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
+
     tmp_refs = cache_mod.temporary_name(refs_path) if refs_path is not None else None
     try:
-        # The cache is renamed into place before the references that point at it.
-        writing = contextlib.nullcontext(bcf_path) if zero_copy else cache_mod.atomic_output(cache_path, force=True)
-        with writing as tmp_cache:
-            # The scan reduces what it learns per chunk (and the BGZF cache lays chunks
-            # out as it goes), so N is fixed from the header: samples, assuming diploid.
-            def chunk_length_for(header):
-                return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
-
-            if zero_copy:
-                scan = scan_bcf(scan_path, chunk_length_for, progress=progress, threads=inflate_threads)
-                ranges = None
-            elif cache_layout == "bgzf":
-                scan, starts, end = cache_mod.write_bgzf_cache(
-                    scan_path, tmp_cache, chunk_length_for, progress=progress, threads=inflate_threads)
-                ranges = (starts, np.append(starts[1:], np.uint64(end)) - starts)
-            else:
-                scan = cache_mod.write_raw_cache(scan_path, tmp_cache, chunk_length_for, progress=progress,
-                                                 threads=inflate_threads)
-                ranges = None
-            # A chunk longer than the array only makes the chunk grid irregular; with at
-            # most one chunk, the per-chunk summaries hold for any longer N.
-            chunk_length = max(1, min(scan.chunk_length, scan.num_records))
-            if not source.same_stat(bcf_path):
-                raise StaleCacheError(bcf_path, "the BCF changed while it was being indexed",
-                                      hint="index it again once nothing writes to it")
-            n = scan.num_records
-            # Not percent-encoded: obstore and fsspec take the path after file:// literally.
-            local_cache_url = "file://" + os.path.abspath(cache_path)
-            attrs = {
-                "vcfvirtual": {
-                    # Fingerprints let readers refuse a cache or source that has changed.
-                    "source": {"path": os.path.abspath(bcf_path), **source.to_json()},
-                    "cache": {"url": local_cache_url, "layout": cache_layout, **Fingerprint.of(tmp_cache).to_json()},
-                    "variants_chunk_size": chunk_length,
-                    "zero_copy": zero_copy,
-                }
-            }
-            try:
-                group = manifest.build_group(scan, local_cache_url, chunk_length, ranges=ranges, layout=cache_layout,
-                                             extra_attributes=attrs)
-            except VcfVirtualError as e:
-                if e.path is None:  # pure builders do not know the file: name it here
-                    raise type(e)(bcf_path, e.problem, offset=e.offset, hint=e.hint) from None
-                raise
-            if tmp_refs is not None:
-                try:
-                    public = writers.public_cache_url(cache_url, cache_path.name) if cache_url else None
-                    if refs_format == "icechunk":
-                        if public and not public.startswith("file://"):
-                            raise VcfVirtualError(None, "Icechunk output reads local caches only, so far",
-                                                  hint="leave out --cache-url, or write json")
-                        writers.write_icechunk(group, tmp_refs, public or local_cache_url)
-                    else:
-                        write = (writers.write_kerchunk_parquet if refs_format == "parquet"
-                                 else writers.write_kerchunk_json)
-                        write(group, tmp_refs, cache_url=public)
-                except OSError as e:
-                    raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
-                                           hint=cache_mod.write_hint(e, "--output")) from None
+        with _as_bcf(sources, cache_path) as scan_paths:
+            # The cache is renamed into place before the references that point at it.
+            writing = contextlib.nullcontext(sources[0]) if zero_copy else cache_mod.atomic_output(cache_path, force=True)
+            with writing as tmp_cache:
+                if zero_copy:
+                    scan = scan_bcf(scan_paths[0], chunk_length_for, progress=progress, threads=inflate_threads)
+                    ranges = None
+                elif partitioned:
+                    scan, ranges = _write_cache_partitioned(scan_paths, tmp_cache, cache_path, cache_layout,
+                                                            chunk_length_for, workers, dask_client, progress)
+                else:
+                    scan, ranges = _write_cache_serial(scan_paths[0], tmp_cache, cache_layout, chunk_length_for,
+                                                       progress, inflate_threads)
+                for path, fingerprint in zip(sources, fingerprints):
+                    if not fingerprint.same_stat(path):
+                        raise StaleCacheError(path, "the BCF changed while it was being indexed",
+                                              hint="index it again once nothing writes to it")
+                group = _build_group(scan, sources, fingerprints, cache_path, tmp_cache, cache_layout, ranges,
+                                     zero_copy)
+                if tmp_refs is not None:
+                    _write_references(group, tmp_refs, refs_path, refs_format, cache_url, cache_path)
         if tmp_refs is not None:
             if refs_path.is_dir():
                 shutil.rmtree(refs_path)  # a directory cannot be replaced in one rename
@@ -178,11 +136,182 @@ def index(
         if tmp_refs is not None:
             _remove(tmp_refs)
         raise
-    finally:
-        if scan_path != bcf_path:
-            scan_path.unlink(missing_ok=True)
-    logger.info("%s: %d records in %d-variant chunks -> %s", bcf_path, n, chunk_length, cache_path)
+    logger.info("%s: %d records in %d-variant chunks -> %s", ", ".join(map(str, sources)), scan.num_records,
+                group.metadata.attributes["vcfvirtual"]["variants_chunk_size"], cache_path)
     return ManifestStore(group, registry=local_registry())
+
+
+def _sources(bcf_path) -> list[Path]:
+    """The input file(s) as paths; the same file twice would double its records."""
+    if isinstance(bcf_path, (str, os.PathLike)):
+        return [Path(bcf_path)]
+    sources = [Path(p) for p in bcf_path]
+    if not sources:
+        raise VcfVirtualError(None, "no input files given")
+    seen = {}
+    for p in sources:
+        key = os.path.realpath(p)
+        if key in seen:
+            raise VcfVirtualError(p, f"given twice (also as {seen[key]})", hint="name each input file once")
+        seen[key] = p
+    return sources
+
+
+def _output_paths(sources: list[Path], refs_path, cache_path, refs_format: str) -> tuple[Path | None, Path]:
+    """(references, cache) paths: asked for, or named after the input."""
+    suffix = {"json": ".json", "parquet": ".parq", "icechunk": ".icechunk"}[refs_format]
+    if len(sources) == 1:
+        default_refs, default_cache = cache_mod.default_paths(sources[0])
+        default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + suffix)
+    else:
+        # Several inputs have no one name to derive outputs from: the caller names the store.
+        if not refs_path and not cache_path:
+            raise VcfVirtualError(None, f"{len(sources)} input files: name the store to write",
+                                  hint="give --output (and optionally --cache)")
+        if refs_path:
+            stem = Path(refs_path)
+            default_cache = stem.with_name(stem.name.removesuffix(suffix) + ".cache.bcf")
+        else:
+            default_cache = None
+        default_refs = (Path(cache_path).with_name(Path(cache_path).name.removesuffix(".cache.bcf") + suffix)
+                        if cache_path else None)
+    cache_path = Path(cache_path) if cache_path else default_cache
+    refs_path = None if refs_path is False else Path(refs_path) if refs_path else default_refs
+    return refs_path, cache_path
+
+
+def _source_fingerprint(path: Path) -> Fingerprint:
+    try:
+        with open(path, "rb"):
+            pass
+        return Fingerprint.of(path)
+    except IsADirectoryError:
+        raise VcfVirtualError(path, "cannot read: it is a directory", hint="give the path of a BCF file") from None
+    except OSError as e:
+        raise VcfVirtualError(path, f"cannot read: {e.strerror}") from None
+
+
+def _is_uncompressed(path: Path) -> bool:
+    """An uncompressed BCF (not BGZF, not VCF); empty files are left to the scan to report."""
+    if transcode.is_vcf_path(path):
+        return False
+    with open(path, "rb") as f:
+        return f.read(2) not in (bgzf.GZIP_MAGIC, b"")
+
+
+@contextlib.contextmanager
+def _as_bcf(sources: list[Path], cache_path: Path):
+    """BCF paths to scan: the sources, with VCF input converted by htslib first (named as
+    temporaries of the cache, so a killed run's copies are cleaned up like any other)."""
+    converted = []
+    paths = []
+    try:
+        for i, path in enumerate(sources):
+            if transcode.is_vcf_path(path):
+                bcf = cache_path.with_name(f".{cache_path.name}.tmp-vcf{i}-{os.getpid()}")
+                converted.append(bcf)
+                logger.info("%s: VCF input, converting to BCF with htslib", path)
+                transcode.vcf_to_bcf(path, bcf)
+                paths.append(bcf)
+            else:
+                paths.append(path)
+        yield paths
+    finally:
+        for bcf in converted:
+            bcf.unlink(missing_ok=True)
+
+
+def _write_cache_serial(bcf_path: Path, tmp_cache: Path, layout: str, chunk_length_for, progress, threads):
+    """One pass over one BCF, writing the cache as it goes: (scan, chunk byte ranges or None)."""
+    if layout == "bgzf":
+        scan, starts, end = cache_mod.write_bgzf_cache(bcf_path, tmp_cache, chunk_length_for, progress=progress,
+                                                       threads=threads)
+        return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
+    return cache_mod.write_raw_cache(bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads), None
+
+
+def _write_cache_partitioned(bcf_paths: list[Path], tmp_cache: Path, cache_path: Path, layout: str, chunk_length_for,
+                             workers: int, dask_client, progress):
+    """Scan files (and parts of large ones) apart, merge, then assemble the cache."""
+    n_parts = workers if dask_client is None else max(workers, _dask_threads(dask_client))
+    plan = _file_planner(n_parts) if n_parts > 1 else None
+    partitions = parallel.split_files([os.fspath(p) for p in bcf_paths], plan)
+    # The raw layout is the partitions' inflated bytes, which workers write as they scan.
+    segment_dir = None
+    if layout == "raw":
+        segment_dir = cache_path.with_name(f".{cache_path.name}.tmp-parts-{os.getpid()}")
+        segment_dir.mkdir()
+    try:
+        with parallel.executor_for(workers, dask_client) as executor:
+            scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
+        header = scanned[0][1].header
+        chunk_length = int(chunk_length_for(header))
+        merged = parallel.merge(scanned, chunk_length)
+        scan = merged.scan
+        if layout == "bgzf":
+            starts, end = cache_mod.assemble_bgzf_cache(tmp_cache, merged.pieces, header.size, scan.chunk_offsets)
+            return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
+        with cache_mod._cache_file(tmp_cache) as out:
+            parallel.write_raw(merged, out)
+        return scan, None
+    finally:
+        if segment_dir is not None:
+            shutil.rmtree(segment_dir, ignore_errors=True)
+
+
+def _dask_threads(client) -> int:
+    return sum(client.nthreads().values())
+
+
+def _file_planner(n_parts: int):
+    """Record starts cutting a BGZF file into up to ``n_parts`` partitions."""
+    from . import partition
+
+    def plan(path):
+        return partition.plan_partitions(path, n_parts)
+
+    return plan
+
+
+def _build_group(scan, sources, fingerprints, cache_path, tmp_cache, layout, ranges, zero_copy):
+    # A chunk longer than the array only makes the chunk grid irregular; with at
+    # most one chunk, the per-chunk summaries hold for any longer N.
+    chunk_length = max(1, min(scan.chunk_length, scan.num_records))
+    # Not percent-encoded: obstore and fsspec take the path after file:// literally.
+    local_cache_url = "file://" + os.path.abspath(cache_path)
+    attrs = {
+        "vcfvirtual": {
+            # Fingerprints let readers refuse a cache or source that has changed.
+            "sources": [{"path": os.path.abspath(p), **f.to_json()} for p, f in zip(sources, fingerprints)],
+            "cache": {"url": local_cache_url, "layout": layout, **Fingerprint.of(tmp_cache).to_json()},
+            "variants_chunk_size": chunk_length,
+            "zero_copy": zero_copy,
+        }
+    }
+    try:
+        return manifest.build_group(scan, local_cache_url, chunk_length, ranges=ranges, layout=layout,
+                                    extra_attributes=attrs)
+    except VcfVirtualError as e:
+        if e.path is None:  # pure builders do not know the file: name it here
+            raise type(e)(sources[0], e.problem, offset=e.offset, hint=e.hint) from None
+        raise
+
+
+def _write_references(group, tmp_refs: Path, refs_path: Path, refs_format: str, cache_url, cache_path: Path):
+    local_cache_url = "file://" + os.path.abspath(cache_path)
+    try:
+        public = writers.public_cache_url(cache_url, cache_path.name) if cache_url else None
+        if refs_format == "icechunk":
+            if public and not public.startswith("file://"):
+                raise VcfVirtualError(None, "Icechunk output reads local caches only, so far",
+                                      hint="leave out --cache-url, or write json")
+            writers.write_icechunk(group, tmp_refs, public or local_cache_url)
+        else:
+            write = writers.write_kerchunk_parquet if refs_format == "parquet" else writers.write_kerchunk_json
+            write(group, tmp_refs, cache_url=public)
+    except OSError as e:
+        raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
+                               hint=cache_mod.write_hint(e, "--output")) from None
 
 
 def _remove(path: Path) -> None:

@@ -139,7 +139,7 @@ class ChunkAlignedBGZFWriter:
         self.fileobj = fileobj
         self.level = level
         self.chunk_length = None
-        # Blocks read but not yet written: (stream offset, compressed block or None, data).
+        # Blocks read but not yet written: (stream offset, length, compressed block or None, data).
         # A block is written once the scan has passed its end, when every cut inside it
         # is known; the scan's batch size bounds how many wait here.
         self.pending: collections.deque = collections.deque()
@@ -159,8 +159,7 @@ class ChunkAlignedBGZFWriter:
     def add_block(self, raw, data) -> None:
         if not data:
             return  # empty blocks (the source's EOF marker among them) hold nothing
-        self.pending.append((self.stream_end, raw, data))
-        self.stream_end += len(data)
+        self.add_piece(self.stream_end, len(data), raw, data)
 
     def records_scanned(self, offsets: np.ndarray) -> None:
         n = self.chunk_length
@@ -168,16 +167,23 @@ class ChunkAlignedBGZFWriter:
         self.cuts.extend((int(o), True) for o in offsets[first::n])
         self.records_seen += len(offsets)
 
+    def add_piece(self, start: int, length: int, raw, data) -> None:
+        """Queue ``length`` stream bytes at ``start``, given as a whole compressed block
+        ``raw`` (or None) and ``data``, the inflated bytes or a function returning them,
+        called only if a cut splits the piece or ``raw`` is None."""
+        self.pending.append((start, length, raw, data))
+        self.stream_end = start + length
+
     def scanned_to(self, stream_offset: int) -> None:
-        while self.pending and self.pending[0][0] + len(self.pending[0][2]) <= stream_offset:
+        while self.pending and self.pending[0][0] + self.pending[0][1] <= stream_offset:
             self._emit(*self.pending.popleft())
 
     def _write(self, data) -> None:
         self.fileobj.write(data)
         self.written += len(data)
 
-    def _emit(self, start: int, raw, data) -> None:
-        end = start + len(data)
+    def _emit(self, start: int, length: int, raw, data) -> None:
+        end = start + length
         edges = [start]
         chunk_edges = set()
         while self.cuts and self.cuts[0][0] < end:
@@ -193,7 +199,7 @@ class ChunkAlignedBGZFWriter:
             self._write(raw)
             self.blocks_copied += 1
             return
-        view = memoryview(data)
+        view = memoryview(data() if callable(data) else data)
         for lo, hi in zip(edges[:-1], edges[1:]):
             if lo in chunk_edges:
                 self.chunk_starts.append(self.written)
@@ -222,3 +228,35 @@ def write_bgzf_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool
                 bcf_path, writer.blocks_copied, writer.blocks_recompressed)
     starts = np.asarray(writer.chunk_starts, dtype=np.uint64)
     return result, starts, end
+
+
+def assemble_bgzf_cache(tmp_cache: Path, pieces, header_size: int, chunk_offsets: np.ndarray):
+    """Write a chunk-aligned BGZF cache from source blocks already scanned (``pieces``:
+    :class:`vcfvirtual.parallel.Piece`, in stream order), cut where a serial run cuts: at
+    the header's end and at every chunk's first record. Blocks no cut splits are copied;
+    only split ones are read inflated. Returns (chunk start offsets, end of the last chunk)."""
+    with _cache_file(tmp_cache) as f, contextlib.ExitStack() as stack:
+        writer = ChunkAlignedBGZFWriter(f)
+        writer.cuts.append((header_size, False))
+        writer.cuts.extend((int(o), True) for o in chunk_offsets)
+        files = {}
+        for piece in pieces:
+            if piece.path not in files:
+                files[piece.path] = stack.enter_context(open(piece.path, "rb")).fileno()
+            fd = files[piece.path]
+            length = piece.hi - piece.lo
+            if piece.compressed_size == 0:
+                raw, data = None, os.pread(fd, length, piece.offset + piece.lo)
+            else:
+                block = os.pread(fd, piece.compressed_size, piece.offset)
+
+                def data(block=block, piece=piece):
+                    return bgzf.inflate_block(block, piece.path, piece.offset)[piece.lo : piece.hi]
+
+                raw = block if piece.whole else None
+            writer.add_piece(piece.stream_start, length, raw, data)
+            writer.scanned_to(piece.stream_start + length)
+        end = writer.close()
+    logger.info("%d BGZF blocks copied, %d re-compressed at chunk boundaries",
+                writer.blocks_copied, writer.blocks_recompressed)
+    return np.asarray(writer.chunk_starts, dtype=np.uint64), end

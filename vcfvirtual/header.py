@@ -247,3 +247,53 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
         info=defs("INFO", h.info),
         formats=defs("FORMAT", h.formats),
     )
+
+
+def _first_difference(kind: str, ours, theirs) -> str | None:
+    """The first position where two ordered name lists differ, said in words."""
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if a != b:
+            return f"{kind} {i} is {b!r} where the first file has {a!r}"
+    if len(ours) != len(theirs):
+        return f"it has {len(theirs)} {kind}s where the first file has {len(ours)}"
+    return None
+
+
+def compatibility_problems(first: BCFHeader, other: BCFHeader) -> list[str]:
+    """Why records written under ``other`` cannot be read with ``first``'s header.
+
+    A BCF record names its contig, INFO, FORMAT and FILTER keys by their index in its
+    header's dictionaries, and holds one value per sample in header order: so another
+    file can join the store only when it has the same samples, the same contigs in the
+    same order, and every key it declares means the same (index, Number, Type) as in the
+    first file. Descriptions and other header lines may differ; the store keeps the
+    first file's header. Empty when compatible."""
+    problems = []
+    for kind, ours, theirs in (("sample", first.samples, other.samples), ("contig", first.contigs, other.contigs)):
+        diff = _first_difference(kind, ours, theirs)
+        if diff:
+            problems.append(diff)
+    if not problems and first.contig_lengths != other.contig_lengths:
+        for name, a, b in zip(first.contigs, first.contig_lengths, other.contig_lengths):
+            if a != b:
+                problems.append(f"contig {name!r} has length {b} where the first file has {a}")
+                break
+    ours = {(f.category, f.name): f for f in (*first.info, *first.formats)}
+    for f in (*other.info, *other.formats):
+        mine = ours.get((f.category, f.name))
+        if mine is None:
+            problems.append(f"it declares {f.category}/{f.name}, which the first file does not")
+        elif (mine.number, mine.type) != (f.number, f.type):
+            problems.append(f"{f.category}/{f.name} is Number={f.number},Type={f.type} "
+                            f"where the first file has Number={mine.number},Type={mine.type}")
+        elif mine.key != f.key:
+            problems.append(f"{f.category}/{f.name} is dictionary key {f.key} where the first file has {mine.key} "
+                            "(the headers list their fields in another order)")
+    filter_keys = dict(zip(first.filters, first.filter_keys))
+    for name, key in zip(other.filters, other.filter_keys):
+        if name not in filter_keys:
+            problems.append(f"it declares FILTER/{name}, which the first file does not")
+        elif filter_keys[name] != key:
+            problems.append(f"FILTER/{name} is dictionary key {key} where the first file has {filter_keys[name]} "
+                            "(the headers list their fields in another order)")
+    return problems

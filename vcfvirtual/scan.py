@@ -8,6 +8,7 @@ and every dimension size the core arrays need, without a second pass.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -327,9 +328,9 @@ def _open_stream(fileobj: BinaryIO, path, threads: int) -> tuple[Iterator[tuple]
 class _RecordAccumulator:
     """Runs the record kernel over staged batches and folds what it finds per chunk."""
 
-    def __init__(self, header: BCFHeader, path, chunk_length: int, sink=None):
+    def __init__(self, header: BCFHeader, path, summary, sink=None, base: int | None = None):
         self.path = path
-        self.summary = RecordSummary(chunk_length)
+        self.summary = summary
         # A sink that lays records out by chunk (the BGZF cache) is told where records
         # start, and how far the scan has got (every record before that is known).
         self.on_records = getattr(sink, "records_scanned", None)
@@ -347,7 +348,7 @@ class _RecordAccumulator:
         # tail of a record cut by the stage's end moves to its front.
         self.stage = np.empty(SCAN_BATCH + bgzf.MAX_BLOCK_SIZE, dtype=np.uint8)
         self.fill = 0
-        self.base = header.size  # stream offset of stage[0]
+        self.base = header.size if base is None else base  # stream offset of stage[0]
 
     def add(self, data) -> None:
         """Stage inflated bytes, scanning the staged records whenever the stage fills."""
@@ -412,6 +413,41 @@ class _RecordAccumulator:
                 hint="offset is in the uncompressed stream; the file is truncated",
             )
 
+class _HeaderReader:
+    """Gathers a stream's first bytes until the whole BCF header has arrived."""
+
+    def __init__(self, path):
+        self.path = path
+        self.head = b""
+        self.header_bytes = b""
+
+    def feed(self, data) -> tuple[BCFHeader | None, bytes]:
+        """(header, the bytes after it) once the header is whole, else (None, b"")."""
+        self.head += data
+        head = self.head
+        if len(head) < 16:
+            return None, b""
+        classify_prefix(head[:16], self.path)
+        if len(head) < BCF_PREFIX_SIZE:
+            return None, b""
+        l_text = read_prefix(head, self.path)
+        if len(head) < BCF_PREFIX_SIZE + l_text:
+            return None, b""
+        header = parse_header_text(head[BCF_PREFIX_SIZE : BCF_PREFIX_SIZE + l_text], self.path,
+                                   BCF_PREFIX_SIZE + l_text)
+        logger.info("%s: %d samples, %d contigs", self.path, len(header.samples), len(header.contigs))
+        self.head = b""
+        self.header_bytes = head[: BCF_PREFIX_SIZE + l_text]
+        return header, head[BCF_PREFIX_SIZE + l_text :]
+
+    def fail(self):
+        """The stream ended before the header did."""
+        if not self.head:
+            raise NotBCFError(self.path, "file is empty (no BCF data)")
+        classify_prefix(self.head[:16], self.path)
+        raise HeaderError(self.path, "file ends inside the BCF header (truncated)")
+
+
 def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], int], sink=None,
              progress: bool | None = None, threads: int = 0) -> ScanResult:
     """Inflate and walk ``path`` once, handing every block to ``sink``.
@@ -438,7 +474,7 @@ def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], in
         add_block = getattr(sink, "add_block", None)
         write = None if add_block is not None or sink is None else sink.write
         bar = tqdm(total=total, unit="B", unit_scale=True, desc="index", disable=None if progress is None else not progress)
-        head = b""
+        reader = _HeaderReader(path)
         header = None
         acc = None
         scanned_at = 0  # acc.base when the progress bar last moved
@@ -449,36 +485,22 @@ def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], in
                 write(data)
             bar.update(len(data) if not compressed else 0)
             if header is None:
-                head += data
-                if len(head) < 16:
+                header, data = reader.feed(data)
+                if header is None:
                     continue
-                classify_prefix(head[:16], path)
-                if len(head) < BCF_PREFIX_SIZE:
-                    continue
-                l_text = read_prefix(head, path)
-                if len(head) < BCF_PREFIX_SIZE + l_text:
-                    continue
-                header = parse_header_text(head[BCF_PREFIX_SIZE : BCF_PREFIX_SIZE + l_text], path,
-                                           BCF_PREFIX_SIZE + l_text)
-                logger.info("%s: %d samples, %d contigs", path, len(header.samples), len(header.contigs))
                 chunk_length = int(chunk_length_for(header))
                 if chunk_length < 1:
                     raise ValueError(f"variants chunk length must be at least 1, got {chunk_length}")
                 if hasattr(sink, "header_parsed"):
                     sink.header_parsed(header, chunk_length)
-                acc = _RecordAccumulator(header, path, chunk_length, sink)
-                data = head[BCF_PREFIX_SIZE + l_text :]
-                head = b""
+                acc = _RecordAccumulator(header, path, RecordSummary(chunk_length), sink)
             acc.add(data)
             if compressed and acc.base != scanned_at:
                 scanned_at = acc.base
                 bar.n = fileobj.tell()
                 bar.refresh()
         if header is None:
-            if not head:
-                raise NotBCFError(path, "file is empty (no BCF data)")
-            classify_prefix(head[:16], path)
-            raise HeaderError(path, "file ends inside the BCF header (truncated)")
+            reader.fail()
         acc.scan_staged(final=True)
         bar.n = total
         bar.close()
@@ -494,3 +516,139 @@ def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], in
             format_stats=acc.fmt_stats,
             **acc.summary.arrays(),
         )
+
+
+class RecordCollector:
+    """Keeps per-record facts as they are, for a partition whose first record's index in
+    the whole store is not known until the partitions before it are counted."""
+
+    FIELDS = ("offset", "chrom", "pos", "rlen", "n_allele", "ploidy")
+
+    def __init__(self):
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def add(self, *columns) -> None:
+        if columns[0].shape[0]:
+            self.parts.append(tuple(c.copy() for c in columns))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        if not self.parts:
+            return {name: np.empty(0, np.int64 if name == "offset" else np.int32) for name in self.FIELDS}
+        return {name: np.concatenate([p[i] for p in self.parts]) for i, name in enumerate(self.FIELDS)}
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordStart:
+    """Where a record begins in a BGZF file: the block holding its first byte, and that
+    byte's offset in the block's inflated data (htslib's virtual offset, split)."""
+
+    block_offset: int
+    within_block: int
+
+    @property
+    def virtual_offset(self) -> int:
+        return (self.block_offset << 16) | self.within_block
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionScan:
+    """What scanning one partition (a run of consecutive records of one file) learns.
+
+    Record offsets count from the partition's first record byte: where that byte lies in
+    the file's stream is only known once every block before it is measured."""
+
+    header: BCFHeader
+    header_bytes: bytes  # the file's header as stored in its stream (magic, l_text, text)
+    records: dict[str, np.ndarray]  # RecordCollector.FIELDS
+    stream_length: int  # bytes of records in the partition
+    blocks: np.ndarray  # (n, 3) int64: compressed offset, compressed size (0: not BGZF), inflated size
+    compressed: bool
+    has_eof_block: bool  # meaningful for a file's last partition
+    info_stats: np.ndarray
+    format_stats: np.ndarray
+
+
+def scan_partition(path: str | os.PathLike, start: RecordStart | None = None, end: RecordStart | None = None,
+                   segment_path: str | os.PathLike | None = None) -> PartitionScan:
+    """Scan the records of ``path`` from ``start`` (default: the first record) up to, not
+    including, ``end`` (default: the end of the file), with the same checks as
+    :func:`scan_bcf`. ``segment_path`` receives the partition's record bytes, inflated.
+
+    A partition must end exactly where a record starts: if ``end`` is inside a record, a
+    :class:`CorruptBCFError` says the data ends inside a record. Runs in worker processes.
+    """
+    path = os.fspath(path)
+    try:
+        fileobj = open(path, "rb")
+    except OSError as e:
+        raise NotBCFError(path, f"cannot open: {e.strerror}") from None
+    collector = RecordCollector()
+    blocks: list[tuple[int, int, int]] = []
+    with fileobj, contextlib.ExitStack() as stack:
+        segment = stack.enter_context(open(segment_path, "wb")) if segment_path is not None else None
+        stream, compressed, _ = _open_stream(fileobj, path, 0)
+        reader = _HeaderReader(path)
+        header = None
+        if start is not None:
+            if not compressed:
+                raise ValueError("only a BGZF-compressed BCF can start a partition inside the file")
+            # The header is read from the file's first blocks, then the scan moves to start.
+            for _raw, data in stream:
+                header, _ = reader.feed(data)
+                if header is not None:
+                    break
+            else:
+                reader.fail()
+            fileobj.seek(start.block_offset)
+            stream = ((b.raw, b.data, b.offset) for b in bgzf.read_blocks(fileobj, path, start=start.block_offset))
+        else:
+            stream = _with_offsets(stream)
+        acc = None
+        if header is not None:
+            acc = _RecordAccumulator(header, path, collector, sink=None, base=0)
+        length = 0
+        for raw_block, data, offset in stream:
+            blocks.append((offset, len(raw_block) if raw_block is not None else 0, len(data)))
+            lo = start.within_block if start is not None and offset == start.block_offset else 0
+            hi = len(data)
+            if end is not None and offset >= end.block_offset:
+                if offset > end.block_offset or end.within_block == 0:
+                    blocks.pop()  # wholly after the partition
+                    break
+                hi = end.within_block
+            data = memoryview(data)[lo:hi]
+            if acc is None:
+                header, data = reader.feed(bytes(data))
+                if header is None:
+                    continue
+                acc = _RecordAccumulator(header, path, collector, sink=None, base=0)
+            if segment is not None:
+                segment.write(data)
+            length += len(data)
+            acc.add(data)
+            if end is not None and offset == end.block_offset:
+                break
+        if acc is None:
+            reader.fail()
+        acc.scan_staged(final=True)
+    return PartitionScan(
+        header=header,
+        header_bytes=reader.header_bytes,
+        records=collector.arrays(),
+        stream_length=length,
+        blocks=np.array(blocks, dtype=np.int64).reshape(-1, 3),
+        compressed=compressed,
+        # As scan_bcf: the file's last block must be BGZF's empty EOF block.
+        has_eof_block=not compressed or end is not None or (bool(blocks) and blocks[-1][2] == 0),
+        info_stats=acc.info_stats,
+        format_stats=acc.fmt_stats,
+    )
+
+
+def _with_offsets(stream):
+    """(raw, data, offset) from _open_stream's (raw, data): for BGZF the block's file
+    offset, for an uncompressed file the piece's."""
+    offset = 0
+    for raw, data in stream:
+        yield raw, data, offset
+        offset += len(raw) if raw is not None else len(data)

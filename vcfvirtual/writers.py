@@ -212,12 +212,13 @@ def check_cache(refs: dict, refs_path) -> None:
     if problems:
         raise StaleCacheError(refs_path, f"the transcode cache {path} does not match the references: "
                               + "; ".join(problems), hint="re-run vcfvirtual index --force")
-    source = info.get("source", {})
-    if source.get("path") and os.path.isfile(source["path"]) and "size" in source:
-        problems = Fingerprint.from_json(source).differences(source["path"])
-        if problems:
-            raise StaleCacheError(refs_path, f"the source BCF {source['path']} changed since it was indexed: "
-                                  + "; ".join(problems), hint="re-run vcfvirtual index --force")
+    # "source" (one file) is how references before several-file stores named it.
+    for source in info.get("sources") or [info.get("source", {})]:
+        if source.get("path") and os.path.isfile(source["path"]) and "size" in source:
+            problems = Fingerprint.from_json(source).differences(source["path"])
+            if problems:
+                raise StaleCacheError(refs_path, f"the source BCF {source['path']} changed since it was indexed: "
+                                      + "; ".join(problems), hint="re-run vcfvirtual index --force")
 
 
 def _load(refs_path) -> dict:
