@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
@@ -24,11 +25,13 @@ def main():
 
 
 @main.command("index")
-@click.argument("bcf", type=click.Path(dir_okay=False))
+@click.argument("bcf", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "refs_path", type=click.Path(),
-              help="References to write. Default: <BCF>.vcz.json (or .vcz.parq) next to the BCF.")
+              help="References to write. Default: <BCF>.vcz.json (or .vcz.parq) next to the BCF; "
+                   "required with several BCFs.")
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Transcode cache to write. Default: <BCF>.vcz.cache.bcf next to the BCF.")
+              help="Transcode cache to write. Default: <BCF>.vcz.cache.bcf next to the BCF; with "
+                   "several BCFs, the --output name ending in .cache.bcf.")
 @click.option("-c", "--variants-chunk-size", type=click.IntRange(min=1),
               help="Variants per chunk. Default: sized so a decoded call_genotype chunk is "
                    "at most ~64 MiB, between 100 and 10,000.")
@@ -53,14 +56,24 @@ def main():
                    "upload it (s3://bucket/path/ or https://host/path/; a URL ending in / gets the "
                    "cache's file name). Default: its local path. Change it later with "
                    "vcfvirtual relocate.")
+@click.option("-j", "--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes that scan in parallel: the BCFs given, and parts of each large "
+                   "BGZF BCF (cut at record starts its .csi index names, or found by a block "
+                   "scan). The store is the same as a serial run's.")
+@click.option("--dask-scheduler", metavar="ADDRESS",
+              help="Scan on a Dask cluster (e.g. tcp://host:8786) instead of local processes; "
+                   "its workers must see the BCFs and the cache's folder at the same paths. "
+                   "Needs the distributed package.")
 @click.option("-f", "--force", is_flag=True, help="Overwrite existing outputs.")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: only when stderr is a terminal).")
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
 def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout, inflate_threads, refs_format,
-                  cache_url, force, progress, verbose):
+                  cache_url, workers, dask_scheduler, force, progress, verbose):
     """Scan BCF once and write its transcode cache and Kerchunk JSON references.
 
+    Several BCFs (e.g. one per chromosome, same samples) make one store holding their
+    records in the order given; their headers must agree on samples, contigs and fields.
     A VCF (.vcf, .vcf.gz, .vcf.bgz) is first converted to BCF with htslib; the cache then
     holds the BCF records.
 
@@ -71,10 +84,11 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
 
     start = time.perf_counter()
     try:
-        store = index(bcf, refs_path=refs_path, cache_path=cache_path,
-                      variants_chunk_size=variants_chunk_size, cache_layout=cache_layout,
-                      force=force, progress=progress, inflate_threads=inflate_threads, cache_url=cache_url,
-                      refs_format=refs_format)
+        with _dask_client(dask_scheduler) as client:
+            store = index(bcf[0] if len(bcf) == 1 else list(bcf), refs_path=refs_path, cache_path=cache_path,
+                          variants_chunk_size=variants_chunk_size, cache_layout=cache_layout,
+                          force=force, progress=progress, inflate_threads=inflate_threads, cache_url=cache_url,
+                          refs_format=refs_format, workers=workers, dask_client=client)
     except VcfVirtualError as e:
         click.echo(f"vcfvirtual: error: {e}", err=True)
         sys.exit(1)
@@ -85,6 +99,24 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
         f"chunks of {attrs['variants_chunk_size']} variants; cache {attrs['cache']['url']}",
         err=True,
     )
+
+
+@contextlib.contextmanager
+def _dask_client(address):
+    if address is None:
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError:
+        raise VcfVirtualError(None, "--dask-scheduler needs the distributed package",
+                              hint="pip install 'vcfvirtual[dask]'") from None
+    try:
+        client = Client(address, timeout=30)
+    except OSError as e:
+        raise VcfVirtualError(None, f"cannot reach the Dask scheduler at {address}: {e}") from None
+    with client:
+        yield client
 
 
 @main.command("relocate")
