@@ -18,6 +18,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -122,6 +123,18 @@ def write_raw_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool 
         return scan_bcf(bcf_path, chunk_length_for, sink=f, progress=progress, threads=threads)
 
 
+class SourceRange(NamedTuple):
+    """Compressed bytes of a source file, copied to the cache without being read in."""
+
+    fd: int
+    offset: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
 class ChunkAlignedBGZFWriter:
     """Sink for the scan that writes the stream as BGZF with chunk-aligned blocks.
 
@@ -151,6 +164,7 @@ class ChunkAlignedBGZFWriter:
         self.chunk_starts: list[int] = []  # cache offset where each chunk begins
         self.blocks_copied = 0
         self.blocks_recompressed = 0
+        self.run: SourceRange | None = None  # source bytes to copy as they are, not yet copied
 
     def header_parsed(self, header, chunk_length: int) -> None:
         self.chunk_length = chunk_length
@@ -179,8 +193,37 @@ class ChunkAlignedBGZFWriter:
             self._emit(*self.pending.popleft())
 
     def _write(self, data) -> None:
+        if isinstance(data, SourceRange):
+            if self.run is not None and self.run.fd == data.fd and self.run.end == data.offset:
+                self.run = self.run._replace(size=self.run.size + data.size)
+            else:
+                self._copy_run()
+                self.run = data
+            self.written += data.size
+            return
+        self._copy_run()
         self.fileobj.write(data)
         self.written += len(data)
+
+    def _copy_run(self) -> None:
+        """Copy the pending run of source bytes in the kernel (no trip through Python)."""
+        run, self.run = self.run, None
+        if run is None:
+            return
+        self.fileobj.flush()
+        out = self.fileobj.fileno()
+        offset, left = run.offset, run.size
+        while left:
+            try:
+                n = os.copy_file_range(run.fd, out, left, offset)
+            except OSError as e:
+                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+                n = os.write(out, os.pread(run.fd, min(left, 1 << 24), offset))
+            if n == 0:
+                raise OSError(errno.EIO, f"source ended while copying {left} more bytes")
+            offset += n
+            left -= n
 
     def _emit(self, start: int, length: int, raw, data) -> None:
         end = start + length
@@ -211,6 +254,7 @@ class ChunkAlignedBGZFWriter:
         self.scanned_to(self.stream_end)
         end = self.written
         self._write(bgzf.EOF_BLOCK)
+        self._copy_run()
         return end
 
 
@@ -248,12 +292,11 @@ def assemble_bgzf_cache(tmp_cache: Path, pieces, header_size: int, chunk_offsets
             if piece.compressed_size == 0:
                 raw, data = None, os.pread(fd, length, piece.offset + piece.lo)
             else:
-                block = os.pread(fd, piece.compressed_size, piece.offset)
-
-                def data(block=block, piece=piece):
+                def data(fd=fd, piece=piece):
+                    block = os.pread(fd, piece.compressed_size, piece.offset)
                     return bgzf.inflate_block(block, piece.path, piece.offset)[piece.lo : piece.hi]
 
-                raw = block if piece.whole else None
+                raw = SourceRange(fd, piece.offset, piece.compressed_size) if piece.whole else None
             writer.add_piece(piece.stream_start, length, raw, data)
             writer.scanned_to(piece.stream_start + length)
         end = writer.close()

@@ -20,6 +20,7 @@ import logging
 import multiprocessing
 import os
 import shutil
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -107,10 +108,15 @@ def executor_for(workers: int, dask_client=None):
     if dask_client is not None:
         yield dask_client.get_executor()
     elif workers > 1:
-        # forkserver: workers start from a clean process that has imported the scanner
-        # once (its compiled kernels cached), rather than a fork of a threaded parent.
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["vcfvirtual.scan"])
+        # A fork starts workers at once, with the scanner's compiled kernels already
+        # loaded (forkserver costs ~0.4 s re-importing them); but forking a process in
+        # which other threads run can copy a lock one of them holds and deadlock, so
+        # then workers come from a clean forkserver process instead.
+        if threading.active_count() == 1:
+            context = multiprocessing.get_context("fork")
+        else:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["vcfvirtual.scan"])
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
             yield pool
     else:
@@ -132,9 +138,10 @@ def scan_all(partitions: list[Partition], executor, segment_dir: Path | None,
         return None if segment_dir is None else segment_dir / f"part-{i:06d}"
 
     sizes = [_partition_bytes(p) for p in partitions]
+    futures = {executor.submit(_scan_task, p, segment(i)): i for i, p in enumerate(partitions)}
+    # Made after the workers are started: tqdm's monitor thread must not exist at a fork.
     bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="index",
                disable=None if progress is None else not progress)
-    futures = {executor.submit(_scan_task, p, segment(i)): i for i, p in enumerate(partitions)}
     results: list[PartitionScan | BaseException | None] = [None] * len(partitions)
     try:
         for future in concurrent.futures.as_completed(futures):
