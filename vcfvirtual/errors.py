@@ -14,6 +14,11 @@ class VcfVirtualError(Exception):
         self.hint = hint
         super().__init__(self._render())
 
+    def __reduce__(self):
+        # Errors raised in worker processes travel back pickled; the default would call
+        # __init__ with the rendered message alone.
+        return _rebuild, (type(self), self.path, self.problem, self.offset, self.hint)
+
     def _render(self) -> str:
         where = self.path or "<input>"
         if self.offset is not None:
@@ -58,3 +63,7 @@ class FieldShapeError(VcfVirtualError):
 
 class OutputWriteError(VcfVirtualError):
     """An output (cache or references) could not be written: no space, no permission."""
+
+
+def _rebuild(cls, path, problem, offset, hint):
+    return cls(path, problem, offset=offset, hint=hint)
