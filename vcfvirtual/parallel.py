@@ -244,8 +244,7 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         shift = 0 if file_index == 0 else merged_end - header_size
         starts = _block_stream_starts(scans)
         for part, scan, _ in items:
-            first_byte = (header_size if part.start is None
-                          else starts[part.start.block_offset] + part.start.within_block)
+            first_byte = 0 if part.start is None else starts[part.start.block_offset] + part.start.within_block
             rec = scan.records
             summary.add(rec["offset"] + (first_byte + shift), rec["chrom"], rec["pos"], rec["rlen"],
                         rec["n_allele"], rec["ploidy"])

@@ -554,8 +554,9 @@ class RecordStart:
 class PartitionScan:
     """What scanning one partition (a run of consecutive records of one file) learns.
 
-    Record offsets count from the partition's first record byte: where that byte lies in
-    the file's stream is only known once every block before it is measured."""
+    Record offsets count from the partition's first record byte (where that byte lies in
+    the file's stream is only known once every block before it is measured), or, for a
+    partition that starts the file, are stream offsets."""
 
     header: BCFHeader
     header_bytes: bytes  # the file's header as stored in its stream (magic, l_text, text)
@@ -603,6 +604,8 @@ def scan_partition(path: str | os.PathLike, start: RecordStart | None = None, en
             stream = ((b.raw, b.data, b.offset) for b in bgzf.read_blocks(fileobj, path, start=start.block_offset))
         else:
             stream = _with_offsets(stream)
+        # Offsets count from the partition's first record, or, for a partition that starts
+        # the file, from the file's first byte (so errors name true stream offsets).
         acc = None
         if header is not None:
             acc = _RecordAccumulator(header, path, collector, sink=None, base=0)
@@ -621,7 +624,7 @@ def scan_partition(path: str | os.PathLike, start: RecordStart | None = None, en
                 header, data = reader.feed(bytes(data))
                 if header is None:
                     continue
-                acc = _RecordAccumulator(header, path, collector, sink=None, base=0)
+                acc = _RecordAccumulator(header, path, collector, sink=None)
             if segment is not None:
                 segment.write(data)
             length += len(data)
