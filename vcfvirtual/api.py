@@ -129,8 +129,9 @@ def index(
     except OutputWriteError as e:
         if tmp_refs is not None:
             _remove(tmp_refs)
-        # Name the output the user asked for, not its temporary.
-        path = refs_path if "references" in e.problem else cache_path
+        # Name the output the user asked for, not its temporary: the references' writer
+        # names them already; the cache's names its temporary.
+        path = refs_path if refs_path is not None and e.path == str(refs_path) else cache_path
         raise OutputWriteError(path, e.problem, hint=e.hint) from None
     except BaseException:
         if tmp_refs is not None:

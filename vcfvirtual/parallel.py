@@ -138,10 +138,20 @@ def scan_all(partitions: list[Partition], executor, segment_dir: Path | None,
         return None if segment_dir is None else segment_dir / f"part-{i:06d}"
 
     sizes = [_partition_bytes(p) for p in partitions]
-    futures = {executor.submit(_scan_task, p, segment(i)): i for i, p in enumerate(partitions)}
-    # Made after the workers are started: tqdm's monitor thread must not exist at a fork.
-    bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="index",
-               disable=None if progress is None else not progress)
+
+    def new_bar():
+        return tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="index",
+                    disable=None if progress is None else not progress)
+
+    # In a pool, the bar is made once the workers are started: tqdm's monitor thread
+    # must not exist at a fork. Inline, tasks run as they are submitted.
+    bar = new_bar() if isinstance(executor, InlineExecutor) else None
+    futures = {}
+    for i, p in enumerate(partitions):
+        futures[executor.submit(_scan_task, p, segment(i))] = i
+        if bar is not None:
+            bar.update(sizes[i])
+    inline_bar, bar = bar, bar or new_bar()
     results: list[PartitionScan | BaseException | None] = [None] * len(partitions)
     try:
         for future in concurrent.futures.as_completed(futures):
@@ -150,7 +160,8 @@ def scan_all(partitions: list[Partition], executor, segment_dir: Path | None,
                 results[i] = future.result()
             except CorruptBCFError as e:
                 results[i] = e
-            bar.update(sizes[i])
+            if inline_bar is None:
+                bar.update(sizes[i])
     finally:
         for future in futures:
             future.cancel()
