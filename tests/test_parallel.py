@@ -75,7 +75,7 @@ def assert_same_store(serial, parallel):
 
 
 @pytest.mark.parametrize("layout", ["bgzf", "raw"])
-@pytest.mark.parametrize("cut_at", [[0, 1], [0, 299, 300, 301, 900], list(range(0, 1200, 97))])
+@pytest.mark.parametrize("cut_at", [[1], [299, 300, 301, 900], list(range(97, 1200, 97))])
 def test_partitions_at_record_starts_give_the_serial_store(wide_bcf, tmp_path, monkeypatch, layout, cut_at):
     starts = true_record_starts(wide_bcf)
     use_starts(monkeypatch, lambda path: [starts[i] for i in cut_at])
@@ -86,7 +86,7 @@ def test_partitions_at_record_starts_give_the_serial_store(wide_bcf, tmp_path, m
 def test_a_start_inside_a_record_falls_back_to_one_partition(wide_bcf, tmp_path, monkeypatch, caplog):
     starts = true_record_starts(wide_bcf)
     inside = RecordStart(starts[600].block_offset, starts[600].within_block + 7)  # not a record start
-    use_starts(monkeypatch, lambda path: [starts[0], starts[300], inside, starts[900]])
+    use_starts(monkeypatch, lambda path: [starts[300], inside, starts[900]])
     with caplog.at_level(logging.WARNING, logger="vcfvirtual"):
         serial, parallel = serial_and_parallel(wide_bcf, tmp_path, 250, workers=2)
     assert "scanning it whole" in caplog.text
@@ -96,7 +96,7 @@ def test_a_start_inside_a_record_falls_back_to_one_partition(wide_bcf, tmp_path,
 def test_dask_client_gives_the_serial_store(wide_bcf, tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
     starts = true_record_starts(wide_bcf)
-    use_starts(monkeypatch, lambda path: [starts[i] for i in (0, 400, 800)])
+    use_starts(monkeypatch, lambda path: [starts[i] for i in (400, 800)])
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         serial, parallel = serial_and_parallel(wide_bcf, tmp_path, 300, dask_client=client)
@@ -111,7 +111,7 @@ def test_several_files_in_parallel(wide_bcf, tmp_path, monkeypatch):
         part = tmp_path / f"{contig}.bcf"
         pysam.bcftools.view("--no-version", "-r", contig, "-Ob", "-o", str(part), str(wide_bcf), catch_stdout=False)
         parts.append(part)
-    use_starts(monkeypatch, lambda path: true_record_starts(path)[::150])
+    use_starts(monkeypatch, lambda path: true_record_starts(path)[150::150])
     stores = []
     for name, workers in (("serial", 1), ("parallel", 2)):
         refs = tmp_path / f"{name}.vcz.json"
@@ -143,7 +143,7 @@ def test_corruption_is_reported_as_a_serial_run_reports_it(wide_bcf, tmp_path, m
             f.write(bytes(data[lo:hi]))
     with pytest.raises(CorruptBCFError) as serial_error:
         vcfvirtual.index(damaged, refs_path=False, cache_path=tmp_path / "s.bcf")
-    use_starts(monkeypatch, lambda path: [starts[i] for i in (0, 300, 600, 900)])
+    use_starts(monkeypatch, lambda path: [starts[i] for i in (300, 600, 900)])
     with pytest.raises(CorruptBCFError) as parallel_error:
         vcfvirtual.index(damaged, refs_path=False, cache_path=tmp_path / "p.bcf", workers=2)
     assert "sample count differs" in str(serial_error.value) and serial_error.value.offset == bounds[700]

@@ -234,8 +234,10 @@ def _write_cache_serial(bcf_path: Path, tmp_cache: Path, layout: str, chunk_leng
 def _write_cache_partitioned(bcf_paths: list[Path], tmp_cache: Path, cache_path: Path, layout: str, chunk_length_for,
                              workers: int, dask_client, progress):
     """Scan files (and parts of large ones) apart, merge, then assemble the cache."""
-    n_parts = workers if dask_client is None else max(workers, _dask_threads(dask_client))
-    plan = _file_planner(n_parts) if n_parts > 1 else None
+    # Twice as many parts as workers, so one slow part (denser records) does not leave
+    # the others idle at the end.
+    n_parts = 2 * (workers if dask_client is None else max(workers, _dask_threads(dask_client)))
+    plan = _file_planner(n_parts) if n_parts > 2 else None
     partitions = parallel.split_files([os.fspath(p) for p in bcf_paths], plan)
     # The raw layout is the partitions' inflated bytes, which workers write as they scan.
     segment_dir = None

@@ -71,15 +71,11 @@ class Merged:
 
 
 def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStart]] | None) -> list[Partition]:
-    """Partitions of each file in order: ``plan_file(path)`` gives record starts to cut
-    a file at (its first start is the file's first record); None: whole files."""
+    """Partitions of each file in order: ``plan_file(path)`` gives the record starts to
+    cut a file at, ascending, after its first record; None: whole files."""
     partitions = []
     for path in paths:
-        starts = plan_file(path) if plan_file is not None else []
-        if len(starts) <= 1:
-            partitions.append(Partition(os.fspath(path)))
-            continue
-        cuts = [None, *starts[1:], None]
+        cuts = [None, *(plan_file(path) if plan_file is not None else []), None]
         partitions.extend(Partition(os.fspath(path), a, b) for a, b in zip(cuts[:-1], cuts[1:]))
     return partitions
 

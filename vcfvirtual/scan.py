@@ -518,6 +518,19 @@ def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], in
         )
 
 
+def read_header(path) -> BCFHeader:
+    """The header of a BCF, reading only the blocks that hold it."""
+    path = os.fspath(path)
+    with open(path, "rb") as fileobj:
+        stream, _, _ = _open_stream(fileobj, path, 0)
+        reader = _HeaderReader(path)
+        for _raw, data in stream:
+            header, _ = reader.feed(data)
+            if header is not None:
+                return header
+        reader.fail()
+
+
 class RecordCollector:
     """Keeps per-record facts as they are, for a partition whose first record's index in
     the whole store is not known until the partitions before it are counted."""
