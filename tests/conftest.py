@@ -174,3 +174,30 @@ class FullDisk:
 
     def __exit__(self, *exc):
         self.f.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """An S3-compatible server (moto) on loopback for the session: fsspec storage options
+    reaching it, with a bucket per test made by ``s3_bucket``."""
+    moto_server = pytest.importorskip("moto.server")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    options = {"endpoint_url": f"http://{host}:{port}", "key": "testing", "secret": "testing",
+               "client_kwargs": {"region_name": "us-east-1"}}
+    yield options
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server, request):
+    """(bucket name, fsspec S3 filesystem, storage options) for a fresh bucket."""
+    import re
+
+    import s3fs
+
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, **s3_server)
+    name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:50].strip("-")
+    fs.call_s3("create_bucket", Bucket=name)
+    return name, fs, s3_server

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from virtualizarr.manifests import ManifestStore
 
 from . import bgzf
 from . import cache as cache_mod
-from . import manifest, parallel, transcode, writers
+from . import manifest, parallel, storage, transcode, writers
 from .errors import OutputWriteError, StaleCacheError, VcfVirtualError
 from .fingerprint import Fingerprint
 from .scan import scan_bcf
@@ -38,6 +39,7 @@ def index(
     refs_format: str = "json",
     workers: int = 1,
     dask_client=None,
+    storage_options: dict | None = None,
 ) -> ManifestStore:
     """Index ``bcf_path``: write the transcode cache and Kerchunk JSON, return the store.
 
@@ -58,6 +60,10 @@ def index(
     ``cache_url`` is where readers of the Kerchunk JSON will find the cache (e.g. where it
     will be uploaded: ``s3://bucket/path/``; a URL ending in ``/`` gets the cache's name);
     by default its local path. The returned store reads the local cache.
+    The BCF, the cache and the references may be URLs (``s3://``, ``gs://``; the BCF also
+    ``https://``), reached through fsspec with ``storage_options`` (e.g. ``{"endpoint_url":
+    ..., "key": ..., "secret": ...}``): the BCF is streamed once, outputs are written
+    locally and uploaded when complete. One BCF per store, scanned serially, so far.
     ``refs_format="parquet"`` writes Kerchunk Parquet references (a directory, default
     ``<bcf>.vcz.parq``) instead of JSON, for stores with millions of chunks;
     ``"icechunk"`` an Icechunk repository (default ``<bcf>.vcz.icechunk``) whose arrays are
@@ -66,18 +72,25 @@ def index(
     sources = _sources(bcf_path)
     if refs_format not in REFS_FORMATS:
         raise VcfVirtualError(None, f"unknown references format {refs_format!r}", hint=f"use one of {REFS_FORMATS}")
+    partitioned = len(sources) > 1 or workers > 1 or dask_client is not None
+    remote = _Remote.plan(sources, refs_path, cache_path, refs_format, partitioned, storage_options)
+    if remote is not None:
+        refs_path, cache_path = remote.local_refs, remote.local_cache
     refs_path, cache_path = _output_paths(sources, refs_path, cache_path, refs_format)
+    if remote is not None:
+        remote.local_refs, remote.local_cache = refs_path, cache_path
     if cache_layout is not None and cache_layout not in cache_mod.LAYOUTS:
         raise VcfVirtualError(None, f"unknown cache layout {cache_layout!r}", hint=f"use one of {cache_mod.LAYOUTS}")
     if variants_chunk_size is not None and variants_chunk_size < 1:
         raise VcfVirtualError(None, f"variants chunk size must be at least 1, got {variants_chunk_size}")
     if workers < 1:
         raise VcfVirtualError(None, f"workers must be at least 1, got {workers}")
-    fingerprints = [_source_fingerprint(p) for p in sources]
-    uncompressed = [_is_uncompressed(p) for p in sources]
+    fingerprints = [_source_fingerprint(p, storage_options) for p in sources]
+    uncompressed = [_is_uncompressed(p, storage_options) for p in sources]
     # An uncompressed BCF is its own raw cache: the references point into it, no copy.
     # Asking for the bgzf layout still compresses it into a cache.
-    single_plain = len(sources) == 1 and uncompressed[0]
+    # (A remote uncompressed BCF gets a cache: the references must name local or uploaded bytes.)
+    single_plain = len(sources) == 1 and uncompressed[0] and remote is None
     cache_layout = cache_layout or ("raw" if single_plain else "bgzf")
     zero_copy = single_plain and cache_layout == "raw"
     if zero_copy:
@@ -90,11 +103,12 @@ def index(
         for p in ((None if zero_copy else cache_path), refs_path):
             if p is not None and p.exists():
                 raise cache_mod.OutputExistsError(p, "output already exists", hint="pass --force to overwrite it")
+        if remote is not None:
+            remote.refuse_existing()
     for output in (cache_path, refs_path):
         if output is not None:
             for stale in cache_mod.remove_stale_temporaries(output):
                 logger.warning("removed %s, left by an index run that was killed", stale)
-    partitioned = len(sources) > 1 or workers > 1 or dask_client is not None
 
     def chunk_length_for(header):
         return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
@@ -112,21 +126,34 @@ def index(
                     scan, ranges = _write_cache_partitioned(scan_paths, tmp_cache, cache_path, cache_layout,
                                                             chunk_length_for, workers, dask_client, progress)
                 else:
+                    fileobj = storage.open_input(sources[0], storage_options) if remote and remote.source else None
                     scan, ranges = _write_cache_serial(scan_paths[0], tmp_cache, cache_layout, chunk_length_for,
-                                                       progress, inflate_threads)
+                                                       progress, inflate_threads, fileobj)
                 for path, fingerprint in zip(sources, fingerprints):
-                    if not fingerprint.same_stat(path):
+                    same = (storage.unchanged(path, fingerprint, storage_options) if storage.is_url(path)
+                            else fingerprint.same_stat(path))
+                    if not same:
                         raise StaleCacheError(path, "the BCF changed while it was being indexed",
                                               hint="index it again once nothing writes to it")
-                group = _build_group(scan, sources, fingerprints, cache_path, tmp_cache, cache_layout, ranges,
+                cache_location = remote.cache_location if remote else "file://" + os.path.abspath(cache_path)
+                group = _build_group(scan, sources, fingerprints, cache_location, tmp_cache, cache_layout, ranges,
                                      zero_copy)
                 if tmp_refs is not None:
-                    _write_references(group, tmp_refs, refs_path, refs_format, cache_url, cache_path)
+                    _write_references(group, tmp_refs, refs_path, refs_format, cache_url or remote_public(remote),
+                                      cache_path, cache_location)
+            if remote is not None:
+                remote.upload_cache()
         if tmp_refs is not None:
             if refs_path.is_dir():
                 shutil.rmtree(refs_path)  # a directory cannot be replaced in one rename
             os.replace(tmp_refs, refs_path)
+        if remote is not None:
+            remote.upload_refs()
     except OutputWriteError as e:
+        if remote is not None:
+            remote.abandon()
+            if storage.is_url(e.path or ""):
+                raise
         if tmp_refs is not None:
             _remove(tmp_refs)
         # Name the output the user asked for, not its temporary: the references' writer
@@ -136,22 +163,33 @@ def index(
     except BaseException:
         if tmp_refs is not None:
             _remove(tmp_refs)
+        if remote is not None:
+            remote.abandon()
         raise
+    if remote is not None:
+        remote.finish()
+        if remote.cache_url:
+            return ManifestStore(group, registry=storage.object_store_registry(remote.cache_url, storage_options))
     logger.info("%s: %d records in %d-variant chunks -> %s", ", ".join(map(str, sources)), scan.num_records,
                 group.metadata.attributes["vcfvirtual"]["variants_chunk_size"], cache_path)
     return ManifestStore(group, registry=local_registry())
 
 
-def _sources(bcf_path) -> list[Path]:
-    """The input file(s) as paths; the same file twice would double its records."""
+def _source(p):
+    return p if storage.is_url(p) else Path(p)
+
+
+def _sources(bcf_path) -> list:
+    """The input file(s) as paths (URLs kept as strings); the same file twice would
+    double its records."""
     if isinstance(bcf_path, (str, os.PathLike)):
-        return [Path(bcf_path)]
-    sources = [Path(p) for p in bcf_path]
+        return [_source(bcf_path)]
+    sources = [_source(p) for p in bcf_path]
     if not sources:
         raise VcfVirtualError(None, "no input files given")
     seen = {}
     for p in sources:
-        key = os.path.realpath(p)
+        key = p if storage.is_url(p) else os.path.realpath(p)
         if key in seen:
             raise VcfVirtualError(p, f"given twice (also as {seen[key]})", hint="name each input file once")
         seen[key] = p
@@ -162,7 +200,9 @@ def _output_paths(sources: list[Path], refs_path, cache_path, refs_format: str) 
     """(references, cache) paths: asked for, or named after the input."""
     suffix = {"json": ".json", "parquet": ".parq", "icechunk": ".icechunk"}[refs_format]
     if len(sources) == 1:
-        default_refs, default_cache = cache_mod.default_paths(sources[0])
+        # A remote BCF's outputs default to the working directory, under its name.
+        local = Path(sources[0].rsplit("/", 1)[-1]) if storage.is_url(sources[0]) else sources[0]
+        default_refs, default_cache = cache_mod.default_paths(local)
         default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + suffix)
     else:
         # Several inputs have no one name to derive outputs from: the caller names the store.
@@ -181,7 +221,9 @@ def _output_paths(sources: list[Path], refs_path, cache_path, refs_format: str) 
     return refs_path, cache_path
 
 
-def _source_fingerprint(path: Path) -> Fingerprint:
+def _source_fingerprint(path, storage_options=None) -> Fingerprint:
+    if storage.is_url(path):
+        return storage.fingerprint(path, storage_options)
     try:
         with open(path, "rb"):
             pass
@@ -192,11 +234,11 @@ def _source_fingerprint(path: Path) -> Fingerprint:
         raise VcfVirtualError(path, f"cannot read: {e.strerror}") from None
 
 
-def _is_uncompressed(path: Path) -> bool:
+def _is_uncompressed(path, storage_options=None) -> bool:
     """An uncompressed BCF (not BGZF, not VCF); empty files are left to the scan to report."""
     if transcode.is_vcf_path(path):
         return False
-    with open(path, "rb") as f:
+    with (storage.open_input(path, storage_options) if storage.is_url(path) else open(path, "rb")) as f:
         return f.read(2) not in (bgzf.GZIP_MAGIC, b"")
 
 
@@ -222,13 +264,14 @@ def _as_bcf(sources: list[Path], cache_path: Path):
             bcf.unlink(missing_ok=True)
 
 
-def _write_cache_serial(bcf_path: Path, tmp_cache: Path, layout: str, chunk_length_for, progress, threads):
+def _write_cache_serial(bcf_path, tmp_cache: Path, layout: str, chunk_length_for, progress, threads, fileobj=None):
     """One pass over one BCF, writing the cache as it goes: (scan, chunk byte ranges or None)."""
     if layout == "bgzf":
         scan, starts, end = cache_mod.write_bgzf_cache(bcf_path, tmp_cache, chunk_length_for, progress=progress,
-                                                       threads=threads)
+                                                       threads=threads, fileobj=fileobj)
         return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
-    return cache_mod.write_raw_cache(bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads), None
+    return cache_mod.write_raw_cache(bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads,
+                                     fileobj=fileobj), None
 
 
 def _write_cache_partitioned(bcf_paths: list[Path], tmp_cache: Path, cache_path: Path, layout: str, chunk_length_for,
@@ -276,16 +319,18 @@ def _file_planner(n_parts: int):
     return plan
 
 
-def _build_group(scan, sources, fingerprints, cache_path, tmp_cache, layout, ranges, zero_copy):
+def _build_group(scan, sources, fingerprints, local_cache_url, tmp_cache, layout, ranges, zero_copy):
+    """The store's arrays and attributes; ``local_cache_url`` is where the cache is
+    (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
+    or the URL it is uploaded to)."""
     # A chunk longer than the array only makes the chunk grid irregular; with at
     # most one chunk, the per-chunk summaries hold for any longer N.
     chunk_length = max(1, min(scan.chunk_length, scan.num_records))
-    # Not percent-encoded: obstore and fsspec take the path after file:// literally.
-    local_cache_url = "file://" + os.path.abspath(cache_path)
     attrs = {
         "vcfvirtual": {
             # Fingerprints let readers refuse a cache or source that has changed.
-            "sources": [{"path": os.path.abspath(p), **f.to_json()} for p, f in zip(sources, fingerprints)],
+            "sources": [{"path": p if storage.is_url(p) else os.path.abspath(p), **f.to_json()}
+                        for p, f in zip(sources, fingerprints)],
             "cache": {"url": local_cache_url, "layout": layout, **Fingerprint.of(tmp_cache).to_json()},
             "variants_chunk_size": chunk_length,
             "zero_copy": zero_copy,
@@ -300,8 +345,8 @@ def _build_group(scan, sources, fingerprints, cache_path, tmp_cache, layout, ran
         raise
 
 
-def _write_references(group, tmp_refs: Path, refs_path: Path, refs_format: str, cache_url, cache_path: Path):
-    local_cache_url = "file://" + os.path.abspath(cache_path)
+def _write_references(group, tmp_refs: Path, refs_path: Path, refs_format: str, cache_url, cache_path: Path,
+                      local_cache_url: str):
     try:
         public = writers.public_cache_url(cache_url, cache_path.name) if cache_url else None
         if refs_format == "icechunk":
@@ -315,6 +360,74 @@ def _write_references(group, tmp_refs: Path, refs_path: Path, refs_format: str, 
     except OSError as e:
         raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
                                hint=cache_mod.write_hint(e, "--output")) from None
+
+
+def remote_public(remote) -> str | None:
+    return remote.cache_location if remote is not None and storage.is_url(remote.cache_location) else None
+
+
+class _Remote:
+    """A run whose BCF or outputs are URLs: outputs are made in a local staging folder
+    and uploaded, the cache before the references that name it."""
+
+    def __init__(self, source, refs_url, cache_url, storage_options, staging: Path, local_refs, local_cache):
+        self.source = source  # the BCF's URL, or None when it is local
+        self.refs_url, self.cache_url = refs_url, cache_url
+        self.storage_options = storage_options
+        self.staging = staging
+        self.local_refs, self.local_cache = local_refs, local_cache
+        self.uploaded: list[str] = []
+
+    @classmethod
+    def plan(cls, sources, refs_path, cache_path, refs_format, partitioned, storage_options):
+        refs_url = refs_path if isinstance(refs_path, str) and storage.is_url(refs_path) else None
+        cache_url = cache_path if isinstance(cache_path, str) and storage.is_url(cache_path) else None
+        source = next((s for s in sources if storage.is_url(s)), None)
+        if source is None and refs_url is None and cache_url is None:
+            return None
+        if partitioned:
+            raise VcfVirtualError(source or refs_url or cache_url,
+                                  "URLs are indexed one BCF at a time, serially, so far",
+                                  hint="index local files for several files or --workers")
+        if source is not None and transcode.is_vcf_path(source):
+            raise VcfVirtualError(source, "a remote VCF is not converted in place",
+                                  hint="convert it to BCF (bcftools view -Ob) or download it first")
+        if refs_url is not None and refs_format != "json":
+            raise VcfVirtualError(refs_url, f"{refs_format} references are written to local paths only, so far",
+                                  hint="write them locally and upload the folder, or use --format json")
+        staging = Path(tempfile.mkdtemp(prefix="vcfvirtual-upload-"))
+        local_refs = staging / refs_url.rsplit("/", 1)[-1] if refs_url else refs_path
+        local_cache = staging / cache_url.rsplit("/", 1)[-1] if cache_url else cache_path
+        return cls(source, refs_url, cache_url, storage_options, staging, local_refs, local_cache)
+
+    @property
+    def cache_location(self) -> str:
+        return self.cache_url or "file://" + os.path.abspath(self.local_cache)
+
+    def refuse_existing(self) -> None:
+        for url in (self.cache_url, self.refs_url):
+            if url and storage.exists(url, self.storage_options):
+                raise cache_mod.OutputExistsError(url, "output already exists", hint="pass --force to overwrite it")
+
+    def upload_cache(self) -> None:
+        if self.cache_url:
+            logger.info("uploading the cache to %s", self.cache_url)
+            storage.upload(self.local_cache, self.cache_url, self.storage_options)
+            self.uploaded.append(self.cache_url)
+
+    def upload_refs(self) -> None:
+        if self.refs_url:
+            storage.upload(self.local_refs, self.refs_url, self.storage_options)
+            self.uploaded.append(self.refs_url)
+
+    def abandon(self) -> None:
+        """A failed run: what was uploaded goes, so nothing half-made has the final names."""
+        for url in self.uploaded:
+            storage.remove(url, self.storage_options)
+        self.finish()
+
+    def finish(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
 
 
 def _remove(path: Path) -> None:

@@ -117,10 +117,10 @@ def write_hint(e: OSError, option: str = "--cache") -> str:
 
 
 def write_raw_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None,
-                    threads: int = 0) -> ScanResult:
+                    threads: int = 0, fileobj=None) -> ScanResult:
     """Scan ``bcf_path`` once, writing its uncompressed stream to ``tmp_cache``."""
     with _cache_file(tmp_cache) as f:
-        return scan_bcf(bcf_path, chunk_length_for, sink=f, progress=progress, threads=threads)
+        return scan_bcf(bcf_path, chunk_length_for, sink=f, progress=progress, threads=threads, fileobj=fileobj)
 
 
 class SourceRange(NamedTuple):
@@ -259,14 +259,15 @@ class ChunkAlignedBGZFWriter:
 
 
 def write_bgzf_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None,
-                     threads: int = 0):
+                     threads: int = 0, fileobj=None):
     """Scan ``bcf_path`` once, writing a chunk-aligned BGZF cache to ``tmp_cache``.
 
     Returns (scan result, chunk start offsets, end of the last chunk).
     """
     with _cache_file(tmp_cache) as f:
         writer = ChunkAlignedBGZFWriter(f)
-        result = scan_bcf(bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads)
+        result = scan_bcf(bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads,
+                          fileobj=fileobj)
         end = writer.close()
     logger.info("%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
                 bcf_path, writer.blocks_copied, writer.blocks_recompressed)

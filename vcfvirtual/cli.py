@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sys
 import time
@@ -64,12 +65,17 @@ def main():
               help="Scan on a Dask cluster (e.g. tcp://host:8786) instead of local processes; "
                    "its workers must see the BCFs and the cache's folder at the same paths. "
                    "Needs the distributed package.")
+@click.option("--storage-options", metavar="JSON",
+              help="fsspec options for a BCF, cache or references given as a URL (s3://, gs://, "
+                   "https://), as JSON, e.g. '{\"endpoint_url\": \"http://host:9000\", \"anon\": false}'. "
+                   "Credentials otherwise come from the usual places (AWS_* variables, ~/.aws). "
+                   "Needs pip install 'vcfvirtual[remote]'.")
 @click.option("-f", "--force", is_flag=True, help="Overwrite existing outputs.")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: only when stderr is a terminal).")
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
 def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout, inflate_threads, refs_format,
-                  cache_url, workers, dask_scheduler, force, progress, verbose):
+                  cache_url, workers, dask_scheduler, storage_options, force, progress, verbose):
     """Scan BCF once and write its transcode cache and Kerchunk JSON references.
 
     Several BCFs (e.g. one per chromosome, same samples) make one store holding their
@@ -84,11 +90,12 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
 
     start = time.perf_counter()
     try:
+        options = _storage_options(storage_options)
         with _dask_client(dask_scheduler) as client:
             store = index(bcf[0] if len(bcf) == 1 else list(bcf), refs_path=refs_path, cache_path=cache_path,
                           variants_chunk_size=variants_chunk_size, cache_layout=cache_layout,
                           force=force, progress=progress, inflate_threads=inflate_threads, cache_url=cache_url,
-                          refs_format=refs_format, workers=workers, dask_client=client)
+                          refs_format=refs_format, workers=workers, dask_client=client, storage_options=options)
     except VcfVirtualError as e:
         click.echo(f"vcfvirtual: error: {e}", err=True)
         sys.exit(1)
@@ -99,6 +106,18 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
         f"chunks of {attrs['variants_chunk_size']} variants; cache {attrs['cache']['url']}",
         err=True,
     )
+
+
+def _storage_options(text):
+    if text is None:
+        return None
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise VcfVirtualError(None, f"--storage-options is not JSON ({e})") from None
+    if not isinstance(options, dict):
+        raise VcfVirtualError(None, "--storage-options must be a JSON object")
+    return options
 
 
 @contextlib.contextmanager
