@@ -12,6 +12,7 @@ import fsspec
 from virtualizarr.manifests import ManifestGroup, ManifestStore
 from virtualizarr.writers.kerchunk import dataset_to_kerchunk_refs
 
+from . import storage
 from .errors import StaleCacheError, VcfVirtualError
 from .fingerprint import Fingerprint
 
@@ -189,16 +190,21 @@ def _attributes(refs: dict) -> dict:
     return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
-def check_cache(refs: dict, refs_path) -> None:
+def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> None:
     """Refuse a store whose cache, or reachable source BCF, has changed since indexing.
 
-    A source that is not reachable (a collaborator without the BCF) is not checked: the
-    cache alone holds the data."""
+    A remote cache (``s3://``, ``https://``...) is checked through range reads: its size
+    and sampled hash (its modification time is the upload's, not the indexing's). A source
+    that is not reachable (a collaborator without the BCF) is not checked: the cache alone
+    holds the data."""
     info = _attributes(refs).get("vcfvirtual", {})
     cache = info.get("cache")
     if not cache:
         return
     url = cache["url"]
+    if storage.is_url(url):
+        _check_remote_cache(url, cache, refs_path, storage_options)
+        return
     if not url.startswith("file://"):
         return
     path = url.removeprefix("file://")
@@ -221,6 +227,23 @@ def check_cache(refs: dict, refs_path) -> None:
                                       + "; ".join(problems), hint="re-run vcfvirtual index --force")
 
 
+def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> None:
+    expected = Fingerprint.from_json(cache)
+    try:
+        found = storage.fingerprint(url, storage_options)
+    except VcfVirtualError as e:
+        raise StaleCacheError(refs_path, f"cannot reach the transcode cache {url}: {e.problem}",
+                              hint="check the URL and --storage-options, or vcfvirtual relocate") from None
+    if found.size != expected.size:
+        problem = f"it is {found.size} bytes, it was {expected.size} when indexed"
+    elif expected.digest is not None and found.digest != expected.digest:
+        problem = "its contents changed (sampled hash differs) since it was indexed"
+    else:
+        return
+    raise StaleCacheError(refs_path, f"the transcode cache {url} does not match the references: {problem}",
+                          hint="upload the cache these references were made with, or re-run vcfvirtual index")
+
+
 def _load(refs_path) -> dict:
     """Kerchunk references from a JSON file, or the metadata of a Parquet directory."""
     if os.path.isdir(refs_path):
@@ -239,14 +262,16 @@ def _load(refs_path) -> dict:
         raise VcfVirtualError(refs_path, f"not a Kerchunk JSON file ({e})") from None
 
 
-def open_store(refs_path, *, check: bool = True, cache_url: str | None = None):
+def open_store(refs_path, *, check: bool = True, cache_url: str | None = None,
+               storage_options: dict | None = None):
     """A read-only zarr store over vcfvirtual references (Kerchunk JSON or Parquet, or an
     Icechunk repository), for ``xr.open_zarr``.
 
     ``cache_url`` reads the cache from elsewhere than the references say (a copy uploaded
     to ``s3://...`` or served over ``https://...``; a folder URL ending in ``/`` gets the
-    cache's file name). The cache is checked against its fingerprint when it is a local
-    file (``check=False`` skips that)."""
+    cache's file name); ``storage_options`` are fsspec's for reaching it (e.g.
+    ``{"endpoint_url": ...}`` for an S3-compatible service). The cache is checked against
+    its fingerprint, locally or through range reads (``check=False`` skips that)."""
     from zarr.storage import FsspecStore
 
     refs_path = os.fspath(refs_path)
@@ -261,16 +286,23 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None):
             raise VcfVirtualError(refs_path, "Parquet references name the cache in every chunk",
                                   hint="write them again with vcfvirtual index --format parquet --cache-url")
         if check:
-            check_cache(refs, refs_path)
+            check_cache(refs, refs_path, storage_options)
         url = _attributes(refs)["vcfvirtual"]["cache"]["url"]
         fo = refs_path
     else:
         if cache_url is not None:
             refs = relocate(refs, cache_url, refs_path)
         if check:
-            check_cache(refs, refs_path)
+            check_cache(refs, refs_path, storage_options)
         url = refs.get("templates", {}).get(CACHE_TEMPLATE, "file://")
         fo = refs
     protocol = urlparse(url).scheme or "file"
-    fs = fsspec.filesystem("reference", fo=fo, asynchronous=True, remote_protocol=protocol)
+    # zarr reads the reference filesystem asynchronously; the cache's must match.
+    remote_options = {**(storage_options or {}), "asynchronous": True} if protocol != "file" else None
+    try:
+        fs = fsspec.filesystem("reference", fo=fo, asynchronous=True, remote_protocol=protocol,
+                               remote_options=remote_options)
+    except ImportError as e:
+        raise VcfVirtualError(url, f"reading this URL needs a library that is not installed ({e})",
+                              hint="pip install 'vcfvirtual[remote]'") from None
     return FsspecStore(fs=fs, read_only=True)
