@@ -25,7 +25,11 @@ from typing import Any, Self
 import numpy as np
 from numcodecs.abc import Codec
 from numcodecs.compat import ensure_contiguous_ndarray, ndarray_copy
-from zarr.abc.codec import BytesBytesCodec
+
+try:
+    from zarr.abc.codec import BytesBytesCodec
+except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alone reads Kerchunk JSON
+    BytesBytesCodec = None
 
 from . import bgzf, decode, records
 from .errors import ChunkDecodeError, VcfVirtualError
@@ -319,45 +323,49 @@ class BCFRecordsCodec(Codec):
         return f"BCFRecordsCodec(array={self.spec.array!r}, kind={self.spec.kind!r})"
 
 
-@dataclass(frozen=True)
-class BCFRecordsZarrCodec(BytesBytesCodec):
-    """zarr v3 bytes-to-bytes codec with the same configuration and decode."""
+if BytesBytesCodec is not None:
 
-    is_fixed_size = False
-    spec: ChunkSpec
+    @dataclass(frozen=True)
+    class BCFRecordsZarrCodec(BytesBytesCodec):
+        """zarr v3 bytes-to-bytes codec with the same configuration and decode."""
 
-    def __init__(self, *, spec: ChunkSpec | None = None, **config):
-        object.__setattr__(self, "spec", spec if spec is not None else ChunkSpec.from_config(config))
+        is_fixed_size = False
+        spec: ChunkSpec
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        if data.get("name") != CODEC_ID:
-            raise ValueError(f"expected codec name {CODEC_ID!r}, got {data.get('name')!r}")
-        return cls(**data.get("configuration", {}))
+        def __init__(self, *, spec: ChunkSpec | None = None, **config):
+            object.__setattr__(self, "spec", spec if spec is not None else ChunkSpec.from_config(config))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": CODEC_ID, "configuration": self.spec.to_config()}
+        @classmethod
+        def from_dict(cls, data: dict[str, Any]) -> Self:
+            if data.get("name") != CODEC_ID:
+                raise ValueError(f"expected codec name {CODEC_ID!r}, got {data.get('name')!r}")
+            return cls(**data.get("configuration", {}))
 
-    def _decode_sync(self, chunk_bytes, chunk_spec):
-        result = decode_chunk(chunk_bytes.as_numpy_array(), self.spec)
-        raw = np.ascontiguousarray(result).view(np.uint8).ravel()
-        return chunk_spec.prototype.buffer.from_array_like(raw)
+        def to_dict(self) -> dict[str, Any]:
+            return {"name": CODEC_ID, "configuration": self.spec.to_config()}
 
-    async def _decode_single(self, chunk_bytes, chunk_spec):
-        # Kernels release the GIL, so decoding in a thread lets chunks decode in parallel.
-        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
+        def _decode_sync(self, chunk_bytes, chunk_spec):
+            result = decode_chunk(chunk_bytes.as_numpy_array(), self.spec)
+            raw = np.ascontiguousarray(result).view(np.uint8).ravel()
+            return chunk_spec.prototype.buffer.from_array_like(raw)
 
-    async def _encode_single(self, chunk_bytes, chunk_spec):
-        raise NotImplementedError("vcfvirtual.bcf is read-only: chunks are decoded BCF records")
+        async def _decode_single(self, chunk_bytes, chunk_spec):
+            # Kernels release the GIL, so decoding in a thread lets chunks decode in parallel.
+            return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
 
-    def compute_encoded_size(self, input_byte_length, chunk_spec):
-        raise NotImplementedError
+        async def _encode_single(self, chunk_bytes, chunk_spec):
+            raise NotImplementedError("vcfvirtual.bcf is read-only: chunks are decoded BCF records")
+
+        def compute_encoded_size(self, input_byte_length, chunk_spec):
+            raise NotImplementedError
 
 
 def register() -> None:
     """Register both codecs (entry points do the same for processes that never import us)."""
     import numcodecs
-    from zarr.registry import register_codec
 
     numcodecs.register_codec(BCFRecordsCodec)
-    register_codec(CODEC_ID, BCFRecordsZarrCodec)
+    if BytesBytesCodec is not None:
+        from zarr.registry import register_codec
+
+        register_codec(CODEC_ID, BCFRecordsZarrCodec)
