@@ -149,3 +149,22 @@ def test_corruption_is_reported_as_a_serial_run_reports_it(wide_bcf, tmp_path, m
     assert "sample count differs" in str(serial_error.value) and serial_error.value.offset == bounds[700]
     assert str(parallel_error.value) == str(serial_error.value)
     assert not (tmp_path / "p.bcf").exists()
+
+
+def test_cli_scans_on_a_dask_scheduler(wide_bcf, tmp_path):
+    """`--dask-scheduler ADDRESS` connects to a running cluster, whose workers scan; the
+    store equals a serial run's (the file is below the size that is cut, so one task)."""
+    import subprocess
+    import sys
+
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        out = tmp_path / "dask.json"
+        subprocess.run([sys.executable, "-m", "vcfvirtual.cli", "index", str(wide_bcf), "-o", str(out), "--cache",
+                        str(tmp_path / "dask.cache.bcf"), "-c", "250", "--dask-scheduler", cluster.scheduler_address],
+                       check=True, capture_output=True)
+    vcfvirtual.index(wide_bcf, refs_path=tmp_path / "serial.json", cache_path=tmp_path / "serial.cache.bcf",
+                     variants_chunk_size=250)
+    assert (tmp_path / "dask.cache.bcf").read_bytes() == (tmp_path / "serial.cache.bcf").read_bytes()
+    ours, serial = (json.loads(p.read_text()) for p in (out, tmp_path / "serial.json"))
+    assert_same_store((serial, b""), (ours, b""))
