@@ -135,3 +135,20 @@ def test_cache_read_from_s3(cohort_bcf, tmp_path, s3_bucket):
     with pytest.raises(StaleCacheError, match="does not match"):
         vcfvirtual.open_store(refs, cache_url=f"s3://{bucket}/vcz/", storage_options=options)
     assert json.loads(refs.read_text())["templates"]["cache"].startswith("file://")  # refs file untouched
+
+
+def test_bcf_served_over_http_is_indexed_in_place(cohort_bcf, tmp_path, http_dir):
+    """A BCF on a web server: streamed by range requests, never saved locally, indexed to
+    the same cache a local run writes."""
+    served, base, stats = http_dir
+    shutil.copy(cohort_bcf, served / "cohort.bcf")
+    refs = tmp_path / "http.vcz.json"
+    vcfvirtual.index(base + "cohort.bcf", refs_path=refs, cache_path=tmp_path / "http.cache.bcf",
+                     variants_chunk_size=300)
+    _, local_cache = _index(cohort_bcf, tmp_path)
+    assert (tmp_path / "http.cache.bcf").read_bytes() == local_cache.read_bytes()
+    assert stats.get(206, 0) >= 1 and stats.get(200, 0) == 0
+    assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False),
+                            bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 300))
+    assert json.loads(json.loads(refs.read_text())["refs"][".zattrs"])["vcfvirtual"]["sources"][0]["path"] == \
+        base + "cohort.bcf"
