@@ -51,15 +51,18 @@ def simulate(workdir: Path, diploids: int, length: float, seed: int) -> tuple[Pa
     with open(vcf, "w") as f:
         ts.write_vcf(f, contig_id="chr1", individual_names=names)
     bcf = workdir / "two_populations.bcf"
-    subprocess.run(["bcftools", "view", "--no-version", "-Ob", "-o", str(bcf), str(vcf)], check=True)
+    import pysam.bcftools  # htslib's bcftools, bundled with pysam (main environment only)
+
+    pysam.bcftools.view("--no-version", "-Ob", "-o", str(bcf), str(vcf), catch_stdout=False)
     vcf.unlink()
     return bcf, [n.split("_")[0] for n in names]
 
 
 def bcftools_allele_counts(bcf: Path, populations: list[str], max_alleles: int) -> np.ndarray:
     """(variants, populations, alleles) allele counts from bcftools' reading of the BCF."""
-    text = subprocess.run(["bcftools", "query", "-f", "[%GT\t]\n", str(bcf)], check=True, capture_output=True,
-                          text=True).stdout
+    import pysam.bcftools
+
+    text = pysam.bcftools.query("-f", "[%GT\t]\n", str(bcf))
     pop_index = np.array([POPULATIONS.index(p) for p in populations])
     rows = text.splitlines()
     counts = np.zeros((len(rows), len(POPULATIONS), max_alleles), dtype=np.int64)

@@ -51,6 +51,16 @@ def write_bcf(vcf_text: str, path: Path, index: bool = True) -> Path:
     return path
 
 
+def bcftools(command: str, *args) -> str:
+    """Run htslib's bcftools ``command`` and return what it prints.
+
+    pysam bundles bcftools, so the tests need no system install; a failure raises
+    ``pysam.utils.SamtoolsError`` with bcftools' message."""
+    writes_file = "-o" in args or command == "index"
+    out = getattr(pysam.bcftools, command)(*map(str, args), catch_stdout=not writes_file)
+    return out or ""
+
+
 def vcf_text(records, samples=("S1", "S2", "S3"), header=HEADER) -> str:
     cols = "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO"
     if samples:

@@ -3,22 +3,14 @@ the size of its source, made of the source's own compressed blocks."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 
 import pytest
 
 import vcfvirtual
 from vcfvirtual import bgzf
 
+from .bcfdata import bcftools
 from .conftest import assert_matches_bio2zarr, bio2zarr_convert, open_both
-
-
-def _bcftools():
-    bcftools = shutil.which("bcftools")
-    if bcftools is None:
-        pytest.fail("bcftools is required (apt-get install bcftools)")
-    return bcftools
 
 
 @pytest.mark.parametrize("chunk_length", [1, 3, 1000])
@@ -37,12 +29,10 @@ def test_cohort_raw_layout_matches_bio2zarr(cohort_bcf, tmp_path, chunk_length):
 
 @pytest.mark.parametrize("chunk_length", [1, 7, 100])
 def test_bgzf_cache_is_a_bcf_bcftools_reads(cohort_bcf, tmp_path, chunk_length):
-    bcftools = _bcftools()
     cache = tmp_path / "c.bcf"
     vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
-    view = lambda p: subprocess.run([bcftools, "view", "--no-version", str(p)], capture_output=True, check=True).stdout  # noqa: E731
-    assert view(cache) == view(cohort_bcf)
-    assert subprocess.run([bcftools, "index", "-f", str(cache)], capture_output=True).returncode == 0
+    assert bcftools("view", "--no-version", cache) == bcftools("view", "--no-version", cohort_bcf)
+    bcftools("index", "-f", cache)  # raises if htslib cannot index it
 
 
 def _blocks(path):
@@ -98,10 +88,7 @@ def test_threaded_inflate_writes_the_same_cache(cohort_bcf, tmp_path):
                          inflate_threads=2)
     assert serial.read_bytes() == threaded.read_bytes()
     # And what the caches hold is the source's records, as bcftools reads them.
-    bcftools = _bcftools()
-    view = lambda p: subprocess.run([bcftools, "view", "--no-version", str(p)], capture_output=True,  # noqa: E731
-                                    check=True).stdout
-    assert view(threaded) == view(cohort_bcf)
+    assert bcftools("view", "--no-version", threaded) == bcftools("view", "--no-version", cohort_bcf)
     ma, mb = a._group.arrays["call_genotype"].manifest, b._group.arrays["call_genotype"].manifest
     assert (ma._offsets == mb._offsets).all() and (ma._lengths == mb._lengths).all()
 

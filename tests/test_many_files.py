@@ -21,13 +21,6 @@ from . import bcfdata
 from .conftest import assert_matches_bio2zarr, bio2zarr_convert
 
 
-def _bcftools(*args, **kwargs):
-    bcftools = shutil.which("bcftools")
-    if bcftools is None:
-        pytest.fail("bcftools is required (apt-get install bcftools)")
-    return subprocess.run([bcftools, *args], check=True, capture_output=True, **kwargs).stdout
-
-
 @pytest.fixture(scope="module")
 def split_cohort(tmp_path_factory):
     """A cohort over three contigs, and the same records as one BCF per contig (bcftools
@@ -38,7 +31,7 @@ def split_cohort(tmp_path_factory):
     parts = []
     for contig in ("chr1", "chr2", "chrX"):
         part = d / f"{contig}.bcf"
-        _bcftools("view", "--no-version", "-r", contig, "-Ob", "-o", str(part), str(whole))
+        bcfdata.bcftools("view", "--no-version", "-r", contig, "-Ob", "-o", str(part), str(whole))
         parts.append(part)
     counts = [sum(1 for _ in pysam.VariantFile(str(p))) for p in parts]
     assert all(counts) and sum(counts) == 1800, counts  # every contig has records: a real split
@@ -59,7 +52,7 @@ def test_per_contig_files_make_the_whole_cohort(split_cohort, tmp_path, layout):
     if layout == "bgzf":
         # The cache is one BCF of every file's records, the first file's header.
         view = ["view", "--no-version", "-H"]
-        assert _bcftools(*view, str(tmp_path / "cohort.vcz.cache.bcf")) == _bcftools(*view, str(whole))
+        assert bcfdata.bcftools(*view, str(tmp_path / "cohort.vcz.cache.bcf")) == bcfdata.bcftools(*view, str(whole))
 
 
 def test_cli_takes_several_files_and_needs_a_name(split_cohort, tmp_path):
@@ -84,7 +77,7 @@ def _with_header(src, dst, edit):
     """``src``'s records under a header changed by ``edit`` (text -> text), through
     htslib, which re-encodes each record against the new header's dictionary."""
     text = str(pysam.VariantFile(str(src)).header)
-    vcf = _bcftools("view", "--no-version", "-H", str(src), text=True)
+    vcf = bcfdata.bcftools("view", "--no-version", "-H", src)
     return bcfdata.write_bcf(edit(text) + vcf, dst, index=False)
 
 
@@ -151,7 +144,7 @@ def test_a_changed_second_source_is_refused(split_cohort, tmp_path):
 def test_vcf_and_uncompressed_inputs_mix(split_cohort, tmp_path):
     whole, parts = split_cohort
     vcf = tmp_path / "chr2.vcf.gz"
-    _bcftools("view", "--no-version", "-Oz", "-o", str(vcf), str(parts[1]))
+    bcfdata.bcftools("view", "--no-version", "-Oz", "-o", str(vcf), str(parts[1]))
     plain = bcfdata.uncompressed_copy(parts[2], tmp_path / "chrX.bcf")
     ref = bio2zarr_convert(whole, tmp_path / "ref.vcz", 400)
     store = vcfvirtual.index([parts[0], vcf, plain], refs_path=tmp_path / "mixed.vcz.json", variants_chunk_size=400)
