@@ -44,7 +44,7 @@ def fixed_bytes4(buf, offsets, field_offset, out_u8):
             out_u8[4 * k + b] = buf[p + b]
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _string_span(buf, i, end):
     """(start, length, next) of the typed string at ``i``; length excludes NUL padding."""
     t, n, d = R.typed_descriptor(buf, i, end)
@@ -98,7 +98,7 @@ def allele_spans(buf, offsets, starts, lengths):
     return R.OK, np.int64(0)
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _put_u32(out, p, value):
     out[p] = value & 0xFF
     out[p + 1] = (value >> 8) & 0xFF
@@ -159,7 +159,7 @@ def filters(buf, offsets, column_of_key, out):
     return R.OK, np.int64(0)
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _int_sentinels(t):
     """(missing, vector_end) of BCF integer type ``t``."""
     if t == R.BT_INT8:
@@ -169,7 +169,7 @@ def _int_sentinels(t):
     return np.int64(-2147483648), np.int64(-2147483647)
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _n_sample(buf, pos):
     """The record's own sample count. FORMAT vectors are laid out by it, so reading a
     different number of samples (the array's) would read past the field."""
@@ -284,7 +284,7 @@ FLOAT_MISSING_BITS = np.int32(0x7F800001)
 FLOAT_END_BITS = np.int32(0x7F800002)
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _locate(buf, pos, key, is_format):
     if is_format:
         return R.find_format(buf, pos, key)

@@ -62,7 +62,7 @@ ERROR_TEXT = {
     ERR_NEGATIVE_POS: "record's POS is negative",
 }
 
-_jit = numba.njit(nogil=True, cache=True, inline="always")
+_jit = numba.njit(nogil=True, cache=True)
 
 
 @_jit

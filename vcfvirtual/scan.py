@@ -144,7 +144,7 @@ def declared_kinds(header: BCFHeader, n_keys: int) -> tuple[np.ndarray, np.ndarr
     return info, fmt, filters
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _type_fits(kind, t, n):
     """Whether values of BCF type ``t`` (``n`` per vector) may stand for header ``kind``,
     by the same rule the codec decodes with. Flags are not typed (writers differ)."""
