@@ -281,7 +281,8 @@ def _write_cache_partitioned(bcf_paths: list[Path], tmp_cache: Path, cache_path:
     # the others idle at the end.
     n_parts = 2 * (workers if dask_client is None else max(workers, _dask_threads(dask_client)))
     plan = _file_planner(n_parts) if n_parts > 2 else None
-    partitions = parallel.split_files([os.fspath(p) for p in bcf_paths], plan)
+    # Absolute paths: Dask workers (and spawned processes) need not share our working directory.
+    partitions = parallel.split_files([os.path.abspath(p) for p in bcf_paths], plan)
     # The raw layout is the partitions' inflated bytes, which workers write as they scan.
     segment_dir = None
     if layout == "raw":
