@@ -192,3 +192,15 @@ def test_relocate_rewrites_only_the_cache_url(small_bcf, tmp_path):
     assert _positions_in_fresh_process(refs) == expected
     store = vcfvirtual.open_store(refs)  # the fingerprint check finds the moved cache whole
     assert xr.open_zarr(store, consolidated=False)["variant_position"].values.tolist() == expected
+
+
+def test_verbose_logs_our_steps_not_other_libraries_debug(small_bcf, tmp_path):
+    bcf = shutil.copy(small_bcf, tmp_path / "v.bcf")
+    proc = subprocess.run([sys.executable, "-m", "vcfvirtual.cli", "index", "-vv", "--no-progress", str(bcf)],
+                          capture_output=True, text=True, check=True)
+    lines = proc.stderr.splitlines()
+    ours = [line for line in lines if line.startswith(("INFO vcfvirtual", "DEBUG vcfvirtual"))]
+    assert any("v.bcf: 3 samples" in line for line in ours), proc.stderr
+    others = [line for line in lines if line.startswith(("DEBUG", "INFO")) and " vcfvirtual" not in line]
+    assert not others, others[:5]
+    assert len(proc.stderr) < 5000  # zarr/asyncio debug used to print ~370 kB here

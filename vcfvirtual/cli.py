@@ -15,8 +15,11 @@ from .errors import VcfVirtualError
 
 
 def _setup_logging(verbose: int) -> None:
+    """-v: vcfvirtual's own steps; -vv: its debug detail too. Other libraries (zarr,
+    asyncio, fsspec, numba...) stay at WARNING: their debug output dumps whole stores."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("vcfvirtual").setLevel(level)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
