@@ -204,3 +204,15 @@ def test_verbose_logs_our_steps_not_other_libraries_debug(small_bcf, tmp_path):
     others = [line for line in lines if line.startswith(("DEBUG", "INFO")) and " vcfvirtual" not in line]
     assert not others, others[:5]
     assert len(proc.stderr) < 5000  # zarr/asyncio debug used to print ~370 kB here
+
+
+def test_vcf_text_named_bcf_is_told_to_rename_it(tmp_path):
+    """vcfvirtual converts VCF itself (by name): the hint says so, and following it works."""
+    text = bcfdata.vcf_text(bcfdata.SMALL_RECORDS)
+    wrong = tmp_path / "calls.bcf"
+    wrong.write_text(text)
+    result = run_index(wrong)
+    assert result.exit_code == 1
+    assert "VCF text" in result.output and ".vcf" in result.output and "bcftools" not in result.output
+    renamed = wrong.rename(tmp_path / "calls.vcf")
+    assert run_index(renamed).exit_code == 0

@@ -103,7 +103,8 @@ def classify_prefix(prefix: bytes, path) -> None:
         raise NotBCFError(
             path,
             "this is VCF text, not BCF",
-            hint="convert it first: bcftools view -Ob -o out.bcf input.vcf.gz",
+            # vcfvirtual converts VCF itself, recognising it by name; only the name is wrong.
+            hint="name it .vcf, .vcf.gz or .vcf.bgz and vcfvirtual converts it to BCF first",
         )
     raise NotBCFError(path, "not a BCF file (no BCF magic)")
 
