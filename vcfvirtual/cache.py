@@ -118,7 +118,11 @@ def replace_output(tmp: Path, path: Path) -> None:
         return
     old = _set_aside_name(path)
     os.rename(path, old)
-    os.rename(tmp, path)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        os.rename(old, path)  # this run stops here: the old output stays, as it was
+        raise
     _delete(old)
 
 
