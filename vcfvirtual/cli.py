@@ -27,6 +27,10 @@ class Interrupted(KeyboardInterrupt):
 
 
 def _raise_interrupted(signum, frame):
+    from .parallel import hold_signal
+
+    if hold_signal(signum):
+        return  # forking workers: raised again once that is done
     # One signal is enough: further ones (a scheduler repeating its SIGTERM) must not
     # cut the cleanup short. SIGKILL still ends everything at once.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

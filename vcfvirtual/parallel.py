@@ -142,6 +142,37 @@ def executor_for(workers: int, dask_client=None):
         yield InlineExecutor()
 
 
+# Forking workers runs Python code in both processes (logging's at-fork lock release,
+# among others) where an exception raised by a signal handler is swallowed and leaves a
+# lock held: the run carries on, deadlocks, and the signal is lost. A handler that raises
+# (the command line's) asks hold_signal() first, and the signal is raised again once the
+# workers are started.
+_forking = 0
+_held_signals: list[int] = []
+
+
+@contextlib.contextmanager
+def _signals_held():
+    global _forking
+    _forking += 1
+    try:
+        yield
+    finally:
+        _forking -= 1
+        if not _forking:
+            while _held_signals:
+                signal.raise_signal(_held_signals.pop(0))
+
+
+def hold_signal(signum: int) -> bool:
+    """For a signal handler that raises: True when it must not act now (workers are being
+    forked); the signal is then raised again as soon as it may act."""
+    if _forking:
+        _held_signals.append(signum)
+        return True
+    return False
+
+
 def _worker_signals() -> None:
     """Workers leave interruptions to the process that started them, which stops them
     and cleans up: Ctrl-C (sent to the whole terminal group) is ignored here, and SIGTERM
@@ -185,10 +216,11 @@ def scan_all(partitions: list[Partition], executor, segment_dir: Path | None,
     # must not exist at a fork. Inline, tasks run as they are submitted.
     bar = new_bar() if isinstance(executor, InlineExecutor) else None
     futures = {}
-    for i, p in enumerate(partitions):
-        futures[executor.submit(_scan_task, p, segment(i))] = i
-        if bar is not None:
-            bar.update(sizes[i])
+    with _signals_held() if bar is None else contextlib.nullcontext():  # a pool forks its workers here
+        for i, p in enumerate(partitions):
+            futures[executor.submit(_scan_task, p, segment(i))] = i
+            if bar is not None:
+                bar.update(sizes[i])
     inline_bar, bar = bar, bar or new_bar()
     results: list[PartitionScan | BaseException | None] = [None] * len(partitions)
     try:
