@@ -47,7 +47,10 @@ def index(
     The returned :class:`~virtualizarr.manifests.ManifestStore` reads directly with
     ``xr.open_zarr(store, zarr_format=3, consolidated=False)``. ``refs_path=False``
     skips the Kerchunk JSON. Outputs default to ``<bcf>.vcz.json`` and
-    ``<bcf>.vcz.cache.bcf`` next to the BCF; existing outputs need ``force=True``.
+    ``<bcf>.vcz.cache.bcf`` next to the BCF; existing outputs need ``force=True``, and
+    only outputs vcfvirtual wrote (recognised by their contents) are ever replaced:
+    anything else under an output's name (a directory, another file, a symbolic link)
+    is refused with :class:`~vcfvirtual.errors.OutputExistsError`.
 
     ``bcf_path`` may be a list of files (e.g. one per chromosome, same samples): one
     store holds their records in the order given. Their headers must agree (samples,

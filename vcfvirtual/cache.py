@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import bgzf
-from .errors import OutputExistsError, OutputWriteError, VcfVirtualError
+from .errors import OutputExistsError, OutputWriteError
 from .scan import ScanResult, scan_bcf
 
 logger = logging.getLogger(__name__)
@@ -203,7 +203,7 @@ def _is_vcfvirtual_icechunk(path: Path) -> bool:
         repo = icechunk.Repository.open(icechunk.local_filesystem_storage(os.fspath(path)))
         group = zarr.open_group(repo.readonly_session("main").store, mode="r", zarr_format=3)
         return "vcfvirtual" in group.attrs
-    except Exception:  # not installed, not a repository, no main branch, no group: not ours
+    except Exception:  # noqa: BLE001  not installed, not a repository, no main branch, no group: not ours
         return False
 
 
@@ -240,7 +240,7 @@ def output_file(tmp: Path, what: str, option: str, mode: str = "wb"):
     the buffer, which fails again on a full disk and would bury the first error under a
     second one (a traceback)."""
     try:
-        f = open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+        f = open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"}))  # noqa: SIM115 closed below
     except OSError as e:
         raise OutputWriteError(tmp, f"cannot write {what}: {e.strerror}", hint=write_hint(e, option)) from None
     try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
+import threading
 import time
 
 import click
@@ -44,6 +44,9 @@ def _cleanup_on_signals():
     as a process killed by that signal would report it (128 + its number), after the
     cleanup. Only the command line does this: the library leaves its host's signals alone.
     Worker processes forked meanwhile inherit it and clean up after their part too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (e.g. the CLI invoked from a test's thread)
+        return
     previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from .cache import write_hint
 from .errors import CorruptBCFError, HeaderError, OutputWriteError
 from .header import BCFHeader, compatibility_problems
-from .cache import write_hint
 from .scan import PartitionScan, RecordStart, RecordSummary, ScanResult, scan_partition
 
 logger = logging.getLogger(__name__)

@@ -17,9 +17,6 @@ def is_vcf_path(path) -> bool:
 
 
 def vcf_to_bcf(vcf_path, bcf_path) -> None:
-    import pysam
-    import pysam.bcftools
-
     problem = _bcftools_view(vcf_path, bcf_path)
     if problem is None:
         return
