@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 import vcfvirtual
 from vcfvirtual import cache as cache_mod
-from vcfvirtual import errors, transcode
+from vcfvirtual import errors, transcode, writers
 from vcfvirtual.cli import main
 
 from . import bcfdata
@@ -384,7 +384,7 @@ def test_full_disk_writing_the_cache_is_one_line(cohort_bcf, tmp_path, monkeypat
 
 
 def test_full_disk_writing_the_references_is_one_line(small_bcf, tmp_path, monkeypatch):
-    _full_disk_for(cache_mod, monkeypatch, ".c.json.tmp-")
+    _full_disk_for(writers, monkeypatch, ".c.json.tmp-")
     result = CliRunner().invoke(main, ["index", str(small_bcf), "-o", str(tmp_path / "c.json"), "--cache",
                                        str(tmp_path / "c.cache.bcf")])
     _one_line_error(result, str(tmp_path / "c.json"), "No space left", "--output")
@@ -407,7 +407,7 @@ def test_full_disk_in_raw_partition_workers_is_one_line(small_bcf, data_dir, tmp
 
 def test_full_disk_in_relocate_output_is_one_line(relocatable, tmp_path, monkeypatch):
     refs, _ = relocatable
-    _full_disk_for(cache_mod, monkeypatch, ".moved.json.tmp-")
+    _full_disk_for(writers, monkeypatch, ".moved.json.tmp-")
     result = relocate(refs, tmp_path, "-o", tmp_path / "moved.json")
     _one_line_error(result, "moved.json", "No space left")
     assert not [p for p in tmp_path.iterdir() if "moved" in p.name]

@@ -234,13 +234,13 @@ def is_vcfvirtual_cache(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def output_file(tmp: Path, what: str, option: str, mode: str = "wb"):
+def output_file(tmp: Path, what: str, option: str, mode: str = "wb", opener=None):
     """``tmp`` opened for writing, flushed to disk on success; OS errors made one typed
     error. On an error the file is closed with its own errors dropped: closing flushes
     the buffer, which fails again on a full disk and would bury the first error under a
     second one (a traceback)."""
     try:
-        f = open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"}))  # noqa: SIM115 closed below
+        f = (opener or open)(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"}))  # noqa: SIM115 closed below
     except OSError as e:
         raise OutputWriteError(tmp, f"cannot write {what}: {e.strerror}", hint=write_hint(e, option)) from None
     try:

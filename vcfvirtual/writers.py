@@ -66,7 +66,7 @@ def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None 
     refs = with_cache_template(kerchunk_refs(group), cache_url)
     # Flushed to disk before the rename that publishes it, as the cache is: after a crash
     # the final name holds the whole old or the whole new references, never an empty file.
-    with cache_mod.output_file(path, "the references", "--output", mode="w") as f:
+    with cache_mod.output_file(path, "the references", "--output", mode="w", opener=open) as f:
         json.dump(refs, f, separators=(",", ":"))
 
 
@@ -242,7 +242,7 @@ def relocate_file(refs_path, cache_url: str, output=None, *, check: bool = True,
     cache_mod.remove_stale_temporaries(output)
     tmp = cache_mod.temporary_name(output)
     try:
-        with cache_mod.output_file(tmp, "the references", "-o", mode="w") as f:
+        with cache_mod.output_file(tmp, "the references", "-o", mode="w", opener=open) as f:
             json.dump(refs, f, separators=(",", ":"))
         cache_mod.replace_output(tmp, output)
     finally:
