@@ -43,7 +43,8 @@ def _cleanup_on_signals():
     """Turn SIGTERM and SIGINT into :class:`Interrupted` while a command writes, and exit
     as a process killed by that signal would report it (128 + its number), after the
     cleanup. Only the command line does this: the library leaves its host's signals alone.
-    Worker processes forked meanwhile inherit it and clean up after their part too."""
+    Worker processes (``-j``) leave signals to this process, which stops them and removes
+    their parts (vcfvirtual.parallel)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers (e.g. the CLI invoked from a test's thread)
         return
