@@ -33,8 +33,9 @@ def _raise_interrupted(signum, frame):
         return  # forking workers: raised again once that is done
     # One signal is enough: further ones (a scheduler repeating its SIGTERM) must not
     # cut the cleanup short. SIGKILL still ends everything at once.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for s in (signal.SIGTERM, signal.SIGINT):
+        if signal.getsignal(s) is _raise_interrupted:
+            signal.signal(s, signal.SIG_IGN)
     raise Interrupted(signum)
 
 
@@ -48,7 +49,9 @@ def _cleanup_on_signals():
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers (e.g. the CLI invoked from a test's thread)
         return
-    previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
+    # A signal the caller set to be ignored (Ctrl-C for a shell's background job) stays so.
+    previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGINT)
+                if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield
     except Interrupted as e:
