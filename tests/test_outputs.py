@@ -349,6 +349,13 @@ def test_relocate_output_never_replaces_a_users_file(relocatable, tmp_path):
     result = relocate(refs, tmp_path, "-o", link)
     assert result.exit_code == 1 and "symbolic link" in result.output
     assert link.is_symlink() and user.read_text() == '{"mine": true}'
+    # Rewriting in place through a link to the references: the link is not replaced by a file.
+    refs_link = tmp_path / "refs-link.json"
+    refs_link.symlink_to(refs)
+    before = refs.read_bytes()
+    result = relocate(refs_link, tmp_path)
+    assert result.exit_code == 1 and "symbolic link" in result.output
+    assert refs_link.is_symlink() and refs.read_bytes() == before
 
 
 # ------------------------------------------------------------------ full disk

@@ -180,6 +180,10 @@ def is_vcfvirtual_references(path: Path) -> bool:
     try:
         if path.is_file():
             with open(path, encoding="utf-8") as f:
+                # Not JSON at all (a BCF, a VCF named by mistake): decided without reading it whole.
+                if f.read(64).lstrip()[:1] != "{":
+                    return False
+                f.seek(0)
                 attrs = json.load(f)["refs"][".zattrs"]
         elif (path / ".zmetadata").is_file():
             with open(path / ".zmetadata", encoding="utf-8") as f:
