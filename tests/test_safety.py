@@ -299,3 +299,31 @@ def test_a_live_runs_temporary_is_left_alone(tmp_path):
     assert cache_mod.remove_stale_temporaries(target) == [dead]
     assert live.exists() and not dead.exists()
     assert np.array_equal(np.frombuffer(live.read_bytes(), np.uint8), np.frombuffer(b"in progress", np.uint8))
+
+
+@pytest.mark.parametrize("workers, layout, marker, sig", [
+    (1, "bgzf", ".k.cache.tmp-", signal.SIGTERM),        # a serial run writing its cache
+    (2, "raw", ".k.cache.tmp-parts-", signal.SIGTERM),   # worker processes writing their parts
+    (1, "raw", ".k.cache.tmp-", signal.SIGINT),          # Ctrl-C
+])
+def test_sigterm_removes_temporaries_and_keeps_previous_outputs(slow_bcf, tmp_path, workers, layout, marker, sig):
+    """timeout(1) and batch schedulers end a run with SIGTERM: it cleans up as it goes."""
+    refs, cache = tmp_path / "k.json", tmp_path / "k.cache"
+    subprocess.run(_index_cmd(slow_bcf, refs, cache, 500, layout), check=True, capture_output=True)
+    previous = refs.read_bytes(), cache.read_bytes()
+    cmd = _index_cmd(slow_bcf, refs, cache, 500, layout)
+    cmd[4:4] = ["-j", str(workers)]
+    # SIGINT is left at its default in the child even if this process ignores it.
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 60
+    while not any(p.name.startswith(marker) for p in tmp_path.iterdir()):
+        assert time.time() < deadline and proc.poll() is None, "the run ended before writing"
+        time.sleep(0.005)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, err
+    assert f"interrupted by {sig.name}" in err and "Traceback" not in err
+    assert sorted(os.listdir(tmp_path)) == ["k.cache", "k.json"]  # no temporary of any kind
+    assert (refs.read_bytes(), cache.read_bytes()) == previous
+    assert our_positions(refs) == pysam_positions(slow_bcf)

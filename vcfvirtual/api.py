@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -46,7 +47,10 @@ def index(
     The returned :class:`~virtualizarr.manifests.ManifestStore` reads directly with
     ``xr.open_zarr(store, zarr_format=3, consolidated=False)``. ``refs_path=False``
     skips the Kerchunk JSON. Outputs default to ``<bcf>.vcz.json`` and
-    ``<bcf>.vcz.cache.bcf`` next to the BCF; existing outputs need ``force=True``.
+    ``<bcf>.vcz.cache.bcf`` next to the BCF; existing outputs need ``force=True``, and
+    only outputs vcfvirtual wrote (recognised by their contents) are ever replaced:
+    anything else under an output's name (a directory, another file, a symbolic link)
+    is refused with :class:`~vcfvirtual.errors.OutputExistsError`.
 
     ``bcf_path`` may be a list of files (e.g. one per chromosome, same samples): one
     store holds their records in the order given. Their headers must agree (samples,
@@ -73,6 +77,7 @@ def index(
     if refs_format not in REFS_FORMATS:
         raise VcfVirtualError(None, f"unknown references format {refs_format!r}", hint=f"use one of {REFS_FORMATS}")
     partitioned = len(sources) > 1 or workers > 1 or dask_client is not None
+    _refuse_folder_names(refs_path, cache_path)
     remote = _Remote.plan(sources, refs_path, cache_path, refs_format, partitioned, storage_options)
     if remote is not None:
         refs_path, cache_path = remote.local_refs, remote.local_cache
@@ -99,22 +104,28 @@ def index(
         # Readers take the cache's file URL apart at these (obstore: fragment and query).
         raise VcfVirtualError(cache_path, "the cache path contains '#' or '?', which its file URL cannot carry",
                               hint="choose another --cache path")
-    if not force:
-        for p in ((None if zero_copy else cache_path), refs_path):
-            if p is not None and p.exists():
-                raise cache_mod.OutputExistsError(p, "output already exists", hint="pass --force to overwrite it")
-        if remote is not None:
-            remote.refuse_existing()
+    _refuse_overlaps(sources, None if zero_copy else cache_path, refs_path)
+    # A killed run's leftovers go first: an output it had set aside is put back, and is
+    # then judged like any existing output.
     for output in (cache_path, refs_path):
         if output is not None:
             for stale in cache_mod.remove_stale_temporaries(output):
                 logger.warning("removed %s, left by an index run that was killed", stale)
+    # Only outputs of this tool are replaced, and only with force.
+    if not zero_copy:
+        cache_mod.refuse_foreign_output(cache_path, cache_mod.CACHE, force=force, option="--cache")
+    if refs_path is not None:
+        cache_mod.refuse_foreign_output(refs_path, cache_mod.REFS, force=force, option="--output")
+    if remote is not None and not force:
+        remote.refuse_existing()
 
     def chunk_length_for(header):
         return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
 
     tmp_refs = cache_mod.temporary_name(refs_path) if refs_path is not None else None
     try:
+        if remote is not None:
+            remote.stage()  # only now that everything is checked: removed on every way out below
         with _as_bcf(sources, cache_path) as scan_paths:
             # The cache is renamed into place before the references that point at it.
             writing = contextlib.nullcontext(sources[0]) if zero_copy else cache_mod.atomic_output(cache_path, force=True)
@@ -144,9 +155,7 @@ def index(
             if remote is not None:
                 remote.upload_cache()
         if tmp_refs is not None:
-            if refs_path.is_dir():
-                shutil.rmtree(refs_path)  # a directory cannot be replaced in one rename
-            os.replace(tmp_refs, refs_path)
+            cache_mod.replace_output(tmp_refs, refs_path)
         if remote is not None:
             remote.upload_refs()
     except OutputWriteError as e:
@@ -194,6 +203,36 @@ def _sources(bcf_path) -> list:
             raise VcfVirtualError(p, f"given twice (also as {seen[key]})", hint="name each input file once")
         seen[key] = p
     return sources
+
+
+def _refuse_folder_names(refs_path, cache_path) -> None:
+    """Outputs are files (Parquet and Icechunk references: directories this tool makes
+    whole), named in full: a name ending in a separator asks to write into a folder."""
+    for path, option in ((refs_path, "--output"), (cache_path, "--cache")):
+        if isinstance(path, str) and not storage.is_url(path) and path.endswith(("/", os.sep)):
+            raise cache_mod.OutputExistsError(path, "names a directory; outputs are written under names of their own",
+                                              hint=f"give {option} a file name, e.g. {path}cohort.vcz.json"
+                                              if option == "--output" else f"give {option} a file name")
+
+
+def _refuse_overlaps(sources, cache_path, refs_path) -> None:
+    """The cache and the references must not be an input, nor each other."""
+    def same(a, b):
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return os.path.abspath(a) == os.path.abspath(b)
+
+    for output, option in ((cache_path, "--cache"), (refs_path, "--output")):
+        if output is None:
+            continue
+        for source in sources:
+            if not storage.is_url(source) and same(output, source):
+                raise cache_mod.OutputExistsError(output, f"is the input {source}; it would be overwritten",
+                                                  hint=f"give another {option}")
+    if cache_path is not None and refs_path is not None and same(cache_path, refs_path):
+        raise cache_mod.OutputExistsError(refs_path, "is named both as the cache and as the references",
+                                          hint="give --output and --cache different names")
 
 
 def _output_paths(sources: list[Path], refs_path, cache_path, refs_format: str) -> tuple[Path | None, Path]:
@@ -358,6 +397,8 @@ def _write_references(group, tmp_refs: Path, refs_path: Path, refs_format: str, 
         else:
             write = writers.write_kerchunk_parquet if refs_format == "parquet" else writers.write_kerchunk_json
             write(group, tmp_refs, cache_url=public)
+    except OutputWriteError as e:  # named after its temporary: name the output asked for
+        raise OutputWriteError(refs_path, e.problem, hint=e.hint) from None
     except OSError as e:
         raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
                                hint=cache_mod.write_hint(e, "--output")) from None
@@ -396,10 +437,15 @@ class _Remote:
         if refs_url is not None and refs_format != "json":
             raise VcfVirtualError(refs_url, f"{refs_format} references are written to local paths only, so far",
                                   hint="write them locally and upload the folder, or use --format json")
-        staging = Path(tempfile.mkdtemp(prefix="vcfvirtual-upload-"))
+        # Named now, so the outputs' local paths are known while checking; made by stage().
+        staging = Path(tempfile.gettempdir()) / f"vcfvirtual-upload-{os.getpid()}-{secrets.token_hex(6)}"
         local_refs = staging / refs_url.rsplit("/", 1)[-1] if refs_url else refs_path
         local_cache = staging / cache_url.rsplit("/", 1)[-1] if cache_url else cache_path
         return cls(source, refs_url, cache_url, storage_options, staging, local_refs, local_cache)
+
+    def stage(self) -> None:
+        """Make the local staging folder (private, as mkdtemp makes one)."""
+        self.staging.mkdir(mode=0o700)
 
     @property
     def cache_location(self) -> str:

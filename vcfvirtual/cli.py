@@ -5,13 +5,71 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import signal
 import sys
+import threading
 import time
 
 import click
 
 from . import __version__
 from .errors import VcfVirtualError
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT, raised where the program is, so that the cleanup the library
+    does on any exception (temporaries deleted, staging removed, uploads withdrawn)
+    runs before the process ends."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_interrupted(signum, frame):
+    from .parallel import hold_signal
+
+    if hold_signal(signum):
+        return  # forking workers: raised again once that is done
+    # One signal is enough: further ones (a scheduler repeating its SIGTERM) must not
+    # cut the cleanup short. SIGKILL still ends everything at once.
+    for s in (signal.SIGTERM, signal.SIGINT):
+        if signal.getsignal(s) is _raise_interrupted:
+            signal.signal(s, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _cleanup_on_signals():
+    """Turn SIGTERM and SIGINT into :class:`Interrupted` while a command writes, and exit
+    as a process killed by that signal would report it (128 + its number), after the
+    cleanup. Only the command line does this: the library leaves its host's signals alone.
+    Worker processes (``-j``) leave signals to this process, which stops them and removes
+    their parts (vcfvirtual.parallel)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (e.g. the CLI invoked from a test's thread)
+        return
+    # A signal the caller set to be ignored (Ctrl-C for a shell's background job) stays so.
+    previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGINT)
+                if signal.getsignal(s) is not signal.SIG_IGN}
+    try:
+        yield
+    except Interrupted as e:
+        click.echo(f"vcfvirtual: interrupted by {signal.Signals(e.signum).name}; temporaries removed", err=True)
+        sys.exit(128 + e.signum)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _fail(e: Exception):
+    """One line for an error, and exit status 1."""
+    if isinstance(e, OSError):
+        # Not expected to reach here (the library types its errors), but never a traceback.
+        where = e.filename or "<output>"
+        e = VcfVirtualError(where, e.strerror or str(e))
+    click.echo(f"vcfvirtual: error: {e}", err=True)
+    sys.exit(1)
 
 
 def _setup_logging(verbose: int) -> None:
@@ -73,7 +131,10 @@ def main():
                    "https://), as JSON, e.g. '{\"endpoint_url\": \"http://host:9000\", \"anon\": false}'. "
                    "Credentials otherwise come from the usual places (AWS_* variables, ~/.aws). "
                    "Needs pip install 'vcfvirtual[remote]'.")
-@click.option("-f", "--force", is_flag=True, help="Overwrite existing outputs.")
+@click.option("-f", "--force", is_flag=True,
+              help="Replace existing outputs that vcfvirtual wrote (recognised by their contents). "
+                   "Anything else under an output's name (a directory, another file, a link) is "
+                   "refused, with or without --force.")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar (default: only when stderr is a terminal).")
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
@@ -94,14 +155,13 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
     start = time.perf_counter()
     try:
         options = _storage_options(storage_options)
-        with _dask_client(dask_scheduler) as client:
+        with _cleanup_on_signals(), _dask_client(dask_scheduler) as client:
             store = index(bcf[0] if len(bcf) == 1 else list(bcf), refs_path=refs_path, cache_path=cache_path,
                           variants_chunk_size=variants_chunk_size, cache_layout=cache_layout,
                           force=force, progress=progress, inflate_threads=inflate_threads, cache_url=cache_url,
                           refs_format=refs_format, workers=workers, dask_client=client, storage_options=options)
-    except VcfVirtualError as e:
-        click.echo(f"vcfvirtual: error: {e}", err=True)
-        sys.exit(1)
+    except (VcfVirtualError, OSError) as e:
+        _fail(e)
     attrs = store._group.metadata.attributes["vcfvirtual"]
     n = store._group.arrays["variant_position"].shape[0]
     click.echo(
@@ -145,24 +205,37 @@ def _dask_client(address):
 @click.argument("refs", type=click.Path(dir_okay=False))
 @click.argument("cache_url")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the relocated references here instead of rewriting REFS in place.")
+              help="Write the relocated references here instead of rewriting REFS in place "
+                   "(an existing file there must be vcfvirtual references).")
+@click.option("--check/--no-check", default=True, show_default=True,
+              help="Read the cache at its new home and refuse it unless its size and sampled "
+                   "hash are those the references record. --no-check: point at a cache not "
+                   "uploaded yet.")
+@click.option("--storage-options", metavar="JSON",
+              help="fsspec options (JSON object) for reaching a cache URL (s3://, https://), "
+                   "e.g. '{\"endpoint_url\": \"http://host:9000\"}'.")
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def relocate_command(refs, cache_url, output, verbose):
+def relocate_command(refs, cache_url, output, check, storage_options, verbose):
     """Point the Kerchunk JSON REFS at the cache's new home CACHE_URL.
 
     For example, after uploading the cache: vcfvirtual relocate cohort.bcf.vcz.json
-    s3://bucket/cohorts/ (a URL ending in / gets the cache's file name). Only the cache's
-    URL changes; the file is rewritten atomically.
+    s3://bucket/cohorts/. CACHE_URL is a URL or a local path; a local folder, or a URL
+    ending in /, gets the cache's file name. The cache found there must match the one
+    indexed (unless --no-check). Only the cache's URL changes; the file is rewritten
+    atomically. Prints the URL written.
     """
     _setup_logging(verbose)
     from .writers import relocate_file
 
     try:
-        out = relocate_file(refs, cache_url, output)
-    except VcfVirtualError as e:
-        click.echo(f"vcfvirtual: error: {e}", err=True)
-        sys.exit(1)
-    click.echo(f"{out}: cache at {cache_url}", err=True)
+        options = _storage_options(storage_options)
+        with _cleanup_on_signals():
+            out = relocate_file(refs, cache_url, output, check=check, storage_options=options)
+        with open(out, encoding="utf-8") as f:
+            url = json.load(f)["templates"]["cache"]  # what was written, as readers will see it
+    except (VcfVirtualError, OSError) as e:
+        _fail(e)
+    click.echo(f"{out}: cache at {url}", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,10 +16,12 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import errno
 import logging
 import multiprocessing
 import os
 import shutil
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +29,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from .errors import CorruptBCFError, HeaderError
+from .cache import write_hint
+from .errors import CorruptBCFError, HeaderError, OutputWriteError
 from .header import BCFHeader, compatibility_problems
 from .scan import PartitionScan, RecordStart, RecordSummary, ScanResult, scan_partition
 
@@ -80,9 +83,21 @@ def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStar
     return partitions
 
 
+# Errors that mean an output could not be written, not that an input could not be read.
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+
+
 def _scan_task(partition: Partition, segment_path) -> PartitionScan:
     """One partition's scan (module level, so worker processes can run it)."""
-    return scan_partition(partition.path, partition.start, partition.end, segment_path=segment_path)
+    try:
+        return scan_partition(partition.path, partition.start, partition.end, segment_path=segment_path)
+    except OSError as e:
+        # A raw-layout worker writes its records next to the cache: a full disk there is
+        # the cache's failure, typed here so it travels back as one clear error.
+        if segment_path is None or (e.errno not in _WRITE_ERRNOS and e.filename != os.fspath(segment_path)):
+            raise
+        raise OutputWriteError(segment_path, f"cannot write the cache (its parts, next to it): {e.strerror}",
+                               hint=write_hint(e)) from None
 
 
 class InlineExecutor(concurrent.futures.Executor):
@@ -113,10 +128,68 @@ def executor_for(workers: int, dask_client=None):
         else:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["vcfvirtual.scan"])
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_signals)
+        try:
             yield pool
+        except BaseException:
+            # Interrupted (SIGTERM, Ctrl-C) or failed: stop the workers now rather than
+            # wait for their parts, so the caller's cleanup runs at once and no worker
+            # is still writing into the files it removes.
+            _stop_workers(pool)
+            raise
+        pool.shutdown(wait=True)
     else:
         yield InlineExecutor()
+
+
+# Forking workers runs Python code in both processes (logging's at-fork lock release,
+# among others) where an exception raised by a signal handler is swallowed and leaves a
+# lock held: the run carries on, deadlocks, and the signal is lost. A handler that raises
+# (the command line's) asks hold_signal() first, and the signal is raised again once the
+# workers are started.
+_forking = 0
+_held_signals: list[int] = []
+
+
+@contextlib.contextmanager
+def _signals_held():
+    global _forking
+    _forking += 1
+    try:
+        yield
+    finally:
+        _forking -= 1
+        if not _forking:
+            while _held_signals:
+                signal.raise_signal(_held_signals.pop(0))
+
+
+def hold_signal(signum: int) -> bool:
+    """For a signal handler that raises: True when it must not act now (workers are being
+    forked); the signal is then raised again as soon as it may act."""
+    if _forking:
+        _held_signals.append(signum)
+        return True
+    return False
+
+
+def _worker_signals() -> None:
+    """Workers leave interruptions to the process that started them, which stops them
+    and cleans up: Ctrl-C (sent to the whole terminal group) is ignored here, and SIGTERM
+    ends a worker outright whatever handler it inherited at the fork."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()  # they hold nothing to clean up: their parts are the caller's to delete
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(5)
 
 
 Scanned = tuple[Partition, PartitionScan, "Path | None"]  # with its segment of inflated records
@@ -143,10 +216,11 @@ def scan_all(partitions: list[Partition], executor, segment_dir: Path | None,
     # must not exist at a fork. Inline, tasks run as they are submitted.
     bar = new_bar() if isinstance(executor, InlineExecutor) else None
     futures = {}
-    for i, p in enumerate(partitions):
-        futures[executor.submit(_scan_task, p, segment(i))] = i
-        if bar is not None:
-            bar.update(sizes[i])
+    with _signals_held() if bar is None else contextlib.nullcontext():  # a pool forks its workers here
+        for i, p in enumerate(partitions):
+            futures[executor.submit(_scan_task, p, segment(i))] = i
+            if bar is not None:
+                bar.update(sizes[i])
     inline_bar, bar = bar, bar or new_bar()
     results: list[PartitionScan | BaseException | None] = [None] * len(partitions)
     try:

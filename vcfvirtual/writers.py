@@ -61,13 +61,13 @@ def with_cache_template(refs: dict, cache_url: str | None = None) -> dict:
 
 
 def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None = None) -> None:
+    from . import cache as cache_mod
+
     refs = with_cache_template(kerchunk_refs(group), cache_url)
-    with open(path, "w", encoding="utf-8") as f:
+    # Flushed to disk before the rename that publishes it, as the cache is: after a crash
+    # the final name holds the whole old or the whole new references, never an empty file.
+    with cache_mod.output_file(path, "the references", "--output", mode="w", opener=open) as f:
         json.dump(refs, f, separators=(",", ":"))
-        # On disk before the rename that publishes it, as the cache is: after a crash the
-        # final name holds the whole old or the whole new references, never an empty file.
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def write_kerchunk_parquet(group: ManifestGroup, path: Path, cache_url: str | None = None,
@@ -161,32 +161,97 @@ def public_cache_url(cache_url: str, cache_name: str) -> str:
     return cache_url + cache_name if cache_url.endswith("/") else cache_url
 
 
+def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
+    """The URL references should name for the cache given as ``cache_url``: a URL, or a
+    local path (made an absolute ``file://`` URL, not percent-encoded, as the index writes
+    it). A local folder, or a URL ending in ``/``, gets ``cache_name``; a URL naming no
+    path at all (``http://host:port``) is refused, since no cache can be there."""
+    cache_url = os.fspath(cache_url)
+    if not cache_url:
+        raise VcfVirtualError(refs_path, "no cache URL given", hint="give the URL or path the cache is at")
+    if storage.is_url(cache_url):
+        # For object stores the bucket is the host: the object's key is the path.
+        if urlparse(cache_url).path in ("", "/") and not cache_url.endswith("/"):
+            raise VcfVirtualError(cache_url, "names no file, only a host or bucket",
+                                  hint=f"end it with / to put the cache {cache_name} there: {cache_url}/")
+        return public_cache_url(cache_url, cache_name)
+    path = cache_url.removeprefix("file://")
+    folder = path.endswith(("/", os.sep)) or os.path.isdir(path)
+    path = os.path.abspath(path)
+    return "file://" + (os.path.join(path, cache_name) if folder else path)
+
+
 def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
-    """The same references, naming the cache at ``cache_url``."""
+    """The same references, naming the cache at ``cache_url`` (see :func:`cache_target`)."""
     if CACHE_TEMPLATE not in refs.get("templates", {}):
         raise VcfVirtualError(refs_path, "these references name the cache in every chunk, not by a template",
                               hint="re-index with vcfvirtual >= 0.2 to make them relocatable")
-    attrs = json.loads(refs["refs"][".zattrs"])
-    name = os.path.basename(urlparse(attrs["vcfvirtual"]["cache"]["url"]).path)
-    cache_url = public_cache_url(cache_url, name)
+    try:
+        attrs = json.loads(refs["refs"][".zattrs"])
+        name = os.path.basename(urlparse(attrs["vcfvirtual"]["cache"]["url"]).path)
+    except (KeyError, TypeError, ValueError):
+        raise VcfVirtualError(refs_path, "these references do not name a vcfvirtual cache",
+                              hint="relocate applies to references vcfvirtual index wrote") from None
+    cache_url = cache_target(cache_url, name, refs_path)
     attrs["vcfvirtual"]["cache"]["url"] = cache_url
     return {**refs, "templates": {**refs["templates"], CACHE_TEMPLATE: cache_url},
             "refs": {**refs["refs"], ".zattrs": json.dumps(attrs, separators=(",", ":"))}}
 
 
-def relocate_file(refs_path, cache_url: str, output=None) -> Path:
-    """Rewrite a Kerchunk JSON to name its cache at ``cache_url`` (atomically)."""
+def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = None) -> None:
+    """Refuse to point references at a cache that is not there, or not theirs: its size
+    and sampled hash must be those recorded when it was indexed (its mtime is a copy's)."""
+    from .errors import StaleCacheError
+
+    cache = _attributes(refs)["vcfvirtual"]["cache"]
+    url = cache["url"]
+    expected = Fingerprint.from_json(cache)
+    try:
+        if storage.is_url(url):
+            found = storage.fingerprint(url, storage_options)
+        else:
+            found = Fingerprint.of(url.removeprefix("file://"))
+    except (VcfVirtualError, OSError) as e:
+        problem = e.problem if isinstance(e, VcfVirtualError) else e.strerror
+        raise StaleCacheError(refs_path, f"cannot read the cache at {url}: {problem}",
+                              hint="put the cache there first, or pass --no-check (check=False)") from None
+    if found.size != expected.size:
+        problem = f"it is {found.size} bytes, the indexed cache was {expected.size}"
+    elif expected.digest is not None and found.digest != expected.digest:
+        problem = "its contents differ from the indexed cache's (sampled hash)"
+    else:
+        return
+    raise StaleCacheError(refs_path, f"the cache at {url} is not the one these references were made with: {problem}",
+                          hint="copy the cache the references name, or pass --no-check (check=False)")
+
+
+def relocate_file(refs_path, cache_url: str, output=None, *, check: bool = True,
+                  storage_options: dict | None = None) -> Path:
+    """Rewrite a Kerchunk JSON to name its cache at ``cache_url`` (atomically).
+
+    ``cache_url`` is normalised as :func:`cache_target` says. Unless ``check=False``, the
+    cache must be there and match the fingerprint the references record. ``output``
+    writes a new file instead; an existing one there must be vcfvirtual references too."""
+    from . import cache as cache_mod
+
     refs_path = Path(refs_path)
     output = Path(output) if output else refs_path
     refs = relocate(_load(refs_path), cache_url, refs_path)
-    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+    if check:
+        check_relocated_cache(refs, refs_path, storage_options)
+    if output.is_symlink():
+        raise VcfVirtualError(output, "is a symbolic link; it and what it points to are left alone",
+                              hint="give -o to write the relocated references elsewhere")
+    if output != refs_path:
+        cache_mod.refuse_foreign_output(output, cache_mod.REFS, force=True, option="-o")
+    cache_mod.remove_stale_temporaries(output)
+    tmp = cache_mod.temporary_name(output)
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        with cache_mod.output_file(tmp, "the references", "-o", mode="w", opener=open) as f:
             json.dump(refs, f, separators=(",", ":"))
-        os.replace(tmp, output)
+        cache_mod.replace_output(tmp, output)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        cache_mod._delete(tmp)
     return output
 
 
