@@ -36,6 +36,20 @@ def fixed_int32(buf, offsets, field_offset, out):
 
 
 @_njit
+def lengths(buf, offsets, end_key, out):
+    """rlen of each record as htslib reads it: a stored rlen of 2^31 or more (negative
+    as int32) is replaced as bcf_record_check does (records.htslib_rlen), never wrapped."""
+    for k in range(offsets.shape[0]):
+        rlen = np.int64(R.i32(buf, offsets[k] + R.OFF_RLEN))
+        if rlen < 0:
+            rlen = R.htslib_rlen(buf, offsets[k], end_key)
+            if rlen < 0:
+                return R.ERR_OVERRUN, offsets[k]
+        out[k] = rlen
+    return R.OK, np.int64(0)
+
+
+@_njit
 def fixed_bytes4(buf, offsets, field_offset, out_u8):
     """Copy 4 raw bytes per record (QUAL: the float's bit pattern, missing NaN kept)."""
     for k in range(offsets.shape[0]):
@@ -48,7 +62,7 @@ def fixed_bytes4(buf, offsets, field_offset, out_u8):
 def _string_span(buf, i, end):
     """(start, length, next) of the typed string at ``i``; length excludes NUL padding."""
     t, n, d = R.typed_descriptor(buf, i, end)
-    if d < 0 or (t != R.BT_CHAR and not (t == R.BT_NULL and n == 0)):
+    if d < 0 or t != R.BT_CHAR:  # htslib refuses any other type, even a NULL of count 0
         return np.int64(-1), np.int64(-1), np.int64(-1)
     if d + n > end:
         return np.int64(-1), np.int64(-1), np.int64(-1)
@@ -65,7 +79,8 @@ def id_spans(buf, offsets, starts, lengths):
         end = pos + 8 + np.int64(R.u32(buf, pos))
         s, n, nxt = _string_span(buf, pos + R.OFF_ID, end)
         if nxt < 0:
-            return R.ERR_OVERRUN, pos
+            t, _, d = R.typed_descriptor(buf, pos + R.OFF_ID, end)
+            return (R.ERR_ID_TYPE if d >= 0 and t != R.BT_CHAR else R.ERR_OVERRUN), pos
         if n == 0 or (n == 1 and buf[s] == 46):  # empty or "."
             starts[k] = 0
             lengths[k] = SPAN_MISSING
@@ -85,6 +100,8 @@ def allele_spans(buf, offsets, starts, lengths):
         n_allele = np.int64(R.u32(buf, pos + R.OFF_N_ALLELE_INFO) >> np.uint32(16))
         if n_allele > max_alleles:
             return ERR_SHAPE, pos
+        if n_allele == 0:  # htslib: "No REF allele"
+            return R.ERR_NO_REF, pos
         i = R.skip_typed(buf, pos + R.OFF_ID, end)
         if i < 0:
             return R.ERR_OVERRUN, pos
@@ -339,7 +356,7 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
                     v = R.read_int(buf, base + j * size, t)
                     if v == missing:
                         out[k, s, j] = -1
-                    elif v == vector_end:
+                    elif v == vector_end and (is_format or not R.scalar_info_end_is_value(t, n)):
                         out[k, s, j] = -2
                     else:
                         out[k, s, j] = v
