@@ -237,6 +237,11 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
     if kind == "quality":
         out = np.full(full, FLOAT32_FILL, dtype="<f4")
         decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
+        # A NaN QUAL other than missing reads as the quiet NaN htslib's readers return
+        # (pysam and bio2zarr pass it through a double): 0x7F800002 would otherwise be
+        # taken for VCF Zarr's fill.
+        bits = out.view("<u4")[:n]
+        bits[((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0) & (bits != 0x7F800001)] |= 0x400000
         return out
     if kind == "filter":
         out = np.zeros(full, dtype=bool)

@@ -343,8 +343,11 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
         missing, vector_end = R.int_sentinels(t)
         for s in range(n_vectors):
             base = d + s * n * size
+            # htslib ends a vector at its end-of-vector value: what follows is padding
+            # (fill), whatever its bytes say, as for GT.
+            ended = False
             for j in range(width):
-                if j >= n:
+                if j >= n or ended:
                     out[k, s, j] = fill_out
                 elif is_float:
                     bits = R.i32(buf, base + 4 * j)
@@ -352,12 +355,14 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
                     # is stored as missing, as bio2zarr does; infinities are values.
                     is_nan = (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF) != 0
                     out[k, s, j] = missing_out if is_nan else bits
+                    ended = bits == FLOAT_END_BITS
                 else:
                     v = R.read_int(buf, base + j * size, t)
                     if v == missing:
                         out[k, s, j] = -1
                     elif v == vector_end and (is_format or not R.scalar_info_end_is_value(t, n)):
                         out[k, s, j] = -2
+                        ended = True
                     else:
                         out[k, s, j] = v
     return R.OK, np.int64(0)
