@@ -33,6 +33,7 @@ import numpy as np
 import pysam
 import pytest
 import zarr
+from numcodecs import VLenUTF8
 
 import vcfvirtual
 from vcfvirtual import codec
@@ -414,13 +415,7 @@ def seed(tmp_path_factory) -> Seed:
     refs = work / "seed.json"
     vcfvirtual.index(bgzf, refs_path=refs, cache_path=work / "seed.cache", variants_chunk_size=len(records),
                      cache_layout="raw", force=True, progress=False)
-    doc = json.loads(refs.read_text())["refs"]
-    specs = {}
-    for key, value in doc.items():
-        if key.endswith("/.zarray"):
-            filters = json.loads(value).get("filters") or []
-            if filters and filters[-1].get("id") == codec.CODEC_ID:
-                specs[key.split("/")[0]] = codec.ChunkSpec.from_config(filters[-1])
+    specs = _codec_specs(refs)
     with pysam.VariantFile(str(bgzf)) as vf:
         h = vf.header
         info_types = {k: h.info[k].type for k in h.info}
@@ -442,32 +437,57 @@ def _write_bgzf(path: Path, data: bytes) -> Path:
     return path
 
 
-def _index_and_read(path: Path, work: Path) -> dict:
-    store = vcfvirtual.index(path, refs_path=False, cache_path=work / "case.cache", variants_chunk_size=6,
-                             force=True, progress=False)
-    group = zarr.open_group(store, mode="r", zarr_format=3)
-    return {name: group[name][:] for name in group.array_keys()}
+def _codec_specs(refs: Path) -> dict:
+    """{array: ChunkSpec} of every codec-decoded array of a Kerchunk JSON."""
+    specs = {}
+    for key, value in json.loads(refs.read_text())["refs"].items():
+        if key.endswith("/.zarray"):
+            filters = json.loads(value).get("filters") or []
+            if filters and filters[-1].get("id") == codec.CODEC_ID:
+                specs[key.split("/")[0]] = codec.ChunkSpec.from_config(filters[-1])
+    return specs
 
 
-def _decode_with_seed_configs(seed: Seed, stream: bytes) -> tuple[dict, dict]:
-    """({array: values}, {array: ChunkDecodeError}) decoding ``stream`` (one chunk of
-    records) with the seed's codec configs, as a cache edited after indexing would be."""
+def _decode(specs: dict, chunk_of) -> tuple[dict, dict]:
+    """({array: values}, {array: ChunkDecodeError}): each array's one chunk (the bytes
+    ``chunk_of(array)``) through the codec and the vlen-utf8 step zarr runs after it."""
     values, errors = {}, {}
-    for name, spec in seed.specs.items():
+    for name, spec in specs.items():
         try:
-            raw = codec.decode_chunk(stream, spec)
+            raw = codec.decode_chunk(chunk_of(name), spec)
         except ChunkDecodeError as e:
             errors[name] = e
             continue
         if spec.dtype == "str":
-            from numcodecs import VLenUTF8
-
-            out = VLenUTF8().decode(raw)
-            values[name] = np.asarray(out, dtype=object).reshape(spec.chunk_length, *spec.shape)
+            values[name] = np.asarray(VLenUTF8().decode(raw), dtype=object).reshape(spec.chunk_length, *spec.shape)
         else:
             values[name] = np.frombuffer(np.ascontiguousarray(raw).tobytes(), dtype=spec.dtype).reshape(
                 spec.chunk_length, *spec.shape)
     return values, errors
+
+
+def _index_and_read(seed: Seed, path: Path, work: Path) -> tuple[dict, dict]:
+    """Index ``path`` (a CorruptBCFError... propagates), then read every array's chunk as
+    zarr would (a whole store read through zarr costs 10x more, for the same codec calls)."""
+    refs = work / "case.json"
+    vcfvirtual.index(path, refs_path=refs, cache_path=work / "case.cache", variants_chunk_size=len(seed.records),
+                     force=True, progress=False)
+    doc = resolved_refs(refs)
+    cache = (work / "case.cache").read_bytes()
+    specs = _codec_specs(refs)
+
+    def chunk_of(name):  # the array's only chunk: key "name/0.0..." of its rank
+        _, offset, length = doc[f"{name}/" + ".".join("0" * (1 + len(specs[name].shape)))]
+        return cache[offset : offset + length]
+
+    values, errors = _decode(specs, chunk_of)
+    return {**seed.static, **values}, errors
+
+
+def _decode_with_seed_configs(seed: Seed, stream: bytes) -> tuple[dict, dict]:
+    """Decode ``stream`` (one chunk of records) with the seed's codec configs, as a cache
+    edited after indexing would be."""
+    return _decode(seed.specs, lambda name: stream)
 
 
 Outcome = collections.namedtuple("Outcome", "case htslib index codec")
@@ -482,8 +502,11 @@ def run_case(seed: Seed, case: Case, work: Path) -> tuple[Outcome, list[str]]:
     rows = pysam_records(path)
     problems = []
     try:
-        ours = _index_and_read(path, work)
+        ours, read_errors = _index_and_read(seed, path, work)
         index = "values"
+        if read_errors:
+            # The index accepted the records: reading them must not fail.
+            problems.append(f"indexed, then refused at read time: {list(read_errors.values())[0]}")
     except VcfVirtualError as e:
         ours, index = None, f"refused ({type(e).__name__})"
     if rows is None and ours is not None:
@@ -519,3 +542,150 @@ def test_edited_records_read_as_htslib_reads_them_or_are_refused(seed, tmp_path)
     assert not failures, f"{len(failures)} silent differences from htslib:\n" + "\n".join(failures[:40])
     # The edits reach both sides: htslib reads some and refuses others.
     assert outcomes[("reads", "values")] and outcomes[("refuses", "refused (CorruptBCFError)")]
+
+
+# --- named cases: the ones issue 14 (items 9 and 13) reported --------------------------
+
+
+def _edited(seed: Seed, work: Path, record: int = 0, **changes) -> tuple[Path, bytes]:
+    """(BGZF file, uncompressed record stream) of the seed with one record edited."""
+    records = list(seed.records)
+    records[record] = replace(records[record], **changes)
+    stream = b"".join(r.encode() for r in records)
+    return _write_bgzf(work / "edited.bcf", seed.header + stream), stream
+
+
+def _read(seed: Seed, path: Path, work: Path) -> dict:
+    values, errors = _index_and_read(seed, path, work)
+    assert not errors
+    return values
+
+
+def _pysam_refuses(path: Path) -> bool:
+    return pysam_records(path) is None
+
+
+def _info(seed: Seed, record: int, name: str, value: Typed) -> tuple:
+    key = next(k for k, (info_name, _) in seed.names.items() if info_name == name)
+    return tuple((k, value if k.data[0] == key else v) for k, v in seed.records[record].info)
+
+
+def test_rlen_of_2_31_or_more_reads_as_htslib_replaces_it(seed, tmp_path):
+    """rlen 0x80000000 is negative as int32; we decoded variant_length -2147483648.
+    htslib's bcf_record_check replaces it (REF's length here: pysam rlen 1)."""
+    for rlen in (0x80000000, 0xFFFFFFFF):
+        path, stream = _edited(seed, tmp_path, rlen=rlen)
+        assert pysam_records(path)[0]["length"] == 1
+        assert _read(seed, path, tmp_path)["variant_length"][0] == 1
+        values, _ = _decode_with_seed_configs(seed, stream)
+        assert values["variant_length"][0] == 1
+
+
+def test_rlen_of_2_31_or_more_with_end_reads_as_htslib_replaces_it(tmp_path):
+    """With INFO/END, htslib's replacement is END - POS (longer than REF here); with
+    SVLEN in the header it may also read SVLEN, which we do not: refused."""
+    header = bcfdata.HEADER + '##INFO=<ID=END,Number=1,Type=Integer,Description="End">\n'
+    for extra, expect in (("", 51), ('##INFO=<ID=SVLEN,Number=A,Type=Integer,Description="SV length">\n', None)):
+        bcf = bcfdata.write_bcf(bcfdata.vcf_text(["chr1\t100\t.\tACG\tA\t.\t.\tEND=150", "chr1\t120\t.\tA\tT\t.\t.\t."],
+                                                 samples=(), header=header + extra), tmp_path / "end.bcf", index=False)
+        plain = gzip.decompress(bcf.read_bytes())
+        header_size = 9 + int.from_bytes(plain[5:9], "little")
+        records = parse_records(plain[header_size:])
+        records[0] = replace(records[0], rlen=0x80000000)
+        path = _write_bgzf(tmp_path / "edited.bcf", plain[:header_size] + b"".join(r.encode() for r in records))
+        assert pysam_records(path)[0]["length"] == 51
+        if expect is None:
+            with pytest.raises(CorruptBCFError, match="rlen is 2\\^31 or more"):
+                vcfvirtual.index(path, refs_path=False, cache_path=tmp_path / "c", force=True, progress=False)
+            continue
+        store = vcfvirtual.index(path, refs_path=False, cache_path=tmp_path / "c", force=True, progress=False)
+        assert zarr.open_group(store, mode="r", zarr_format=3)["variant_length"][:].tolist() == [expect, 1]
+
+
+def test_pos_0x7fffffff_reads_2_31_not_wrapped(seed, tmp_path):
+    """POS 0x7FFFFFFF is VCF POS 2^31 (pysam); the codec's int32 += 1 made it -2^31.
+    bio2zarr sizes variant_position from the values (int64 here), as the index does; a
+    cache edited after indexing to hold it in the seed's int16 array is refused."""
+    path, stream = _edited(seed, tmp_path, pos=0x7FFFFFFF)
+    assert pysam_records(path)[0]["position"] == 2**31
+    values = _read(seed, path, tmp_path)
+    assert values["variant_position"].dtype == np.int64 and values["variant_position"][0] == 2**31
+    with pytest.raises(ChunkDecodeError, match="outside the array's int16"):
+        codec.decode_chunk(stream, seed.specs["variant_position"])
+
+
+@pytest.mark.parametrize("t,value", [(INT8, -127), (INT16, -32767)])
+def test_lone_info_integer_equal_to_end_of_vector_is_a_value(seed, tmp_path, t, value):
+    """A scalar INFO integer holding the int8/int16 end-of-vector value: htslib keeps a
+    lone INFO value as a plain number (pysam -127; bio2zarr -127 too). We read -2."""
+    path, stream = _edited(seed, tmp_path, info=_info(seed, 0, "DP", ints(t, [value])))
+    assert pysam_records(path)[0]["info"]["DP"] == value
+    assert _read(seed, path, tmp_path)["variant_DP"][0] == value
+    if t == INT8:  # fits the seed's int8 array
+        assert _decode_with_seed_configs(seed, stream)[0]["variant_DP"][0] == value
+
+
+def test_lone_info_int32_end_of_vector_is_fill(seed, tmp_path):
+    """The int32 case is bcf_int32_vector_end itself: pysam returns -2147483647 but
+    bio2zarr (the reference converter) stores fill (-2), as we do."""
+    from .conftest import bio2zarr_convert
+
+    path, _ = _edited(seed, tmp_path, info=_info(seed, 0, "DP", ints(INT32, [-(2**31) + 1])))
+    pysam.bcftools.index(str(path))
+    reference = bio2zarr_convert(path, tmp_path / "b2z.vcz", 6)
+    assert reference["variant_DP"][0] == -2
+    assert _read(seed, path, tmp_path)["variant_DP"][0] == -2
+
+
+@pytest.mark.parametrize("id_value", [Typed(NULL, 0), Typed(NULL, 3), Typed(INT8, 3, b"rs1")])
+def test_id_that_is_not_a_string_is_refused(seed, tmp_path, id_value):
+    """htslib refuses any ID type but a character vector ("Invalid ID type 0"), even a
+    NULL of count 0, which we read as "."; refused at index time and by the codec."""
+    path, stream = _edited(seed, tmp_path, id=id_value)
+    assert _pysam_refuses(path)
+    with pytest.raises(CorruptBCFError, match="ID is not a character string"):
+        _index_and_read(seed, path, tmp_path)
+    for array in ("variant_id", "variant_id_mask"):
+        with pytest.raises(ChunkDecodeError, match="ID is not a character string"):
+            codec.decode_chunk(stream, seed.specs[array])
+
+
+def test_null_typed_info_and_format_values_with_a_count_are_refused(seed, tmp_path):
+    """A NULL type with count > 0 ("Invalid INFO type 0"): htslib refuses the record; we
+    read the INFO value as another one (its 0-byte values) or as fill."""
+    rec = seed.records[0]
+    dp_key = next(k for k, (_, name) in seed.names.items() if name == "DP")
+    fmt = tuple((k, Typed(NULL, 1) if k.data[0] == dp_key else v) for k, v in rec.fmt)
+    for changes, array in (({"info": _info(seed, 0, "NOTE", Typed(NULL, 2))}, "variant_NOTE"),
+                           ({"info": _info(seed, 0, "DP", Typed(NULL, 1))}, "variant_DP"),
+                           ({"fmt": fmt}, "call_DP")):
+        path, stream = _edited(seed, tmp_path, **changes)
+        assert _pysam_refuses(path)
+        with pytest.raises(CorruptBCFError, match="typed NULL with a count above 0"):
+            _index_and_read(seed, path, tmp_path)
+        with pytest.raises(ChunkDecodeError, match="typed NULL with a count above 0"):
+            codec.decode_chunk(stream, seed.specs[array])
+
+
+def test_record_without_alleles_is_refused(seed, tmp_path):
+    """n_allele 0: htslib refuses it ("No REF allele")."""
+    path, stream = _edited(seed, tmp_path, record=2, n_allele=0, alleles=())
+    assert _pysam_refuses(path)
+    with pytest.raises(CorruptBCFError, match="no REF allele"):
+        _index_and_read(seed, path, tmp_path)
+    with pytest.raises(ChunkDecodeError, match="no REF allele"):
+        codec.decode_chunk(stream, seed.specs["variant_allele"])
+
+
+def test_values_after_an_end_of_vector_are_fill(seed, tmp_path):
+    """htslib ends an INFO vector at its end-of-vector value (pysam: None, no values);
+    we read what followed it ([-2, 5]). An empty GT (NULL, count 0) reads () in pysam;
+    we refused the chunk at read time after indexing it."""
+    path, _ = _edited(seed, tmp_path, record=4, info=_info(seed, 4, "DP", ints(INT8, [-127, 5])))
+    assert pysam_records(path)[4]["info"]["DP"] is None
+    assert _read(seed, path, tmp_path)["variant_DP"][4].tolist() == [-2, -2]
+    gt_key = next(k for k, (_, name) in seed.names.items() if name == "GT")
+    fmt = tuple((k, Typed(NULL, 0) if k.data[0] == gt_key else v) for k, v in seed.records[0].fmt)
+    path, _ = _edited(seed, tmp_path, fmt=fmt)
+    assert [call["GT"] for call in pysam_records(path)[0]["samples"]] == [(), (), ()]
+    assert (_read(seed, path, tmp_path)["call_genotype"][0] == -2).all()

@@ -226,6 +226,13 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
             continue
         if n > ploidy:
             return ERR_SHAPE, pos
+        if n == 0:
+            # GT present with no values (typed NULL, count 0, which htslib accepts):
+            # every call is empty, as pysam reads it (()), and so unphased.
+            out_gt[k, :, :] = -2
+            if with_phase:
+                out_phased[k, :] = False
+            continue
         if t < R.BT_INT8 or t > R.BT_INT32:
             return R.ERR_BAD_TYPE, pos
         if t == R.BT_INT8 and n == ploidy:
