@@ -115,10 +115,10 @@ def _check(err, err_pos, spec: ChunkSpec, what: str):
 
 
 def _narrow(values: np.ndarray, dtype: np.dtype, spec: ChunkSpec) -> np.ndarray:
-    """int32 values as the array's (smallest) integer dtype, refusing values that do
+    """int32 or int64 values as the array's (smallest) integer dtype, refusing values that do
     not fit: the index chose the dtype from every value it saw, so a value outside it
     means the cache changed, and a cast would silently wrap it (65541 -> 5 in int16)."""
-    if dtype.itemsize < 4 and values.size:
+    if dtype.itemsize < values.dtype.itemsize and values.size:
         info = np.iinfo(dtype)
         lo, hi = int(values.min()), int(values.max())
         if lo < info.min or hi > info.max:
@@ -210,8 +210,15 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
         return _decode_field(buf, offsets, spec, full)
     dtype = np.dtype(spec.dtype)
     n = offsets.shape[0]
-    if kind in ("contig", "position", "length"):
-        field = {"contig": records.OFF_CHROM, "position": records.OFF_POS, "length": records.OFF_RLEN}[kind]
+    if kind == "length":
+        # int64: htslib's replacement of a damaged rlen can exceed int32; spec.key is
+        # INFO/END's dictionary key, which that replacement reads (-1: none).
+        values = np.full(full, -2, np.int64)
+        err, at = decode.lengths(buf, offsets, spec.key, values)
+        _check(err, at, spec, kind)
+        return _narrow(values, dtype, spec)
+    if kind in ("contig", "position"):
+        field = {"contig": records.OFF_CHROM, "position": records.OFF_POS}[kind]
         values = np.full(full, -2, np.int32)
         decode.fixed_int32(buf, offsets, field, values)
         if kind == "position":
@@ -222,11 +229,19 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
                 raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: record {bad} of the chunk has a "
                                        f"negative POS", offset=int(offsets[bad]) + records.OFF_POS,
                                        hint="the cache may not match the references")
-            values[:n] += 1  # BCF POS is 0-based, VCF Zarr positions are 1-based
+            # BCF POS is 0-based, VCF Zarr positions are 1-based; in int64, as POS
+            # 0x7FFFFFFF is VCF POS 2^31 (htslib reads POS unsigned), not a wrap to -2^31.
+            values = values.astype(np.int64)
+            values[:n] += 1
         return _narrow(values, dtype, spec)
     if kind == "quality":
         out = np.full(full, FLOAT32_FILL, dtype="<f4")
         decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
+        # A NaN QUAL other than missing reads as the quiet NaN htslib's readers return
+        # (pysam and bio2zarr pass it through a double): 0x7F800002 would otherwise be
+        # taken for VCF Zarr's fill.
+        bits = out.view("<u4")[:n]
+        bits[((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0) & (bits != 0x7F800001)] |= 0x400000
         return out
     if kind == "filter":
         out = np.zeros(full, dtype=bool)

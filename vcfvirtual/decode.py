@@ -36,6 +36,20 @@ def fixed_int32(buf, offsets, field_offset, out):
 
 
 @_njit
+def lengths(buf, offsets, end_key, out):
+    """rlen of each record as htslib reads it: a stored rlen of 2^31 or more (negative
+    as int32) is replaced as bcf_record_check does (records.htslib_rlen), never wrapped."""
+    for k in range(offsets.shape[0]):
+        rlen = np.int64(R.i32(buf, offsets[k] + R.OFF_RLEN))
+        if rlen < 0:
+            rlen = R.htslib_rlen(buf, offsets[k], end_key)
+            if rlen < 0:
+                return R.ERR_OVERRUN, offsets[k]
+        out[k] = rlen
+    return R.OK, np.int64(0)
+
+
+@_njit
 def fixed_bytes4(buf, offsets, field_offset, out_u8):
     """Copy 4 raw bytes per record (QUAL: the float's bit pattern, missing NaN kept)."""
     for k in range(offsets.shape[0]):
@@ -48,7 +62,7 @@ def fixed_bytes4(buf, offsets, field_offset, out_u8):
 def _string_span(buf, i, end):
     """(start, length, next) of the typed string at ``i``; length excludes NUL padding."""
     t, n, d = R.typed_descriptor(buf, i, end)
-    if d < 0 or (t != R.BT_CHAR and not (t == R.BT_NULL and n == 0)):
+    if d < 0 or t != R.BT_CHAR:  # htslib refuses any other type, even a NULL of count 0
         return np.int64(-1), np.int64(-1), np.int64(-1)
     if d + n > end:
         return np.int64(-1), np.int64(-1), np.int64(-1)
@@ -65,7 +79,8 @@ def id_spans(buf, offsets, starts, lengths):
         end = pos + 8 + np.int64(R.u32(buf, pos))
         s, n, nxt = _string_span(buf, pos + R.OFF_ID, end)
         if nxt < 0:
-            return R.ERR_OVERRUN, pos
+            t, _, d = R.typed_descriptor(buf, pos + R.OFF_ID, end)
+            return (R.ERR_ID_TYPE if d >= 0 and t != R.BT_CHAR else R.ERR_OVERRUN), pos
         if n == 0 or (n == 1 and buf[s] == 46):  # empty or "."
             starts[k] = 0
             lengths[k] = SPAN_MISSING
@@ -85,6 +100,8 @@ def allele_spans(buf, offsets, starts, lengths):
         n_allele = np.int64(R.u32(buf, pos + R.OFF_N_ALLELE_INFO) >> np.uint32(16))
         if n_allele > max_alleles:
             return ERR_SHAPE, pos
+        if n_allele == 0:  # htslib: "No REF allele"
+            return R.ERR_NO_REF, pos
         i = R.skip_typed(buf, pos + R.OFF_ID, end)
         if i < 0:
             return R.ERR_OVERRUN, pos
@@ -209,6 +226,13 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
             continue
         if n > ploidy:
             return ERR_SHAPE, pos
+        if n == 0:
+            # GT present with no values (typed NULL, count 0, which htslib accepts):
+            # every call is empty, as pysam reads it (()), and so unphased.
+            out_gt[k, :, :] = -2
+            if with_phase:
+                out_phased[k, :] = False
+            continue
         if t < R.BT_INT8 or t > R.BT_INT32:
             return R.ERR_BAD_TYPE, pos
         if t == R.BT_INT8 and n == ploidy:
@@ -326,8 +350,11 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
         missing, vector_end = R.int_sentinels(t)
         for s in range(n_vectors):
             base = d + s * n * size
+            # htslib ends a vector at its end-of-vector value: what follows is padding
+            # (fill), whatever its bytes say, as for GT.
+            ended = False
             for j in range(width):
-                if j >= n:
+                if j >= n or ended:
                     out[k, s, j] = fill_out
                 elif is_float:
                     bits = R.i32(buf, base + 4 * j)
@@ -335,12 +362,14 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
                     # is stored as missing, as bio2zarr does; infinities are values.
                     is_nan = (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF) != 0
                     out[k, s, j] = missing_out if is_nan else bits
+                    ended = bits == FLOAT_END_BITS
                 else:
                     v = R.read_int(buf, base + j * size, t)
                     if v == missing:
                         out[k, s, j] = -1
-                    elif v == vector_end:
+                    elif v == vector_end and (is_format or not R.scalar_info_end_is_value(t, n)):
                         out[k, s, j] = -2
+                        ended = True
                     else:
                         out[k, s, j] = v
     return R.OK, np.int64(0)

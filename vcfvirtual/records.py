@@ -47,6 +47,12 @@ ERR_UNKNOWN_FILTER = 9  # a FILTER key that the header does not define
 ERR_TYPE_MISMATCH = 10  # values typed otherwise than the header's Type (e.g. floats in an Integer)
 ERR_UNKNOWN_CONTIG = 12  # a CHROM index the header does not define
 ERR_NEGATIVE_POS = 13  # POS below -1 (VCF POS 0 is -1); htslib reads it as a huge uint32
+# Records htslib's bcf_record_check refuses (pysam raises), or whose value htslib derives
+# in a way we do not reproduce. Fresh numbers, after every other list's.
+ERR_ID_TYPE = 20  # ID not a character vector ("Invalid ID type", even a NULL of count 0)
+ERR_NULL_VALUES = 21  # INFO/FORMAT value typed NULL with a count > 0 ("Invalid INFO type 0")
+ERR_NO_REF = 22  # n_allele 0 ("No REF allele")
+ERR_RLEN = 23  # rlen >= 2^31 where htslib's replacement needs SVLEN/LEN, or exceeds int32
 
 ERROR_TEXT = {
     ERR_SHORT_SHARED: "record's l_shared is smaller than the 24-byte fixed part",
@@ -60,6 +66,12 @@ ERROR_TEXT = {
     ERR_TYPE_MISMATCH: "record holds values of another type than the header declares",
     ERR_UNKNOWN_CONTIG: "record's CHROM is not a contig the header defines",
     ERR_NEGATIVE_POS: "record's POS is negative",
+    ERR_ID_TYPE: "record's ID is not a character string (htslib: Invalid ID type)",
+    ERR_NULL_VALUES: "an INFO/FORMAT value is typed NULL with a count above 0 (htslib: Invalid type 0)",
+    ERR_NO_REF: "record has no REF allele (n_allele is 0)",
+    ERR_RLEN: ("record's rlen is 2^31 or more; htslib replaces it from REF, END, SVLEN and FORMAT/LEN, "
+               "and vcfvirtual only from REF and END (the header defines SVLEN or LEN), or the result "
+               "exceeds int32"),
 }
 
 _jit = numba.njit(nogil=True, cache=True)
@@ -206,6 +218,8 @@ def find_format(buf, pos, key):
         t, n, d = typed_descriptor(buf, kj, end)
         if d < 0:
             return 0, 0, np.int64(-1), ERR_BAD_TYPE
+        if t == BT_NULL and n > 0:  # htslib refuses the record; its bytes would be skipped as 0
+            return 0, 0, np.int64(-1), ERR_NULL_VALUES
         size = type_size(t)
         nxt = d + n_sample * n * size
         if nxt > end:
@@ -264,6 +278,8 @@ def find_info(buf, pos, key):
         t, n, d = typed_descriptor(buf, j, end)
         if d < 0 or d + n * type_size(t) > end:
             return 0, 0, np.int64(-1), ERR_OVERRUN
+        if t == BT_NULL and n > 0:  # htslib refuses the record (see find_format)
+            return 0, 0, np.int64(-1), ERR_NULL_VALUES
         if k == key:
             return t, n, d, OK
         i = d + n * type_size(t)
@@ -294,11 +310,12 @@ def count_parts(buf, d, n):
 
 
 @_jit
-def update_stats(buf, t, n, d, n_vectors, stats, key):
+def update_stats(buf, t, n, d, n_vectors, stats, key, scalar_end_is_value=False):
     """Fold one field's values into ``stats[key] = (max_number, min, max)``.
 
     max_number counts values per vector, or comma-separated parts for strings, as
-    bio2zarr does; min and max skip the missing and end-of-vector sentinels.
+    bio2zarr does; min and max skip the missing and end-of-vector sentinels, except
+    where ``scalar_end_is_value`` (a lone INFO value, see :func:`scalar_info_end_is_value`).
     """
     size = type_size(t)
     if t == BT_CHAR:
@@ -313,9 +330,64 @@ def update_stats(buf, t, n, d, n_vectors, stats, key):
         missing, vector_end = int_sentinels(t)
         for j in range(n_vectors * n):
             v = read_int(buf, d + j * size, t)
-            if v == missing or v == vector_end:
+            if v == missing or (v == vector_end and not (scalar_end_is_value and scalar_info_end_is_value(t, n))):
                 continue
             if v < stats[key, 1]:
                 stats[key, 1] = v
             if v > stats[key, 2]:
                 stats[key, 2] = v
+
+
+@_jit
+def scalar_info_end_is_value(t, n):
+    """Whether a lone INFO integer equal to its type's end-of-vector sentinel is a value.
+
+    htslib keeps a single INFO value as a plain integer (bcf_info_t.v1), with no
+    end-of-vector meaning: pysam and bio2zarr read int8 0x81 as -127 and int16 0x8001
+    as -32767. For int32 the value is bcf_int32_vector_end itself, which bio2zarr (the
+    reference converter) stores as fill, so that one stays a sentinel."""
+    return n == 1 and (t == BT_INT8 or t == BT_INT16)
+
+
+@_jit
+def htslib_rlen(buf, pos, end_key):
+    """The rlen htslib uses for a record whose stored rlen is negative (2^31 or more).
+
+    bcf_record_check replaces it (get_rlen): the longest of the REF allele (its typed
+    length, padding included), and END - POS where a lone integer END lies past POS,
+    else 1. ``end_key`` is INFO/END's dictionary key, or -1. (htslib also consults
+    SVLEN for symbolic deletions and FORMAT/LEN for <*> alleles; the scan refuses such
+    records instead.) Returns -1 when the record cannot be walked."""
+    end = pos + 8 + np.int64(u32(buf, pos))
+    pos0 = np.int64(i32(buf, pos + OFF_POS))  # -1 for VCF POS 0; below -1 is refused
+    i = skip_typed(buf, pos + OFF_ID, end)
+    if i < 0:
+        return np.int64(-1)
+    len_ref = np.int64(0)
+    if np.int64(u32(buf, pos + OFF_N_ALLELE_INFO) >> np.uint32(16)) > 0:
+        t, n, d = typed_descriptor(buf, i, end)
+        if d < 0:
+            return np.int64(-1)
+        len_ref = n
+    stop = np.int64(0)  # htslib's "end": 0 unless END is a lone, non-missing integer
+    if end_key >= 0:
+        i, n_info, end = info_start(buf, pos)
+        if i < 0:
+            return np.int64(-1)
+        for _ in range(n_info):
+            k, j = read_key(buf, i, end)
+            if j < 0:
+                return np.int64(-1)
+            t, n, d = typed_descriptor(buf, j, end)
+            if d < 0 or d + n * type_size(t) > end:
+                return np.int64(-1)
+            if k == end_key:  # htslib takes the first END
+                if n == 1 and t >= BT_INT8 and t <= BT_INT32:
+                    v = read_int(buf, d, t)
+                    missing, _ = int_sentinels(t)
+                    if v != missing:
+                        stop = v
+                break
+            i = d + n * type_size(t)
+    span = stop - pos0 if stop > pos0 else np.int64(1)
+    return span if span > len_ref else len_ref

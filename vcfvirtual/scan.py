@@ -129,6 +129,11 @@ _KIND_OF_TYPE = {"Integer": KIND_INTEGER, "Float": KIND_FLOAT, "Flag": KIND_FLAG
                  "String": KIND_CHAR, "Character": KIND_CHAR}
 
 
+def end_key(header: BCFHeader) -> int:
+    """INFO/END's dictionary key, or -1: htslib derives a damaged rlen from it."""
+    return next((f.key for f in header.info if f.name == "END"), -1)
+
+
 def declared_kinds(header: BCFHeader, n_keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(INFO kind, FORMAT kind, FILTER declared) indexed by dictionary key."""
     info = np.zeros(n_keys, np.int8)
@@ -175,11 +180,13 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_kind, 
         t, n, d = records.typed_descriptor(buf, j, end)
         if d < 0 or d + n * records.type_size(t) > end:
             return records.ERR_OVERRUN, key
+        if t == records.BT_NULL and n > 0:  # htslib: "Invalid INFO type 0"
+            return records.ERR_NULL_VALUES, key
         if key < 0 or key >= n_keys_info or info_kind[key] == KIND_NONE:
             return records.ERR_UNKNOWN_KEY, key
         if not _type_fits(info_kind[key], t, n):
             return records.ERR_TYPE_MISMATCH, key
-        records.update_stats(buf, t, n, d, 1, info_stats, key)
+        records.update_stats(buf, t, n, d, 1, info_stats, key, True)
         i = d + n * records.type_size(t)
     n_fmt = np.int64(buf[pos + records.OFF_N_FMT_SAMPLE + 3])
     j, end = records.format_start(buf, pos)
@@ -191,6 +198,8 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_kind, 
         t, n, d = records.typed_descriptor(buf, k, end)
         if d < 0 or d + n_samples * n * records.type_size(t) > end:
             return records.ERR_OVERRUN, key
+        if t == records.BT_NULL and n > 0:  # htslib: "Invalid FORMAT type 0"
+            return records.ERR_NULL_VALUES, key
         if key < 0 or key >= n_keys_fmt or fmt_kind[key] == KIND_NONE:
             return records.ERR_UNKNOWN_KEY, key
         if not _type_fits(fmt_kind[key], t, n):
@@ -238,8 +247,35 @@ def _alleles_are_strings(buf, pos):
 
 
 @numba.njit(nogil=True, cache=True)
+def _id_is_string(buf, pos):
+    """Whether the ID is a typed character vector: htslib refuses any other type, even
+    a NULL of count 0 ("Invalid ID type 0"), where a reader could take it for ".". """
+    end = pos + 8 + np.int64(records.u32(buf, pos))
+    t, n, d = records.typed_descriptor(buf, pos + records.OFF_ID, end)
+    return d >= 0 and t == records.BT_CHAR
+
+
+@numba.njit(nogil=True, cache=True)
+def _record_rlen(buf, pos, end_key, rlen_needs_more):
+    """(rlen as htslib reads it, error code). A stored rlen of 2^31 or more is negative
+    as int32; htslib's bcf_record_check replaces it (see records.htslib_rlen)."""
+    rlen = np.int64(records.i32(buf, pos + records.OFF_RLEN))
+    if rlen >= 0:
+        return rlen, records.OK
+    if rlen_needs_more:
+        return rlen, records.ERR_RLEN
+    rlen = records.htslib_rlen(buf, pos, end_key)
+    if rlen < 0:
+        return rlen, records.ERR_OVERRUN
+    if rlen > 2147483647:
+        return rlen, records.ERR_RLEN
+    return rlen, records.OK
+
+
+@numba.njit(nogil=True, cache=True)
 def _scan_kernel(buf, n_samples, n_contigs, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
-                 out_n_allele, out_ploidy, info_stats, fmt_stats, info_kind, fmt_kind, filter_declared):
+                 out_n_allele, out_ploidy, info_stats, fmt_stats, info_kind, fmt_kind, filter_declared,
+                 end_key=-1, rlen_needs_more=False):
     """Walk whole records in ``buf`` until it or the output capacity runs out.
 
     Returns (records written, bytes consumed, error code, error position, dictionary key
@@ -264,6 +300,10 @@ def _scan_kernel(buf, n_samples, n_contigs, gt_key, base, out_offset, out_chrom,
             return k, pos, records.ERR_UNKNOWN_CONTIG, pos, -1
         if records.i32(buf, pos + records.OFF_POS) < -1:
             return k, pos, records.ERR_NEGATIVE_POS, pos, -1
+        if not _id_is_string(buf, pos):
+            return k, pos, records.ERR_ID_TYPE, pos, -1
+        if records.u32(buf, pos + records.OFF_N_ALLELE_INFO) >> np.uint32(16) == 0:  # "No REF allele"
+            return k, pos, records.ERR_NO_REF, pos, -1
         if not _alleles_are_strings(buf, pos):  # htslib: "Invalid REF/ALT type"
             return k, pos, records.ERR_BAD_TYPE, pos, -1
         err, key = _check_filters(buf, pos, filter_declared)
@@ -272,10 +312,13 @@ def _scan_kernel(buf, n_samples, n_contigs, gt_key, base, out_offset, out_chrom,
         err, key = _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_kind, fmt_kind)
         if err != records.OK:
             return k, pos, err, pos, key
+        rlen, err = _record_rlen(buf, pos, end_key, rlen_needs_more)
+        if err != records.OK:
+            return k, pos, err, pos, -1
         out_offset[k] = base + pos
         out_chrom[k] = chrom
         out_pos[k] = records.i32(buf, pos + records.OFF_POS)
-        out_rlen[k] = records.i32(buf, pos + records.OFF_RLEN)
+        out_rlen[k] = rlen
         out_n_allele[k] = np.int32(records.u32(buf, pos + records.OFF_N_ALLELE_INFO) >> np.uint32(16))
         ploidy = 0
         if gt_key >= 0 and n_fmt > 0:
@@ -344,6 +387,10 @@ class _RecordAccumulator:
         self.fmt_stats = new_stats(n_keys)
         self.header = header
         self.declared = declared_kinds(header, n_keys)
+        # htslib replaces an rlen of 2^31 or more (negative as int32) from REF and
+        # INFO/END, which the scan reproduces, and from SVLEN and FORMAT/LEN, which it
+        # does not: with those in the header, such a record is refused.
+        self.rlen_fixup = (end_key(header), any(f.name in ("SVLEN", "LEN") for f in (*header.info, *header.formats)))
         # Inflated bytes are copied once, into this stage, and scanned in place; the
         # tail of a record cut by the stage's end moves to its front.
         self.stage = np.empty(SCAN_BATCH + bgzf.MAX_BLOCK_SIZE, dtype=np.uint8)
@@ -365,7 +412,8 @@ class _RecordAccumulator:
 
     def _key_detail(self, err: int, key: int) -> str:
         """Which key an unknown-key or type error concerns, as the header names it."""
-        if key < 0 or err not in (records.ERR_UNKNOWN_KEY, records.ERR_UNKNOWN_FILTER, records.ERR_TYPE_MISMATCH):
+        if key < 0 or err not in (records.ERR_UNKNOWN_KEY, records.ERR_UNKNOWN_FILTER, records.ERR_TYPE_MISMATCH,
+                                  records.ERR_NULL_VALUES):
             return ""
         h = self.header
         names = {f.key: f"{f.category}/{f.name} (Type={f.type})" for f in (*h.info, *h.formats)}
@@ -383,7 +431,7 @@ class _RecordAccumulator:
             out = [np.empty(cap, np.int64)] + [np.empty(cap, np.int32) for _ in range(5)]
             k, consumed, err, err_pos, err_key = _scan_kernel(
                 view, self.n_samples, self.n_contigs, self.gt_key, self.base + consumed_total, *out,
-                self.info_stats, self.fmt_stats, *self.declared,
+                self.info_stats, self.fmt_stats, *self.declared, *self.rlen_fixup,
             )
             if err != records.OK:
                 raise CorruptBCFError(
