@@ -185,7 +185,13 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
     if header.gt_key >= 0:
         genotypes = math.comb(n_alleles + ploidy - 1, ploidy)
     else:
+        # Without GT there is no ploidy to count genotypes from: bio2zarr sizes the
+        # dimension from the FORMAT Number=G values seen. A header with only INFO
+        # Number=G fields (no samples at all, often) gets it from those values the same
+        # way, rather than no dimension: htslib stores and prints them as written.
         g_max = [int(scan.format_stats[f.key, 0]) for f in header.formats if f.number == "G"]
+        if not g_max:
+            g_max = [int(scan.info_stats[f.key, 0]) for f in header.info if f.number == "G"]
         genotypes = max(g_max) if g_max else None
     out = {}
     for field in (*header.info, *header.formats):
