@@ -267,10 +267,12 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
                     continue  # htslib keeps the first definition of a repeated ID
                 seen.add(rec["ID"])
                 meta = table[rec["ID"]]
-                try:
+                # The header's word, not htslib's number: htslib keeps 20 bits, so Number=-2
+                # reads back as 1048574, and pysam has no name for the VCF 4.4/4.5 kinds
+                # (P, LA, ...: IndexError).
+                number = rec.get("Number")
+                if number is None:
                     number = meta.number
-                except IndexError:  # pysam has no name for htslib's VCF 4.4/4.5 kinds (P, LA, ...)
-                    number = rec.get("Number", ".")
                 word = str(rec.get("Type", meta.type))
                 if word not in VCF_TYPES:
                     raise HeaderError(path, f"{category}/{rec['ID']} has Type={word}, not one of {', '.join(VCF_TYPES)}",
