@@ -52,6 +52,8 @@ class BCFHeader:
     filter_keys: tuple[int, ...]  # htslib dictionary index of each filter above
     info: tuple[FieldDef, ...]
     formats: tuple[FieldDef, ...]
+    # Contig ids that ##contig IDX= values skip: "" in ``contigs``, and no record may name them.
+    unused_contig_ids: tuple[int, ...] = ()
 
     @property
     def gt_key(self) -> int:
@@ -214,12 +216,13 @@ def normalise_number(word) -> str:
     return "." if value < 0 or value >= HTSLIB_VARIABLE_NUMBER else str(value)
 
 
-def _contigs(h: pysam.VariantHeader, path) -> tuple[list[str], list[int | None]]:
+def _contigs(h: pysam.VariantHeader, path) -> tuple[list[str], list[int | None], tuple[int, ...]]:
     """Contig names and lengths indexed by htslib's contig id (a record's CHROM).
 
     ``##contig=<...,IDX=n>`` sets the id; ids it skips leave empty slots in htslib's
     dictionary (pysam refuses to iterate it then), which no record can name: those slots
-    get the name "" and no length, so every id still indexes ``contig_id``."""
+    get the name "" and no length, so every id still indexes ``contig_id``; records naming
+    them are refused (htslib's bcf_record_check refuses them too: "Invalid CONTIG id")."""
     by_id: dict[int, tuple[str, int | None]] = {}
     for rec in h.records:
         if rec.type != "CONTIG" or "ID" not in rec:
@@ -239,11 +242,11 @@ def _contigs(h: pysam.VariantHeader, path) -> tuple[list[str], list[int | None]]
     size = max(by_id, default=-1) + 1
     names = [by_id.get(i, ("", None))[0] for i in range(size)]
     lengths = [by_id.get(i, ("", None))[1] for i in range(size)]
-    return names, lengths
+    return names, lengths, tuple(i for i in range(size) if i not in by_id)
 
 
 def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHeader:
-    contig_names, contig_lengths = _contigs(h, path)
+    contig_names, contig_lengths, unused_contig_ids = _contigs(h, path)
     filters, descriptions, filter_keys = [], [], []
     for rec in h.records:
         if rec.type == "FILTER" and "ID" in rec:
@@ -305,6 +308,7 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
         filter_keys=tuple(filter_keys),
         info=defs("INFO", h.info),
         formats=defs("FORMAT", h.formats),
+        unused_contig_ids=unused_contig_ids,
     )
 
 

@@ -16,7 +16,7 @@ from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from virtualizarr.manifests.utils import create_v3_array_metadata
 
 from . import __version__
-from .errors import FieldShapeError
+from .errors import CorruptBCFError, FieldShapeError
 from .codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from .scan import ScanResult
 
@@ -240,6 +240,13 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=N
         return _variant_array(name, kind, dtype, list(dims), shape, n, chunk_length, cache_url, ranges,
                               description=description, layout=layout, **extra)
 
+    if h.unused_contig_ids and n:
+        named = set(np.unique(scan.region_rows[:, 1]).tolist()) & set(h.unused_contig_ids)
+        if named:
+            raise CorruptBCFError(
+                None, f"a record names contig id {min(named)}, which the header does not define "
+                "(its ##contig IDX= values skip it); htslib refuses such records too",
+                hint="the file is damaged, or its header was edited: check it with bcftools view")
     position_dtype = min_int_dtype(*scan.pos_range) if n else np.dtype("i1")
     length_dtype = min_int_dtype(*scan.rlen_range) if n else np.dtype("i1")
     n_alleles = max(scan.max_alleles, 2)
