@@ -216,7 +216,7 @@ def normalise_number(word) -> str:
     return "." if value < 0 or value >= HTSLIB_VARIABLE_NUMBER else str(value)
 
 
-def _contigs(h: pysam.VariantHeader, path) -> tuple[list[str], list[int | None], tuple[int, ...]]:
+def _contigs(h: pysam.VariantHeader) -> tuple[list[str], list[int | None], tuple[int, ...]]:
     """Contig names and lengths indexed by htslib's contig id (a record's CHROM).
 
     ``##contig=<...,IDX=n>`` sets the id; ids it skips leave empty slots in htslib's
@@ -246,7 +246,7 @@ def _contigs(h: pysam.VariantHeader, path) -> tuple[list[str], list[int | None],
 
 
 def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHeader:
-    contig_names, contig_lengths, unused_contig_ids = _contigs(h, path)
+    contig_names, contig_lengths, unused_contig_ids = _contigs(h)
     filters, descriptions, filter_keys = [], [], []
     for rec in h.records:
         if rec.type == "FILTER" and "ID" in rec:
