@@ -99,10 +99,10 @@ def cases() -> list[Case]:
              info("AC", "A") + info("AF", "A", "Float") + info("XR", "R") + info("XR2", "R", "Float")
              + info("X2", "2") + info("XD", ".") + info("XDF", ".", "Float") + info("XG", "G") + info("X1", "1")
              + info("XS", ".", "String") + GT + fmt("FA", "A") + fmt("FD", ".", "Float") + fmt("F2", "2"),
-             ("chr1\t10\t.\tA\tC,G,T\t.\t.\tAC=.;AF=.;XR=.;XR2=.;X2=.;XD=.;XDF=.;XG=.;X1=.;XS=.\tGT:FA:FD:F2"
-              "\t0/1:.:.:.\t1/2:1,.,3:.,1.5:.,4",
-              "chr1\t20\t.\tA\tC,G,T\t.\t.\tAC=1,.,2;AF=.,0.5,.;XR=1;XR2=.,.;X2=3;XD=1,2,3;XDF=nan;XG=1,2;X1=4"
-              "\tGT:FA\t0/1:1,2,3\t./.:.",
+             (("chr1\t10\t.\tA\tC,G,T\t.\t.\tAC=.;AF=.;XR=.;XR2=.;X2=.;XD=.;XDF=.;XG=.;X1=.;XS=.\tGT:FA:FD:F2"
+               "\t0/1:.:.:.\t1/2:1,.,3:.,1.5:.,4"),
+              ("chr1\t20\t.\tA\tC,G,T\t.\t.\tAC=1,.,2;AF=.,0.5,.;XR=1;XR2=.,.;X2=3;XD=1,2,3;XDF=nan;XG=1,2;X1=4"
+               "\tGT:FA\t0/1:1,2,3\t./.:."),
               "chr1\t30\t.\tA\tC\t.\t.\tAC=1;XD=.;XDF=1.5,2.5\tGT\t0/1\t1/1"),
              note="'.' for a whole INFO vector is missing in every slot; FORMAT keeps missing-then-fill"),
         Case("vcf45_numbers",

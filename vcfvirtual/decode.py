@@ -324,13 +324,13 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
             return R.ERR_BAD_TYPE, pos
         size = R.type_size(t)
         missing, vector_end = R.int_sentinels(t)
-        if not is_format and n == 1 and width > 1 and d + size <= buf.shape[0]:
-            # An INFO value written "." (one missing value) means the whole value is
-            # missing, not one value short of its count: every slot reads missing, as
-            # bio2zarr stores it. A FORMAT "." keeps missing-then-fill, as bio2zarr does.
-            if (R.i32(buf, d) == FLOAT_MISSING_BITS) if is_float else (R.read_int(buf, d, t) == missing):
-                out[k, 0, :] = missing_out
-                continue
+        # An INFO value written "." (one missing value) means the whole value is missing,
+        # not one value short of its count: every slot reads missing, as bio2zarr stores
+        # it. A FORMAT "." keeps missing-then-fill, as bio2zarr does.
+        if (not is_format and n == 1 and width > 1 and d + size <= buf.shape[0]
+                and ((R.i32(buf, d) == FLOAT_MISSING_BITS) if is_float else (R.read_int(buf, d, t) == missing))):
+            out[k, 0, :] = missing_out
+            continue
         for s in range(n_vectors):
             base = d + s * n * size
             for j in range(width):
