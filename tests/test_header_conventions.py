@@ -16,7 +16,7 @@ import pytest
 import xarray as xr
 
 import vcfvirtual
-from vcfvirtual.errors import HeaderError
+from vcfvirtual.errors import FieldShapeError, HeaderError
 
 from . import header_cases
 from .conftest import bio2zarr_convert, differences_from_bio2zarr, open_both
@@ -387,3 +387,18 @@ def test_references_equal_virtualizarr_dataset_route(name, tmp_path):
             assert json.loads(ours["refs"][key]) == meta, key
         else:
             assert ours["refs"][key] == value, key
+
+
+def test_number_g_with_gt_declared_but_no_calls_is_explained(tmp_path):
+    """INFO Number=G holding diploid counts in a file that declares GT but has no samples:
+    genotypes can only be counted for ploidy 1, so the values do not fit. bio2zarr refuses
+    it too; our error says why."""
+    case = header_cases.Case("g_no_calls", header_cases.info("XG", "G") + header_cases.GT,
+                             ("chr1\t10\t.\tA\tC\t.\t.\tXG=1,2,3",), samples=())
+    bcf = case.write(tmp_path)
+    with pytest.raises(Exception, match="exceeds max genotypes"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bio2zarr_convert(bcf, tmp_path / "bio2zarr.vcz", 2)
+    with pytest.raises(FieldShapeError, match="no record has a GT call, so genotypes are counted for ploidy 1") as e:
+        _index_refs(bcf, tmp_path)
+    assert "g_no_calls.bcf" in str(e.value) and "INFO/XG" in str(e.value)

@@ -206,10 +206,15 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
         if field.number in named:
             dim, size = named[field.number]
             if size is None or max_number > size:
+                why = ""
+                if dim == "genotypes" and header.gt_key >= 0 and scan.max_ploidy == 0:
+                    # The header declares GT but no record has a call (often: no samples):
+                    # bio2zarr counts genotypes for ploidy 1 then, and refuses this too.
+                    why = f"; no record has a GT call, so genotypes are counted for ploidy 1 ({n_alleles} alleles)"
                 raise FieldShapeError(
                     None,
                     f"{field.category}/{field.name} is declared Number={field.number} but a record "
-                    f"holds {max_number} values, more than the {dim} dimension ({size})",
+                    f"holds {max_number} values, more than the {dim} dimension ({size}){why}",
                     hint=f"fix the header's Number for {field.name} (e.g. Number=.) with bcftools reheader",
                 )
             out[(field.category, field.name)] = (size, dim if size > 0 else None)
