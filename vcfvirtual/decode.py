@@ -323,7 +323,7 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
     bit patterns: a value or a whole field that is absent reads 0x7F800001 (missing),
     padding past the record's own width 0x7F800002 (fill). Any NaN inside the record's
     width (end-of-vector, or a NaN value) reads as missing, which is how bio2zarr
-    stores it.
+    stores it. An INFO field holding the single value "." reads missing in every slot.
     """
     n_vectors = out.shape[1]
     width = out.shape[2]
@@ -348,6 +348,13 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
             return R.ERR_BAD_TYPE, pos
         size = R.type_size(t)
         missing, vector_end = R.int_sentinels(t)
+        # An INFO value written "." (one missing value) means the whole value is missing,
+        # not one value short of its count: every slot reads missing, as bio2zarr stores
+        # it. A FORMAT "." keeps missing-then-fill, as bio2zarr does.
+        if (not is_format and n == 1 and width > 1 and d + size <= buf.shape[0]
+                and ((R.i32(buf, d) == FLOAT_MISSING_BITS) if is_float else (R.read_int(buf, d, t) == missing))):
+            out[k, 0, :] = missing_out
+            continue
         for s in range(n_vectors):
             base = d + s * n * size
             # htslib ends a vector at its end-of-vector value: what follows is padding

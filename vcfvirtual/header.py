@@ -35,7 +35,7 @@ class FieldDef:
     category: str  # "INFO" or "FORMAT"
     name: str
     key: int  # index in htslib's string dictionary
-    number: str  # "1", "2", "A", "R", "G", "." ...
+    number: str  # "1", "2", "A", "R", "G", "." (see normalise_number)
     type: str  # Integer, Float, Flag, Character, String
     description: str
 
@@ -52,6 +52,8 @@ class BCFHeader:
     filter_keys: tuple[int, ...]  # htslib dictionary index of each filter above
     info: tuple[FieldDef, ...]
     formats: tuple[FieldDef, ...]
+    # Contig ids that ##contig IDX= values skip: "" in ``contigs``, and no record may name them.
+    unused_contig_ids: tuple[int, ...] = ()
 
     @property
     def gt_key(self) -> int:
@@ -190,8 +192,62 @@ def header_line_warnings(text: str) -> list[str]:
     return out
 
 
+# htslib keeps a Number in 20 bits; 0xFFFFF is what it stores for "." and also what
+# Number=-1 (the samtools-era spelling of ".") wraps to.
+HTSLIB_VARIABLE_NUMBER = 0xFFFFF
+# VCF 4.4/4.5 per-record counts htslib accepts (per ploidy, local alleles, local
+# alleles with REF, local genotypes, base modifications): their length follows each
+# record's own values, so they are read like ".".
+VARIABLE_NUMBERS = ("P", "LA", "LR", "LG", "M")
+
+
+def normalise_number(word) -> str:
+    """The Number of a definition as we size it: "A", "R", "G", a fixed count, or "."
+    for anything whose length varies by record (".", a negative count, htslib's
+    variable-length marker, the VCF 4.4/4.5 words above)."""
+    word = str(word).strip()
+    if word in ("A", "R", "G", "."):
+        return word
+    if word in VARIABLE_NUMBERS:
+        return "."
+    try:
+        value = int(word)
+    except ValueError:
+        return "."  # htslib itself reads an unknown word as "." (with a warning)
+    return "." if value < 0 or value >= HTSLIB_VARIABLE_NUMBER else str(value)
+
+
+def _contigs(h: pysam.VariantHeader) -> tuple[list[str], list[int | None], tuple[int, ...]]:
+    """Contig names and lengths indexed by htslib's contig id (a record's CHROM).
+
+    ``##contig=<...,IDX=n>`` sets the id; ids it skips leave empty slots in htslib's
+    dictionary (pysam refuses to iterate it then), which no record can name: those slots
+    get the name "" and no length, so every id still indexes ``contig_id``; records naming
+    them are refused (htslib's bcf_record_check refuses them too: "Invalid CONTIG id")."""
+    by_id: dict[int, tuple[str, int | None]] = {}
+    for rec in h.records:
+        if rec.type != "CONTIG" or "ID" not in rec:
+            continue
+        name = rec["ID"]
+        try:
+            contig = h.contigs[name]
+        except KeyError:
+            continue  # a line htslib did not register (a repeated ID keeps the first)
+        if contig.id not in by_id:
+            length = rec.get("length")
+            try:
+                length = int(length) if length is not None else None
+            except ValueError:
+                length = None
+            by_id[contig.id] = (name, length)
+    size = max(by_id, default=-1) + 1
+    names = [by_id.get(i, ("", None))[0] for i in range(size)]
+    lengths = [by_id.get(i, ("", None))[1] for i in range(size)]
+    return names, lengths, tuple(i for i in range(size) if i not in by_id)
+
+
 def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHeader:
-    contigs = sorted(h.contigs.values(), key=lambda c: c.id)
+    contig_names, contig_lengths, unused_contig_ids = _contigs(h)
     filters, descriptions, filter_keys = [], [], []
     for rec in h.records:
         if rec.type == "FILTER" and "ID" in rec:
@@ -215,6 +271,12 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
                     continue  # htslib keeps the first definition of a repeated ID
                 seen.add(rec["ID"])
                 meta = table[rec["ID"]]
+                # The header's word, not htslib's number: htslib keeps 20 bits, so Number=-2
+                # reads back as 1048574, and pysam has no name for the VCF 4.4/4.5 kinds
+                # (P, LA, ...: IndexError).
+                number = rec.get("Number")
+                if number is None:
+                    number = meta.number
                 word = str(rec.get("Type", meta.type))
                 if word not in VCF_TYPES:
                     raise HeaderError(path, f"{category}/{rec['ID']} has Type={word}, not one of {', '.join(VCF_TYPES)}",
@@ -224,7 +286,7 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
                         category=category,
                         name=meta.name,
                         key=meta.id,
-                        number=str(meta.number),
+                        number=normalise_number(number),
                         # htslib stores Character as String internally; keep the header's word.
                         type=word,
                         description=_strip_quotes(meta.description),
@@ -240,13 +302,14 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
         text=text,
         size=stream_size,
         samples=tuple(h.samples),
-        contigs=tuple(c.name for c in contigs),
-        contig_lengths=tuple(c.length for c in contigs),
+        contigs=tuple(contig_names),
+        contig_lengths=tuple(contig_lengths),
         filters=tuple(filters),
         filter_descriptions=tuple(descriptions),
         filter_keys=tuple(filter_keys),
         info=defs("INFO", h.info),
         formats=defs("FORMAT", h.formats),
+        unused_contig_ids=unused_contig_ids,
     )
 
 

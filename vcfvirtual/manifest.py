@@ -16,7 +16,7 @@ from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from virtualizarr.manifests.utils import create_v3_array_metadata
 
 from . import __version__
-from .errors import FieldShapeError
+from .errors import CorruptBCFError, FieldShapeError
 from .codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from .scan import ScanResult, end_key
 
@@ -185,7 +185,13 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
     if header.gt_key >= 0:
         genotypes = math.comb(n_alleles + ploidy - 1, ploidy)
     else:
+        # Without GT there is no ploidy to count genotypes from: bio2zarr sizes the
+        # dimension from the FORMAT Number=G values seen. A header with only INFO
+        # Number=G fields (no samples at all, often) gets it from those values the same
+        # way, rather than no dimension: htslib stores and prints them as written.
         g_max = [int(scan.format_stats[f.key, 0]) for f in header.formats if f.number == "G"]
+        if not g_max:
+            g_max = [int(scan.info_stats[f.key, 0]) for f in header.info if f.number == "G"]
         genotypes = max(g_max) if g_max else None
     out = {}
     for field in (*header.info, *header.formats):
@@ -200,10 +206,15 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
         if field.number in named:
             dim, size = named[field.number]
             if size is None or max_number > size:
+                why = ""
+                if dim == "genotypes" and header.gt_key >= 0 and scan.max_ploidy == 0:
+                    # The header declares GT but no record has a call (often: no samples):
+                    # bio2zarr counts genotypes for ploidy 1 then, and refuses this too.
+                    why = f"; no record has a GT call, so genotypes are counted for ploidy 1 ({n_alleles} alleles)"
                 raise FieldShapeError(
                     None,
                     f"{field.category}/{field.name} is declared Number={field.number} but a record "
-                    f"holds {max_number} values, more than the {dim} dimension ({size})",
+                    f"holds {max_number} values, more than the {dim} dimension ({size}){why}",
                     hint=f"fix the header's Number for {field.name} (e.g. Number=.) with bcftools reheader",
                 )
             out[(field.category, field.name)] = (size, dim if size > 0 else None)
@@ -234,6 +245,13 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=N
         return _variant_array(name, kind, dtype, list(dims), shape, n, chunk_length, cache_url, ranges,
                               description=description, layout=layout, **extra)
 
+    if h.unused_contig_ids and n:
+        named = set(np.unique(scan.region_rows[:, 1]).tolist()) & set(h.unused_contig_ids)
+        if named:
+            raise CorruptBCFError(
+                None, f"a record names contig id {min(named)}, which the header does not define "
+                "(its ##contig IDX= values skip it); htslib refuses such records too",
+                hint="the file is damaged, or its header was edited: check it with bcftools view")
     position_dtype = min_int_dtype(*scan.pos_range) if n else np.dtype("i1")
     length_dtype = min_int_dtype(*scan.rlen_range) if n else np.dtype("i1")
     n_alleles = max(scan.max_alleles, 2)
