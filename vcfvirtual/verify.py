@@ -191,6 +191,12 @@ def verify_store(refs, *, source=None, progress: bool | None = None, check: bool
             r.close()
 
 
+def _declared_type(definition) -> str:
+    """The Type the header line declares: htslib reports Character as String."""
+    declared = definition.record.get("Type") if definition.record is not None else None
+    return declared if declared in ("Integer", "Float", "Flag", "Character", "String") else definition.type
+
+
 def _source_paths(refs_path: str, info: dict, source) -> list[str]:
     if source is None:
         # "source" (one file) is how references before several-file stores named it.
@@ -260,9 +266,11 @@ class _Verifier:
                 continue
             field = None
             if name.startswith("variant_") and name[8:] in header.info:
-                field = _Field(name, name[8:], header.info[name[8:]].type, array.shape[1:], per_sample=False)
+                field = _Field(name, name[8:], _declared_type(header.info[name[8:]]), array.shape[1:],
+                               per_sample=False)
             elif name.startswith("call_") and name[5:] in header.formats and name[5:] != "GT":
-                field = _Field(name, name[5:], header.formats[name[5:]].type, array.shape[2:], per_sample=True)
+                field = _Field(name, name[5:], _declared_type(header.formats[name[5:]]), array.shape[2:],
+                               per_sample=True)
             if field is None or (field.per_sample and array.shape[1:2] != (len(self.samples),)):
                 not_compared.append(name)
             else:
@@ -573,14 +581,24 @@ class _Field:
                 return  # absent: missing everywhere
             for j, c in enumerate(calls):
                 self._put((i, j), c[self.key])
-        else:
-            if self.key not in rec.info:
-                return
-            value = rec.info[self.key]
-            if self.type == "Flag":
-                self.values[i] = bool(value)
-                return
-            self._put((i,), value)
+            if self.type == "Float" and self.width is not None:
+                # Within the record's own width (its longest call's), a float vector's
+                # end-of-vector reads as missing, as bio2zarr stores it (docs/design.md,
+                # "Values and encodings"); only beyond it is fill.
+                self.counts[i] = self.counts[i].max(initial=0)
+            return
+        if self.key in _HIDDEN_INFO:
+            value = _info_from_text(rec, self.key, self.type)
+            if value is not None:
+                self._put((i,), value)
+            return
+        if self.key not in rec.info:
+            return
+        value = rec.info[self.key]
+        if self.type == "Flag":
+            self.values[i] = bool(value)
+            return
+        self._put((i,), value)
 
     def _put(self, cell: tuple, value):
         if self.type == "Flag":
@@ -605,13 +623,22 @@ class _Field:
             self.values[cell] = row + [self._fill()] * (self.width - len(row))
 
     def _items(self, value) -> list:
+        if self.type in ("String", "Character"):
+            if value is None:
+                # pysam gives None for a string with no characters at all, which the
+                # store reads as "" (as bio2zarr does); "." is a missing string.
+                return [STR_FILL]
+            items = list(value) if isinstance(value, tuple) else (
+                value.split(",") if self.width is not None and self.type == "String" else [value])
+            if self.type == "Character":
+                # Character fields are <U1, as bio2zarr writes them (docs/design.md), so
+                # a longer value keeps its first character.
+                items = [STR_FILL if x is None else x[:1] for x in items]
+            return [STR_FILL if x is None else x for x in items]
         if value is None:
             return [None]
         if isinstance(value, tuple):
             return list(value)
-        if isinstance(value, str) and self.width is not None and self.type == "String":
-            # A String field's comma-separated parts fill its dimension (bio2zarr).
-            return value.split(",")
         return [value]
 
     def _missing(self):
@@ -629,6 +656,28 @@ class _Field:
             beyond = np.arange(self.width) >= self.counts[..., None]
             bits[beyond] = FLOAT_FILL_BITS
         return bits.view(np.float32)
+
+
+# INFO keys pysam does not show in ``rec.info`` (END is folded into ``rec.stop``): their
+# values are read from htslib's own VCF text of the record.
+_HIDDEN_INFO = frozenset({"END"})
+
+
+def _info_from_text(rec, key: str, vcf_type: str):
+    info = str(rec).split("\t", 8)[7]
+    for entry in info.split(";"):
+        name, _, text = entry.partition("=")
+        if name != key:
+            continue
+        if vcf_type == "Flag":
+            return True
+        parts = [None if t == "." else t for t in text.split(",")]
+        if vcf_type == "Integer":
+            parts = [None if t is None else int(t) for t in parts]
+        elif vcf_type == "Float":
+            parts = [None if t is None else float(t) for t in parts]
+        return tuple(parts) if len(parts) > 1 else parts[0]
+    return None
 
 
 # --- comparing ---------------------------------------------------------------------------
