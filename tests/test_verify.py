@@ -1,0 +1,208 @@
+"""``vcfvirtual verify``: every array compared with htslib (pysam) passes on good stores,
+and the comparison finds exactly the values that were changed, in the source or in
+the cache."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+
+import click
+import pysam
+import pytest
+import zarr
+from click.testing import CliRunner
+
+import vcfvirtual
+from vcfvirtual.cli import main
+from vcfvirtual.errors import StaleCacheError, VcfVirtualError
+from vcfvirtual.verify import verify_store
+
+from . import bcfdata
+from .conftest import resolved_refs
+
+
+def _index(bcf, tmp_path, refs_format="json", layout="bgzf", chunk=64, name=None):
+    suffix = {"json": ".json", "parquet": ".parq", "icechunk": ".icechunk"}[refs_format]
+    name = name or bcf.stem
+    refs = tmp_path / f"{name}.{layout}{suffix}"
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / f"{name}.{refs_format}.{layout}.cache.bcf",
+                     variants_chunk_size=chunk, cache_layout=layout, refs_format=refs_format, force=True)
+    return refs
+
+
+def _record_count(bcf) -> int:
+    with pysam.VariantFile(str(bcf)) as vf:
+        return sum(1 for _ in vf)
+
+
+def _store_arrays(refs) -> set[str]:
+    return set(zarr.open_group(vcfvirtual.open_store(refs), mode="r").array_keys())
+
+
+@pytest.fixture(scope="module")
+def fields_bcf(tmp_path_factory):
+    """INFO Integer/Float/String/Flag, FORMAT Integer/Float/String, haploid and diploid
+    GT, missing values, a record without FORMAT."""
+    return bcfdata.fuzz_bcf(tmp_path_factory.mktemp("verify") / "fields.bcf")
+
+
+@pytest.mark.parametrize("refs_format", ["json", "parquet", "icechunk"])
+def test_good_stores_pass(refs_format, cohort_bcf, tmp_path):
+    if refs_format == "icechunk":
+        pytest.importorskip("icechunk")
+    refs = _index(cohort_bcf, tmp_path, refs_format)
+    report = verify_store(refs, progress=False)
+    assert report.ok, [d.describe() for d in report.differences]
+    assert report.num_records == report.num_variants == _record_count(cohort_bcf)
+    assert set(report.arrays_compared) == _store_arrays(refs)
+    assert report.sources == (str(cohort_bcf),)
+
+
+@pytest.mark.parametrize("which", ["small", "fields"])
+@pytest.mark.parametrize("chunk", [1, 2, 64])
+def test_every_field_kind_passes(which, chunk, small_bcf, fields_bcf, tmp_path):
+    bcf = small_bcf if which == "small" else fields_bcf
+    refs = _index(bcf, tmp_path, chunk=chunk, layout="raw")
+    report = verify_store(refs, progress=False)
+    assert report.ok, [d.describe() for d in report.differences]
+    assert set(report.arrays_compared) == _store_arrays(refs)
+    assert report.num_variants == _record_count(bcf)
+
+
+def _altered_fields_bcf(path):
+    """FUZZ_RECORDS with four values changed: record 3's POS (10 -> 11), record 0's
+    INFO/DP (5 -> 6), FORMAT/QS of record 0 sample 0 (9.5 -> 9.25), and the GT of
+    record 0 sample 2 (1/1 -> 0/1)."""
+    records = list(bcfdata.FUZZ_RECORDS)
+    records[0] = records[0].replace("DP=5;", "DP=6;").replace("0|1:3:9.5:PASS", "0|1:3:9.25:PASS").replace(
+        "1/1:7:2:lowq", "0/1:7:2:lowq")
+    records[3] = records[3].replace("chr2\t10\t", "chr2\t11\t")
+    assert records != bcfdata.FUZZ_RECORDS
+    return bcfdata.write_bcf(bcfdata.vcf_text(records, header=bcfdata.FUZZ_HEADER), path, index=False)
+
+
+def test_changed_values_in_the_source_are_found(fields_bcf, tmp_path):
+    refs = _index(fields_bcf, tmp_path, chunk=2)
+    altered = _altered_fields_bcf(tmp_path / "altered.bcf")
+    report = verify_store(refs, source=altered, progress=False)
+    assert not report.ok
+    found = {d.name: d for d in report.differences}
+    assert set(found) == {"variant_position", "variant_DP", "call_QS", "call_genotype", "region_index"}
+    assert all(d.count == 1 for name, d in found.items() if name != "region_index")
+    pos = found["variant_position"]
+    assert (pos.first_variant, pos.first_sample, pos.ours, pos.expected) == (3, None, "10", "11")
+    dp = found["variant_DP"]
+    assert (dp.first_variant, dp.ours, dp.expected) == (0, "5", "6")
+    qs = found["call_QS"]
+    assert (qs.first_variant, qs.first_sample, qs.ours, qs.expected) == (0, 0, "9.5", "9.25")
+    gt = found["call_genotype"]
+    assert (gt.first_variant, gt.first_sample, gt.ours, gt.expected) == (0, 2, "1", "0")
+    # Region rows: chunk 0 chr1, chunk 1 chr1, chunk 1 chr2 (record 3 alone): that row's
+    # start, end and maximum end move.
+    region = found["region_index"]
+    assert (region.count, region.first_index, region.ours, region.expected) == (3, (2, 2), "10", "11")
+
+
+def test_a_missing_or_extra_record_is_reported(fields_bcf, tmp_path):
+    refs = _index(fields_bcf, tmp_path, chunk=4)
+    fewer = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS[:-1], header=bcfdata.FUZZ_HEADER),
+                              tmp_path / "fewer.bcf", index=False)
+    report = verify_store(refs, source=fewer, progress=False)
+    assert not report.ok and (report.num_records, report.num_variants) == (5, 6)
+    assert "htslib reads 5 records, the store holds 6" in report.summary()
+
+    more = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS + ["chrX\t9\t.\tA\tC\t.\t.\t.\t.\t.\t.\t."],
+                                              header=bcfdata.FUZZ_HEADER), tmp_path / "more.bcf", index=False)
+    report = verify_store(refs, source=more, progress=False)
+    assert not report.ok and (report.num_records, report.num_variants) == (7, 6)
+
+
+def _change_first_position_in_cache(refs) -> tuple:
+    """Add 1 to record 0's POS in a raw-layout cache, in place (same size)."""
+    path, offset, _ = resolved_refs(refs)["variant_position/0"]
+    with open(path, "r+b") as f:
+        f.seek(offset + 12)  # l_shared, l_indiv, CHROM, then POS (0-based int32)
+        (pos0,) = struct.unpack("<i", f.read(4))
+        f.seek(offset + 12)
+        f.write(struct.pack("<i", pos0 + 1))
+    return path, pos0 + 1
+
+
+def test_a_changed_cache_is_refused_then_compared(small_bcf, tmp_path):
+    refs = _index(small_bcf, tmp_path, layout="raw", chunk=3)
+    assert verify_store(refs, progress=False).ok
+    cache, _ = _change_first_position_in_cache(refs)
+    with pytest.raises(StaleCacheError) as caught:
+        verify_store(refs, progress=False)
+    assert cache in str(caught.value)
+
+    # Without the fingerprint check the codec decodes the changed bytes (the raw layout
+    # has no checksum) and the comparison finds the one changed value (region_index is
+    # inlined in the references, made from the unchanged records).
+    report = verify_store(refs, check=False, progress=False)
+    found = {d.name: d for d in report.differences}
+    assert set(found) == {"variant_position"}
+    pos = found["variant_position"]
+    assert (pos.count, pos.first_variant, pos.ours, pos.expected) == (1, 0, "101", "100")
+
+    result = CliRunner().invoke(main, ["verify", str(refs)])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith("vcfvirtual: error: ")
+    assert cache in result.output
+    result = CliRunner().invoke(main, ["verify", "--no-check", str(refs)])
+    assert result.exit_code == 1 and "variant_position: 1 value differ" in result.output
+
+
+def test_a_store_of_several_files_reads_them_in_order(tmp_path):
+    first = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.SMALL_RECORDS[:4]), tmp_path / "a.bcf")
+    second = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.SMALL_RECORDS[4:]), tmp_path / "b.bcf")
+    refs = tmp_path / "both.json"
+    vcfvirtual.index([first, second], refs_path=refs, variants_chunk_size=3)
+    report = verify_store(refs, progress=False)
+    assert report.ok and report.sources == (str(first), str(second))
+    assert report.num_records == len(bcfdata.SMALL_RECORDS)
+    swapped = verify_store(refs, source=[second, first], progress=False)
+    assert not swapped.ok and "variant_position" in {d.name for d in swapped.differences}
+
+
+def test_cli_exit_codes_and_lines(fields_bcf, tmp_path):
+    refs = _index(fields_bcf, tmp_path)
+    good = CliRunner().invoke(main, ["verify", "--no-progress", str(refs)])
+    assert good.exit_code == 0, good.output
+    assert good.output.strip().endswith("all equal")
+
+    altered = _altered_fields_bcf(tmp_path / "altered.bcf")
+    bad = CliRunner().invoke(main, ["verify", str(refs), "--source", str(altered)])
+    assert bad.exit_code == 1
+    assert "variant_position: 1 value differ; first at variant 3: store 10, htslib 11" in bad.output
+    assert "call_genotype: 1 value differ; first at variant 0, sample 2: store 1, htslib 0" in bad.output
+
+
+def test_a_moved_source_names_the_flag(small_bcf, tmp_path):
+    bcf = shutil.copy(small_bcf, tmp_path / "moved.bcf")
+    refs = _index(bcf, tmp_path)
+    bcf.rename(tmp_path / "elsewhere.bcf")
+    with pytest.raises(VcfVirtualError, match="source="):
+        verify_store(refs, progress=False)
+    result = CliRunner().invoke(main, ["verify", str(refs)])
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "--source" in result.output and "source=" not in result.output.replace("--source", "")
+    fixed = CliRunner().invoke(main, ["verify", str(refs), "--source", str(tmp_path / "elsewhere.bcf")])
+    assert fixed.exit_code == 0, fixed.output
+
+
+def test_progress_bar_on_request(small_bcf, tmp_path):
+    refs = _index(small_bcf, tmp_path)
+    result = CliRunner().invoke(main, ["verify", "--progress", str(refs)])
+    assert result.exit_code == 0
+    assert "verify" in result.stderr and "records" in result.stderr
+
+
+def test_help_explains_every_option():
+    command = main.commands["verify"]
+    text = CliRunner().invoke(main, ["verify", "--help"]).output
+    for param in command.params:
+        if isinstance(param, click.Option):
+            assert all(opt in text for opt in param.opts + param.secondary_opts), param.opts
+            assert param.help, param.opts
