@@ -23,6 +23,7 @@ express, the expectation follows the convention (each is noted where it is built
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
@@ -348,7 +349,7 @@ class _Verifier:
             if name == "call_genotype":
                 # pysam gives None (missing) for an allele index outside [0, n_alleles);
                 # the store keeps the index htslib decoded.
-                accepted = (exp == INT_MISSING) & (np.asarray(ours).astype(np.int64) >= n_alleles[:, None, None])
+                accepted = (exp == INT_MISSING) & (np.asarray(ours) >= n_alleles[:, None, None])
                 diff &= ~accepted
             if name in _GENOTYPE:
                 diff[genotype.skip[:m]] = False
@@ -528,9 +529,11 @@ class _Genotype:
         alleles = [c.allele_indices for c in calls]
         phased = [c.phased for c in calls]
         p = self.ploidy
-        if all(len(a) == p for a in alleles):
-            flat = [INT_MISSING if x is None else x for a in alleles for x in a]
-            self.gt[i] = np.array(flat, dtype=np.int32).reshape(len(calls), p)
+        if set(map(len, alleles)) == {p}:
+            # One ploidy: numpy reads None as NaN, so missing alleles map without a
+            # Python loop per allele.
+            flat = np.array(list(itertools.chain.from_iterable(alleles)), dtype=np.float64)
+            self.gt[i] = np.nan_to_num(flat, nan=INT_MISSING).astype(np.int32).reshape(len(calls), p)
         else:
             for j, a in enumerate(alleles):
                 if len(a) > p:
@@ -703,7 +706,8 @@ def _differs(ours, expected: np.ndarray) -> np.ndarray:
         return (a != b) & ~loose
     if expected.dtype == bool:
         return ours.astype(bool) != expected if ours.dtype == bool else np.ones(ours.shape, dtype=bool)
-    return ours.astype(np.int64) != expected.astype(np.int64)
+    # numpy compares mixed integer dtypes by value, without a widened copy of either.
+    return ours != expected
 
 
 def _show(values, index) -> str:
