@@ -7,6 +7,7 @@ import base64
 import json
 import math
 import os
+from pathlib import Path
 
 import click
 import pytest
@@ -32,7 +33,7 @@ def _index(bcf, tmp_path, refs_format, layout="bgzf"):
 def json_chunk_bytes(refs_path) -> dict[str, int]:
     """Per array, the lengths of its chunks' references plus its inlined chunks' decoded
     sizes, read straight from the Kerchunk JSON."""
-    doc = json.loads(open(refs_path).read())
+    doc = json.loads(Path(refs_path).read_text())
     sizes: dict[str, int] = {}
     for key, value in doc["refs"].items():
         name, _, leaf = key.rpartition("/")
@@ -142,7 +143,8 @@ def test_cli_prints_table_and_status(small_bcf, tmp_path):
 
 def test_cli_errors_are_one_line(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
-    for target in (tmp_path / "bad.json", tmp_path / "missing.json"):
+    (tmp_path / "empty.json").write_text('{"version": 1, "refs": {}}')
+    for target in (tmp_path / "bad.json", tmp_path / "missing.json", tmp_path / "empty.json"):
         result = CliRunner().invoke(main, ["inspect", str(target)])
         assert result.exit_code == 1
         assert result.output.count("\n") == 1 and result.output.startswith("vcfvirtual: error: ")

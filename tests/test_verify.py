@@ -199,6 +199,13 @@ def test_progress_bar_on_request(small_bcf, tmp_path):
     assert "verify" in result.stderr and "records" in result.stderr
 
 
+def test_not_a_store_is_one_line(tmp_path):
+    (tmp_path / "empty.json").write_text('{"version": 1, "refs": {}}')
+    result = CliRunner().invoke(main, ["verify", str(tmp_path / "empty.json")])
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert result.output.startswith(f"vcfvirtual: error: {tmp_path / 'empty.json'}: not a store")
+
+
 def test_help_explains_every_option():
     command = main.commands["verify"]
     text = CliRunner().invoke(main, ["verify", "--help"]).output

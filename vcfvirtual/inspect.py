@@ -180,24 +180,14 @@ def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
     VcfVirtualError
         When ``refs`` cannot be read as vcfvirtual references.
     """
-    from .writers import open_store
-
     path = os.fspath(refs)
     try:
-        open_store(path, check=True, storage_options=storage_options)
+        open_group(path, check=True, storage_options=storage_options)
         match, problem = True, None
     except StaleCacheError as e:
         match, problem = False, e.problem + (f" ({e.hint})" if e.hint else "")
-    store = open_store(path, check=False, storage_options=storage_options)
-    try:
-        group = zarr.open_group(store, mode="r")
-    except Exception as e:  # zarr raises several kinds for a store that is not a group
-        raise VcfVirtualError(path, f"not a zarr group ({type(e).__name__}: {e})") from None
+    store, group, info = open_group(path, check=False, storage_options=storage_options)
     attrs = dict(group.attrs)
-    info = attrs.get("vcfvirtual")
-    if not isinstance(info, dict):
-        raise VcfVirtualError(path, "these references were not written by vcfvirtual index (no 'vcfvirtual' "
-                              "group attribute)")
     arrays = dict(group.arrays())
     stored = _run(_stored_sizes(store, arrays))
     summaries = [_array_summary(name, a, stored[name]) for name, a in arrays.items()]
@@ -224,6 +214,26 @@ def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
         fingerprint_problem=problem,
         attributes=info,
     )
+
+
+def open_group(path: str, *, check: bool, storage_options: dict | None):
+    """(store, zarr group, its ``vcfvirtual`` attribute) of vcfvirtual references, or a
+    ``VcfVirtualError`` naming ``path`` when they are not that."""
+    from .writers import open_store
+
+    try:
+        store = open_store(path, check=check, storage_options=storage_options)
+        group = zarr.open_group(store, mode="r")
+    except VcfVirtualError:
+        raise
+    # References without group metadata surface as KeyError and the like from the
+    # reference filesystem or zarr; to the user they are simply not a store.
+    except (zarr.errors.BaseZarrError, FileNotFoundError, KeyError, TypeError, ValueError) as e:
+        raise VcfVirtualError(path, f"not a store written by vcfvirtual index ({type(e).__name__}: {e})") from None
+    info = dict(group.attrs).get("vcfvirtual")
+    if not isinstance(info, dict):
+        raise VcfVirtualError(path, "not a store written by vcfvirtual index (no 'vcfvirtual' group attribute)")
+    return store, group, info
 
 
 def _refs_format(path: str) -> str:

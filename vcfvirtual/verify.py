@@ -26,11 +26,9 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import sys
 from dataclasses import dataclass
 
 import numpy as np
-import zarr
 
 from .errors import VcfVirtualError
 
@@ -176,14 +174,14 @@ def verify_store(refs, *, source=None, progress: bool | None = None, check: bool
     VcfVirtualError
         When the references, a source, or a chunk cannot be read (``ChunkDecodeError``).
     """
-    from .writers import open_store
+    from .inspect import open_group
 
     path = os.fspath(refs)
-    store = open_store(path, check=check, storage_options=storage_options)
-    group = zarr.open_group(store, mode="r")
-    info = dict(group.attrs).get("vcfvirtual") or {}
+    _, group, info = open_group(path, check=check, storage_options=storage_options)
     sources = _source_paths(path, info, source)
     arrays = dict(group.arrays())
+    if "variant_position" not in arrays:
+        raise VcfVirtualError(path, "the store has no variant_position array to compare records by")
     readers = [_open_source(s) for s in sources]
     try:
         return _Verifier(path, arrays, sources, readers, progress).run()
@@ -335,7 +333,7 @@ class _Verifier:
         a = self.arrays.get("call_genotype")
         return int(a.shape[2]) if a is not None and a.ndim == 3 else 0
 
-    def _compare_chunk(self, start: int, m: int, expected: dict, fixed: "_Fixed", genotype: "_Genotype"):
+    def _compare_chunk(self, start: int, m: int, expected: dict, fixed: _Fixed, genotype: _Genotype):
         n_alleles = fixed.n_alleles[:m]
         accepted = None
         for name in self.builders:
@@ -489,7 +487,7 @@ class _Fixed:
             self.quality_missing[i] = True
         else:
             self.quality[i] = rec.qual
-        for key in rec.filter.keys():
+        for key in rec.filter:
             self.filter[i, self.v.filter_index[key]] = True
 
     def arrays(self) -> dict:
