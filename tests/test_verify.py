@@ -104,6 +104,50 @@ def test_changed_values_in_the_source_are_found(fields_bcf, tmp_path):
     assert (region.count, region.first_index, region.ours, region.expected) == (3, (2, 2), "10", "11")
 
 
+# One edit of FUZZ_RECORDS' VCF text each -> the arrays that must then differ, so every
+# kind of comparison is shown to see a change.
+EDITS = {
+    "id": (0, "\trs1\t", "\trs9\t", {"variant_id"}),
+    "id missing": (0, "\trs1\t", "\t.\t", {"variant_id", "variant_id_mask"}),
+    "qual": (0, "\t30\tPASS", "\t31\tPASS", {"variant_quality"}),
+    "qual missing": (0, "\t30\tPASS", "\t.\tPASS", {"variant_quality"}),
+    "filter": (0, "\tPASS\tDP", "\tq10\tDP", {"variant_filter"}),
+    "alt": (0, "\tA\tT\t", "\tA\tG\t", {"variant_allele"}),
+    "contig": (5, "chrX\t5", "chr2\t5", {"variant_contig", "region_index"}),
+    "rlen": (4, "\tTTT\tT\t", "\tTTTT\tT\t", {"variant_allele", "variant_length", "region_index"}),
+    "info int": (0, "DP=5;", "DP=6;", {"variant_DP"}),
+    "info float": (0, "AF=0.5;", "AF=0.25;", {"variant_AF"}),
+    "info string": (0, "NOTE=ab", "NOTE=ac", {"variant_NOTE"}),
+    "info flag": (1, "SOMATIC;", "", {"variant_SOMATIC"}),
+    "format int": (0, "0|1:3:", "0|1:4:", {"call_DP"}),
+    "format float": (0, ":7:2:lowq", ":7:2.5:lowq", {"call_QS"}),
+    "format string": (0, ":lowq", ":lowr", {"call_FT"}),
+    "phase": (0, "\t0|1:3", "\t0/1:3", {"call_genotype_phased"}),
+    "allele": (0, "\t0|1:3", "\t0|0:3", {"call_genotype"}),
+    "allele missing": (0, "\t0|1:3", "\t.|1:3", {"call_genotype", "call_genotype_mask"}),
+    "ploidy": (2, "\tGT\t0\t1\t.", "\tGT\t0\t1/1\t.", {"call_genotype", "call_genotype_mask",
+                                                            "call_genotype_phased"}),
+}
+
+
+@pytest.fixture(scope="module")
+def fields_store(fields_bcf, tmp_path_factory):
+    return _index(fields_bcf, tmp_path_factory.mktemp("fields_store"), chunk=2)
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_each_kind_of_change_is_found(edit, fields_store, tmp_path):
+    record, old, new, arrays = EDITS[edit]
+    records = list(bcfdata.FUZZ_RECORDS)
+    assert old in records[record]
+    records[record] = records[record].replace(old, new, 1)
+    altered = bcfdata.write_bcf(bcfdata.vcf_text(records, header=bcfdata.FUZZ_HEADER), tmp_path / "e.bcf",
+                                index=False)
+    report = verify_store(fields_store, source=altered, progress=False)
+    assert {d.name for d in report.differences} == arrays, [d.describe() for d in report.differences]
+    assert all(d.first_variant == record for d in report.differences if d.first_variant is not None)
+
+
 def test_a_missing_or_extra_record_is_reported(fields_bcf, tmp_path):
     refs = _index(fields_bcf, tmp_path, chunk=4)
     fewer = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS[:-1], header=bcfdata.FUZZ_HEADER),
