@@ -177,6 +177,20 @@ def test_corpus_files_with_conventions_pass(name, tmp_path):
     assert set(report.arrays_compared) == _store_arrays(refs) and not report.not_compared
 
 
+def test_genotypes_pysam_cannot_read_are_noted_not_compared(tmp_path):
+    records = ["chr1\t100\t.\tA\tT\t.\t.\t.\tDP:GT\t3:0/1\t4:1|1\t5:0/0",
+               "chr1\t200\t.\tA\tT\t.\t.\t.\tGT:DP\t0/1:3\t1/1:4\t0/0:5"]
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, header=bcfdata.FUZZ_HEADER), tmp_path / "dp_gt.bcf",
+                            index=False)
+    with pysam.VariantFile(str(bcf)) as vf:
+        assert [next(iter(rec.format)) for rec in vf] == ["DP", "GT"]  # htslib kept the text's order
+    report = verify_store(_index(bcf, tmp_path), progress=False)
+    assert report.ok
+    note = ("genotypes of 1 record not compared: GT is not the first FORMAT field there, "
+            "and pysam reads GT only when it is")
+    assert report.notes == (note,)
+
+
 def test_a_missing_or_extra_record_is_reported(fields_bcf, tmp_path):
     refs = _index(fields_bcf, tmp_path, chunk=4)
     fewer = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS[:-1], header=bcfdata.FUZZ_HEADER),

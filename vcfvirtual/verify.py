@@ -435,8 +435,9 @@ class _Verifier:
             for n in order if (f := self.found.get(n)) is not None)
         notes = []
         if self.skipped_gt:
-            notes.append(f"genotypes of {self.skipped_gt} records not compared: GT is not their first FORMAT "
-                         "field, and pysam reads GT only there")
+            records = "record" if self.skipped_gt == 1 else "records"
+            notes.append(f"genotypes of {self.skipped_gt} {records} not compared: GT is not the first FORMAT "
+                         "field there, and pysam reads GT only when it is")
         return VerifyReport(self.path, tuple(self.sources), self.n_variants, n_read, compared, differences,
                             tuple(self.not_compared), tuple(notes))
 
