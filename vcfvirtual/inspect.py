@@ -182,11 +182,11 @@ def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
     """
     path = os.fspath(refs)
     try:
-        open_group(path, check=True, storage_options=storage_options)
+        store, group, info = open_group(path, check=True, storage_options=storage_options)
         match, problem = True, None
     except StaleCacheError as e:
         match, problem = False, e.problem + (f" ({e.hint})" if e.hint else "")
-    store, group, info = open_group(path, check=False, storage_options=storage_options)
+        store, group, info = open_group(path, check=False, storage_options=storage_options)
     attrs = dict(group.attrs)
     arrays = dict(group.arrays())
     stored = _run(_stored_sizes(store, arrays))
