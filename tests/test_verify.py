@@ -191,6 +191,23 @@ def test_genotypes_pysam_cannot_read_are_noted_not_compared(tmp_path):
     assert report.notes == (note,)
 
 
+def test_small_windows_give_the_same_outcome(monkeypatch, cohort_bcf, fields_bcf, tmp_path):
+    """Stores larger than one window (here: windows of 3 chunks) compare window by window,
+    with global variant indices and region rows per chunk."""
+    from vcfvirtual import manifest
+
+    monkeypatch.setattr(manifest, "default_chunk_length", lambda n_samples, ploidy, itemsize=1: 200)
+    report = verify_store(_index(cohort_bcf, tmp_path), progress=False)  # 64-variant chunks
+    assert report.ok and report.num_records == 1500
+    refs = _index(fields_bcf, tmp_path, chunk=1)
+    monkeypatch.setattr(manifest, "default_chunk_length", lambda n_samples, ploidy, itemsize=1: 2)
+    assert verify_store(refs, progress=False).ok
+    found = {d.name: d for d in verify_store(refs, source=_altered_fields_bcf(tmp_path / "a.bcf"),
+                                             progress=False).differences}
+    assert (found["variant_position"].first_variant, found["variant_position"].expected) == (3, "11")
+    assert found["region_index"].first_index == (3, 2)  # chunk 3 (record 3) is region row 3
+
+
 def test_a_missing_or_extra_record_is_reported(fields_bcf, tmp_path):
     refs = _index(fields_bcf, tmp_path, chunk=4)
     fewer = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS[:-1], header=bcfdata.FUZZ_HEADER),

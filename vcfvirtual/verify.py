@@ -2,10 +2,11 @@
 with pysam's reading of the source BCF(s), encoded the way VCF Zarr 0.3 and bio2zarr's
 ``vcf2zarr convert`` encode it.
 
-The comparison runs one variants chunk at a time: the store's chunk is decoded through
-zarr (the codec, the cache, the references), the same records are read from the source
-with pysam, and the two are compared as arrays, so memory stays at about one chunk of
-every array whatever the store's size. Python loops over pysam's records and calls are
+The comparison runs a window of whole variants chunks at a time (about the ~64 MiB of
+decoded genotypes ``index`` sizes its default chunks to, and at least one chunk): the
+store's chunks are decoded through zarr (the codec, the cache, the references), the same
+records are read from the source with pysam, and the two are compared as arrays, so
+memory stays at about one window of every array whatever the store's size. Python loops over pysam's records and calls are
 the cost here; the comparison itself is vectorised.
 
 Where the store follows a documented convention that pysam's raw reading does not
@@ -286,8 +287,9 @@ class _Verifier:
         bar = tqdm(total=self.n_variants, unit=" records", desc="verify",
                    disable=None if self.progress is None else not self.progress)
         with bar:
-            for start in range(0, self.n_variants, self.chunk):
-                stop = min(start + self.chunk, self.n_variants)
+            window = self._window()
+            for start in range(0, self.n_variants, window):
+                stop = min(start + window, self.n_variants)
                 fixed = _Fixed(stop - start, self)
                 genotype = _Genotype(stop - start, len(self.samples), self._ploidy())
                 fields = {n: b for n, b in self.builders.items() if isinstance(b, _Field)}
@@ -311,7 +313,7 @@ class _Verifier:
                 expected.update(genotype.arrays())
                 for name, f in fields.items():
                     expected[name] = f.array()
-                self._region_rows(start // self.chunk, expected, m)
+                self._region_rows(start, expected, m)
                 self._compare_chunk(start, m, expected, fixed, genotype)
                 if m < stop - start:
                     break
@@ -387,17 +389,27 @@ class _Verifier:
         dims = a.attrs.get("_ARRAY_DIMENSIONS") if meta.zarr_format == 2 else meta.dimension_names
         return tuple(dims or ())
 
-    def _region_rows(self, chunk_index: int, expected: dict, m: int):
-        # VCF Zarr 0.3 "Region index": one row per run of a contig within a chunk.
+    def _window(self) -> int:
+        """Variants compared at once: whole chunks, as many as make a decoded
+        call_genotype of about the size ``index`` aims its chunks at (at least one), so
+        stores of small chunks are not read one small chunk per zarr call."""
+        from .manifest import default_chunk_length
+
+        target = default_chunk_length(len(self.samples), max(self._ploidy(), 1))
+        return self.chunk * max(1, target // self.chunk)
+
+    def _region_rows(self, start: int, expected: dict, m: int):
+        # VCF Zarr 0.3 "Region index": one row per run of a contig within each chunk.
         if m == 0:
             return
         contig = expected["variant_contig"][:m]
         pos = expected["variant_position"][:m]
         end = pos + expected["variant_length"][:m] - 1
-        cuts = np.flatnonzero(np.diff(contig)) + 1
+        chunk = (start + np.arange(m)) // self.chunk
+        cuts = np.flatnonzero((np.diff(contig) != 0) | (np.diff(chunk) != 0)) + 1
         starts = np.concatenate([[0], cuts])
         stops = np.concatenate([cuts, [m]])
-        rows = np.stack([np.full(len(starts), chunk_index), contig[starts], pos[starts], pos[stops - 1],
+        rows = np.stack([chunk[starts], contig[starts], pos[starts], pos[stops - 1],
                          np.maximum.reduceat(end, starts), stops - starts], axis=1)
         self.region_rows.append(rows)
 
