@@ -101,6 +101,8 @@ class StoreSummary:
         the one indexed.
     fingerprint_problem : str or None
         Why it does not, as ``open_store``'s ``StaleCacheError`` says.
+    attributes : dict
+        The store's whole ``vcfvirtual`` group attribute, as written by ``index``.
     """
 
     path: str
