@@ -258,6 +258,20 @@ def test_a_changed_cache_is_refused_then_compared(small_bcf, tmp_path):
     assert result.exit_code == 1 and "variant_position: 1 value differ" in result.output
 
 
+def test_a_damaged_bgzf_cache_is_a_typed_error_naming_it(cohort_bcf, tmp_path):
+    refs = _index(cohort_bcf, tmp_path)
+    cache = tmp_path / f"{cohort_bcf.stem}.json.bgzf.cache.bcf"
+    data = bytearray(cache.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside a block: its CRC32 no longer matches
+    cache.write_bytes(bytes(data))
+    with pytest.raises(VcfVirtualError) as caught:
+        verify_store(refs, check=False, progress=False)
+    assert caught.value.path == str(cache)
+    result = CliRunner().invoke(main, ["verify", "--no-check", str(refs)])
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert result.output.startswith(f"vcfvirtual: error: {cache}")
+
+
 def test_a_store_of_several_files_reads_them_in_order(tmp_path):
     first = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.SMALL_RECORDS[:4]), tmp_path / "a.bcf")
     second = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.SMALL_RECORDS[4:]), tmp_path / "b.bcf")

@@ -185,7 +185,7 @@ def verify_store(refs, *, source=None, progress: bool | None = None, check: bool
         raise VcfVirtualError(path, "the store has no variant_position array to compare records by")
     readers = [_open_source(s) for s in sources]
     try:
-        return _Verifier(path, arrays, sources, readers, progress).run()
+        return _Verifier(path, arrays, sources, readers, progress, (info.get("cache") or {}).get("url")).run()
     finally:
         for r in readers:
             r.close()
@@ -234,7 +234,7 @@ def _open_source(path: str):
 
 
 class _Verifier:
-    def __init__(self, path, arrays: dict, sources, readers, progress):
+    def __init__(self, path, arrays: dict, sources, readers, progress, cache_url=None):
         self.path = path
         self.arrays = arrays
         self.sources = sources
@@ -248,6 +248,7 @@ class _Verifier:
         self.filters = ["PASS"] + [f for f in header.filters if f != "PASS"]
         self.filter_index = {f: i for i, f in enumerate(self.filters)}
         self.header = header
+        self.cache = (cache_url or "").removeprefix("file://") or None
         self.skipped_gt = 0
         self.n_variants = int(arrays["variant_position"].shape[0]) if "variant_position" in arrays else 0
         self.chunk = int(arrays["variant_position"].chunks[0]) if "variant_position" in arrays else 1
@@ -331,6 +332,15 @@ class _Verifier:
 
         return generate()
 
+    def _read(self, name: str, start: int, stop: int):
+        try:
+            return self.arrays[name][start:stop]
+        except VcfVirtualError as e:
+            if e.path is not None:
+                raise
+            # The codec knows the chunk's bytes, not which file they came from.
+            raise type(e)(self.cache or self.path, e.problem, offset=e.offset, hint=e.hint) from None
+
     def _ploidy(self) -> int:
         a = self.arrays.get("call_genotype")
         return int(a.shape[2]) if a is not None and a.ndim == 3 else 0
@@ -341,7 +351,7 @@ class _Verifier:
         for name in self.builders:
             if name not in expected:
                 continue
-            ours = self.arrays[name][start:start + m]
+            ours = self._read(name, start, start + m)
             exp = expected[name][:m]
             if name == "call_genotype_mask" and accepted is not None:
                 exp = exp & ~accepted
