@@ -238,5 +238,88 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
     click.echo(f"{out}: cache at {url}", err=True)
 
 
+# --- inspect and verify --------------------------------------------------------------
+
+# The library's errors name its Python arguments; the commands name their own flags.
+_FLAGS = {"source=": "--source", "check=False": "--no-check", "storage_options=": "--storage-options"}
+
+
+def _fail(error: VcfVirtualError):
+    text = str(error)
+    for argument, flag in _FLAGS.items():
+        text = text.replace(argument, flag)
+    click.echo(f"vcfvirtual: error: {text}", err=True)
+    sys.exit(1)
+
+
+@main.command("inspect")
+@click.argument("store", type=click.Path())
+@click.option("--storage-options", metavar="JSON",
+              help="fsspec options (a JSON object) for references or a cache given as a URL "
+                   "(s3://, https://), e.g. '{\"anon\": true}'.")
+@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+def inspect_command(store, storage_options, verbose):
+    """Describe the store STORE (Kerchunk JSON, Parquet directory or Icechunk repository).
+
+    Prints each array's dtype, stored bytes (the byte ranges its chunks reference, plus
+    inlined chunks; variants arrays all reference the same records), decoded size, ratio,
+    chunks, shape and codecs, as vcf2zarr inspect does, then the cache's location and
+    layout, the sources, and whether the cache still matches the fingerprints recorded when
+    it was indexed. Sizes come from the references; of the cache, only the fingerprint's
+    sampled windows (at most ~2 MiB) are read.
+    """
+    _setup_logging(verbose)
+    from .inspect import inspect_store
+
+    try:
+        summary = inspect_store(store, storage_options=_storage_options(storage_options))
+    except VcfVirtualError as e:
+        _fail(e)
+    click.echo(summary.to_text())
+
+
+@main.command("verify")
+@click.argument("store", type=click.Path())
+@click.option("--source", "sources", multiple=True, metavar="BCF",
+              help="The BCF (or VCF) to compare with; repeat it for a store of several files, in "
+                   "the order they were indexed. Default: the sources recorded in the references.")
+@click.option("--check/--no-check", default=True, show_default=True,
+              help="Check the cache's fingerprints first and stop if it changed since indexing. "
+                   "--no-check decodes it anyway, to see which values changed.")
+@click.option("--storage-options", metavar="JSON",
+              help="fsspec options (a JSON object) for references or a cache given as a URL.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show a progress bar over records (default: only when stderr is a terminal).")
+@click.option("-v", "--verbose", count=True,
+              help="More output: -v lists every array compared; also info (-v) or debug (-vv) logging.")
+def verify_command(store, sources, check, storage_options, progress, verbose):
+    """Decode every array of STORE and compare it with htslib's reading of the source BCF.
+
+    The source is read with pysam and encoded the way VCF Zarr 0.3 and bio2zarr store it;
+    the store is read through its references and cache, one variants chunk at a time.
+    Prints one summary line, and a line per differing array (how many values differ,
+    the first variant and sample, both values). Exit status 0 when every value is equal,
+    1 on any difference or error.
+    """
+    _setup_logging(verbose)
+    from .verify import verify_store
+
+    try:
+        report = verify_store(store, source=list(sources) or None, progress=progress, check=check,
+                              storage_options=_storage_options(storage_options))
+    except VcfVirtualError as e:
+        _fail(e)
+    click.echo(report.summary())
+    for difference in report.differences:
+        click.echo(f"  {difference.describe()}")
+    for note in report.notes:
+        click.echo(f"  note: {note}")
+    if report.not_compared:
+        click.echo(f"  not compared (no htslib counterpart): {', '.join(report.not_compared)}")
+    if verbose:
+        click.echo(f"  compared: {', '.join(report.arrays_compared)}")
+    sys.exit(0 if report.ok else 1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
