@@ -152,7 +152,7 @@ def test_each_kind_of_change_is_found(edit, fields_store, tmp_path):
 
 # Corpus files that exercise each convention verify follows where pysam's raw reading
 # differs from the store's (module docstring of vcfvirtual/verify.py).
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+from .test_corpus import CORPUS  # noqa: E402
 CONVENTION_FILES = {
     "brentp+cyvcf2/cyvcf2/tests/test.vcf.gz": "Type=Character INFO holding longer strings",
     "samtools+htslib/test/noroundtrip.vcf": "a FORMAT string with no characters",

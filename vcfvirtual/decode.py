@@ -357,12 +357,15 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
             continue
         for s in range(n_vectors):
             base = d + s * n * size
-            # htslib ends a vector at its end-of-vector value: what follows is padding
-            # (fill), whatever its bytes say, as for GT.
+            # htslib ends a vector at its end-of-vector value: nothing after it is a value,
+            # whatever its bytes say. Within the record's width bio2zarr stores the float
+            # slots as missing (the end-of-vector NaN) and the integer ones as fill.
             ended = False
             for j in range(width):
-                if j >= n or ended:
+                if j >= n:
                     out[k, s, j] = fill_out
+                elif ended:
+                    out[k, s, j] = missing_out if is_float else fill_out
                 elif is_float:
                     bits = R.i32(buf, base + 4 * j)
                     # Any NaN in the values (end-of-vector, or a "nan" written in the VCF)
