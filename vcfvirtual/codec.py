@@ -138,6 +138,11 @@ def _validate(spec) -> None:
         dtypes, ranks = _KIND_RULES[kind]
         if spec.vcf_type:
             bad(f"kind {kind!r} takes no vcf_type, got {spec.vcf_type!r}")
+    if not kind.startswith("genotype"):
+        if spec.ploidy:
+            bad(f"kind {kind!r} takes no ploidy, got {spec.ploidy}")
+        if kind not in ("info", "format") and spec.key != -1:
+            bad(f"kind {kind!r} takes no dictionary key, got {spec.key}")
     if spec.dtype not in dtypes:
         bad(f"dtype {spec.dtype!r} is not one the index writes for kind {kind!r} ({sorted(dtypes)})")
     if len(shape) not in ranks:

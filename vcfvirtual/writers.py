@@ -305,7 +305,67 @@ def _check_chunk_ref(key, value, cache_url: str, cache_size: int, refs_path) -> 
                                       f"past the cache's {cache_size} bytes", hint=_UNTRUSTED_HINT)
 
 
-def _check_array_metadata(key: str, value, refs_path) -> None:
+# Arrays whose codec kind follows from their name; INFO/FORMAT arrays are named after
+# their field (variant_<INFO>, call_<FORMAT>).
+_KIND_OF_ARRAY = {"variant_contig": "contig", "variant_position": "position", "variant_length": "length",
+                  "variant_id": "id", "variant_id_mask": "id_mask", "variant_allele": "allele",
+                  "variant_quality": "quality", "variant_filter": "filter", "call_genotype": "genotype",
+                  "call_genotype_phased": "genotype_phased", "call_genotype_mask": "genotype_mask"}
+
+
+def _store_header(refs: dict, refs_path):
+    """The VCF header the store was indexed from (its ``vcf_header`` attribute), parsed
+    as htslib parses it: the dictionary keys every codec config must agree with."""
+    from .header import parse_header_text
+
+    text = _attributes(refs, refs_path).get("vcf_header")
+    if not isinstance(text, str):
+        raise UntrustedReferenceError(refs_path, "the references carry no vcf_header attribute to check their "
+                                      "codec configurations against", hint=_UNTRUSTED_HINT)
+    try:
+        return parse_header_text(text.encode("utf-8"), refs_path, 0)
+    except VcfVirtualError as e:
+        raise UntrustedReferenceError(refs_path, f"the vcf_header attribute is not a header htslib reads: "
+                                      f"{e.problem}", hint=_UNTRUSTED_HINT) from None
+
+
+def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str]:
+    """How ``spec`` differs from what the index writes for array ``name`` of this header."""
+    problems = []
+    if spec.array != name:
+        problems.append(f"its config names array {spec.array!r}")
+    if layout is not None and spec.layout != layout:
+        problems.append(f"layout {spec.layout!r}, the cache's is {layout!r}")
+    shape = meta.get("shape")
+    if spec.num_records and isinstance(shape, list) and shape and shape[0] != spec.num_records:
+        problems.append(f"{spec.num_records} records in its config, {shape[0]} in its shape")
+    n_samples = len(header.samples)
+    if name in _KIND_OF_ARRAY:
+        if spec.kind != _KIND_OF_ARRAY[name]:
+            problems.append(f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}")
+        elif spec.kind.startswith("genotype") and (spec.key != header.gt_key or spec.shape[0] != n_samples):
+            problems.append(f"GT key {spec.key} and {spec.shape[0]} samples, the header's are "
+                            f"{header.gt_key} and {n_samples}")
+        elif spec.kind == "filter" and (list(spec.filter_columns) != header.filter_column_map()
+                                        or spec.shape[0] != len(header.filters)):
+            problems.append(f"filter_columns {list(spec.filter_columns)}, the header's are "
+                            f"{header.filter_column_map()}")
+        return problems
+    category = {"info": "INFO", "format": "FORMAT"}.get(spec.kind)
+    fields = header.info if category == "INFO" else header.formats
+    prefix = "variant_" if category == "INFO" else "call_"
+    field = next((f for f in fields if prefix + f.name == name), None) if category else None
+    if field is None:
+        problems.append(f"kind {spec.kind!r} is not that of an INFO or FORMAT field the header declares")
+    elif spec.key != field.key or spec.vcf_type != field.type:
+        problems.append(f"key {spec.key} and type {spec.vcf_type!r}, the header's {category}/{field.name} has "
+                        f"{field.key} and {field.type!r}")
+    elif category == "FORMAT" and spec.shape[0] != n_samples:
+        problems.append(f"{spec.shape[0]} samples, the header has {n_samples}")
+    return problems
+
+
+def _check_array_metadata(key: str, value, refs_path, header=None, layout=None) -> None:
     """An array decoded by our codec: its metadata must agree with the codec's config,
     or zarr would reshape the decoded bytes into another shape (an untyped error)."""
     from .codec import CODEC_ID, ChunkSpec
@@ -351,11 +411,13 @@ def _check_array_metadata(key: str, value, refs_path) -> None:
         same_dtype = False
     if not same_dtype:
         problems.append(f"dtype {dtype!r} differs from the codec's {spec.dtype!r}")
+    if header is not None:
+        problems += _agrees_with_header(name, spec, meta, header, layout)
     if problems:
         raise UntrustedReferenceError(refs_path, f"array {name}: " + "; ".join(problems), hint=_UNTRUSTED_HINT)
 
 
-def _check_references(refs: dict, refs_path, cache_url: str, cache_size: int) -> None:
+def _check_references(refs: dict, refs_path, cache_url: str, cache_size: int, header=None, layout=None) -> None:
     """Every reference of a Kerchunk JSON names the declared cache (inline data aside)."""
     extra = set(refs) - {"version", "templates", "refs"}
     if extra:  # "gen" would generate references from templates we never see here
@@ -381,7 +443,7 @@ def _check_references(refs: dict, refs_path, cache_url: str, cache_size: int) ->
                 value = [cache_url, *value[1:]]
             _check_chunk_ref(key, value, cache_url, cache_size, refs_path)
         elif key.endswith(".zarray"):
-            _check_array_metadata(key, value, refs_path)
+            _check_array_metadata(key, value, refs_path, header, layout)
         elif not isinstance(value, (str, dict)):
             raise UntrustedReferenceError(refs_path, f"reference {key!r} is neither data nor [url, offset, length]")
 
@@ -462,13 +524,17 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None,
         raise UntrustedReferenceError(refs_path, "the references declare no vcfvirtual cache, so nothing they "
                                       "point at can be checked", hint=_UNTRUSTED_HINT)
     if check:
+        # The cache first (missing, changed, not a regular file), then every reference
+        # against it; nothing the references name is fetched before both pass.
+        check_cache(refs, refs_path, storage_options)
+        header = _store_header(refs, refs_path)
+        layout = cache.get("layout")
         if refs.get("parquet"):
             for key, value in refs["refs"].items():
                 if isinstance(key, str) and key.endswith(".zarray"):
-                    _check_array_metadata(key, value, refs_path)
+                    _check_array_metadata(key, value, refs_path, header, layout)
         else:
-            _check_references(refs, refs_path, cache["url"], cache["size"])
-        check_cache(refs, refs_path, storage_options)
+            _check_references(refs, refs_path, cache["url"], cache["size"], header, layout)
         url = cache["url"]
     elif refs.get("parquet"):
         url = _attributes(refs, refs_path)["vcfvirtual"]["cache"]["url"]
