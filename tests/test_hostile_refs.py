@@ -19,8 +19,8 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import threading
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +31,14 @@ import xarray as xr
 import vcfvirtual
 from vcfvirtual import bgzf
 from vcfvirtual import codec as codec_mod
-from vcfvirtual.errors import (ChunkDecodeError, CodecConfigError, CorruptBCFError, StaleCacheError,
-                               UntrustedReferenceError, VcfVirtualError)
+from vcfvirtual.errors import (
+    ChunkDecodeError,
+    CodecConfigError,
+    CorruptBCFError,
+    StaleCacheError,
+    UntrustedReferenceError,
+    VcfVirtualError,
+)
 
 from . import bcfdata
 
@@ -137,7 +143,8 @@ def read_in_child(refs: Path, check: bool, timeout: float = 300, warm: Path | No
     exit code, reported as the outcome."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(refs), "check" if check else "plain",
-                           *([str(warm)] if warm else [])], env=env, capture_output=True, text=True, timeout=timeout)
+                           *([str(warm)] if warm else [])], env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
     if proc.returncode != 0:
         return {"result": f"crash (exit {proc.returncode})", "error": proc.stderr[-2000:]}
     line = next(x for x in proc.stdout.splitlines() if x.startswith("OUTCOME "))
@@ -246,7 +253,7 @@ def test_wrong_config_values_are_typed_errors(seed, tmp_path, change, plain):
     else:
         # The codec config is parsed when zarr opens the array, decoded when it is read.
         with pytest.raises(VcfVirtualError if plain == "codec" else (VcfVirtualError, ValueError)):
-            xr.open_zarr(vcfvirtual.open_store(bad, check=False), consolidated=False)["call_DP"].values
+            _ = xr.open_zarr(vcfvirtual.open_store(bad, check=False), consolidated=False)["call_DP"].values
 
 
 def test_a_config_decoding_another_field_is_refused_by_open_store(seed, tmp_path):
@@ -339,7 +346,7 @@ def test_fifo_named_as_the_cache_is_refused_without_blocking(seed, tmp_path):
         bad = save(bad_doc, tmp_path / "fifo.json")
         outcome = {}
 
-        def run():
+        def run(bad=bad, outcome=outcome):
             try:
                 vcfvirtual.open_store(bad)
                 outcome["result"] = "opened"
@@ -372,9 +379,9 @@ def test_directory_named_as_the_cache_is_refused(seed, tmp_path):
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    hits: list = []
+    hits: typing.ClassVar[list] = []
 
-    def do_GET(self):  # noqa: N802 (http.server's naming)
+    def do_GET(self):
         type(self).hits.append(self.path)
         self.send_response(200)
         self.end_headers()
@@ -580,7 +587,7 @@ def test_thirty_two_threads_reading_one_store_keep_memory_bounded(tmp_path):
                      progress=False)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-c", RSS_CHILD, str(refs)], env=env, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rss = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("RSS ")).removeprefix("RSS "))
     print(rss)

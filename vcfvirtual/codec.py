@@ -265,7 +265,7 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
 # value then reads missing), so the bound is generous: any decode up to
 # MIN_DECODE_BUDGET, else EXPANSION bytes per record byte, or a few values per sample
 # that the records themselves claim (each record's 24-bit n_sample).
-MIN_DECODE_BUDGET = int(os.environ.get("VCFVIRTUAL_MIN_DECODE_BUDGET", 128 << 20))
+MIN_DECODE_BUDGET = int(os.environ.get("VCFVIRTUAL_MIN_DECODE_BUDGET", str(128 << 20)))
 EXPANSION = 1024
 BYTES_PER_CLAIMED_SAMPLE = 64
 _SPAN_KINDS = ("id", "id_mask", "allele")

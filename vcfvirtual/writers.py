@@ -543,7 +543,7 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None,
     protocol = urlparse(url).scheme or "file"
     # zarr reads the reference filesystem asynchronously; the cache's must match.
     remote_options = {**(storage_options or {}), "asynchronous": True} if protocol != "file" else None
-    options = dict(fo=fo, asynchronous=True, remote_protocol=protocol, remote_options=remote_options)
+    options = {"fo": fo, "asynchronous": True, "remote_protocol": protocol, "remote_options": remote_options}
     try:
         if check:
             fs = _guarded_reference_fs(url, cache["size"], refs_path, **options)
