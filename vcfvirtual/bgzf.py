@@ -119,7 +119,10 @@ def inflate_block(raw, path, offset: int) -> bytes:
     xlen = raw[10] | (raw[11] << 8)
     crc, isize = _FOOTER.unpack_from(raw, len(raw) - 8)
     try:
-        data = isal_zlib.decompress(raw[12 + xlen : len(raw) - 8], wbits=-15, bufsize=max(isize, 1))
+        # ISIZE sizes the first output buffer, but it is the block's own claim: a damaged
+        # one (4 GiB) must not allocate more than a BGZF block can hold.
+        data = isal_zlib.decompress(raw[12 + xlen : len(raw) - 8], wbits=-15,
+                                    bufsize=min(max(isize, 1), MAX_BLOCK_SIZE))
     except isal_zlib.error as e:
         raise CorruptBCFError(path, f"BGZF block does not inflate ({e})", offset=offset) from None
     if len(data) != isize:
