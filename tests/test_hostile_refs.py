@@ -428,7 +428,7 @@ def _extra_array(doc, url_ref):
     doc["refs"]["stolen/.zarray"] = json.dumps({
         "shape": [16], "chunks": [16], "dtype": "|u1", "fill_value": None, "order": "C", "filters": None,
         "dimension_separator": ".", "compressor": None, "zarr_format": 2})
-    doc["refs"]["stolen/.zattrs"] = json.dumps({"_ARRAY_DIMENSIONS": ["stolen"]})
+    doc["refs"]["stolen/.zattrs"] = json.dumps({"_ARRAY_DIMENSIONS": ["stolen_bytes"]})
     doc["refs"]["stolen/0"] = url_ref
     return doc
 
@@ -594,3 +594,21 @@ def test_thirty_two_threads_reading_one_store_keep_memory_bounded(tmp_path):
     # Before the pool was bounded this workload grew the process by ~820 MB on the test
     # machine (2 cores, 32 slots simulated); bounded, by ~180 MB.
     assert rss["peak"] - rss["base"] < 512 << 20, rss
+
+
+def test_parquet_reference_outside_the_cache_is_refused_when_fetched(seed, tmp_path):
+    """Parquet references load lazily, so their chunk references are checked per fetch:
+    the sound arrays read pysam's values, the one naming /etc/passwd is refused."""
+    from kerchunk.df import refs_to_dataframe
+
+    refs, cache = seed["bgzf"]
+    doc = _extra_array(load(refs), ["/etc/passwd", 0, 16])
+    url = doc["templates"]["cache"]
+    resolved = {k: ([url, *v[1:]] if isinstance(v, list) and v[0] == "{{cache}}" else v)
+                for k, v in doc["refs"].items()}
+    parquet = tmp_path / "refs.parq"
+    refs_to_dataframe({"version": 1, "refs": resolved}, str(parquet))
+    ds = xr.open_zarr(vcfvirtual.open_store(parquet), consolidated=False)
+    assert ds["variant_position"].values.tolist() == seed["positions"]
+    with pytest.raises(UntrustedReferenceError, match="not at the cache"):
+        _ = ds["stolen"].values
