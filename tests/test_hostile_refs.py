@@ -601,7 +601,7 @@ def test_parquet_reference_outside_the_cache_is_refused_when_fetched(seed, tmp_p
     the sound arrays read pysam's values, the one naming /etc/passwd is refused."""
     from kerchunk.df import refs_to_dataframe
 
-    refs, cache = seed["bgzf"]
+    refs, _ = seed["bgzf"]
     doc = _extra_array(load(refs), ["/etc/passwd", 0, 16])
     url = doc["templates"]["cache"]
     resolved = {k: ([url, *v[1:]] if isinstance(v, list) and v[0] == "{{cache}}" else v)
