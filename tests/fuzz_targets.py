@@ -365,12 +365,213 @@ def _same(a, b) -> bool:
     return a.shape == b.shape and a.tolist() == b.tolist()
 
 
+# --- references target --------------------------------------------------------------------
+# References are untrusted input too: the codec configs, chunk byte ranges, templates and
+# cache attributes of a Kerchunk JSON are mutated, and the store read through open_store
+# (checking, the default) and xarray. Each read must give the seed's values (those
+# equal htslib's, checked by Seed) or a typed VcfVirtualError; nothing is fetched from
+# outside the cache. Where nothing but configs and ranges changed, the same references
+# are read as plain Kerchunk too (open_store(check=False)): that must not crash or hang.
+
+REF_INTS = [0, 1, 2, 3, 4, 6, 7, 64, 255, 2**16, 2**24 - 1, 2**25, 2**31 - 1, 2**31, 2**40, 2**63, -1, -2, -2**31]
+REF_OTHER = ["3", 2.5, None, True, False, [], {}, [3], "", "str", float("nan")]
+REF_DTYPES = ["|i1", "<i2", "<i4", "<i8", ">i4", "<f4", "<f8", "|b1", "str", "<U1", "|O", "|u1"]
+REF_SHAPES = [[], [0], [1], [2], [3], [3, 2], [3, 1], [2, 3], [64], [3, 64], [2**25], [2**40], [-1], [3, 2, 2]]
+REF_URLS = ["/etc/passwd", "file:///etc/passwd", "{{cache}}x", "{{cache}}/../x", "{{other}}", "", "/dev/zero",
+            "http://127.0.0.1:9/admin", "{{ cache }}", "{cache}", None, 7]
+CONFIG_KEYS = ["array", "kind", "dtype", "shape", "chunk_length", "key", "ploidy", "vcf_type", "filter_columns",
+               "layout", "version", "num_records"]
+
+
+def _config_value(key):
+    if key == "kind":
+        return st.sampled_from([*codec_mod.KINDS, "nonsense"])
+    if key == "dtype":
+        return st.sampled_from(REF_DTYPES)
+    if key == "shape":
+        return st.sampled_from(REF_SHAPES)
+    if key == "filter_columns":
+        return st.sampled_from([[], [0], [0, 1, 2], [0, 2, 1], [2, 1, 0], [0, 1, 3], [0, 1, 100_000], [-1, -1, -1],
+                                [0, 1, 2, 2]])
+    if key == "vcf_type":
+        return st.sampled_from(["", "Integer", "Float", "Flag", "String", "Character", "Nonsense"])
+    if key == "layout":
+        return st.sampled_from(["raw", "bgzf", "zip"])
+    if key == "array":
+        return st.sampled_from(["call_genotype", "variant_position", "call_DP", "x"])
+    return st.one_of(st.sampled_from(REF_INTS), st.sampled_from(REF_OTHER))
+
+
+@st.composite
+def reference_mutations(draw, doc, cache_size):
+    """1-3 mutations of a references document (JSON-level, as a sender could write)."""
+    arrays = sorted(k.split("/")[0] for k, v in doc["refs"].items()
+                    if k.endswith("/.zarray") and codec_mod.CODEC_ID in v)
+    chunks = sorted(k for k, v in doc["refs"].items() if isinstance(v, list))
+    ops = []
+    for _ in range(draw(st.integers(1, 3))):
+        what = draw(st.sampled_from(["config", "config", "config", "range", "range", "url", "template", "attrs",
+                                     "zarray", "harmless", "harmless"]))
+        if what == "harmless":  # changes that keep the store's meaning: its values must read
+            ops.append(draw(st.sampled_from([("config", arrays[0], "num_records", 0),
+                                             ("config", arrays[-1], "version", 1),
+                                             ("range", chunks[0], 1, 0, True), ("template", "same")])))
+        elif what == "config":
+            key = draw(st.sampled_from(CONFIG_KEYS))
+            ops.append(("config", draw(st.sampled_from(arrays)), key, draw(_config_value(key))))
+        elif what == "range":
+            field = draw(st.sampled_from([1, 2]))
+            value = draw(st.one_of(st.sampled_from(REF_INTS + [cache_size, cache_size - 1, cache_size + 1]),
+                                   st.integers(-8, 8), st.sampled_from(REF_OTHER)))
+            ops.append(("range", draw(st.sampled_from(chunks)), field, value,
+                        draw(st.booleans())))  # relative: add to the value instead of replacing it
+        elif what == "url":
+            ops.append(("url", draw(st.sampled_from(chunks)), draw(st.sampled_from(REF_URLS)),
+                        draw(st.sampled_from(["keep", "whole", "four"]))))
+        elif what == "template":
+            ops.append(("template", draw(st.sampled_from(["copy", "/etc/passwd", "file:///dev/zero", "",
+                                                           "http://127.0.0.1:9/admin", "drop", "extra"]))))
+        elif what == "attrs":
+            ops.append(("attrs", draw(st.sampled_from(["url", "size", "digest", "layout", "drop", "header"])),
+                        draw(st.sampled_from(REF_INTS + REF_OTHER + ["copy"]))))
+        else:
+            ops.append(("zarray", draw(st.sampled_from(arrays)), draw(st.sampled_from(["chunks", "shape", "dtype",
+                                                                                        "compressor", "filters"])),
+                        draw(st.sampled_from(REF_SHAPES + REF_DTYPES))))
+    return ops
+
+
+def apply_reference_ops(doc: dict, ops, copy_url: str) -> tuple[dict, bool]:
+    """The mutated document, and whether it still names only the cache (so plain
+    Kerchunk reading it fetches nothing else)."""
+    doc = json.loads(json.dumps(doc))
+    refs = doc["refs"]
+    cache_only = True
+    for op in ops:
+        try:
+            cache_only = _apply_reference_op(doc, refs, op, copy_url) and cache_only
+        except (KeyError, IndexError, TypeError, AttributeError):
+            continue  # an earlier op removed what this one edits: nothing to apply
+    return doc, cache_only
+
+
+def _apply_reference_op(doc: dict, refs: dict, op, copy_url: str) -> bool:
+    """Apply one op; False when the references may then name more than the cache."""
+    cache_only = True
+    kind = op[0]
+    if kind == "config":
+        _, name, key, value = op
+        meta = json.loads(refs[f"{name}/.zarray"])
+        meta["filters"][-1][key] = value
+        refs[f"{name}/.zarray"] = json.dumps(meta)
+    elif kind == "range":
+        _, key, field, value, relative = op
+        ref = refs[key]
+        if relative and isinstance(value, int) and not isinstance(value, bool) and isinstance(ref[field], int):
+            value = ref[field] + value
+        ref[field] = value
+    elif kind == "url":
+        _, key, url, form = op
+        cache_only = False
+        ref = refs[key]
+        refs[key] = [url] if form == "whole" else ([url, *ref[1:], 1] if form == "four" else [url, *ref[1:]])
+    elif kind == "template":
+        target = op[1]
+        cache_only = target == "same"
+        if target == "same":
+            pass
+        elif target == "drop":
+            doc.pop("templates", None)
+        elif target == "extra":
+            doc["templates"]["other"] = "file:///etc/passwd"
+        else:
+            doc["templates"]["cache"] = copy_url if target == "copy" else target
+    elif kind == "attrs":
+        cache_only = False
+        _, field, value = op
+        attrs = json.loads(refs[".zattrs"])
+        cache = attrs["vcfvirtual"]["cache"]
+        if field == "drop":
+            del attrs["vcfvirtual"]
+        elif field == "header":
+            attrs["vcf_header"] = value if not isinstance(value, str) else attrs["vcf_header"].replace("DP", "PD")
+        elif field == "url":
+            cache["url"] = copy_url if value == "copy" else value
+        else:
+            cache[field] = value
+        refs[".zattrs"] = json.dumps(attrs)
+    else:
+        _, name, field, value = op
+        meta = json.loads(refs[f"{name}/.zarray"])
+        meta[field] = value
+        refs[f"{name}/.zarray"] = json.dumps(meta)
+    return cache_only
+
+
+def read_store(refs_path: Path, check: bool):
+    """Every data variable through open_store + xarray: (values, typed error)."""
+    import xarray as xr
+
+    try:
+        ds = xr.open_zarr(vcfvirtual.open_store(refs_path, check=check), consolidated=False)
+        return {name: ds[name].values for name in ds.data_vars}, None
+    except VcfVirtualError as e:
+        return None, e
+
+
+def references_target(seed: Seed):
+    """Mutated references through open_store: the seed's values or a typed error."""
+    layout = "bgzf"
+    refs_path = seed.work / f"seed.{layout}.json"
+    doc = json.loads(refs_path.read_text())
+    cache = seed.work / f"seed.{layout}.cache.bcf"
+    # A same-size copy with one byte changed: what a template or URL swap would read.
+    copy = seed.work / "copy.cache.bcf"
+    data = bytearray(cache.read_bytes())
+    data[len(data) // 2] ^= 1
+    copy.write_bytes(bytes(data))
+    expected, err = read_store(refs_path, check=True)
+    assert err is None, err
+    ours = {k: expected[v] for k, v in CORE.items()}
+    assert not compare_rows(ours, seed.rows)  # the seed store reads as htslib reads the BCF
+    mutated_path = seed.work / "mutated.json"
+
+    @given(ops=reference_mutations(doc, cache.stat().st_size))
+    def run(ops):
+        _record(seed.work, f"references {ops!r}")
+        mutated, cache_only = apply_reference_ops(doc, ops, f"file://{copy}")
+        mutated_path.write_text(json.dumps(mutated))
+        values, err = read_store(mutated_path, check=True)
+        if err is not None:
+            STATS[f"open_store: typed error {type(err).__name__}"] += 1
+        else:
+            for name, v in expected.items():
+                assert name in values and _same(values[name], v), f"{name}: values differ: {ops!r}"
+            assert set(values) == set(expected), f"arrays differ: {ops!r}"
+            STATS["open_store: the seed's values"] += 1
+        if not cache_only:
+            return
+        # Plain Kerchunk follows configs and ranges as they are: never a crash or hang
+        # (this process dying fails the test). Its own errors are allowed there: zarr's
+        # ValueError for a config contradicting the .zarray (the v2 codec is not told the
+        # chunk shape), fsspec's for a range it cannot fetch (a fractional offset).
+        try:
+            values, err = read_store(mutated_path, check=False)
+        except Exception as e:  # noqa: BLE001 (any error but a crash is plain Kerchunk's to raise)
+            STATS[f"plain: not ours {type(e).__name__}"] += 1
+            return
+        STATS["plain: typed error" if err is not None else "plain: values"] += 1
+
+    return run
+
+
 TARGETS = {
     "scan_bgzf_flip": scan_bgzf_flip_target,
     "scan_bgzf": lambda seed: scan_target(seed, plain=False),
     "scan_plain": lambda seed: scan_target(seed, plain=True),
     "codec_raw": lambda seed: codec_target(seed, "raw"),
     "codec_bgzf": lambda seed: codec_target(seed, "bgzf"),
+    "references": references_target,
 }
 
 

@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 DEEP = os.environ.get("VCFVIRTUAL_HYPOTHESIS") == "deep"
 # Examples per target in the suite: the codec targets cost ~10 ms an example, the
 # scanner targets (index + xarray + pysam per example) 30-200 ms.
-SUITE_EXAMPLES = {"scan_bgzf_flip": 60, "scan_bgzf": 120, "scan_plain": 100, "codec_raw": 300, "codec_bgzf": 200}
+SUITE_EXAMPLES = {"scan_bgzf_flip": 60, "scan_bgzf": 120, "scan_plain": 100, "codec_raw": 300, "codec_bgzf": 200,
+                  "references": 60}
 
 
 def run_target(target: str, work: Path) -> dict:
@@ -67,6 +68,9 @@ def test_fuzz_target(target, tmp_path):
     if target.startswith("scan"):
         assert any(k.startswith("typed error") for k in outcomes), outcomes
         assert any(k.startswith("values") for k in outcomes), outcomes
+    elif target == "references":
+        assert any(k.startswith("open_store: typed error") for k in outcomes), outcomes
+        assert outcomes.get("open_store: the seed's values", 0) > 0, outcomes
     elif target == "codec_raw":
         assert any(k.startswith("raw: values equal") for k in outcomes), outcomes
         assert outcomes.get("arrays refused 18/18", 0) > 0, outcomes

@@ -27,6 +27,9 @@ EOF_BLOCK = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000
 _HEADER = struct.Struct("<4sIBBH")  # magic+CM+FLG, MTIME, XFL, OS, XLEN
 _FOOTER = struct.Struct("<II")  # CRC32, ISIZE
 MAX_BLOCK_SIZE = 65536
+# Deflate's largest expansion, output bytes per compressed byte (a run of 258-byte
+# matches): no block's ISIZE can honestly exceed its payload times this.
+MAX_DEFLATE_RATIO = 1032
 # How much compressed input we read per IO call; blocks are parsed out of it in memory.
 READ_SIZE = 4 * 1024 * 1024
 # Blocks inflated per task when inflating on worker threads: large enough that the
@@ -116,7 +119,10 @@ def inflate_block(raw, path, offset: int) -> bytes:
     xlen = raw[10] | (raw[11] << 8)
     crc, isize = _FOOTER.unpack_from(raw, len(raw) - 8)
     try:
-        data = isal_zlib.decompress(raw[12 + xlen : len(raw) - 8], wbits=-15, bufsize=max(isize, 1))
+        # ISIZE sizes the first output buffer, but it is the block's own claim: a damaged
+        # one (4 GiB) must not allocate more than a BGZF block can hold.
+        data = isal_zlib.decompress(raw[12 + xlen : len(raw) - 8], wbits=-15,
+                                    bufsize=min(max(isize, 1), MAX_BLOCK_SIZE))
     except isal_zlib.error as e:
         raise CorruptBCFError(path, f"BGZF block does not inflate ({e})", offset=offset) from None
     if len(data) != isize:
@@ -206,8 +212,17 @@ def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
         if pos + size > limit:
             raise CorruptBCFError(path, f"truncated BGZF block: header says {size} bytes, "
                                         f"{limit - pos} remain", offset=pos)
+        isize = _FOOTER.unpack_from(view, pos + size - 8)[1]
+        # The output is allocated from these claims before anything inflates, so they
+        # are bounded first: a BGZF block holds at most 64 KiB, and deflate expands its
+        # input at most 1032-fold (a header claiming 4 GiB must not allocate 4 GiB).
+        xlen = view[pos + 10] | (view[pos + 11] << 8)
+        payload = size - 12 - xlen - 8
+        if isize > MAX_BLOCK_SIZE or isize > MAX_DEFLATE_RATIO * payload + 8:
+            raise CorruptBCFError(path, f"BGZF block's ISIZE says {isize} bytes, more than its {payload} "
+                                  f"compressed bytes can inflate to", offset=pos)
         spans.append((pos, size, total))
-        total += _FOOTER.unpack_from(view, pos + size - 8)[1]
+        total += isize
         pos += size
     return spans, total
 

@@ -32,7 +32,7 @@ except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alon
     BytesBytesCodec = None
 
 from . import bgzf, decode, records
-from .errors import ChunkDecodeError, VcfVirtualError
+from .errors import ChunkDecodeError, CodecConfigError, VcfVirtualError
 
 CODEC_ID = "vcfvirtual.bcf"
 FORMAT_VERSION = 1
@@ -57,6 +57,112 @@ KINDS = (
 FLOAT32_FILL = np.array([0x7F800002], dtype="<u4").view("<f4")[0]
 
 
+# What a configuration may say, per kind: the dtypes the index writes (manifest.py) and
+# the rank of the per-variant shape. A JSON config is untrusted input (references are
+# shared), and the kernels size and index their buffers from it, so anything else is
+# refused before a decode rather than trusted.
+_INTS = frozenset({"|i1", "<i2", "<i4", "<i8"})
+_BOOL = frozenset({"|b1"})
+_KIND_RULES = {  # kind: (dtypes, allowed ranks of shape)
+    "contig": (_INTS, (0,)),
+    "position": (_INTS, (0,)),
+    "length": (_INTS, (0,)),
+    "quality": (frozenset({"<f4"}), (0,)),
+    "id": (frozenset({"str"}), (0,)),
+    "id_mask": (_BOOL, (0,)),
+    "allele": (frozenset({"str"}), (1,)),
+    "filter": (_BOOL, (1,)),
+    "genotype": (frozenset({"|i1", "<i2", "<i4"}), (2,)),
+    "genotype_phased": (_BOOL, (1,)),
+    "genotype_mask": (_BOOL, (2,)),
+}
+_FIELD_DTYPES = {"Integer": _INTS, "Float": frozenset({"<f4"}), "Flag": _BOOL,
+                 "Character": frozenset({"<U1"}), "String": frozenset({"str"})}
+# BCF's own limits: n_sample is 24 bits, n_allele 16 bits. Other dimensions (ploidy,
+# value widths, variants per chunk) are capped where int64 index arithmetic stays exact.
+MAX_SAMPLES = (1 << 24) - 1
+MAX_ALLELES = (1 << 16) - 1
+MAX_DIMENSION = (1 << 31) - 1
+
+
+def _int(value, name: str, lo: int, hi: int) -> int:
+    # bool is an int to Python but never a count; floats and strings would make numba
+    # compile (or fail to compile) another specialisation of every kernel.
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise CodecConfigError(None, f"vcfvirtual.bcf config {name} must be an integer, got {value!r}")
+    value = int(value)
+    if not lo <= value <= hi:
+        raise CodecConfigError(None, f"vcfvirtual.bcf config {name} is {value}, outside [{lo}, {hi}]")
+    return value
+
+
+def _validate(spec) -> None:
+    """Refuse a configuration the index would never write (CodecConfigError, a ValueError)."""
+    def bad(problem):
+        raise CodecConfigError(None, f"vcfvirtual.bcf config for {spec.array!r}: {problem}",
+                               hint="the references are damaged or were not written by vcfvirtual index")
+
+    if not isinstance(spec.array, str):
+        bad(f"array name {spec.array!r} is not a string")
+    if not isinstance(spec.kind, str) or spec.kind not in KINDS:
+        raise CodecConfigError(None, f"unknown vcfvirtual.bcf kind {spec.kind!r}; expected one of {KINDS}")
+    if not isinstance(spec.layout, str) or spec.layout not in LAYOUTS:
+        raise CodecConfigError(None, f"unknown cache layout {spec.layout!r}; expected one of {LAYOUTS}")
+    version = _int(spec.version, "version", 1, 1 << 31)
+    if version > FORMAT_VERSION:
+        raise CodecConfigError(
+            None,
+            f"vcfvirtual.bcf config version {version} is newer than this vcfvirtual "
+            f"understands ({FORMAT_VERSION}); upgrade vcfvirtual"
+        )
+    if not isinstance(spec.shape, (list, tuple)) or not isinstance(spec.filter_columns, (list, tuple)):
+        bad("shape and filter_columns must be lists")
+    shape = tuple(_int(x, "shape", 0, MAX_DIMENSION) for x in spec.shape)
+    columns = tuple(_int(x, "filter_columns", -1, MAX_DIMENSION) for x in spec.filter_columns)
+    object.__setattr__(spec, "shape", shape)
+    object.__setattr__(spec, "filter_columns", columns)
+    for name in ("chunk_length", "num_records", "key", "ploidy"):
+        lo = {"chunk_length": 1, "key": -1}.get(name, 0)
+        object.__setattr__(spec, name, _int(getattr(spec, name), name, lo, MAX_DIMENSION))
+    if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
+        bad("dtype and vcf_type must be strings")
+    kind = spec.kind
+    if kind in ("info", "format"):
+        dtypes = _FIELD_DTYPES.get(spec.vcf_type)
+        if dtypes is None or (kind == "format" and spec.vcf_type == "Flag"):
+            bad(f"vcf_type {spec.vcf_type!r} is not a {kind.upper()} type")
+        ranks = (0,) if spec.vcf_type == "Flag" else ((0, 1) if kind == "info" else (1, 2))
+        if spec.key < 0:
+            bad(f"an {kind.upper()} field needs its dictionary key, got {spec.key}")
+    else:
+        dtypes, ranks = _KIND_RULES[kind]
+        if spec.vcf_type:
+            bad(f"kind {kind!r} takes no vcf_type, got {spec.vcf_type!r}")
+    if not kind.startswith("genotype"):
+        if spec.ploidy:
+            bad(f"kind {kind!r} takes no ploidy, got {spec.ploidy}")
+        if kind not in ("info", "format") and spec.key != -1:
+            bad(f"kind {kind!r} takes no dictionary key, got {spec.key}")
+    if spec.dtype not in dtypes:
+        bad(f"dtype {spec.dtype!r} is not one the index writes for kind {kind!r} ({sorted(dtypes)})")
+    if len(shape) not in ranks:
+        bad(f"shape {list(shape)} has rank {len(shape)}; kind {kind!r} has rank {' or '.join(map(str, ranks))}")
+    if kind in ("format", "genotype", "genotype_phased", "genotype_mask") and shape[0] > MAX_SAMPLES:
+        bad(f"{shape[0]} samples is more than a BCF record can hold ({MAX_SAMPLES})")
+    if kind == "allele" and shape[0] > MAX_ALLELES:
+        bad(f"{shape[0]} alleles is more than a BCF record can hold ({MAX_ALLELES})")
+    if kind.startswith("genotype"):
+        if spec.key < 0 or spec.ploidy < 1:
+            bad(f"a genotype array needs GT's key and a ploidy >= 1, got key {spec.key}, ploidy {spec.ploidy}")
+        if len(shape) == 2 and shape[1] != spec.ploidy:
+            bad(f"shape {list(shape)} does not end in the ploidy {spec.ploidy}")
+    if kind == "filter":
+        if any(c >= shape[0] for c in columns):
+            bad(f"filter_columns {list(columns)} name a column past the {shape[0]} filters")
+    elif columns:
+        bad(f"kind {kind!r} takes no filter_columns")
+
+
 @dataclass(frozen=True)
 class ChunkSpec:
     """What one array's codec needs to decode any of its chunks. JSON-only values."""
@@ -77,24 +183,19 @@ class ChunkSpec:
     num_records: int = 0
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown vcfvirtual.bcf kind {self.kind!r}; expected one of {KINDS}")
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"unknown cache layout {self.layout!r}; expected one of {LAYOUTS}")
-        if self.version > FORMAT_VERSION:
-            raise ValueError(
-                f"vcfvirtual.bcf config version {self.version} is newer than this vcfvirtual "
-                f"understands ({FORMAT_VERSION}); upgrade vcfvirtual"
-            )
-        object.__setattr__(self, "shape", tuple(int(x) for x in self.shape))
-        object.__setattr__(self, "filter_columns", tuple(int(x) for x in self.filter_columns))
+        _validate(self)
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Self:
+        if not isinstance(config, dict):
+            raise CodecConfigError(None, f"a vcfvirtual.bcf config is a JSON object, got {type(config).__name__}")
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = set(config) - fields - {"id"}
         if unknown:
-            raise ValueError(f"unknown vcfvirtual.bcf config keys {sorted(unknown)}")
+            raise CodecConfigError(None, f"unknown vcfvirtual.bcf config keys {sorted(map(str, unknown))}")
+        missing = {"array", "kind", "dtype", "shape", "chunk_length"} - set(config)
+        if missing:
+            raise CodecConfigError(None, f"vcfvirtual.bcf config lacks {sorted(missing)}")
         return cls(**{k: v for k, v in config.items() if k in fields})
 
     def to_config(self) -> dict[str, Any]:
@@ -141,7 +242,10 @@ def _check_utf8(buf, starts, lengths, spec: ChunkSpec):
 def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     """Offsets of the records in the chunk: exactly chunk_length whole records, or the
     remainder in the last chunk (1..chunk_length when the array's count is unknown)."""
-    offsets, n, err, err_pos = records.record_offsets(buf, spec.chunk_length)
+    # A record is at least 32 bytes (l_shared >= 24), so the offsets array need never be
+    # longer than the chunk can hold, whatever chunk_length the config claims.
+    limit = min(spec.chunk_length, buf.shape[0] // 32 + 1)
+    offsets, n, err, err_pos = records.record_offsets(buf, limit)
     if err == records.OK and n == 0:
         raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: it holds no records",
                                hint="the cache may not match the references")
@@ -155,13 +259,59 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     return offsets
 
 
+# What one decode may allocate, so that a configuration claiming a huge shape gets a
+# ChunkDecodeError before any allocation, not an 8 GB peak or a MemoryError. A decoded
+# chunk is legitimately much larger than its records when fields are absent (every
+# value then reads missing), so the bound is generous: any decode up to
+# MIN_DECODE_BUDGET, else EXPANSION bytes per record byte, or a few values per sample
+# that the records themselves claim (each record's 24-bit n_sample).
+MIN_DECODE_BUDGET = int(os.environ.get("VCFVIRTUAL_MIN_DECODE_BUDGET", str(128 << 20)))
+EXPANSION = 1024
+BYTES_PER_CLAIMED_SAMPLE = 64
+_SPAN_KINDS = ("id", "id_mask", "allele")
+_SAMPLE_KINDS = ("format", "genotype", "genotype_phased", "genotype_mask")
+
+
+def _decode_cost(spec: ChunkSpec) -> int:
+    """Bytes a decode of one chunk allocates at most (outputs and working arrays)."""
+    per_row = 1
+    for x in spec.shape:
+        per_row *= x
+    if spec.kind == "genotype_phased":
+        per_row *= spec.ploidy + 1  # alleles decoded alongside the phase bits
+    strings = spec.kind in _SPAN_KINDS or (spec.kind in ("info", "format") and spec.vcf_type in ("String", "Character"))
+    # spans: int64 start and length, then the vlen-utf8 bytes; numbers: int32 + a cast.
+    return spec.chunk_length * max(per_row, 1) * (24 if strings else 8)
+
+
+def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> None:
+    cost = _decode_cost(spec)
+    if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * buf.shape[0]:
+        return
+    if spec.kind in _SAMPLE_KINDS and offsets.shape[0]:
+        n_sample = (buf[offsets + records.OFF_N_FMT_SAMPLE].astype(np.int64)
+                    | buf[offsets + records.OFF_N_FMT_SAMPLE + 1].astype(np.int64) << 8
+                    | buf[offsets + records.OFF_N_FMT_SAMPLE + 2].astype(np.int64) << 16)
+        claimed = int(n_sample.max())
+        if spec.shape[0] <= claimed and cost <= spec.chunk_length * claimed * BYTES_PER_CLAIMED_SAMPLE:
+            return
+    raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: its configuration (shape {list(spec.shape)}, "
+                           f"{spec.chunk_length} variants) would take {cost} bytes to decode "
+                           f"{buf.shape[0]} bytes of records",
+                           hint="the references' codec configuration does not fit the cache; refusing to allocate")
+
+
 # Chunks decode on as many threads at once as there are cores: more only thrash the
 # caches, as zarr hands every chunk of a read to its thread pool at once.
 _DECODE_SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
 # Inflate buffers, reused most-recent first: a fresh 20 MB array costs as much in page
-# faults as inflating into it. At most one per decode slot.
+# faults as inflating into it. At most one per decode slot, and none larger than a
+# default chunk's records need: an outsized one (a chunk far above the usual size) is
+# dropped after its decode rather than kept for the life of the process.
 _inflate_buffers: list[np.ndarray] = []
 _inflate_buffers_lock = threading.Lock()
+_MAX_POOLED_BUFFERS = max(1, min(os.cpu_count() or 1, 8))
+MAX_POOLED_BUFFER_BYTES = 96 << 20
 
 
 def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
@@ -184,14 +334,16 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
             # Nothing returned is a view of the records, so the buffer can be reused.
             return _decode_records(records, spec)
         finally:
-            if scratch is not None:
+            if scratch is not None and scratch.shape[0] <= MAX_POOLED_BUFFER_BYTES:
                 with _inflate_buffers_lock:
-                    _inflate_buffers.append(scratch)
+                    if len(_inflate_buffers) < _MAX_POOLED_BUFFERS:
+                        _inflate_buffers.append(scratch)
 
 
 def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
     """Decode a chunk's whole, uncompressed records."""
     offsets = _chunk_offsets(buf, spec)
+    _check_budget(buf, offsets, spec)
     full = (spec.chunk_length, *spec.shape)
     kind = spec.kind
 
@@ -332,7 +484,14 @@ class BCFRecordsCodec(Codec):
     def decode(self, buf, out=None):
         result = decode_chunk(ensure_contiguous_ndarray(buf), self.spec)
         result = np.ascontiguousarray(result).view(np.uint8).ravel()
-        return ndarray_copy(result, out) if out is not None else result
+        if out is not None:
+            out_bytes = ensure_contiguous_ndarray(out).nbytes
+            if out_bytes != result.nbytes:
+                raise ChunkDecodeError(None, f"cannot decode {self.spec.array} chunk: it decodes to {result.nbytes} "
+                                       f"bytes, the array's chunk holds {out_bytes}",
+                                       hint="the codec configuration does not match the array's metadata")
+            return ndarray_copy(result, out)
+        return result
 
     def __repr__(self):
         return f"BCFRecordsCodec(array={self.spec.array!r}, kind={self.spec.kind!r})"
@@ -360,6 +519,11 @@ if BytesBytesCodec is not None:
             return {"name": CODEC_ID, "configuration": self.spec.to_config()}
 
         def _decode_sync(self, chunk_bytes, chunk_spec):
+            expected = (self.spec.chunk_length, *[max(1, x) for x in self.spec.shape])
+            if tuple(chunk_spec.shape) != expected:
+                raise ChunkDecodeError(None, f"cannot decode {self.spec.array} chunk: the array's chunks are "
+                                       f"{list(chunk_spec.shape)}, its codec configuration says {list(expected)}",
+                                       hint="the codec configuration does not match the array's metadata")
             result = decode_chunk(chunk_bytes.as_numpy_array(), self.spec)
             raw = np.ascontiguousarray(result).view(np.uint8).ravel()
             return chunk_spec.prototype.buffer.from_array_like(raw)

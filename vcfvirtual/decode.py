@@ -159,6 +159,11 @@ def vlen_utf8(buf, starts, lengths):
 def filters(buf, offsets, column_of_key, out):
     """Set ``out[k, column]`` for every FILTER key of record k."""
     n_columns = column_of_key.shape[0]
+    # The column map comes from the codec configuration: a column past the output's
+    # filter dimension would write outside it.
+    for c in range(n_columns):
+        if column_of_key[c] >= out.shape[1]:
+            return R.ERR_UNKNOWN_FILTER, np.int64(0)
     for k in range(offsets.shape[0]):
         pos = offsets[k]
         i, end = R.filter_start(buf, pos)

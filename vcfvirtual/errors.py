@@ -53,6 +53,18 @@ class ChunkDecodeError(VcfVirtualError):
     """A chunk's bytes do not hold the records the codec was configured for."""
 
 
+class CodecConfigError(ChunkDecodeError, ValueError):
+    """A ``vcfvirtual.bcf`` codec configuration that this version would never write (a
+    kind, dtype, shape or filter column that does not fit): refused before any decode.
+    Also a ``ValueError``, which is what numcodecs and zarr expect of a bad config."""
+
+
+class UntrustedReferenceError(VcfVirtualError):
+    """References that point somewhere other than the cache (and source) they declare,
+    or whose metadata contradicts their codec configuration: ``open_store`` refuses to
+    follow them (``check=False`` reads them as plain Kerchunk would)."""
+
+
 class OutputExistsError(VcfVirtualError):
     """An output file exists and overwriting it was not asked for."""
 

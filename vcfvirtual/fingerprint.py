@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import stat
 
 HEAD_BYTES = 1 << 20  # the header (large with many samples) and the first records
 WINDOW_BYTES = 64 * 1024
@@ -21,9 +22,31 @@ WINDOWS = 16  # evenly spaced between the head and the tail
 DIGEST = "blake2b-sampled-v1"
 
 
+class NotRegularFileError(OSError):
+    """The path names a FIFO, device, socket or directory: reading it could block
+    forever or never end, so it is never opened as a cache or source."""
+
+
+def open_regular(path):
+    """``open(path, "rb")`` for a regular file only, without blocking on anything else.
+
+    A FIFO opened for reading waits for a writer; O_NONBLOCK returns at once, and the
+    descriptor's own fstat (not a stat of the name, which could be swapped) decides."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(f"{path} is not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def sampled_digest(path, size: int | None = None) -> str:
     """blake2b of the head, the last window and ``WINDOWS`` evenly spaced windows."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size if size is None else size
         return _digest(f, size)
 
@@ -58,7 +81,7 @@ class Fingerprint:
 
     @classmethod
     def of(cls, path) -> "Fingerprint":
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             st = os.fstat(f.fileno())
             return cls(size=st.st_size, mtime_ns=st.st_mtime_ns, digest=_digest(f, st.st_size))
 
@@ -81,6 +104,8 @@ class Fingerprint:
         it, unless ``always_hash``; otherwise the sampled hash decides, so a ``touch``
         alone is not a change."""
         st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return ["it is not a regular file (a FIFO, device or directory is never read)"]
         if st.st_size != self.size:
             return [f"it is {st.st_size} bytes, it was {self.size} when indexed"]
         if self.digest is None:

@@ -10,11 +10,12 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import fsspec
+import numpy as np
 from virtualizarr.manifests import ManifestArray, ManifestGroup, ManifestStore
 from virtualizarr.writers.kerchunk import variable_to_kerchunk_arr_refs
 
 from . import storage
-from .errors import StaleCacheError, VcfVirtualError
+from .errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from .fingerprint import Fingerprint
 
 
@@ -271,9 +272,30 @@ def relocate_file(refs_path, cache_url: str, output=None, *, check: bool = True,
     return output
 
 
-def _attributes(refs: dict) -> dict:
-    value = refs["refs"][".zattrs"]
-    return json.loads(value) if isinstance(value, (str, bytes)) else value
+def _attributes(refs: dict, refs_path=None) -> dict:
+    try:
+        value = refs["refs"][".zattrs"]
+        attrs = json.loads(value) if isinstance(value, (str, bytes)) else value
+    except (KeyError, TypeError, json.JSONDecodeError) as e:
+        raise UntrustedReferenceError(refs_path, f"the references have no readable group attributes ({e})") from None
+    if not isinstance(attrs, dict):
+        raise UntrustedReferenceError(refs_path, "the references' group attributes are not a JSON object")
+    return attrs
+
+
+def _declared_cache(refs: dict, refs_path) -> dict | None:
+    """The ``vcfvirtual.cache`` attribute (url, size...), checked for shape; None when
+    the references carry none (not written by vcfvirtual)."""
+    info = _attributes(refs, refs_path).get("vcfvirtual")
+    if info is None:
+        return None
+    cache = info.get("cache") if isinstance(info, dict) else None
+    if not isinstance(cache, dict) or not isinstance(cache.get("url"), str):
+        raise UntrustedReferenceError(refs_path, "the references' vcfvirtual attribute names no cache URL")
+    size = cache.get("size")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise UntrustedReferenceError(refs_path, f"the references' cache size {size!r} is not a byte count")
+    return cache
 
 
 def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> None:
@@ -282,9 +304,10 @@ def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> N
     A remote cache (``s3://``, ``https://``...) is checked through range reads: its size
     and sampled hash (its modification time is the upload's, not the indexing's). A source
     that is not reachable (a collaborator without the BCF) is not checked: the cache alone
-    holds the data."""
-    info = _attributes(refs).get("vcfvirtual", {})
-    cache = info.get("cache")
+    holds the data. A reachable source is hashed (sampled) at every open, as the cache
+    is: a same-size rewrite with its mtime put back no longer describes these references."""
+    info = _attributes(refs, refs_path).get("vcfvirtual", {})
+    cache = _declared_cache(refs, refs_path)
     if not cache:
         return
     url = cache["url"]
@@ -292,25 +315,36 @@ def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> N
         _check_remote_cache(url, cache, refs_path, storage_options)
         return
     if not url.startswith("file://"):
-        return
+        raise UntrustedReferenceError(refs_path, f"the cache URL {url!r} is neither a file:// nor a remote URL",
+                                      hint="vcfvirtual relocate the references to the cache's URL")
     path = url.removeprefix("file://")
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise StaleCacheError(refs_path, f"the transcode cache {path} is missing",
                               hint="re-run vcfvirtual index") from None
     # The cache is always hashed (at most ~2 MiB read): a copy that kept another file's
-    # mtime (cp -p, rsync -t) must not pass on size and mtime alone. The source is only
-    # hashed when its size or mtime moved, as it may be far larger and is only a check.
-    problems = Fingerprint.from_json(cache).differences(path, always_hash=True)
+    # mtime (cp -p, rsync -t) must not pass on size and mtime alone. A FIFO, device or
+    # directory is refused from its stat, never opened (a FIFO's open would block).
+    try:
+        problems = Fingerprint.from_json(cache).differences(path, always_hash=True)
+    except (OSError, KeyError, TypeError, ValueError) as e:
+        problems = [f"cannot be fingerprinted ({e})"]
     if problems:
         raise StaleCacheError(refs_path, f"the transcode cache {path} does not match the references: "
                               + "; ".join(problems), hint="re-run vcfvirtual index --force")
     # "source" (one file) is how references before several-file stores named it.
-    for source in info.get("sources") or [info.get("source", {})]:
-        if source.get("path") and os.path.isfile(source["path"]) and "size" in source:
-            problems = Fingerprint.from_json(source).differences(source["path"])
-            if problems:
-                raise StaleCacheError(refs_path, f"the source BCF {source['path']} changed since it was indexed: "
-                                      + "; ".join(problems), hint="re-run vcfvirtual index --force")
+    sources = info.get("sources") or [info.get("source") or {}]
+    for source in sources if isinstance(sources, list) else []:
+        if not isinstance(source, dict) or not isinstance(source.get("path"), str) or "size" not in source:
+            continue
+        if not os.path.isfile(source["path"]):  # unreachable, or not a regular file: not read
+            continue
+        try:
+            problems = Fingerprint.from_json(source).differences(source["path"], always_hash=True)
+        except (OSError, KeyError, TypeError, ValueError) as e:
+            problems = [f"cannot be fingerprinted ({e})"]
+        if problems:
+            raise StaleCacheError(refs_path, f"the source BCF {source['path']} changed since it was indexed: "
+                                  + "; ".join(problems), hint="re-run vcfvirtual index --force")
 
 
 def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> None:
@@ -328,6 +362,192 @@ def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> No
         return
     raise StaleCacheError(refs_path, f"the transcode cache {url} does not match the references: {problem}",
                           hint="upload the cache these references were made with, or re-run vcfvirtual index")
+
+
+# --- references are untrusted input ------------------------------------------------------
+# A Kerchunk JSON can name any URL, byte range and codec configuration. Plain Kerchunk
+# follows them all (by design); open_store, when checking, follows only references into
+# the one cache the attributes declare and fingerprint, within its size, through
+# metadata that agrees with the codec configuration.
+
+_UNTRUSTED_HINT = "open_store(..., check=False) reads them as plain Kerchunk would, if you trust their author"
+
+
+def _check_chunk_ref(key, value, cache_url: str, cache_size: int, refs_path) -> None:
+    """One ``[url, offset, length]`` chunk reference must stay inside the cache."""
+    if len(value) != 3:
+        raise UntrustedReferenceError(refs_path, f"reference {key!r} is not [url, offset, length]: {value!r}"[:300],
+                                      hint=_UNTRUSTED_HINT)
+    url, offset, length = value
+    if url != cache_url:
+        raise UntrustedReferenceError(refs_path, f"reference {key!r} points at {str(url)[:200]!r}, not at the cache "
+                                      f"{cache_url} the references declare", hint=_UNTRUSTED_HINT)
+    for what, x in (("offset", offset), ("length", length)):
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
+            raise UntrustedReferenceError(refs_path, f"reference {key!r} has {what} {x!r}, not a byte count",
+                                          hint=_UNTRUSTED_HINT)
+    if int(offset) + int(length) > cache_size:
+        raise UntrustedReferenceError(refs_path, f"reference {key!r} reads bytes {offset}..{int(offset) + int(length)}, "
+                                      f"past the cache's {cache_size} bytes", hint=_UNTRUSTED_HINT)
+
+
+# Arrays whose codec kind follows from their name; INFO/FORMAT arrays are named after
+# their field (variant_<INFO>, call_<FORMAT>).
+_KIND_OF_ARRAY = {"variant_contig": "contig", "variant_position": "position", "variant_length": "length",
+                  "variant_id": "id", "variant_id_mask": "id_mask", "variant_allele": "allele",
+                  "variant_quality": "quality", "variant_filter": "filter", "call_genotype": "genotype",
+                  "call_genotype_phased": "genotype_phased", "call_genotype_mask": "genotype_mask"}
+
+
+def _store_header(refs: dict, refs_path):
+    """The VCF header the store was indexed from (its ``vcf_header`` attribute), parsed
+    as htslib parses it: the dictionary keys every codec config must agree with."""
+    from .header import parse_header_text
+
+    text = _attributes(refs, refs_path).get("vcf_header")
+    if not isinstance(text, str):
+        raise UntrustedReferenceError(refs_path, "the references carry no vcf_header attribute to check their "
+                                      "codec configurations against", hint=_UNTRUSTED_HINT)
+    try:
+        return parse_header_text(text.encode("utf-8"), refs_path, 0)
+    except VcfVirtualError as e:
+        raise UntrustedReferenceError(refs_path, f"the vcf_header attribute is not a header htslib reads: "
+                                      f"{e.problem}", hint=_UNTRUSTED_HINT) from None
+
+
+def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str]:
+    """How ``spec`` differs from what the index writes for array ``name`` of this header."""
+    problems = []
+    if spec.array != name:
+        problems.append(f"its config names array {spec.array!r}")
+    if layout is not None and spec.layout != layout:
+        problems.append(f"layout {spec.layout!r}, the cache's is {layout!r}")
+    shape = meta.get("shape")
+    if spec.num_records and isinstance(shape, list) and shape and shape[0] != spec.num_records:
+        problems.append(f"{spec.num_records} records in its config, {shape[0]} in its shape")
+    n_samples = len(header.samples)
+    if name in _KIND_OF_ARRAY:
+        if spec.kind != _KIND_OF_ARRAY[name]:
+            problems.append(f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}")
+        elif spec.kind.startswith("genotype") and (spec.key != header.gt_key or spec.shape[0] != n_samples):
+            problems.append(f"GT key {spec.key} and {spec.shape[0]} samples, the header's are "
+                            f"{header.gt_key} and {n_samples}")
+        elif spec.kind == "filter" and (list(spec.filter_columns) != header.filter_column_map()
+                                        or spec.shape[0] != len(header.filters)):
+            problems.append(f"filter_columns {list(spec.filter_columns)}, the header's are "
+                            f"{header.filter_column_map()}")
+        return problems
+    category = {"info": "INFO", "format": "FORMAT"}.get(spec.kind)
+    fields = header.info if category == "INFO" else header.formats
+    prefix = "variant_" if category == "INFO" else "call_"
+    field = next((f for f in fields if prefix + f.name == name), None) if category else None
+    if field is None:
+        problems.append(f"kind {spec.kind!r} is not that of an INFO or FORMAT field the header declares")
+    elif spec.key != field.key or spec.vcf_type != field.type:
+        problems.append(f"key {spec.key} and type {spec.vcf_type!r}, the header's {category}/{field.name} has "
+                        f"{field.key} and {field.type!r}")
+    elif category == "FORMAT" and spec.shape[0] != n_samples:
+        problems.append(f"{spec.shape[0]} samples, the header has {n_samples}")
+    return problems
+
+
+def _check_array_metadata(key: str, value, refs_path, header=None, layout=None) -> None:
+    """An array decoded by our codec: its metadata must agree with the codec's config,
+    or zarr would reshape the decoded bytes into another shape (an untyped error)."""
+    from .codec import CODEC_ID, ChunkSpec
+
+    try:
+        meta = json.loads(value) if isinstance(value, (str, bytes)) else value
+    except json.JSONDecodeError as e:
+        raise UntrustedReferenceError(refs_path, f"{key} is not JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise UntrustedReferenceError(refs_path, f"{key} is not a JSON object")
+    filters = meta.get("filters") or []
+    if not isinstance(filters, list) or not all(isinstance(f, dict) for f in filters):
+        raise UntrustedReferenceError(refs_path, f"{key}: filters are not a list of codec configs")
+    ours = [f for f in filters if f.get("id") == CODEC_ID]
+    if not ours:
+        return
+    name = key.rsplit("/", 1)[0]
+    try:
+        spec = ChunkSpec.from_config(ours[-1])
+    except VcfVirtualError as e:
+        raise UntrustedReferenceError(refs_path, f"array {name}: {e.problem}", hint=_UNTRUSTED_HINT) from None
+    except (TypeError, ValueError) as e:
+        raise UntrustedReferenceError(refs_path, f"array {name}: bad vcfvirtual.bcf config ({e})",
+                                      hint=_UNTRUSTED_HINT) from None
+    problems = []
+    if filters[-1] is not ours[-1] or len(ours) != 1:
+        problems.append("the vcfvirtual.bcf codec is not the one, last filter")
+    others = [f.get("id") for f in filters[:-1]]
+    if others not in ([], ["vlen-utf8"]) or (others == ["vlen-utf8"]) != (spec.dtype == "str"):
+        problems.append(f"filters {others} do not fit dtype {spec.dtype}")
+    if meta.get("compressor") is not None:
+        problems.append("a compressor runs before the codec")
+    chunks = [spec.chunk_length, *[max(1, x) for x in spec.shape]]
+    if meta.get("chunks") != chunks:
+        problems.append(f"chunks {meta.get('chunks')} differ from the codec's {chunks}")
+    shape = meta.get("shape")
+    if not isinstance(shape, list) or shape[1:] != list(spec.shape):
+        problems.append(f"shape {shape} differs from the codec's per-variant shape {list(spec.shape)}")
+    dtype = meta.get("dtype")
+    try:
+        same_dtype = dtype == "|O" if spec.dtype == "str" else np.dtype(dtype) == np.dtype(spec.dtype)
+    except TypeError:
+        same_dtype = False
+    if not same_dtype:
+        problems.append(f"dtype {dtype!r} differs from the codec's {spec.dtype!r}")
+    if header is not None:
+        problems += _agrees_with_header(name, spec, meta, header, layout)
+    if problems:
+        raise UntrustedReferenceError(refs_path, f"array {name}: " + "; ".join(problems), hint=_UNTRUSTED_HINT)
+
+
+def _check_references(refs: dict, refs_path, cache_url: str, cache_size: int, header=None, layout=None) -> None:
+    """Every reference of a Kerchunk JSON names the declared cache (inline data aside)."""
+    extra = set(refs) - {"version", "templates", "refs"}
+    if extra:  # "gen" would generate references from templates we never see here
+        raise UntrustedReferenceError(refs_path, f"the references hold {sorted(map(str, extra))}, which vcfvirtual "
+                                      "never writes", hint=_UNTRUSTED_HINT)
+    templates = refs.get("templates", {})
+    if not isinstance(templates, dict) or not all(isinstance(v, str) for v in templates.values()):
+        raise UntrustedReferenceError(refs_path, "the references' templates are not a map of names to URLs")
+    if CACHE_TEMPLATE in templates and templates[CACHE_TEMPLATE] != cache_url:
+        raise UntrustedReferenceError(
+            refs_path, f"the cache template names {templates[CACHE_TEMPLATE][:200]!r}, the attributes (whose "
+            f"fingerprint is checked) name {cache_url}", hint="vcfvirtual relocate, or open_store(..., cache_url=...)")
+    if not isinstance(refs.get("refs"), dict):
+        raise UntrustedReferenceError(refs_path, "the references hold no 'refs' map")
+    template = "{{" + CACHE_TEMPLATE + "}}"
+    for key, value in refs["refs"].items():
+        if not isinstance(key, str):
+            raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
+        if isinstance(value, list):
+            # The URL as written, not as resolved here: Kerchunk resolves templates its own
+            # way (str.format), so only the exact template or the cache URL itself pass.
+            if value and value[0] == template and templates.get(CACHE_TEMPLATE) == cache_url:
+                value = [cache_url, *value[1:]]
+            _check_chunk_ref(key, value, cache_url, cache_size, refs_path)
+        elif key.endswith(".zarray"):
+            _check_array_metadata(key, value, refs_path, header, layout)
+        elif not isinstance(value, (str, dict)):
+            raise UntrustedReferenceError(refs_path, f"reference {key!r} is neither data nor [url, offset, length]")
+
+
+def _guarded_reference_fs(cache_url: str, cache_size: int, refs_path, **kwargs):
+    """A Kerchunk reference filesystem that fetches only ranges of the declared cache:
+    what is checked eagerly for JSON is checked per fetch for lazily loaded Parquet."""
+    from fsspec.implementations.reference import ReferenceFileSystem
+
+    class GuardedReferenceFileSystem(ReferenceFileSystem):
+        def _cat_common(self, path, start=None, end=None):
+            key = self._strip_protocol(path)
+            part = self.references.get(key) if hasattr(self.references, "get") else None
+            if isinstance(part, (list, tuple)):
+                _check_chunk_ref(key, list(part), cache_url, cache_size, refs_path)
+            return super()._cat_common(path, start=start, end=end)
+
+    return GuardedReferenceFileSystem(skip_instance_cache=True, **kwargs)
 
 
 def _load(refs_path) -> dict:
@@ -357,7 +577,14 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None,
     to ``s3://...`` or served over ``https://...``; a folder URL ending in ``/`` gets the
     cache's file name); ``storage_options`` are fsspec's for reaching it (e.g.
     ``{"endpoint_url": ...}`` for an S3-compatible service). The cache is checked against
-    its fingerprint, locally or through range reads (``check=False`` skips that)."""
+    its fingerprint, locally or through range reads.
+
+    References are treated as untrusted: with ``check`` (the default) every chunk must be
+    a byte range of the one cache the attributes declare (and whose fingerprint is
+    checked), and every array's metadata must agree with its codec configuration;
+    anything else is ``UntrustedReferenceError``, before anything is fetched.
+    ``check=False`` skips all of this and reads the references as plain Kerchunk does
+    (which follows any URL they name): only for references whose author you trust."""
     from zarr.storage import FsspecStore
 
     refs_path = os.fspath(refs_path)
@@ -367,27 +594,47 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None,
                                   hint="write it again with vcfvirtual index --format icechunk")
         return open_icechunk(refs_path, check=check)
     refs = _load(refs_path)
+    if not isinstance(refs, dict) or not isinstance(refs.get("refs"), dict):
+        raise UntrustedReferenceError(refs_path, "not Kerchunk references: no 'refs' map")
     if refs.get("parquet"):
         if cache_url is not None:
             raise VcfVirtualError(refs_path, "Parquet references name the cache in every chunk",
                                   hint="write them again with vcfvirtual index --format parquet --cache-url")
-        if check:
-            check_cache(refs, refs_path, storage_options)
-        url = _attributes(refs)["vcfvirtual"]["cache"]["url"]
         fo = refs_path
     else:
         if cache_url is not None:
             refs = relocate(refs, cache_url, refs_path)
-        if check:
-            check_cache(refs, refs_path, storage_options)
-        url = refs.get("templates", {}).get(CACHE_TEMPLATE, "file://")
         fo = refs
+    cache = _declared_cache(refs, refs_path) if check else None
+    if check and cache is None:
+        raise UntrustedReferenceError(refs_path, "the references declare no vcfvirtual cache, so nothing they "
+                                      "point at can be checked", hint=_UNTRUSTED_HINT)
+    if check:
+        # The cache first (missing, changed, not a regular file), then every reference
+        # against it; nothing the references name is fetched before both pass.
+        check_cache(refs, refs_path, storage_options)
+        header = _store_header(refs, refs_path)
+        layout = cache.get("layout")
+        if refs.get("parquet"):
+            for key, value in refs["refs"].items():
+                if isinstance(key, str) and key.endswith(".zarray"):
+                    _check_array_metadata(key, value, refs_path, header, layout)
+        else:
+            _check_references(refs, refs_path, cache["url"], cache["size"], header, layout)
+        url = cache["url"]
+    elif refs.get("parquet"):
+        url = _attributes(refs, refs_path)["vcfvirtual"]["cache"]["url"]
+    else:
+        url = refs.get("templates", {}).get(CACHE_TEMPLATE, "file://")
     protocol = urlparse(url).scheme or "file"
     # zarr reads the reference filesystem asynchronously; the cache's must match.
     remote_options = {**(storage_options or {}), "asynchronous": True} if protocol != "file" else None
+    options = {"fo": fo, "asynchronous": True, "remote_protocol": protocol, "remote_options": remote_options}
     try:
-        fs = fsspec.filesystem("reference", fo=fo, asynchronous=True, remote_protocol=protocol,
-                               remote_options=remote_options)
+        if check:
+            fs = _guarded_reference_fs(url, cache["size"], refs_path, **options)
+        else:
+            fs = fsspec.filesystem("reference", **options)
     except ImportError as e:
         raise VcfVirtualError(url, f"reading this URL needs a library that is not installed ({e})",
                               hint="pip install 'vcfvirtual[remote]'") from None
