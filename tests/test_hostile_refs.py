@@ -279,6 +279,18 @@ def test_a_config_decoding_another_field_is_refused_by_open_store(seed, tmp_path
     assert ds["call_DP"].values.tolist() == info_dp  # what the config says, not FORMAT/DP
 
 
+def test_length_config_naming_another_key_than_end_is_refused_by_open_store(seed, tmp_path):
+    """variant_length's config carries INFO/END's key (htslib derives a damaged rlen from
+    END); a key the header gives another field is refused."""
+    refs, _ = seed["bgzf"]
+    doc = load(refs)
+    meta = zarray(doc, "variant_length")
+    meta["filters"][-1]["key"] += 1  # the seed declares no END: key -1 becomes another field's 0
+    doc["refs"]["variant_length/.zarray"] = json.dumps(meta)
+    with pytest.raises(UntrustedReferenceError, match="END key"):
+        vcfvirtual.open_store(save(doc, tmp_path / "length.json"))
+
+
 def test_genotype_ploidy_and_shape_must_agree(seed):
     config = zarray(load(seed["bgzf"][0]), "call_genotype")["filters"][-1]
     with pytest.raises(CodecConfigError, match="ploidy"):

@@ -141,8 +141,12 @@ def _validate(spec) -> None:
     if not kind.startswith("genotype"):
         if spec.ploidy:
             bad(f"kind {kind!r} takes no ploidy, got {spec.ploidy}")
-        if kind not in ("info", "format") and spec.key != -1:
+        # variant_length carries INFO/END's key (or -1): htslib derives a record's length
+        # from END when its stored rlen is out of range.
+        if kind not in ("info", "format", "length") and spec.key != -1:
             bad(f"kind {kind!r} takes no dictionary key, got {spec.key}")
+        if kind == "length" and spec.key < -1:
+            bad(f"kind 'length' takes INFO/END's dictionary key or -1, got {spec.key}")
     if spec.dtype not in dtypes:
         bad(f"dtype {spec.dtype!r} is not one the index writes for kind {kind!r} ({sorted(dtypes)})")
     if len(shape) not in ranks:

@@ -63,6 +63,11 @@ class BCFHeader:
                 return f.key
         return -1
 
+    @property
+    def end_key(self) -> int:
+        """Dictionary index of INFO/END, or -1: htslib derives a damaged rlen from it."""
+        return next((f.key for f in self.info if f.name == "END"), -1)
+
     def filter_column_map(self) -> list[int]:
         """List indexed by filter dictionary key giving the ``filter_id`` column (-1: none)."""
         size = max(self.filter_keys, default=-1) + 1

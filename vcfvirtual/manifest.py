@@ -18,7 +18,7 @@ from virtualizarr.manifests.utils import create_v3_array_metadata
 from . import __version__
 from .errors import CorruptBCFError, FieldShapeError
 from .codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
-from .scan import ScanResult, end_key
+from .scan import ScanResult
 
 VCF_ZARR_VERSION = "0.3"
 # Target size of one decoded call_genotype chunk, and the bounds on variants per chunk.
@@ -262,7 +262,7 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=N
                                     description=FIXED_DESCRIPTIONS["variant_position"]),
         "variant_length": variant("variant_length", "length", length_dtype,
                                   description=FIXED_DESCRIPTIONS["variant_length"],
-                                  key=end_key(h)),  # the codec replaces a damaged rlen from END
+                                  key=h.end_key),  # the codec replaces a damaged rlen from END
         "variant_id": variant("variant_id", "id", str, description=FIXED_DESCRIPTIONS["variant_id"]),
         "variant_id_mask": variant("variant_id_mask", "id_mask", bool),
         "variant_allele": variant("variant_allele", "allele", str, ("variants", "alleles"), (n_alleles,),

@@ -129,11 +129,6 @@ _KIND_OF_TYPE = {"Integer": KIND_INTEGER, "Float": KIND_FLOAT, "Flag": KIND_FLAG
                  "String": KIND_CHAR, "Character": KIND_CHAR}
 
 
-def end_key(header: BCFHeader) -> int:
-    """INFO/END's dictionary key, or -1: htslib derives a damaged rlen from it."""
-    return next((f.key for f in header.info if f.name == "END"), -1)
-
-
 def declared_kinds(header: BCFHeader, n_keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(INFO kind, FORMAT kind, FILTER declared) indexed by dictionary key."""
     info = np.zeros(n_keys, np.int8)
@@ -390,7 +385,7 @@ class _RecordAccumulator:
         # htslib replaces an rlen of 2^31 or more (negative as int32) from REF and
         # INFO/END, which the scan reproduces, and from SVLEN and FORMAT/LEN, which it
         # does not: with those in the header, such a record is refused.
-        self.rlen_fixup = (end_key(header), any(f.name in ("SVLEN", "LEN") for f in (*header.info, *header.formats)))
+        self.rlen_fixup = (header.end_key, any(f.name in ("SVLEN", "LEN") for f in (*header.info, *header.formats)))
         # Inflated bytes are copied once, into this stage, and scanned in place; the
         # tail of a record cut by the stage's end moves to its front.
         self.stage = np.empty(SCAN_BATCH + bgzf.MAX_BLOCK_SIZE, dtype=np.uint8)

@@ -432,6 +432,8 @@ def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str
         elif spec.kind.startswith("genotype") and (spec.key != header.gt_key or spec.shape[0] != n_samples):
             problems.append(f"GT key {spec.key} and {spec.shape[0]} samples, the header's are "
                             f"{header.gt_key} and {n_samples}")
+        elif spec.kind == "length" and spec.key != header.end_key:
+            problems.append(f"END key {spec.key}, the header's INFO/END key is {header.end_key}")
         elif spec.kind == "filter" and (list(spec.filter_columns) != header.filter_column_map()
                                         or spec.shape[0] != len(header.filters)):
             problems.append(f"filter_columns {list(spec.filter_columns)}, the header's are "
