@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 from numcodecs import VLenUTF8
 
 import vcfvirtual
-from vcfvirtual import bgzf
-from vcfvirtual import codec as codec_mod
+from vcfvirtual_codec import bgzf
+from vcfvirtual_codec import codec as codec_mod
 from vcfvirtual.errors import ChunkDecodeError, VcfVirtualError
 
 from . import bcfdata

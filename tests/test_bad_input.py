@@ -21,8 +21,9 @@ import pysam
 import pytest
 
 import vcfvirtual
-from vcfvirtual import bgzf, errors, header as header_mod, writers
-from vcfvirtual.codec import BCFRecordsCodec
+from vcfvirtual_codec import bgzf
+from vcfvirtual import errors, header as header_mod, writers
+from vcfvirtual_codec.codec import BCFRecordsCodec
 
 from . import bcfdata
 from .conftest import FullDisk

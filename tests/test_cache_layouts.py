@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import vcfvirtual
-from vcfvirtual import bgzf
+from vcfvirtual_codec import bgzf
 
 from .bcfdata import bcftools
 from .conftest import assert_matches_bio2zarr, bio2zarr_convert, open_both
@@ -68,7 +68,7 @@ def test_chunk_ranges_are_whole_blocks_starting_with_a_record(cohort_bcf, tmp_pa
     data = cache.read_bytes()
     with pysam.VariantFile(str(cohort_bcf)) as vf:
         positions = [r.pos for r in vf]
-    from vcfvirtual import records
+    from vcfvirtual_codec import records
 
     for k, (offset, length) in enumerate(zip(manifest._offsets.ravel(), manifest._lengths.ravel())):
         chunk = bgzf.inflate_chunk(np.frombuffer(data[int(offset) : int(offset) + int(length)], np.uint8))

@@ -12,7 +12,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from vcfvirtual import bgzf
+from vcfvirtual_codec import bgzf
 from vcfvirtual.cli import main
 
 from . import bcfdata

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import vcfvirtual
-from vcfvirtual.codec import BCFRecordsCodec, BCFRecordsZarrCodec, ChunkSpec
+from vcfvirtual_codec.codec import BCFRecordsCodec, BCFRecordsZarrCodec, ChunkSpec
 from vcfvirtual.errors import ChunkDecodeError
 
 from .conftest import chunk_bytes
@@ -50,7 +50,7 @@ codec = numcodecs.get_codec(json.loads({json.dumps(json.dumps(CONFIG))}))
 print(type(codec).__module__, type(codec).__name__, get_codec_class("vcfvirtual.bcf").__name__)
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["vcfvirtual.codec", "BCFRecordsCodec", "BCFRecordsZarrCodec"]
+    assert out.split() == ["vcfvirtual_codec.codec", "BCFRecordsCodec", "BCFRecordsZarrCodec"]
 
 
 def test_unknown_kind_and_newer_version_are_refused():
@@ -143,7 +143,7 @@ def test_integer_values_outside_the_indexed_dtype_are_refused(data_dir, tmp_path
 def test_error_codes_are_distinct_and_explained():
     """Kernels return bare integer codes; two meanings sharing a code would mislabel errors
     (a merge once gave a new GT check the FILTER check's code)."""
-    from vcfvirtual import decode, records
+    from vcfvirtual_codec import decode, records
 
     codes = {name: value for module in (records, decode) for name, value in vars(module).items()
              if name.startswith("ERR_") and isinstance(value, int)}

@@ -12,7 +12,7 @@ import pysam
 import pytest
 
 import vcfvirtual
-from vcfvirtual import codec
+from vcfvirtual_codec import codec
 from vcfvirtual.errors import ChunkDecodeError, CorruptBCFError, HeaderError
 
 from . import bcfdata

@@ -29,8 +29,8 @@ import pytest
 import xarray as xr
 
 import vcfvirtual
-from vcfvirtual import bgzf
-from vcfvirtual import codec as codec_mod
+from vcfvirtual_codec import bgzf
+from vcfvirtual_codec import codec as codec_mod
 from vcfvirtual.errors import (
     ChunkDecodeError,
     CodecConfigError,

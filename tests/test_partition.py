@@ -13,7 +13,8 @@ import pysam
 import pytest
 
 import vcfvirtual
-from vcfvirtual import bgzf, partition
+from vcfvirtual_codec import bgzf
+from vcfvirtual import partition
 from vcfvirtual.scan import read_header
 
 from . import bcfdata

@@ -36,7 +36,7 @@ import zarr
 from numcodecs import VLenUTF8
 
 import vcfvirtual
-from vcfvirtual import codec
+from vcfvirtual_codec import codec
 from vcfvirtual.errors import ChunkDecodeError, CorruptBCFError, VcfVirtualError
 
 from . import bcfdata

@@ -80,7 +80,7 @@ def test_wrong_bcf_version_is_refused(small_bcf, tmp_path):
 
 def test_missing_eof_block_warns_and_indexes_whole_records(cohort_bcf, tmp_path, caplog):
     raw = cohort_bcf.read_bytes()
-    from vcfvirtual import bgzf
+    from vcfvirtual_codec import bgzf
 
     assert raw.endswith(bgzf.EOF_BLOCK)
     cut = tmp_path / "no_eof.bcf"

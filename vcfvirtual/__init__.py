@@ -1,8 +1,14 @@
 """vcfvirtual: existing BCF files served as virtual VCF Zarr stores."""
 
+import sys
+
 __version__ = "0.1.0"
 
-from . import codec as _codec  # noqa: E402
+if sys.version_info < (3, 12):  # VirtualiZarr 2 and zarr 3 need it; say so in one line
+    raise ImportError(f"vcfvirtual needs Python >= 3.12, this is {sys.version.split()[0]}; to read stores "
+                      "someone shared, vcfvirtual-codec (codec/) alone installs on Python >= 3.10")
+
+from vcfvirtual_codec import codec as _codec  # noqa: E402
 
 # Registering on import as well as through entry points means codecs resolve even in
 # an environment whose entry points are stale (e.g. an un-reinstalled editable build).

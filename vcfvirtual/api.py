@@ -15,7 +15,7 @@ from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestStore
 
-from . import bgzf
+from vcfvirtual_codec import bgzf
 from . import cache as cache_mod
 from . import manifest, parallel, storage, transcode, writers
 from .errors import OutputWriteError, StaleCacheError, VcfVirtualError

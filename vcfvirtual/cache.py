@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import bgzf
+from vcfvirtual_codec import bgzf
 from .errors import OutputExistsError, OutputWriteError
 from .scan import ScanResult, scan_bcf
 

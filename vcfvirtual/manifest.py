@@ -17,7 +17,7 @@ from virtualizarr.manifests.utils import create_v3_array_metadata
 
 from . import __version__
 from .errors import CorruptBCFError, FieldShapeError
-from .codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
+from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from .scan import ScanResult
 
 VCF_ZARR_VERSION = "0.3"

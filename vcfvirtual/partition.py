@@ -23,7 +23,7 @@ import struct
 
 import numpy as np
 
-from . import bgzf, records
+from vcfvirtual_codec import bgzf, records
 from .errors import VcfVirtualError
 from .header import BCFHeader
 from .scan import RecordStart, _scan_kernel, declared_kinds, new_stats, read_header

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 from tqdm.auto import tqdm
 
-from . import bgzf, records
+from vcfvirtual_codec import bgzf, records
 from .errors import CorruptBCFError, HeaderError, NotBCFError
 from .header import BCF_PREFIX_SIZE, BCFHeader, classify_prefix, parse_header_text, read_prefix
 

@@ -456,7 +456,7 @@ def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str
 def _check_array_metadata(key: str, value, refs_path, header=None, layout=None) -> None:
     """An array decoded by our codec: its metadata must agree with the codec's config,
     or zarr would reshape the decoded bytes into another shape (an untyped error)."""
-    from .codec import CODEC_ID, ChunkSpec
+    from vcfvirtual_codec.codec import CODEC_ID, ChunkSpec
 
     try:
         meta = json.loads(value) if isinstance(value, (str, bytes)) else value

@@ -20,7 +20,7 @@ import dataclasses
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -190,7 +190,7 @@ class ChunkSpec:
         _validate(self)
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> Self:
+    def from_config(cls, config: dict[str, Any]) -> ChunkSpec:
         if not isinstance(config, dict):
             raise CodecConfigError(None, f"a vcfvirtual.bcf config is a JSON object, got {type(config).__name__}")
         fields = {f.name for f in dataclasses.fields(cls)}
@@ -514,7 +514,7 @@ if BytesBytesCodec is not None:
             object.__setattr__(self, "spec", spec if spec is not None else ChunkSpec.from_config(config))
 
         @classmethod
-        def from_dict(cls, data: dict[str, Any]) -> Self:
+        def from_dict(cls, data: dict[str, Any]) -> BCFRecordsZarrCodec:
             if data.get("name") != CODEC_ID:
                 raise ValueError(f"expected codec name {CODEC_ID!r}, got {data.get('name')!r}")
             return cls(**data.get("configuration", {}))
