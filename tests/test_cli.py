@@ -216,3 +216,31 @@ def test_vcf_text_named_bcf_is_told_to_rename_it(tmp_path):
     assert "VCF text" in result.output and ".vcf" in result.output and "bcftools" not in result.output
     renamed = wrong.rename(tmp_path / "calls.vcf")
     assert run_index(renamed).exit_code == 0
+
+
+@pytest.mark.parametrize("fmt", ["json", "parquet", "icechunk"])
+def test_summary_names_every_output_and_a_line_that_opens_them(small_bcf, tmp_path, fmt, monkeypatch):
+    import pysam
+    import xarray as xr
+
+    import vcfvirtual
+
+    bcf = shutil.copy(small_bcf, tmp_path / "s.bcf")
+    monkeypatch.chdir(tmp_path)
+    result = run_index("s.bcf", "--format", fmt)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    refs = {"json": "s.bcf.vcz.json", "parquet": "s.bcf.vcz.parq", "icechunk": "s.bcf.vcz.icechunk"}[fmt]
+    assert lines[1].startswith(f"wrote  {refs}") and (tmp_path / refs).exists()
+    assert str(tmp_path / "s.bcf.vcz.cache.bcf") in lines[2] and "bgzf layout" in lines[2]
+    opener = lines[3].removeprefix("open:  ")
+    ds = eval(opener, {"xr": xr, "vcfvirtual": vcfvirtual})
+    with pysam.VariantFile(str(bcf)) as vf:
+        assert ds["variant_position"].values.tolist() == [r.pos for r in vf]
+
+
+def test_summary_of_an_uncompressed_bcf_says_there_is_no_cache(small_bcf, tmp_path):
+    plain = bcfdata.uncompressed_copy(small_bcf, tmp_path / "plain.bcf")
+    result = run_index(plain)
+    assert result.exit_code == 0, result.output
+    assert "no cache" in result.output and str(plain) in result.output and "transcode cache" not in result.output

@@ -235,6 +235,14 @@ def _refuse_overlaps(sources, cache_path, refs_path) -> None:
                                           hint="give --output and --cache different names")
 
 
+def references_path(bcf_path, refs_path=None, cache_path=None, refs_format: str = "json"):
+    """Where :func:`index` writes the references for these arguments: ``refs_path`` when
+    given (a path or URL), else the default named after the input (or the cache)."""
+    if isinstance(refs_path, str) and storage.is_url(refs_path):
+        return refs_path
+    return _output_paths(_sources(bcf_path), refs_path, cache_path, refs_format)[0]
+
+
 def _output_paths(sources: list[Path], refs_path, cache_path, refs_format: str) -> tuple[Path | None, Path]:
     """(references, cache) paths: asked for, or named after the input."""
     suffix = {"json": ".json", "parquet": ".parq", "icechunk": ".icechunk"}[refs_format]

@@ -162,13 +162,31 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
                           refs_format=refs_format, workers=workers, dask_client=client, storage_options=options)
     except (VcfVirtualError, OSError) as e:
         _fail(e)
+    from .api import references_path
+
+    inputs = bcf[0] if len(bcf) == 1 else list(bcf)
+    refs = references_path(inputs, refs_path, cache_path, refs_format)
+    click.echo(_summary(store, refs, refs_format, time.perf_counter() - start), err=True)
+
+
+_FORMAT_NAMES = {"json": "Kerchunk JSON references", "parquet": "Kerchunk Parquet references",
+                 "icechunk": "Icechunk repository"}
+
+
+def _summary(store, refs, refs_format: str, seconds: float) -> str:
+    """What was written and how to open it."""
     attrs = store._group.metadata.attributes["vcfvirtual"]
     n = store._group.arrays["variant_position"].shape[0]
-    click.echo(
-        f"indexed {n} records in {time.perf_counter() - start:.2f}s; "
-        f"chunks of {attrs['variants_chunk_size']} variants; cache {attrs['cache']['url']}",
-        err=True,
-    )
+    cache = attrs["cache"]
+    cache_at = cache["url"].removeprefix("file://")
+    lines = [f"indexed {n:,} records in {seconds:.2f}s, in chunks of {attrs['variants_chunk_size']:,} variants",
+             f"wrote  {refs}  ({_FORMAT_NAMES[refs_format]})"]
+    if attrs.get("zero_copy"):
+        lines.append(f"       no cache: the references point into {cache_at} itself (an uncompressed BCF)")
+    else:
+        lines.append(f"       {cache_at}  (transcode cache, {cache['layout']} layout)")
+    lines.append(f"open:  xr.open_zarr(vcfvirtual.open_store({str(refs)!r}), consolidated=False)")
+    return "\n".join(lines)
 
 
 def _storage_options(text):
