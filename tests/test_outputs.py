@@ -135,7 +135,7 @@ def test_force_replaces_our_own_outputs_of_each_kind(small_bcf, tmp_path, fmt):
         pytest.importorskip("icechunk")
     refs, cache = tmp_path / ("s" + FORMAT_SUFFIX[fmt]), tmp_path / "s.cache.bcf"
     vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, refs_format=fmt, variants_chunk_size=3)
-    with pytest.raises(errors.OutputExistsError, match="--force"):
+    with pytest.raises(errors.OutputExistsError, match="force=True"):
         vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, refs_format=fmt, variants_chunk_size=2)
     vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, refs_format=fmt, variants_chunk_size=2,
                      force=True)

@@ -103,7 +103,7 @@ def index(
     if any(c in os.path.abspath(cache_path) for c in "#?"):
         # Readers take the cache's file URL apart at these (obstore: fragment and query).
         raise VcfVirtualError(cache_path, "the cache path contains '#' or '?', which its file URL cannot carry",
-                              hint="choose another --cache path")
+                              hint="choose another cache_path=")
     _refuse_overlaps(sources, None if zero_copy else cache_path, refs_path)
     # A killed run's leftovers go first: an output it had set aside is put back, and is
     # then judged like any existing output.
@@ -113,9 +113,9 @@ def index(
                 logger.warning("removed %s, left by an index run that was killed", stale)
     # Only outputs of this tool are replaced, and only with force.
     if not zero_copy:
-        cache_mod.refuse_foreign_output(cache_path, cache_mod.CACHE, force=force, option="--cache")
+        cache_mod.refuse_foreign_output(cache_path, cache_mod.CACHE, force=force, option="cache_path=")
     if refs_path is not None:
-        cache_mod.refuse_foreign_output(refs_path, cache_mod.REFS, force=force, option="--output")
+        cache_mod.refuse_foreign_output(refs_path, cache_mod.REFS, force=force, option="refs_path=")
     if remote is not None and not force:
         remote.refuse_existing()
 
@@ -208,11 +208,11 @@ def _sources(bcf_path) -> list:
 def _refuse_folder_names(refs_path, cache_path) -> None:
     """Outputs are files (Parquet and Icechunk references: directories this tool makes
     whole), named in full: a name ending in a separator asks to write into a folder."""
-    for path, option in ((refs_path, "--output"), (cache_path, "--cache")):
+    for path, option in ((refs_path, "refs_path="), (cache_path, "cache_path=")):
         if isinstance(path, str) and not storage.is_url(path) and path.endswith(("/", os.sep)):
             raise cache_mod.OutputExistsError(path, "names a directory; outputs are written under names of their own",
                                               hint=f"give {option} a file name, e.g. {path}cohort.vcz.json"
-                                              if option == "--output" else f"give {option} a file name")
+                                              if option == "refs_path=" else f"give {option} a file name")
 
 
 def _refuse_overlaps(sources, cache_path, refs_path) -> None:
@@ -223,7 +223,7 @@ def _refuse_overlaps(sources, cache_path, refs_path) -> None:
         except OSError:
             return os.path.abspath(a) == os.path.abspath(b)
 
-    for output, option in ((cache_path, "--cache"), (refs_path, "--output")):
+    for output, option in ((cache_path, "cache_path="), (refs_path, "refs_path=")):
         if output is None:
             continue
         for source in sources:
@@ -232,7 +232,7 @@ def _refuse_overlaps(sources, cache_path, refs_path) -> None:
                                                   hint=f"give another {option}")
     if cache_path is not None and refs_path is not None and same(cache_path, refs_path):
         raise cache_mod.OutputExistsError(refs_path, "is named both as the cache and as the references",
-                                          hint="give --output and --cache different names")
+                                          hint="give refs_path= and cache_path= different names")
 
 
 def references_path(bcf_path, refs_path=None, cache_path=None, refs_format: str = "json"):
@@ -255,7 +255,7 @@ def _output_paths(sources: list[Path], refs_path, cache_path, refs_format: str) 
         # Several inputs have no one name to derive outputs from: the caller names the store.
         if not refs_path and not cache_path:
             raise VcfVirtualError(None, f"{len(sources)} input files: name the store to write",
-                                  hint="give --output (and optionally --cache)")
+                                  hint="give refs_path= (and optionally cache_path=)")
         if refs_path:
             stem = Path(refs_path)
             default_cache = stem.with_name(stem.name.removesuffix(suffix) + ".cache.bcf")
@@ -400,7 +400,7 @@ def _write_references(group, tmp_refs: Path, refs_path: Path, refs_format: str, 
         if refs_format == "icechunk":
             if public and not public.startswith("file://"):
                 raise VcfVirtualError(None, "Icechunk output reads local caches only, so far",
-                                      hint="leave out --cache-url, or write json")
+                                      hint="leave out cache_url=, or write refs_format='json'")
             writers.write_icechunk(group, tmp_refs, public or local_cache_url)
         else:
             write = writers.write_kerchunk_parquet if refs_format == "parquet" else writers.write_kerchunk_json
@@ -409,7 +409,7 @@ def _write_references(group, tmp_refs: Path, refs_path: Path, refs_format: str, 
         raise OutputWriteError(refs_path, e.problem, hint=e.hint) from None
     except OSError as e:
         raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
-                               hint=cache_mod.write_hint(e, "--output")) from None
+                               hint=cache_mod.write_hint(e, "refs_path=")) from None
 
 
 def remote_public(remote) -> str | None:
@@ -438,13 +438,13 @@ class _Remote:
         if partitioned:
             raise VcfVirtualError(source or refs_url or cache_url,
                                   "URLs are indexed one BCF at a time, serially, so far",
-                                  hint="index local files for several files or --workers")
+                                  hint="index local files for several files or workers=")
         if source is not None and transcode.is_vcf_path(source):
             raise VcfVirtualError(source, "a remote VCF is not converted in place",
                                   hint="convert it to BCF (bcftools view -Ob) or download it first")
         if refs_url is not None and refs_format != "json":
             raise VcfVirtualError(refs_url, f"{refs_format} references are written to local paths only, so far",
-                                  hint="write them locally and upload the folder, or use --format json")
+                                  hint="write them locally and upload the folder, or use refs_format='json'")
         # Named now, so the outputs' local paths are known while checking; made by stage().
         staging = Path(tempfile.gettempdir()) / f"vcfvirtual-upload-{os.getpid()}-{secrets.token_hex(6)}"
         local_refs = staging / refs_url.rsplit("/", 1)[-1] if refs_url else refs_path
@@ -462,7 +462,7 @@ class _Remote:
     def refuse_existing(self) -> None:
         for url in (self.cache_url, self.refs_url):
             if url and storage.exists(url, self.storage_options):
-                raise cache_mod.OutputExistsError(url, "output already exists", hint="pass --force to overwrite it")
+                raise cache_mod.OutputExistsError(url, "output already exists", hint="pass force=True to overwrite it")
 
     def upload_cache(self) -> None:
         if self.cache_url:

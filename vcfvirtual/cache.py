@@ -131,7 +131,7 @@ def atomic_output(path: Path, *, force: bool) -> Iterator[Path]:
     """Yield a temporary path that becomes ``path`` only if the block completes."""
     path = Path(path)
     if os.path.lexists(path) and not force:
-        raise OutputExistsError(path, "output already exists", hint="pass --force to overwrite it")
+        raise OutputExistsError(path, "output already exists", hint="pass force=True to overwrite it")
     tmp = temporary_name(path)
     try:
         yield tmp
@@ -167,9 +167,9 @@ def refuse_foreign_output(path: Path, kind: str, *, force: bool, option: str) ->
         hint = (f"name a file inside it, e.g. {path / 'cohort.vcz.json'}" if path.is_dir() and kind == REFS
                 else f"give another {option}, or move it away")
         raise OutputExistsError(path, f"is {what} that is not a vcfvirtual {kind} output; it is not replaced, "
-                                "even with --force", hint=hint)
+                                "even with force=True", hint=hint)
     if not force:
-        raise OutputExistsError(path, "output already exists", hint="pass --force to overwrite it")
+        raise OutputExistsError(path, "output already exists", hint="pass force=True to overwrite it")
 
 
 def is_vcfvirtual_references(path: Path) -> bool:
@@ -264,11 +264,12 @@ def output_file(tmp: Path, what: str, option: str, mode: str = "wb", opener=None
 
 def _cache_file(tmp_cache: Path):
     """The cache opened for writing, flushed to disk on success; OS errors made clear."""
-    return output_file(tmp_cache, "the cache", "--cache")
+    return output_file(tmp_cache, "the cache", "cache_path=")
 
 
-def write_hint(e: OSError, option: str = "--cache") -> str:
-    """What to do about a failed write; ``option`` is the CLI option that moves the output."""
+def write_hint(e: OSError, option: str = "cache_path=") -> str:
+    """What to do about a failed write; ``option`` is the argument that moves the output
+    (the CLI names its flag instead)."""
     if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return f"free disk space or write it elsewhere with {option}"
     return "check that the output directory is writable"

@@ -62,13 +62,22 @@ def _cleanup_on_signals():
             signal.signal(s, handler)
 
 
+# The library's errors name its Python arguments; the commands name their own flags.
+_FLAGS = {"force=True": "--force", "refs_path=": "--output", "cache_path=": "--cache", "cache_url=": "--cache-url",
+          "workers=": "--workers", "refs_format='json'": "--format json", "storage_options=": "--storage-options",
+          "check=False": "--no-check", "source=": "--source"}
+
+
 def _fail(e: Exception):
-    """One line for an error, and exit status 1."""
+    """One line for an error, naming the command's flags, and exit status 1."""
     if isinstance(e, OSError):
         # Not expected to reach here (the library types its errors), but never a traceback.
         where = e.filename or "<output>"
         e = VcfVirtualError(where, e.strerror or str(e))
-    click.echo(f"vcfvirtual: error: {e}", err=True)
+    text = str(e)
+    for argument, flag in _FLAGS.items():
+        text = text.replace(argument, flag)
+    click.echo(f"vcfvirtual: error: {text}", err=True)
     sys.exit(1)
 
 
@@ -257,17 +266,6 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
 
 
 # --- inspect and verify --------------------------------------------------------------
-
-# The library's errors name its Python arguments; the commands name their own flags.
-_FLAGS = {"source=": "--source", "check=False": "--no-check", "storage_options=": "--storage-options"}
-
-
-def _fail(error: VcfVirtualError):
-    text = str(error)
-    for argument, flag in _FLAGS.items():
-        text = text.replace(argument, flag)
-    click.echo(f"vcfvirtual: error: {text}", err=True)
-    sys.exit(1)
 
 
 @main.command("inspect")

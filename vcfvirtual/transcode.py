@@ -25,7 +25,7 @@ def vcf_to_bcf(vcf_path, bcf_path) -> None:
     # on success.
     if _bcftools_view(vcf_path, None) is None:
         raise OutputWriteError(bcf_path, f"cannot write the BCF converted from {vcf_path}: {problem}",
-                               hint="free disk space, or write the cache elsewhere with --cache "
+                               hint="free disk space, or write the cache elsewhere with cache_path= "
                                     "(the conversion is written next to it)")
     raise NotBCFError(vcf_path, f"htslib cannot convert this VCF to BCF: {problem}",
                       hint="check it with bcftools view; BCF needs every contig and field declared")

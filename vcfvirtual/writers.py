@@ -83,7 +83,7 @@ def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None 
     refs = with_cache_template(kerchunk_refs(group), cache_url)
     # Flushed to disk before the rename that publishes it, as the cache is: after a crash
     # the final name holds the whole old or the whole new references, never an empty file.
-    with cache_mod.output_file(path, "the references", "--output", mode="w", opener=open) as f:
+    with cache_mod.output_file(path, "the references", "refs_path=", mode="w", opener=open) as f:
         json.dump(refs, f, separators=(",", ":"))
 
 
@@ -231,7 +231,7 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
     except (VcfVirtualError, OSError) as e:
         problem = e.problem if isinstance(e, VcfVirtualError) else e.strerror
         raise StaleCacheError(refs_path, f"cannot read the cache at {url}: {problem}",
-                              hint="put the cache there first, or pass --no-check (check=False)") from None
+                              hint="put the cache there first, or pass check=False") from None
     if found.size != expected.size:
         problem = f"it is {found.size} bytes, the indexed cache was {expected.size}"
     elif expected.digest is not None and found.digest != expected.digest:
@@ -239,7 +239,7 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
     else:
         return
     raise StaleCacheError(refs_path, f"the cache at {url} is not the one these references were made with: {problem}",
-                          hint="copy the cache the references name, or pass --no-check (check=False)")
+                          hint="copy the cache the references name, or pass check=False")
 
 
 def relocate_file(refs_path, cache_url: str, output=None, *, check: bool = True,
@@ -353,7 +353,7 @@ def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> No
         found = storage.fingerprint(url, storage_options)
     except VcfVirtualError as e:
         raise StaleCacheError(refs_path, f"cannot reach the transcode cache {url}: {e.problem}",
-                              hint="check the URL and --storage-options, or vcfvirtual relocate") from None
+                              hint="check the URL and storage_options=, or vcfvirtual relocate") from None
     if found.size != expected.size:
         problem = f"it is {found.size} bytes, it was {expected.size} when indexed"
     elif expected.digest is not None and found.digest != expected.digest:
