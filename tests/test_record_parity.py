@@ -21,7 +21,6 @@ a float NaN that is not the missing pattern reads as missing (bio2zarr's rule).
 from __future__ import annotations
 
 import collections
-import dataclasses
 import gzip
 import json
 import math

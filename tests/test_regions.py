@@ -46,7 +46,7 @@ def test_region_index_max_end_saturates_instead_of_wrapping(data_dir, tmp_path):
     from . import bcfdata
 
     top = 2**31 - 1  # the largest position BCF can hold; the AA record ends one past it
-    records = [f"chr1\t1\t.\tA\t.\t.\t.\t.", f"chr1\t{top}\t.\tAA\t.\t.\t.\t."]
+    records = ["chr1\t1\t.\tA\t.\t.\t.\t.", f"chr1\t{top}\t.\tAA\t.\t.\t.\t."]
     # htslib cannot index a record ending past 2^31 - 1, so the oracle is the text itself.
     bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, samples=()), data_dir / "top.bcf", index=False)
     for ds in open_both(bcf, 10, tmp_path):

@@ -8,7 +8,6 @@ store is opened there through the Kerchunk JSON and the codec's entry point.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-from pathlib import Path
 
 import click
 import pysam
