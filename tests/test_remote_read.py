@@ -152,3 +152,22 @@ def test_bcf_served_over_http_is_indexed_in_place(cohort_bcf, tmp_path, http_dir
                             bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 300))
     assert json.loads(json.loads(refs.read_text())["refs"][".zattrs"])["vcfvirtual"]["sources"][0]["path"] == \
         base + "cohort.bcf"
+
+
+def test_a_missing_library_hint_is_the_install_command(small_bcf, tmp_path, monkeypatch):
+    """Reaching an S3 cache without s3fs: the hint is what to install, not the URL."""
+    import builtins
+
+    refs, _ = _index(small_bcf, tmp_path)
+    real_import = builtins.__import__
+
+    def no_s3fs(name, *args, **kwargs):
+        if name == "s3fs" or name.startswith("s3fs."):
+            raise ImportError("No module named 's3fs'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_s3fs)
+    monkeypatch.setitem(__import__("sys").modules, "s3fs", None)
+    with pytest.raises(StaleCacheError) as info:
+        vcfvirtual.open_store(refs, cache_url="s3://bucket/c.cache.bcf")
+    assert info.value.hint.startswith("pip install")

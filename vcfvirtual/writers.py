@@ -352,8 +352,11 @@ def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> No
     try:
         found = storage.fingerprint(url, storage_options)
     except VcfVirtualError as e:
+        # A library missing to reach the URL has its own fix (the install command), which
+        # no URL or option change would give.
         raise StaleCacheError(refs_path, f"cannot reach the transcode cache {url}: {e.problem}",
-                              hint="check the URL and storage_options=, or vcfvirtual relocate") from None
+                              hint=e.hint if e.hint and e.hint.startswith("pip install")
+                              else "check the URL and storage_options=, or vcfvirtual relocate") from None
     if found.size != expected.size:
         problem = f"it is {found.size} bytes, it was {expected.size} when indexed"
     elif expected.digest is not None and found.digest != expected.digest:
