@@ -232,14 +232,20 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
         problem = e.problem if isinstance(e, VcfVirtualError) else e.strerror
         raise StaleCacheError(refs_path, f"cannot read the cache at {url}: {problem}",
                               hint="put the cache there first, or pass check=False") from None
+    problem = _copy_differs(expected, found)
+    if problem:
+        raise StaleCacheError(refs_path, f"the cache at {url} is not the one these references were made with: "
+                              f"{problem}", hint="copy the cache the references name, or pass check=False")
+
+
+def _copy_differs(expected: Fingerprint, found: Fingerprint) -> str | None:
+    """How a copy of the cache (uploaded, served, relocated) differs from the indexed one:
+    size and sampled hash only, as a copy's modification time is its own."""
     if found.size != expected.size:
-        problem = f"it is {found.size} bytes, the indexed cache was {expected.size}"
-    elif expected.digest is not None and found.digest != expected.digest:
-        problem = "its contents differ from the indexed cache's (sampled hash)"
-    else:
-        return
-    raise StaleCacheError(refs_path, f"the cache at {url} is not the one these references were made with: {problem}",
-                          hint="copy the cache the references name, or pass check=False")
+        return f"it is {found.size} bytes, it was {expected.size} when indexed"
+    if expected.digest is not None and found.digest != expected.digest:
+        return "its contents changed (sampled hash differs) since it was indexed"
+    return None
 
 
 def relocate_file(refs_path, cache_url: str, output=None, *, check: bool = True,
@@ -357,14 +363,10 @@ def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> No
         raise StaleCacheError(refs_path, f"cannot reach the transcode cache {url}: {e.problem}",
                               hint=e.hint if e.hint and e.hint.startswith("pip install")
                               else "check the URL and storage_options=, or vcfvirtual relocate") from None
-    if found.size != expected.size:
-        problem = f"it is {found.size} bytes, it was {expected.size} when indexed"
-    elif expected.digest is not None and found.digest != expected.digest:
-        problem = "its contents changed (sampled hash differs) since it was indexed"
-    else:
-        return
-    raise StaleCacheError(refs_path, f"the transcode cache {url} does not match the references: {problem}",
-                          hint="upload the cache these references were made with, or re-run vcfvirtual index")
+    problem = _copy_differs(expected, found)
+    if problem:
+        raise StaleCacheError(refs_path, f"the transcode cache {url} does not match the references: {problem}",
+                              hint="upload the cache these references were made with, or re-run vcfvirtual index")
 
 
 # --- references are untrusted input ------------------------------------------------------
