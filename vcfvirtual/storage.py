@@ -77,6 +77,9 @@ def fingerprint(url: str, storage_options: dict | None = None) -> Fingerprint:
         raise VcfVirtualError(url, "cannot read: no such object") from None
     except OSError as e:
         raise VcfVirtualError(url, f"cannot read: {e}") from None
+    except Exception as e:  # noqa: BLE001 - the remote library's own (botocore, aiohttp...)
+        raise VcfVirtualError(url, f"cannot read: {type(e).__name__}: {e}",
+                              hint="check the URL, the credentials and storage_options=") from None
 
 
 def unchanged(url: str, before: Fingerprint, storage_options: dict | None = None) -> bool:
