@@ -60,7 +60,7 @@ _HAPLOID_PHASE = (
 )
 PYSAM_INSTEAD = {
     "sgkit-dev+bio2zarr/tests/data/vcf/mixed_ploidy.vcf.gz": {"call_genotype_phased": _HAPLOID_PHASE},
-    # VCF 4.4 phasing prefixes ("/0|1"), which the htslib in pysam >= 0.22 reads.
+    # VCF 4.4 phasing prefixes ("/0|1"), which the htslib pysam 0.24 bundles (1.24) reads.
     "samtools+htslib/test/vcf44_1.vcf": {"call_genotype_phased": _HAPLOID_PHASE},
 }
 
