@@ -63,8 +63,7 @@ def afdist(store: str) -> np.ndarray:
 
     def count(start):
         stop = min(n_variants, start + step)
-        _count_calls(gt[start:stop], ref_alleles[start:stop], het[start:stop], hom_alt[start:stop],
-                     called[start:stop])
+        _count_calls(gt[start:stop], ref_alleles[start:stop], het[start:stop], hom_alt[start:stop], called[start:stop])
 
     # One chunk per task on as many threads as cores: reading and counting release the GIL.
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
@@ -79,6 +78,7 @@ def afdist(store: str) -> np.ndarray:
     p_hom_alt = af * af
     bins = np.linspace(0, 1.0, NUM_BINS + 1)
     bins[-1] += 0.0125  # AF = 1 falls in the last bin, as bcftools counts it
-    counts = (np.bincount(np.digitize(p_het, bins), weights=het, minlength=NUM_BINS + 2)
-              + np.bincount(np.digitize(p_hom_alt, bins), weights=hom_alt, minlength=NUM_BINS + 2))
+    counts = np.bincount(np.digitize(p_het, bins), weights=het, minlength=NUM_BINS + 2) + np.bincount(
+        np.digitize(p_hom_alt, bins), weights=hom_alt, minlength=NUM_BINS + 2
+    )
     return counts[1 : NUM_BINS + 1].astype(np.int64)

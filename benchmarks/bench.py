@@ -45,6 +45,7 @@ BIN = Path(sys.executable).parent
 
 # ---------------------------------------------------------------------------- cohorts
 
+
 def _fields_table() -> tuple[np.ndarray, int]:
     """FORMAT cells "GT:AD:DP:GQ:PL" for every (genotype code, depth) pair.
 
@@ -100,8 +101,9 @@ def make_cohort(workdir: Path, samples: int, length: float, fields: bool, seed: 
         return bcf
     import msprime
 
-    ts = msprime.sim_ancestry(samples=samples, population_size=10_000, sequence_length=length,
-                              recombination_rate=1e-8, random_seed=seed)
+    ts = msprime.sim_ancestry(
+        samples=samples, population_size=10_000, sequence_length=length, recombination_rate=1e-8, random_seed=seed
+    )
     ts = msprime.sim_mutations(ts, rate=1e-8, random_seed=seed)
     vcf = workdir / (name + ".vcf")
     if fields:
@@ -112,14 +114,16 @@ def make_cohort(workdir: Path, samples: int, length: float, fields: bool, seed: 
     tmp = workdir / (name + ".tmp.bcf")
     # Biallelic sites only (bcftools +af-dist bins by the first ALT's AF), with INFO/AF
     # filled as +af-dist needs, as the VCF Zarr paper's benchmark did.
-    subprocess.run(f"bcftools view -m2 -M2 -Ou '{vcf}' | bcftools +fill-tags -Ob -o '{tmp}' -- -t AF",
-                   shell=True, check=True)
+    subprocess.run(
+        f"bcftools view -m2 -M2 -Ou '{vcf}' | bcftools +fill-tags -Ob -o '{tmp}' -- -t AF", shell=True, check=True
+    )
     vcf.unlink()
     os.replace(tmp, bcf)
     return bcf
 
 
 # ---------------------------------------------------------------------------- timing
+
 
 def timed(cmd: list[str] | str, **kw) -> tuple[float, int]:
     """(wall seconds, peak RSS in MB) of a command; GNU time reports the RSS."""
@@ -202,6 +206,7 @@ def du(path: Path) -> int:
 
 # ---------------------------------------------------------------------------- main
 
+
 def machine() -> str:
     cpu = "unknown CPU"
     try:
@@ -217,8 +222,10 @@ def machine() -> str:
     import vcfvirtual
 
     bcftools = subprocess.run(["bcftools", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM; Python {platform.python_version()}, "
-            f"vcfvirtual {vcfvirtual.__version__}, bio2zarr {bio2zarr.__version__}, {bcftools}")
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM; Python {platform.python_version()}, "
+        f"vcfvirtual {vcfvirtual.__version__}, bio2zarr {bio2zarr.__version__}, {bcftools}"
+    )
 
 
 def bench_cohort(bcf: Path, label: str, args, work: Path) -> list[dict]:
@@ -243,8 +250,19 @@ def bench_cohort(bcf: Path, label: str, args, work: Path) -> list[dict]:
     for layout in args.layouts:
         refs = work / f"{bcf.name}.{layout}.vcz.json"
         cache = work / f"{bcf.name}.{layout}.cache.bcf"
-        cmd = [BIN / "vcfvirtual", "index", "--force", "--no-progress", "--cache-layout", layout,
-               "-o", refs, "--cache", cache, bcf]
+        cmd = [
+            BIN / "vcfvirtual",
+            "index",
+            "--force",
+            "--no-progress",
+            "--cache-layout",
+            layout,
+            "-o",
+            refs,
+            "--cache",
+            cache,
+            bcf,
+        ]
         timed(cmd)  # warm-up: numba's on-disk cache, page cache
         index_s, rss = best_of(args.repeats, cmd)
         read = run_python(READ_GT.format(here=str(HERE), repeats=args.repeats, store=str(refs)))
@@ -256,17 +274,33 @@ def bench_cohort(bcf: Path, label: str, args, work: Path) -> list[dict]:
             checks.append("GT differs from cyvcf2")
         if ours_af["counts"] != bt_counts:
             checks.append(f"af-dist {ours_af['counts']} != bcftools {bt_counts}")
-        rows.append(dict(
-            cohort=label, layout=layout, bcf_mb=bcf_size / 1e6, index_s=index_s, bgzip_s=bgzip_s,
-            vcf2zarr_s=b2z.get("convert"), cache_ratio=cache.stat().st_size / bcf_size,
-            json_kb=refs.stat().st_size / 1e3, b2z_mb=b2z["size"] / 1e6 if b2z else None, rss_mb=rss,
-            read_s=read["seconds"], first_read_s=read["first"], b2z_read_s=b2z["read"]["seconds"] if b2z else None,
-            cyvcf2_s=cy["seconds"] if cy else None, afdist_s=ours_af["seconds"],
-            b2z_afdist_s=b2z["afdist"]["seconds"] if b2z else None, bcftools_afdist_s=bt_s,
-            checks="; ".join(checks) or "match",
-        ))
-        print(f"  {label} {layout}: index {index_s:.2f}s, read {read['seconds']:.3f}s, "
-              f"af-dist {ours_af['seconds']:.3f}s ({rows[-1]['checks']})", file=sys.stderr)
+        rows.append(
+            dict(
+                cohort=label,
+                layout=layout,
+                bcf_mb=bcf_size / 1e6,
+                index_s=index_s,
+                bgzip_s=bgzip_s,
+                vcf2zarr_s=b2z.get("convert"),
+                cache_ratio=cache.stat().st_size / bcf_size,
+                json_kb=refs.stat().st_size / 1e3,
+                b2z_mb=b2z["size"] / 1e6 if b2z else None,
+                rss_mb=rss,
+                read_s=read["seconds"],
+                first_read_s=read["first"],
+                b2z_read_s=b2z["read"]["seconds"] if b2z else None,
+                cyvcf2_s=cy["seconds"] if cy else None,
+                afdist_s=ours_af["seconds"],
+                b2z_afdist_s=b2z["afdist"]["seconds"] if b2z else None,
+                bcftools_afdist_s=bt_s,
+                checks="; ".join(checks) or "match",
+            )
+        )
+        print(
+            f"  {label} {layout}: index {index_s:.2f}s, read {read['seconds']:.3f}s, "
+            f"af-dist {ours_af['seconds']:.3f}s ({rows[-1]['checks']})",
+            file=sys.stderr,
+        )
     return rows
 
 
@@ -279,9 +313,11 @@ def _ratio(a, b):
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| cohort | layout | BCF MB | index s | vcf2zarr s (ratio) | / bgzip -dc | cache / BCF | JSON kB "
-            "| bio2zarr MB | index peak RSS MB | GT read s (first) | / bio2zarr read | cyvcf2 loop s (ratio) "
-            "| af-dist s | bcftools +af-dist s (ratio) | values |")
+    head = (
+        "| cohort | layout | BCF MB | index s | vcf2zarr s (ratio) | / bgzip -dc | cache / BCF | JSON kB "
+        "| bio2zarr MB | index peak RSS MB | GT read s (first) | / bio2zarr read | cyvcf2 loop s (ratio) "
+        "| af-dist s | bcftools +af-dist s (ratio) | values |"
+    )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
@@ -299,21 +335,38 @@ def table(rows: list[dict]) -> str:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--samples", default="100,1000,10000",
-                        help="comma-separated sample counts of the genotype-only cohorts (default: %(default)s)")
-    parser.add_argument("--fields-samples", default="1000",
-                        help="sample counts of the cohorts with AD/DP/GQ/PL; empty for none (default: %(default)s)")
-    parser.add_argument("--length", type=float, default=5e6,
-                        help="simulated sequence length in bp; variants grow with it (default: %(default)g)")
+    parser.add_argument(
+        "--samples",
+        default="100,1000,10000",
+        help="comma-separated sample counts of the genotype-only cohorts (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--fields-samples",
+        default="1000",
+        help="sample counts of the cohorts with AD/DP/GQ/PL; empty for none (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--length",
+        type=float,
+        default=5e6,
+        help="simulated sequence length in bp; variants grow with it (default: %(default)g)",
+    )
     parser.add_argument("--layouts", default="bgzf,raw", help="cache layouts to index (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement; the best is kept")
     parser.add_argument("--seed", type=int, default=1, help="msprime random seed")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where cohorts and outputs go; cohorts are reused (default: a new temp dir)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where cohorts and outputs go; cohorts are reused (default: a new temp dir)",
+    )
     parser.add_argument("--skip-bio2zarr", action="store_true", help="do not run vcf2zarr (slow on big cohorts)")
     parser.add_argument("--skip-cyvcf2", action="store_true", help="do not run the cyvcf2 loop")
-    parser.add_argument("--reuse-bio2zarr", action="store_true",
-                        help="reuse bio2zarr stores (and their convert times) left in --workdir by an earlier run")
+    parser.add_argument(
+        "--reuse-bio2zarr",
+        action="store_true",
+        help="reuse bio2zarr stores (and their convert times) left in --workdir by an earlier run",
+    )
     parser.add_argument("--output", type=Path, default=None, help="also write the table (markdown) here")
     args = parser.parse_args(argv)
     args.layouts = [x for x in args.layouts.split(",") if x]

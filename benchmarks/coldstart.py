@@ -43,8 +43,17 @@ def _run(cmd: list[str], cache_dir: Path) -> tuple[float, float]:
 def measure(bcf: Path, work: Path, repeats: int) -> list[dict]:
     exe = Path(sys.executable).parent
     refs = work / "example.vcz.json"
-    index = [str(exe / "vcfvirtual"), "index", "--force", "--no-progress", str(bcf), "-o", str(refs),
-             "--cache", str(work / "example.cache.bcf")]
+    index = [
+        str(exe / "vcfvirtual"),
+        "index",
+        "--force",
+        "--no-progress",
+        str(bcf),
+        "-o",
+        str(refs),
+        "--cache",
+        str(work / "example.cache.bcf"),
+    ]
     read = [sys.executable, "-c", READ_ALL, str(refs)]
     rows = {(step, state): [] for step in ("index", "first read") for state in ("cold", "warm")}
     for r in range(repeats):
@@ -55,8 +64,14 @@ def measure(bcf: Path, work: Path, repeats: int) -> list[dict]:
             rows[("first read", state)].append(_run(read, cache))
     out = []
     for (step, state), runs in rows.items():
-        out.append({"step": step, "state": state, "wall": statistics.median(w for w, _ in runs),
-                    "cpu": statistics.median(c for _, c in runs)})
+        out.append(
+            {
+                "step": step,
+                "state": state,
+                "wall": statistics.median(w for w, _ in runs),
+                "cpu": statistics.median(c for _, c in runs),
+            }
+        )
     return out
 
 

@@ -52,14 +52,16 @@ print(h.hexdigest())
 
 
 def store_checksum(refs: Path) -> str:
-    return subprocess.run([sys.executable, "-c", CHECKSUM, str(refs)], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", CHECKSUM, str(refs)], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def split_by_position(bcf: Path, parts: int, work: Path) -> list[Path]:
     """``parts`` BCFs of consecutive records, cut at evenly spaced positions."""
-    lines = subprocess.run(["bcftools", "query", "-f", "%CHROM\t%POS\n", str(bcf)], check=True, capture_output=True,
-                           text=True).stdout.split()
+    lines = subprocess.run(
+        ["bcftools", "query", "-f", "%CHROM\t%POS\n", str(bcf)], check=True, capture_output=True, text=True
+    ).stdout.split()
     chroms, positions = lines[0::2], [int(p) for p in lines[1::2]]
     if len(set(chroms)) != 1:
         raise SystemExit(f"{bcf}: split_by_position expects one contig")
@@ -69,8 +71,22 @@ def split_by_position(bcf: Path, parts: int, work: Path) -> list[Path]:
     for i in range(parts):
         part = work / f"{bcf.stem}.part{i}.bcf"
         region = f"{chroms[0]}:{bounds[i]}-{bounds[i + 1] - 1}"
-        subprocess.run(["bcftools", "view", "--no-version", "--regions-overlap", "pos", "-r", region, "-Ob",
-                        "-o", str(part), str(bcf)], check=True)
+        subprocess.run(
+            [
+                "bcftools",
+                "view",
+                "--no-version",
+                "--regions-overlap",
+                "pos",
+                "-r",
+                region,
+                "-Ob",
+                "-o",
+                str(part),
+                str(bcf),
+            ],
+            check=True,
+        )
         subprocess.run(["bcftools", "index", "-f", str(part)], check=True)
         out.append(part)
     return out
@@ -97,22 +113,43 @@ def bench(source: Path, args, work: Path) -> list[dict]:
         cmd = [*index, "-j", args.workers, "-o", work / f"{bcf.name}.par.vcz.json", "--cache", cache, bcf]
         seconds = best_of(args.repeats, cmd)
         same = filecmp.cmp(cache, serial_cache, shallow=False)
-        rows.append(dict(cohort=bcf.name, run=f"1 file, -j {args.workers}, " + ("CSI" if with_csi else "block scan"),
-                         seconds=seconds, base=serial, check="identical" if same else "CACHE DIFFERS"))
+        rows.append(
+            dict(
+                cohort=bcf.name,
+                run=f"1 file, -j {args.workers}, " + ("CSI" if with_csi else "block scan"),
+                seconds=seconds,
+                base=serial,
+                check="identical" if same else "CACHE DIFFERS",
+            )
+        )
     parts = split_by_position(bcf, args.parts, work)
     expected = store_checksum(serial_refs)
     for workers in (1, args.workers):
         refs = work / f"{bcf.name}.parts{workers}.vcz.json"
         seconds = best_of(args.repeats, [*index, "-j", workers, "-o", refs, *parts])
         same = store_checksum(refs) == expected
-        rows.append(dict(cohort=bcf.name, run=f"{args.parts} files, -j {workers}", seconds=seconds, base=serial,
-                         check="same values" if same else "VALUES DIFFER"))
+        rows.append(
+            dict(
+                cohort=bcf.name,
+                run=f"{args.parts} files, -j {workers}",
+                seconds=seconds,
+                base=serial,
+                check="same values" if same else "VALUES DIFFER",
+            )
+        )
     if not args.skip_bio2zarr:
         out = work / f"{bcf.name}.parts.bio2zarr.vcz"
         shutil.rmtree(out, ignore_errors=True)
         seconds = timed([BIN / "vcf2zarr", "convert", "--force", "-p", args.workers, *parts, out])
-        rows.append(dict(cohort=bcf.name, run=f"vcf2zarr convert -p {args.workers}, {args.parts} files",
-                         seconds=seconds, base=rows[-1]["seconds"], check="-"))
+        rows.append(
+            dict(
+                cohort=bcf.name,
+                run=f"vcf2zarr convert -p {args.workers}, {args.parts} files",
+                seconds=seconds,
+                base=rows[-1]["seconds"],
+                check="-",
+            )
+        )
     for r in rows[-4:] if args.skip_bio2zarr else rows[-5:]:
         print(f"  {r['cohort']}: {r['run']}: {r['seconds']:.2f}s ({r['check']})", file=sys.stderr)
     return rows
@@ -124,7 +161,8 @@ def table(rows) -> str:
         ratio = r["seconds"] / r["base"]
         lines.append(f"| {r['cohort']} | {r['run']} | {r['seconds']:.2f} | {ratio:.2f}x | {r['check']} |")
     return "\n".join(lines) + (
-        "\n\nratio: to the serial one-file run; for vcf2zarr, to `vcfvirtual index -j` on the same files.")
+        "\n\nratio: to the serial one-file run; for vcf2zarr, to `vcfvirtual index -j` on the same files."
+    )
 
 
 def main(argv=None):

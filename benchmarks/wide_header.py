@@ -26,8 +26,10 @@ def wide_vcf_text(n_fields: int, n_records: int) -> str:
     header = ["##fileformat=VCFv4.3", "##contig=<ID=chr1>"]
     header += [f'##INFO=<ID=F{i},Number=1,Type=Integer,Description="field {i}">' for i in range(n_fields)]
     header.append("#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO")
-    records = [f"chr1\t{pos}\t.\tA\tC\t.\t.\t" + ";".join(f"F{i}={i + pos}" for i in range(0, n_fields, 7))
-               for pos in range(1, n_records + 1)]
+    records = [
+        f"chr1\t{pos}\t.\tA\tC\t.\t.\t" + ";".join(f"F{i}={i + pos}" for i in range(0, n_fields, 7))
+        for pos in range(1, n_records + 1)
+    ]
     return "\n".join(header + records) + "\n"
 
 
@@ -45,8 +47,9 @@ def time_index(bcf: Path, repeats: int) -> float:
 
     def once():
         start = time.perf_counter()
-        vcfvirtual.index(bcf, refs_path=bcf.with_suffix(".vcz.json"), cache_path=bcf.with_suffix(".cache.bcf"),
-                         force=True)
+        vcfvirtual.index(
+            bcf, refs_path=bcf.with_suffix(".vcz.json"), cache_path=bcf.with_suffix(".cache.bcf"), force=True
+        )
         return time.perf_counter() - start
 
     once()  # warm-up: compiled kernels, imports

@@ -36,9 +36,13 @@ def write_example(path: Path, n_variants: int = 2000, n_samples: int = 100, seed
                 alts = tuple(b for b in "ACGT" if b != ref)[:n_alt]
                 freqs = rng.dirichlet([0.5] * (n_alt + 1))
                 calls = rng.choice(n_alt + 1, size=(n_samples, 2), p=freqs)
-                rec = out.new_record(contig=contig, start=int(pos) - 1, alleles=(ref, *alts),
-                                     id=f"rs{pos}" if rng.random() < 0.5 else None,
-                                     qual=float(np.round(rng.uniform(5, 100), 1)))
+                rec = out.new_record(
+                    contig=contig,
+                    start=int(pos) - 1,
+                    alleles=(ref, *alts),
+                    id=f"rs{pos}" if rng.random() < 0.5 else None,
+                    qual=float(np.round(rng.uniform(5, 100), 1)),
+                )
                 rec.filter.add("PASS" if rec.qual > 20 else "LowQual")
                 rec.info["DP"] = int(rng.integers(100, 3000))
                 missing = rng.random(n_samples) < 0.02

@@ -43,8 +43,13 @@ def simulate(workdir: Path, diploids: int, length: float, seed: int) -> tuple[Pa
     for name in (*POPULATIONS, "ancestral"):
         demography.add_population(name=name, initial_size=10_000)
     demography.add_population_split(time=2_000, derived=list(POPULATIONS), ancestral="ancestral")
-    ts = msprime.sim_ancestry(samples={p: diploids for p in POPULATIONS}, demography=demography,
-                              sequence_length=length, recombination_rate=1e-8, random_seed=seed)
+    ts = msprime.sim_ancestry(
+        samples={p: diploids for p in POPULATIONS},
+        demography=demography,
+        sequence_length=length,
+        recombination_rate=1e-8,
+        random_seed=seed,
+    )
     ts = msprime.sim_mutations(ts, rate=1e-8, random_seed=seed)
     names = [f"{POPULATIONS[ts.node(ind.nodes[0]).population]}_{ind.id}" for ind in ts.individuals()]
     vcf = workdir / "two_populations.vcf"
@@ -79,20 +84,25 @@ def main_part(args) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     bcf, populations = simulate(workdir, args.diploids, args.length, args.seed)
     refs = workdir / "two_populations.vcz.json"
-    subprocess.run([Path(sys.executable).parent / "vcfvirtual", "index", "--force", "--no-progress", str(bcf),
-                    "-o", str(refs)], check=True)
+    subprocess.run(
+        [Path(sys.executable).parent / "vcfvirtual", "index", "--force", "--no-progress", str(bcf), "-o", str(refs)],
+        check=True,
+    )
     (workdir / "populations.json").write_text(json.dumps(populations))
     sgkit_python = args.sgkit_python or os.environ.get("SGKIT_PYTHON")
     if not sgkit_python:
         raise SystemExit("name the sgkit environment's Python with --sgkit-python or SGKIT_PYTHON")
-    subprocess.run([sgkit_python, __file__, "--sgkit-part", "--workdir", str(workdir), "--png", str(args.png)],
-                   check=True)
+    subprocess.run(
+        [sgkit_python, __file__, "--sgkit-part", "--workdir", str(workdir), "--png", str(args.png)], check=True
+    )
     ours = np.load(workdir / "cohort_allele_counts.npy")
     expected = bcftools_allele_counts(bcf, populations, ours.shape[2])
     if not np.array_equal(ours, expected):
         raise SystemExit("sgkit's allele counts differ from bcftools' reading of the BCF")
-    print(f"{ours.shape[0]} variants x {len(populations)} samples: sgkit's allele counts equal bcftools'; "
-          f"plot in {args.png}")
+    print(
+        f"{ours.shape[0]} variants x {len(populations)} samples: sgkit's allele counts equal bcftools'; "
+        f"plot in {args.png}"
+    )
 
 
 def sgkit_part(args) -> None:
@@ -105,8 +115,9 @@ def sgkit_part(args) -> None:
     import xarray as xr
 
     workdir = args.workdir
-    ds = xr.open_zarr("reference://", consolidated=False,
-                      storage_options={"fo": str(workdir / "two_populations.vcz.json")})
+    ds = xr.open_zarr(
+        "reference://", consolidated=False, storage_options={"fo": str(workdir / "two_populations.vcz.json")}
+    )
     populations = json.loads((workdir / "populations.json").read_text())
     ds["sample_cohort"] = ("samples", np.array([POPULATIONS.index(p) for p in populations]))
     ds = sg.count_cohort_alleles(ds)
@@ -120,7 +131,7 @@ def sgkit_part(args) -> None:
     n_chrom = 2 * np.bincount(ds.sample_cohort.values)
     for c, name in enumerate(POPULATIONS):
         derived = counts[:, c, 1:].sum(axis=1).astype(np.int64)
-        sfs = np.bincount(derived, minlength=n_chrom[c] + 1)[1:n_chrom[c]]
+        sfs = np.bincount(derived, minlength=n_chrom[c] + 1)[1 : n_chrom[c]]
         left.plot(np.arange(1, n_chrom[c]), sfs, marker=".", label=f"population {name}")
     left.set_xlabel("derived allele count")
     left.set_ylabel("sites")

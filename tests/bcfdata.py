@@ -103,13 +103,16 @@ def random_cohort_vcf(n_records: int, n_samples: int, seed: int = 1, contigs=("c
     return vcf_text(records, samples)
 
 
-FUZZ_HEADER = HEADER + """##INFO=<ID=AF,Number=A,Type=Float,Description="Allele frequency">
+FUZZ_HEADER = (
+    HEADER
+    + """##INFO=<ID=AF,Number=A,Type=Float,Description="Allele frequency">
 ##INFO=<ID=NOTE,Number=1,Type=String,Description="Free text">
 ##INFO=<ID=SOMATIC,Number=0,Type=Flag,Description="Somatic">
 ##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Read depth">
 ##FORMAT=<ID=QS,Number=1,Type=Float,Description="A float score">
 ##FORMAT=<ID=FT,Number=1,Type=String,Description="Sample filter">
 """
+)
 
 # Small records touching every typed-value path the codec has (Integer, Float, String,
 # Flag INFO; Integer, Float, String FORMAT; GT of ploidy 1 and 2; missing values;

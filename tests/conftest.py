@@ -31,8 +31,9 @@ def open_both(bcf: Path, chunk_length: int, tmp: Path, layout: str = "bgzf"):
     ``layout`` defaults to the library's default cache layout."""
     refs = tmp / (bcf.name + ".vcz.json")
     cache = tmp / (bcf.name + ".cache.bcf")
-    store = vcfvirtual.index(bcf, refs_path=refs, cache_path=cache, variants_chunk_size=chunk_length, force=True,
-                             cache_layout=layout)
+    store = vcfvirtual.index(
+        bcf, refs_path=refs, cache_path=cache, variants_chunk_size=chunk_length, force=True, cache_layout=layout
+    )
     ds_v3 = xr.open_zarr(store, zarr_format=3, consolidated=False)
     ds_v2 = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
     return ds_v2, ds_v3
@@ -80,7 +81,9 @@ def differences_from_bio2zarr(ds: xr.Dataset, ref: zarr.Group, ignore=()) -> lis
         if not values_equal(got, expected):
             problems.append(f"{name}: values differ: ours {got.tolist()[:4]} theirs {expected.tolist()[:4]}")
         if "description" in theirs.attrs and ds[name].attrs.get("description") != theirs.attrs["description"]:
-            problems.append(f"{name}: description {ds[name].attrs.get('description')!r} != {theirs.attrs['description']!r}")
+            problems.append(
+                f"{name}: description {ds[name].attrs.get('description')!r} != {theirs.attrs['description']!r}"
+            )
     if ds.attrs["vcf_meta_information"] != [list(x) for x in ref.attrs["vcf_meta_information"]]:
         problems.append("vcf_meta_information differs")
     return problems
@@ -104,8 +107,10 @@ def pytest_terminal_summary(terminalreporter):
         tr.write_line(f"{outcome[:110]:110}  {name}")
     comparable = [o for o in CORPUS_RESULTS.values() if o == "pass" or o.startswith(("xfail", "FAIL"))]
     passed = sum(o == "pass" for o in comparable)
-    tr.write_line(f"pass rate on files bio2zarr converts: {passed}/{len(comparable)} "
-                  f"({100 * passed / max(len(comparable), 1):.0f}%), xfail {sum(o.startswith('xfail') for o in comparable)}")
+    tr.write_line(
+        f"pass rate on files bio2zarr converts: {passed}/{len(comparable)} "
+        f"({100 * passed / max(len(comparable), 1):.0f}%), xfail {sum(o.startswith('xfail') for o in comparable)}"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -184,8 +189,12 @@ def s3_server():
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    options = {"endpoint_url": f"http://{host}:{port}", "key": "testing", "secret": "testing",
-               "client_kwargs": {"region_name": "us-east-1"}}
+    options = {
+        "endpoint_url": f"http://{host}:{port}",
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"region_name": "us-east-1"},
+    }
     yield options
     server.stop()
 

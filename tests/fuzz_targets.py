@@ -33,10 +33,10 @@ import pysam
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numcodecs import VLenUTF8
-
-import vcfvirtual
 from vcfvirtual_codec import bgzf
 from vcfvirtual_codec import codec as codec_mod
+
+import vcfvirtual
 from vcfvirtual.errors import ChunkDecodeError, VcfVirtualError
 
 from . import bcfdata
@@ -49,8 +49,27 @@ HANG_SECONDS = 120
 CHUNK = 2  # variants per chunk: the 6 seed records make 3 chunks
 
 # Values a mutated length, count or index field is most likely to go wrong on.
-INTERESTING_U32 = [0, 1, 2, 3, 8, 23, 24, 31, 32, 127, 128, 255, 256, 65535, 0xFFFFFF, 0x7FFFFFFF,
-                   0x80000000, 0xFFFFFFFE, 0xFFFFFFFF]
+INTERESTING_U32 = [
+    0,
+    1,
+    2,
+    3,
+    8,
+    23,
+    24,
+    31,
+    32,
+    127,
+    128,
+    255,
+    256,
+    65535,
+    0xFFFFFF,
+    0x7FFFFFFF,
+    0x80000000,
+    0xFFFFFFFE,
+    0xFFFFFFFF,
+]
 
 
 def mutation_ops(size: int, lo: int = 0):
@@ -136,7 +155,7 @@ def compare_rows(ours: dict, rows, n_rows: int | None = None) -> list[str]:
         if ours["position"][i] != pos:
             problems.append(f"record {i}: position {ours['position'][i]} != {pos}")
         got = list(ours["allele"][i])
-        if got[: len(alleles)] != alleles or any(a != "" for a in got[len(alleles):]):
+        if got[: len(alleles)] != alleles or any(a != "" for a in got[len(alleles) :]):
             problems.append(f"record {i}: alleles {got} != {alleles}")
         gt = ours["genotype"][i]
         if isinstance(gts, str):
@@ -151,8 +170,9 @@ def compare_rows(ours: dict, rows, n_rows: int | None = None) -> list[str]:
             # (bcf_format_get_allele_indices); we keep the index as htslib decodes it.
             mine = gt[j, : len(call)].tolist()
             same = len(call) <= gt.shape[1] and all(
-                a == b if b is not None else (a == -1 or not 0 <= a < len(alleles)) for a, b in zip(mine, call))
-            if not same or not (gt[j, len(call):] == -2).all():
+                a == b if b is not None else (a == -1 or not 0 <= a < len(alleles)) for a, b in zip(mine, call)
+            )
+            if not same or not (gt[j, len(call) :] == -2).all():
                 problems.append(f"record {i} sample {j}: genotype {gt[j].tolist()} != {call}")
             # Phase: pysam skips an allele holding the integer-missing sentinel (-128 in
             # int8) while bio2zarr, and we, read the second value's phase bit; htslib
@@ -162,8 +182,13 @@ def compare_rows(ours: dict, rows, n_rows: int | None = None) -> list[str]:
     return problems
 
 
-CORE = {"contig": "variant_contig", "position": "variant_position", "allele": "variant_allele",
-        "genotype": "call_genotype", "phased": "call_genotype_phased"}
+CORE = {
+    "contig": "variant_contig",
+    "position": "variant_position",
+    "allele": "variant_allele",
+    "genotype": "call_genotype",
+    "phased": "call_genotype_phased",
+}
 
 
 def read_ours(bcf: Path, work: Path, layout: str = "raw"):
@@ -171,8 +196,15 @@ def read_ours(bcf: Path, work: Path, layout: str = "raw"):
     import xarray as xr
 
     try:
-        store = vcfvirtual.index(bcf, refs_path=False, cache_path=work / "cache.bcf", variants_chunk_size=CHUNK,
-                                 cache_layout=layout, force=True, progress=False)
+        store = vcfvirtual.index(
+            bcf,
+            refs_path=False,
+            cache_path=work / "cache.bcf",
+            variants_chunk_size=CHUNK,
+            cache_layout=layout,
+            force=True,
+            progress=False,
+        )
         ds = xr.open_zarr(store, zarr_format=3, consolidated=False)
         values = {name: ds[name].values for name in ds.data_vars}  # every decoder runs
     except VcfVirtualError as e:
@@ -212,8 +244,15 @@ class Seed:
         """(cache bytes, {array: ChunkSpec}, [(offset, length) of each chunk])."""
         refs_path = self.work / f"seed.{layout}.json"
         cache = self.work / f"seed.{layout}.cache.bcf"
-        vcfvirtual.index(self.bgzf, refs_path=refs_path, cache_path=cache, variants_chunk_size=CHUNK,
-                         cache_layout=layout, force=True, progress=False)
+        vcfvirtual.index(
+            self.bgzf,
+            refs_path=refs_path,
+            cache_path=cache,
+            variants_chunk_size=CHUNK,
+            cache_layout=layout,
+            force=True,
+            progress=False,
+        )
         refs = json.loads(refs_path.read_text())["refs"]
         specs, ranges = {}, None
         for key, value in refs.items():
@@ -321,7 +360,7 @@ def codec_target(seed: Seed, layout: str):
     cache, specs, ranges = seed.chunks[layout]
     header = seed.plain_bytes[: seed.header_size]
     originals = [decode_all(cache[o : o + n], specs) for o, n in ranges]
-    for values, errors in originals:
+    for _values, errors in originals:
         assert not errors, errors
 
     @given(k=st.integers(0, len(ranges) - 1), ops=st.data())
@@ -353,8 +392,10 @@ def codec_target(seed: Seed, layout: str):
         assert not problems, f"chunk {k} {mutation!r}: " + "; ".join(problems[:5])
         # Rows past the records are padding (a chunk may lose records undetected).
         assert (core["position"][n_records:] == -2).all(), mutation
-        STATS["raw: values equal htslib's" + ("" if n_records == len(originals[k][0]["variant_position"]) else
-                                            " (fewer records)")] += 1
+        STATS[
+            "raw: values equal htslib's"
+            + ("" if n_records == len(originals[k][0]["variant_position"]) else " (fewer records)")
+        ] += 1
 
     return run
 
@@ -373,14 +414,38 @@ def _same(a, b) -> bool:
 # outside the cache. Where nothing but configs and ranges changed, the same references
 # are read as plain Kerchunk too (open_store(check=False)): that must not crash or hang.
 
-REF_INTS = [0, 1, 2, 3, 4, 6, 7, 64, 255, 2**16, 2**24 - 1, 2**25, 2**31 - 1, 2**31, 2**40, 2**63, -1, -2, -2**31]
+REF_INTS = [0, 1, 2, 3, 4, 6, 7, 64, 255, 2**16, 2**24 - 1, 2**25, 2**31 - 1, 2**31, 2**40, 2**63, -1, -2, -(2**31)]
 REF_OTHER = ["3", 2.5, None, True, False, [], {}, [3], "", "str", float("nan")]
 REF_DTYPES = ["|i1", "<i2", "<i4", "<i8", ">i4", "<f4", "<f8", "|b1", "str", "<U1", "|O", "|u1"]
 REF_SHAPES = [[], [0], [1], [2], [3], [3, 2], [3, 1], [2, 3], [64], [3, 64], [2**25], [2**40], [-1], [3, 2, 2]]
-REF_URLS = ["/etc/passwd", "file:///etc/passwd", "{{cache}}x", "{{cache}}/../x", "{{other}}", "", "/dev/zero",
-            "http://127.0.0.1:9/admin", "{{ cache }}", "{cache}", None, 7]
-CONFIG_KEYS = ["array", "kind", "dtype", "shape", "chunk_length", "key", "ploidy", "vcf_type", "filter_columns",
-               "layout", "version", "num_records"]
+REF_URLS = [
+    "/etc/passwd",
+    "file:///etc/passwd",
+    "{{cache}}x",
+    "{{cache}}/../x",
+    "{{other}}",
+    "",
+    "/dev/zero",
+    "http://127.0.0.1:9/admin",
+    "{{ cache }}",
+    "{cache}",
+    None,
+    7,
+]
+CONFIG_KEYS = [
+    "array",
+    "kind",
+    "dtype",
+    "shape",
+    "chunk_length",
+    "key",
+    "ploidy",
+    "vcf_type",
+    "filter_columns",
+    "layout",
+    "version",
+    "num_records",
+]
 
 
 def _config_value(key):
@@ -391,8 +456,9 @@ def _config_value(key):
     if key == "shape":
         return st.sampled_from(REF_SHAPES)
     if key == "filter_columns":
-        return st.sampled_from([[], [0], [0, 1, 2], [0, 2, 1], [2, 1, 0], [0, 1, 3], [0, 1, 100_000], [-1, -1, -1],
-                                [0, 1, 2, 2]])
+        return st.sampled_from(
+            [[], [0], [0, 1, 2], [0, 2, 1], [2, 1, 0], [0, 1, 3], [0, 1, 100_000], [-1, -1, -1], [0, 1, 2, 2]]
+        )
     if key == "vcf_type":
         return st.sampled_from(["", "Integer", "Float", "Flag", "String", "Character", "Nonsense"])
     if key == "layout":
@@ -405,39 +471,94 @@ def _config_value(key):
 @st.composite
 def reference_mutations(draw, doc, cache_size):
     """1-3 mutations of a references document (JSON-level, as a sender could write)."""
-    arrays = sorted(k.split("/")[0] for k, v in doc["refs"].items()
-                    if k.endswith("/.zarray") and codec_mod.CODEC_ID in v)
+    arrays = sorted(
+        k.split("/")[0] for k, v in doc["refs"].items() if k.endswith("/.zarray") and codec_mod.CODEC_ID in v
+    )
     chunks = sorted(k for k, v in doc["refs"].items() if isinstance(v, list))
     ops = []
     for _ in range(draw(st.integers(1, 3))):
-        what = draw(st.sampled_from(["config", "config", "config", "range", "range", "url", "template", "attrs",
-                                     "zarray", "harmless", "harmless"]))
+        what = draw(
+            st.sampled_from(
+                [
+                    "config",
+                    "config",
+                    "config",
+                    "range",
+                    "range",
+                    "url",
+                    "template",
+                    "attrs",
+                    "zarray",
+                    "harmless",
+                    "harmless",
+                ]
+            )
+        )
         if what == "harmless":  # changes that keep the store's meaning: its values must read
-            ops.append(draw(st.sampled_from([("config", arrays[0], "num_records", 0),
-                                             ("config", arrays[-1], "version", 1),
-                                             ("range", chunks[0], 1, 0, True), ("template", "same")])))
+            ops.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            ("config", arrays[0], "num_records", 0),
+                            ("config", arrays[-1], "version", 1),
+                            ("range", chunks[0], 1, 0, True),
+                            ("template", "same"),
+                        ]
+                    )
+                )
+            )
         elif what == "config":
             key = draw(st.sampled_from(CONFIG_KEYS))
             ops.append(("config", draw(st.sampled_from(arrays)), key, draw(_config_value(key))))
         elif what == "range":
             field = draw(st.sampled_from([1, 2]))
-            value = draw(st.one_of(st.sampled_from(REF_INTS + [cache_size, cache_size - 1, cache_size + 1]),
-                                   st.integers(-8, 8), st.sampled_from(REF_OTHER)))
-            ops.append(("range", draw(st.sampled_from(chunks)), field, value,
-                        draw(st.booleans())))  # relative: add to the value instead of replacing it
+            value = draw(
+                st.one_of(
+                    st.sampled_from(REF_INTS + [cache_size, cache_size - 1, cache_size + 1]),
+                    st.integers(-8, 8),
+                    st.sampled_from(REF_OTHER),
+                )
+            )
+            ops.append(
+                ("range", draw(st.sampled_from(chunks)), field, value, draw(st.booleans()))
+            )  # relative: add to the value instead of replacing it
         elif what == "url":
-            ops.append(("url", draw(st.sampled_from(chunks)), draw(st.sampled_from(REF_URLS)),
-                        draw(st.sampled_from(["keep", "whole", "four"]))))
+            ops.append(
+                (
+                    "url",
+                    draw(st.sampled_from(chunks)),
+                    draw(st.sampled_from(REF_URLS)),
+                    draw(st.sampled_from(["keep", "whole", "four"])),
+                )
+            )
         elif what == "template":
-            ops.append(("template", draw(st.sampled_from(["copy", "/etc/passwd", "file:///dev/zero", "",
-                                                           "http://127.0.0.1:9/admin", "drop", "extra"]))))
+            ops.append(
+                (
+                    "template",
+                    draw(
+                        st.sampled_from(
+                            ["copy", "/etc/passwd", "file:///dev/zero", "", "http://127.0.0.1:9/admin", "drop", "extra"]
+                        )
+                    ),
+                )
+            )
         elif what == "attrs":
-            ops.append(("attrs", draw(st.sampled_from(["url", "size", "digest", "layout", "drop", "header"])),
-                        draw(st.sampled_from(REF_INTS + REF_OTHER + ["copy"]))))
+            ops.append(
+                (
+                    "attrs",
+                    draw(st.sampled_from(["url", "size", "digest", "layout", "drop", "header"])),
+                    draw(st.sampled_from(REF_INTS + REF_OTHER + ["copy"])),
+                )
+            )
         else:
-            ops.append(("zarray", draw(st.sampled_from(arrays)), draw(st.sampled_from(["chunks", "shape", "dtype",
-                                                                                        "compressor", "filters"])),
-                        draw(st.sampled_from(REF_SHAPES + REF_DTYPES))))
+            ops.append(
+                (
+                    "zarray",
+                    draw(st.sampled_from(arrays)),
+                    draw(st.sampled_from(["chunks", "shape", "dtype", "compressor", "filters"])),
+                    draw(st.sampled_from(REF_SHAPES + REF_DTYPES)),
+                )
+            )
     return ops
 
 
@@ -587,20 +708,31 @@ def main(target: str, work: str) -> int:
     batches = 0
     if not seconds:
         # In the suite: the same fixed examples every run, so timing and results are stable.
-        settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-                 suppress_health_check=health)(TARGETS[target](seed))()
+        settings(max_examples=examples, derandomize=True, database=None, deadline=None, suppress_health_check=health)(
+            TARGETS[target](seed)
+        )()
         batches = 1
     else:
         while time.monotonic() - started < seconds:
             # A fresh test function per batch: hypothesis takes settings once per function.
-            settings(max_examples=examples, derandomize=False, database=None, deadline=None,
-                     suppress_health_check=health)(TARGETS[target](seed))()
+            settings(
+                max_examples=examples, derandomize=False, database=None, deadline=None, suppress_health_check=health
+            )(TARGETS[target](seed))()
             batches += 1
     faulthandler.cancel_dump_traceback_later()
     cases = STATS.pop("cases", 0)
-    print("FUZZ-STATS " + json.dumps({"target": target, "cases": cases, "batches": batches,
-                                      "seconds": round(time.monotonic() - started, 1),
-                                      "outcomes": dict(sorted(STATS.items()))}))
+    print(
+        "FUZZ-STATS "
+        + json.dumps(
+            {
+                "target": target,
+                "cases": cases,
+                "batches": batches,
+                "seconds": round(time.monotonic() - started, 1),
+                "outcomes": dict(sorted(STATS.items())),
+            }
+        )
+    )
     return 0
 
 

@@ -19,11 +19,12 @@ import sys
 import numpy as np
 import pysam
 import pytest
+from vcfvirtual_codec import bgzf
+from vcfvirtual_codec.codec import BCFRecordsCodec
 
 import vcfvirtual
-from vcfvirtual_codec import bgzf
-from vcfvirtual import errors, header as header_mod, writers
-from vcfvirtual_codec.codec import BCFRecordsCodec
+from vcfvirtual import errors, writers
+from vcfvirtual import header as header_mod
 
 from . import bcfdata
 from .conftest import FullDisk
@@ -85,21 +86,42 @@ def _cases(plain: bytes) -> dict:
         "undeclared_filter_key": (no_q10, errors.CorruptBCFError, "FILTER key", record_offsets(no_q10)[1]),
         "undeclared_format_key": (no_gt, errors.CorruptBCFError, "INFO/FORMAT key", record_offsets(no_gt)[0]),
         "undeclared_contig": (no_chrx, errors.CorruptBCFError, "CHROM", record_offsets(no_chrx)[6]),
-        "info_typed_against_header": (dp_float, errors.CorruptBCFError, "INFO/DP (Type=Float)",
-                                      record_offsets(dp_float)[0]),
+        "info_typed_against_header": (
+            dp_float,
+            errors.CorruptBCFError,
+            "INFO/DP (Type=Float)",
+            record_offsets(dp_float)[0],
+        ),
         "record_n_sample_differs": (bytes(n_sample), errors.CorruptBCFError, "sample count", offsets[2]),
         "unknown_bcf_version": (b"BCF\x03\x01" + plain[5:], errors.UnsupportedBCFError, "unknown BCF version", None),
-        "header_not_vcf": (rewrite_header(plain, "##fileformat=VCFv4.3", "##format=VCF"), errors.HeaderError,
-                           "##fileformat", None),
+        "header_not_vcf": (
+            rewrite_header(plain, "##fileformat=VCFv4.3", "##format=VCF"),
+            errors.HeaderError,
+            "##fileformat",
+            None,
+        ),
         "header_cut_short": (plain[: header_end(plain) - 100], errors.HeaderError, "truncated", None),
-        "record_cut_short": (plain[: record_offsets(plain)[3] + 20], errors.CorruptBCFError, "incomplete record",
-                             record_offsets(plain)[3]),
+        "record_cut_short": (
+            plain[: record_offsets(plain)[3] + 20],
+            errors.CorruptBCFError,
+            "incomplete record",
+            record_offsets(plain)[3],
+        ),
     }
 
 
-CASES = ["undeclared_info_key", "undeclared_filter_key", "undeclared_format_key", "undeclared_contig",
-         "info_typed_against_header", "record_n_sample_differs", "unknown_bcf_version", "header_not_vcf",
-         "header_cut_short", "record_cut_short"]
+CASES = [
+    "undeclared_info_key",
+    "undeclared_filter_key",
+    "undeclared_format_key",
+    "undeclared_contig",
+    "info_typed_against_header",
+    "record_n_sample_differs",
+    "unknown_bcf_version",
+    "header_not_vcf",
+    "header_cut_short",
+    "record_cut_short",
+]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -164,6 +186,7 @@ def test_unreadable_file(small_bcf, tmp_path):
 
 # ------------------------------------------------------------------ header lines
 
+
 def _with_extra_header_line(small_bcf, tmp_path, line: str):
     data = gzip.decompress(small_bcf.read_bytes())
     bad = tmp_path / "h.bcf"
@@ -172,10 +195,13 @@ def _with_extra_header_line(small_bcf, tmp_path, line: str):
     return bad
 
 
-@pytest.mark.parametrize("line, warning", [
-    ('##INFO=<Number=1,Type=Integer,Description="no id">', "has no ID"),
-    ('##INFO=<ID=DP,Number=2,Type=Float,Description="again">', "defines INFO/DP again"),
-])
+@pytest.mark.parametrize(
+    "line, warning",
+    [
+        ('##INFO=<Number=1,Type=Integer,Description="no id">', "has no ID"),
+        ('##INFO=<ID=DP,Number=2,Type=Float,Description="again">', "defines INFO/DP again"),
+    ],
+)
 def test_repeated_or_id_less_header_lines_warn_and_read_as_htslib(small_bcf, tmp_path, caplog, line, warning):
     """htslib reads these headers anyway (first definition wins, a line without ID is
     dropped); we read them as it does, and say so."""
@@ -192,11 +218,14 @@ def test_repeated_or_id_less_header_lines_warn_and_read_as_htslib(small_bcf, tmp
     assert ds["variant_DP"].values.tolist() == expected
 
 
-@pytest.mark.parametrize("line", [
-    '##INFO=<ID=XQ,Number=Q,Type=Integer,Description="bad number">',
-    '##FILTER=<ID=q20,Description="unterminated"',
-    '##INFO=<ID=XT,Number=1,Type=Integer,Description="unterminated',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        '##INFO=<ID=XQ,Number=Q,Type=Integer,Description="bad number">',
+        '##FILTER=<ID=q20,Description="unterminated"',
+        '##INFO=<ID=XT,Number=1,Type=Integer,Description="unterminated',
+    ],
+)
 def test_header_lines_htslib_cannot_parse_are_a_header_error(small_bcf, tmp_path, line):
     bad = _with_extra_header_line(small_bcf, tmp_path, line)
     verbosity = pysam.set_verbosity(0)
@@ -214,8 +243,9 @@ def test_header_lines_htslib_cannot_parse_are_a_header_error(small_bcf, tmp_path
 def test_header_warnings_are_ours_not_htslibs_on_stderr(small_bcf, tmp_path):
     """htslib's own messages would go straight to stderr; only our named lines do."""
     bad = _with_extra_header_line(small_bcf, tmp_path, '##INFO=<Number=1,Type=Integer,Description="x">')
-    proc = subprocess.run([sys.executable, "-m", "vcfvirtual.cli", "index", "--no-progress", str(bad)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vcfvirtual.cli", "index", "--no-progress", str(bad)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert [x for x in lines if "[W::" in x or "[E::" in x] == []
@@ -224,11 +254,13 @@ def test_header_warnings_are_ours_not_htslibs_on_stderr(small_bcf, tmp_path):
 
 # ------------------------------------------------------------------ no space left
 
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_no_space_for_the_references(small_bcf, tmp_path, monkeypatch, layout):
     real_open = open
-    monkeypatch.setattr(writers, "open", lambda p, mode="r", **kw: FullDisk(real_open(p, mode, **kw), 1000),
-                        raising=False)
+    monkeypatch.setattr(
+        writers, "open", lambda p, mode="r", **kw: FullDisk(real_open(p, mode, **kw), 1000), raising=False
+    )
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(errors.OutputWriteError, match="No space left") as info:
@@ -243,6 +275,7 @@ def test_no_space_for_the_references(small_bcf, tmp_path, monkeypatch, layout):
 
 # ------------------------------------------------------------------ codec type checks
 
+
 @pytest.fixture(scope="module")
 def type_bcf(data_dir):
     header = bcfdata.HEADER + (
@@ -250,16 +283,14 @@ def type_bcf(data_dir):
         '##INFO=<ID=BIG,Number=1,Type=Integer,Description="Needs int32">\n'
         '##INFO=<ID=XS,Number=1,Type=String,Description="Text">\n'
     )
-    records = [f"chr1\t{p}\t.\tA\tT\t.\tPASS\tAF=0.{p};BIG={100000 + p};XS=ab{p}\tGT\t0|1\t1/1\t0/0"
-               for p in (1, 2, 3)]
+    records = [f"chr1\t{p}\t.\tA\tT\t.\tPASS\tAF=0.{p};BIG={100000 + p};XS=ab{p}\tGT\t0|1\t1/1\t0/0" for p in (1, 2, 3)]
     return bcfdata.write_bcf(bcfdata.vcf_text(records, header=header), data_dir / "types.bcf")
 
 
 def _chunk(bcf, tmp_path, layout, array):
     """The raw bytes of chunk 0 of ``array`` and its codec config, from the references."""
     refs = tmp_path / f"t.{layout}.json"
-    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / f"t.{layout}.cache", cache_layout=layout,
-                     force=True)
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / f"t.{layout}.cache", cache_layout=layout, force=True)
     doc = json.loads(refs.read_text())
     zarray = json.loads(doc["refs"][f"{array}/.zarray"])
     key = f"{array}/" + ".".join("0" for _ in zarray["shape"])
@@ -283,15 +314,17 @@ def _edit_chunk(data: bytes, layout: str, old: bytes, new: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("array, field, declared, retyped", [
-    # (array, header field, descriptor of its values, the same bytes typed otherwise)
-    ("variant_BIG", "BIG", 0x13, 0x15),  # Integer field holding a float
-    ("variant_AF", "AF", 0x15, 0x13),  # Float field holding an int32
-    ("variant_XS", "XS", 0x37, 0x31),  # String field holding int8s
-    ("call_genotype", "GT", 0x21, 0x27),  # GT holding characters
-])
-def test_codec_refuses_values_typed_against_the_config(type_bcf, tmp_path, layout, array, field, declared,
-                                                       retyped):
+@pytest.mark.parametrize(
+    "array, field, declared, retyped",
+    [
+        # (array, header field, descriptor of its values, the same bytes typed otherwise)
+        ("variant_BIG", "BIG", 0x13, 0x15),  # Integer field holding a float
+        ("variant_AF", "AF", 0x15, 0x13),  # Float field holding an int32
+        ("variant_XS", "XS", 0x37, 0x31),  # String field holding int8s
+        ("call_genotype", "GT", 0x21, 0x27),  # GT holding characters
+    ],
+)
+def test_codec_refuses_values_typed_against_the_config(type_bcf, tmp_path, layout, array, field, declared, retyped):
     bcf = type_bcf
     with pysam.VariantFile(str(bcf)) as vf:
         meta = vf.header.formats[field] if field == "GT" else vf.header.info[field]
@@ -322,6 +355,7 @@ def test_codec_refuses_an_undeclared_filter_key(small_bcf, tmp_path, layout):
 
 
 # ------------------------------------------------------------------ stale caches, both layouts
+
 
 def _positions(refs):
     import xarray as xr
@@ -359,6 +393,7 @@ def test_touched_cache_is_accepted(small_bcf, tmp_path, layout):
 
 # ------------------------------------------------------------------ truncated at a block boundary
 
+
 def test_bgzf_cut_at_a_block_boundary_inside_a_record(cohort_bcf, tmp_path):
     """Whole BGZF blocks but no EOF block, ending inside a record: not indexed (a file
     that merely lacks the EOF block but ends on a record boundary is indexed with a
@@ -370,8 +405,11 @@ def test_bgzf_cut_at_a_block_boundary_inside_a_record(cohort_bcf, tmp_path):
     boundaries = set(record_offsets(plain))
     inflated_end = np.cumsum([len(data) for _, data in blocks])
     # The first block after the header whose end falls inside a record.
-    cut = next(i for i, end in enumerate(inflated_end)
-               if end > header_end(plain) and end not in boundaries and end < len(plain))
+    cut = next(
+        i
+        for i, end in enumerate(inflated_end)
+        if end > header_end(plain) and end not in boundaries and end < len(plain)
+    )
     bad = tmp_path / "cut.bcf"
     bad.write_bytes(raw[: blocks[cut + 1][0]])
     with pytest.raises(errors.CorruptBCFError, match="incomplete record") as info:

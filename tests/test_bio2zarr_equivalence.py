@@ -89,6 +89,7 @@ def test_uncompressed_bcf_input(cohort_bcf, tmp_path):
 def test_cohort_records_do_cross_bgzf_blocks(cohort_bcf):
     """Guard on the test data: some records must straddle an inflated-block boundary."""
     from vcfvirtual_codec import bgzf
+
     from vcfvirtual.scan import scan_bcf
 
     with open(cohort_bcf, "rb") as f:

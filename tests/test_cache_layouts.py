@@ -3,11 +3,10 @@ the size of its source, made of the source's own compressed blocks."""
 
 from __future__ import annotations
 
-
 import pytest
+from vcfvirtual_codec import bgzf
 
 import vcfvirtual
-from vcfvirtual_codec import bgzf
 
 from .bcfdata import bcftools
 from .conftest import assert_matches_bio2zarr, bio2zarr_convert, open_both
@@ -84,8 +83,7 @@ def test_chunk_ranges_are_whole_blocks_starting_with_a_record(cohort_bcf, tmp_pa
 def test_threaded_inflate_writes_the_same_cache(cohort_bcf, tmp_path):
     serial, threaded = tmp_path / "serial.bcf", tmp_path / "threaded.bcf"
     a = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=serial, variants_chunk_size=100)
-    b = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=threaded, variants_chunk_size=100,
-                         inflate_threads=2)
+    b = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=threaded, variants_chunk_size=100, inflate_threads=2)
     assert serial.read_bytes() == threaded.read_bytes()
     # And what the caches hold is the source's records, as bcftools reads them.
     assert bcftools("view", "--no-version", threaded) == bcftools("view", "--no-version", cohort_bcf)

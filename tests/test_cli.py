@@ -11,8 +11,8 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-
 from vcfvirtual_codec import bgzf
+
 from vcfvirtual.cli import main
 
 from . import bcfdata
@@ -128,8 +128,17 @@ def test_real_process_exit_code_and_no_traceback(tmp_path):
 
 def test_help_explains_every_option():
     out = CliRunner().invoke(main, ["index", "--help"]).output
-    for option in ("--output", "--cache", "--variants-chunk-size", "--cache-layout", "--inflate-threads", "--cache-url",
-                   "--force", "--progress", "--verbose"):
+    for option in (
+        "--output",
+        "--cache",
+        "--variants-chunk-size",
+        "--cache-layout",
+        "--inflate-threads",
+        "--cache-url",
+        "--force",
+        "--progress",
+        "--verbose",
+    ):
         assert option in out
 
 
@@ -196,8 +205,12 @@ def test_relocate_rewrites_only_the_cache_url(small_bcf, tmp_path):
 
 def test_verbose_logs_our_steps_not_other_libraries_debug(small_bcf, tmp_path):
     bcf = shutil.copy(small_bcf, tmp_path / "v.bcf")
-    proc = subprocess.run([sys.executable, "-m", "vcfvirtual.cli", "index", "-vv", "--no-progress", str(bcf)],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vcfvirtual.cli", "index", "-vv", "--no-progress", str(bcf)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     lines = proc.stderr.splitlines()
     ours = [line for line in lines if line.startswith(("INFO vcfvirtual", "DEBUG vcfvirtual"))]
     assert any("v.bcf: 3 samples" in line for line in ours), proc.stderr

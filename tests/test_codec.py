@@ -8,9 +8,9 @@ import sys
 
 import numpy as np
 import pytest
+from vcfvirtual_codec.codec import BCFRecordsCodec, BCFRecordsZarrCodec, ChunkSpec
 
 import vcfvirtual
-from vcfvirtual_codec.codec import BCFRecordsCodec, BCFRecordsZarrCodec, ChunkSpec
 from vcfvirtual.errors import ChunkDecodeError
 
 from .conftest import chunk_bytes
@@ -89,8 +89,14 @@ def test_decode_reads_only_whole_records_of_a_chunk(small_bcf, tmp_path):
 
 def _chunk(small_bcf, tmp_path, layout, chunk_length=3, array="call_genotype"):
     refs = tmp_path / f"s.{layout}.json"
-    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=tmp_path / f"s.{layout}.cache",
-                     variants_chunk_size=chunk_length, cache_layout=layout, force=True)
+    vcfvirtual.index(
+        small_bcf,
+        refs_path=refs,
+        cache_path=tmp_path / f"s.{layout}.cache",
+        variants_chunk_size=chunk_length,
+        cache_layout=layout,
+        force=True,
+    )
     doc = json.loads(refs.read_text())["refs"]
     zarray = json.loads(doc[f"{array}/.zarray"])
     key = f"{array}/" + ".".join("0" for _ in zarray["shape"])
@@ -109,8 +115,13 @@ def test_config_from_before_num_records_still_decodes(small_bcf, tmp_path, layou
     values = np.frombuffer(BCFRecordsCodec(**old).decode(data), dtype=np.int8).reshape(3, 3, 2)
     with pysam.VariantFile(str(small_bcf)) as vf:
         recs = [r for _, r in zip(range(3), vf)]
-        expected = [[[-1 if a is None else a for a in r.samples[s]["GT"]] + [-2] * (2 - len(r.samples[s]["GT"]))
-                     for s in r.samples] for r in recs]
+        expected = [
+            [
+                [-1 if a is None else a for a in r.samples[s]["GT"]] + [-2] * (2 - len(r.samples[s]["GT"]))
+                for s in r.samples
+            ]
+            for r in recs
+        ]
     assert values.tolist() == expected
 
 
@@ -130,8 +141,7 @@ def test_integer_values_outside_the_indexed_dtype_are_refused(data_dir, tmp_path
     not what was indexed) is an error, not silently wrapped values."""
     from . import bcfdata
 
-    records = ["chr1\t1\t.\tA\tT\t.\t.\tDP=5\tGT\t0|1\t0|0\t1|1",
-               "chr1\t2\t.\tA\tT\t.\t.\tDP=300\tGT\t0|1\t0|0\t1|1"]
+    records = ["chr1\t1\t.\tA\tT\t.\t.\tDP=5\tGT\t0|1\t0|0\t1|1", "chr1\t2\t.\tA\tT\t.\t.\tDP=300\tGT\t0|1\t0|0\t1|1"]
     bcf = bcfdata.write_bcf(bcfdata.vcf_text(records), data_dir / "dp300.bcf")
     data, config = _chunk(bcf, tmp_path, "raw", chunk_length=2, array="variant_DP")
     assert config["dtype"] == "<i2"
@@ -145,7 +155,11 @@ def test_error_codes_are_distinct_and_explained():
     (a merge once gave a new GT check the FILTER check's code)."""
     from vcfvirtual_codec import decode, records
 
-    codes = {name: value for module in (records, decode) for name, value in vars(module).items()
-             if name.startswith("ERR_") and isinstance(value, int)}
+    codes = {
+        name: value
+        for module in (records, decode)
+        for name, value in vars(module).items()
+        if name.startswith("ERR_") and isinstance(value, int)
+    }
     assert len(set(codes.values())) == len(codes), codes
     assert all(value in decode.ERROR_TEXT for value in codes.values()), codes

@@ -32,8 +32,18 @@ from .conftest import bio2zarr_convert, values_equal
 
 CHUNK = 50
 # Arrays whose chunks every reader decodes: genotypes (the big one), strings, floats, INFO.
-ARRAYS = ["call_genotype", "call_genotype_phased", "call_genotype_mask", "variant_position", "variant_contig",
-          "variant_allele", "variant_id", "variant_quality", "variant_filter", "variant_DP"]
+ARRAYS = [
+    "call_genotype",
+    "call_genotype_phased",
+    "call_genotype_mask",
+    "variant_position",
+    "variant_contig",
+    "variant_allele",
+    "variant_id",
+    "variant_quality",
+    "variant_filter",
+    "variant_DP",
+]
 
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, IN_CLOSE_NOWRITE, IN_OPEN = 0x2, 0x4, 0x8, 0x10, 0x20
 
@@ -80,8 +90,9 @@ def store_files(tmp_path_factory):
     out = {}
     for layout in ("raw", "bgzf"):
         refs, cache = work / f"{layout}.json", work / f"{layout}.cache.bcf"
-        vcfvirtual.index(bcf, refs_path=refs, cache_path=cache, variants_chunk_size=CHUNK, cache_layout=layout,
-                         progress=False)
+        vcfvirtual.index(
+            bcf, refs_path=refs, cache_path=cache, variants_chunk_size=CHUNK, cache_layout=layout, progress=False
+        )
         out[layout] = (refs, cache)
     return out, expected
 
@@ -103,8 +114,7 @@ def test_dask_threads_and_processes_match_bio2zarr(store_files, layout):
         _check(ds.compute(scheduler="threads", num_workers=8), expected, "dask threads")
         # Worker processes reopen the store from the pickled graph: through fsspec's
         # reference:// URL, the way a collaborator without vcfvirtual imported reads it.
-        ds_url = xr.open_zarr("reference://", storage_options={"fo": str(refs)}, consolidated=False,
-                              chunks={})[ARRAYS]
+        ds_url = xr.open_zarr("reference://", storage_options={"fo": str(refs)}, consolidated=False, chunks={})[ARRAYS]
         _check(ds_url.compute(scheduler="processes", num_workers=3), expected, "dask processes")
         counts = watch.drain()
     finally:
@@ -120,12 +130,20 @@ def test_thread_pool_hammering_random_chunks(store_files, layout, tmp_path):
     files, expected = store_files
     refs, cache = files[layout]
     # The ManifestStore comes from index(); make it now, before the watch starts.
-    manifest = vcfvirtual.index(cache.with_name("cohort.bcf"), refs_path=False, cache_path=tmp_path / "c.bcf",
-                                variants_chunk_size=CHUNK, cache_layout=layout, progress=False)
+    manifest = vcfvirtual.index(
+        cache.with_name("cohort.bcf"),
+        refs_path=False,
+        cache_path=tmp_path / "c.bcf",
+        variants_chunk_size=CHUNK,
+        cache_layout=layout,
+        progress=False,
+    )
     watch = FileWatch([cache, refs, tmp_path / "c.bcf"])
     try:
-        groups = {"kerchunk": zarr.open_group(vcfvirtual.open_store(refs), mode="r", zarr_format=2),
-                  "manifest": zarr.open_group(manifest, mode="r", zarr_format=3)}
+        groups = {
+            "kerchunk": zarr.open_group(vcfvirtual.open_store(refs), mode="r", zarr_format=2),
+            "manifest": zarr.open_group(manifest, mode="r", zarr_format=3),
+        }
         n = expected["variant_position"].shape[0]
         n_chunks = -(-n // CHUNK)
         rng = random.Random(5)

@@ -42,7 +42,9 @@ BIO2ZARR_FAILS = {
     "brentp+cyvcf2/cyvcf2/tests/test-haploidX.vcf": "FORMAT/AD is Number=R but holds more values than alleles",
     "pysam-developers+pysam/tests/cbcf_data/gnomad.vcf": "INFO/GC_* are Number=G but hold more values",
     "samtools+bcftools/test/view64bit.5.vcf": "INFO/END is Number=A but holds 3 values for 1 ALT",
-    "pysam-developers+pysam/tests/cbcf_data/example_vcf43_with_utf8.vcf": "cyvcf2 decodes UTF-8 FORMAT strings as ASCII",
+    "pysam-developers+pysam/tests/cbcf_data/example_vcf43_with_utf8.vcf": (
+        "cyvcf2 decodes UTF-8 FORMAT strings as ASCII"
+    ),
     "sgkit-dev+bio2zarr/tests/data/vcf/empty.vcf.gz": "bio2zarr cannot size chunks for zero records",
 }
 KNOWN_DIFFERENCES = {
@@ -63,6 +65,7 @@ PYSAM_INSTEAD = {
     # VCF 4.4 phasing prefixes ("/0|1"), which the htslib pysam 0.24 bundles (1.24) reads.
     "samtools+htslib/test/vcf44_1.vcf": {"call_genotype_phased": _HAPLOID_PHASE},
 }
+
 
 def corpus_files() -> list[Path]:
     if not CORPUS.is_dir():
@@ -104,7 +107,7 @@ def test_corpus_file(path, tmp_path, request):
         return
     assert bcf is not None, "htslib (bcftools view) refuses this file"
     if name in BIO2ZARR_FAILS:
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 - each file fails bio2zarr its own way
             bio2zarr_convert(bcf, tmp_path / "ref.vcz", 1000)
         CORPUS_RESULTS[name] = f"bio2zarr fails ({BIO2ZARR_FAILS[name]}); ours: " + _check_against_pysam(bcf, tmp_path)
         return

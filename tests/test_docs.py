@@ -65,8 +65,16 @@ def page_blocks(path: Path) -> list[Block]:
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
         above = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
         directive = _DIRECTIVE.search(above)
-        blocks.append(Block(str(path.relative_to(ROOT)), start + 1, lang, "\n".join(lines[start + 1 : end]) + "\n",
-                            directive.group(1) if directive else None, directive.group(2) if directive else None))
+        blocks.append(
+            Block(
+                str(path.relative_to(ROOT)),
+                start + 1,
+                lang,
+                "\n".join(lines[start + 1 : end]) + "\n",
+                directive.group(1) if directive else None,
+                directive.group(2) if directive else None,
+            )
+        )
         i = end + 1
     return blocks
 
@@ -76,8 +84,12 @@ def runnable_pages() -> list[Path]:
 
 
 def test_mkdocs_builds_strict(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "open_store" in api and "BCFParser" in api
@@ -132,14 +144,17 @@ def aws_shim(tmp_path_factory):
     """`aws s3 cp SRC DST`, the one AWS CLI command the pages use, through s3fs."""
     bin_dir = tmp_path_factory.mktemp("aws-shim")
     script = bin_dir / "aws"
-    script.write_text(f"#!{sys.executable}\n" + textwrap.dedent("""
+    script.write_text(
+        f"#!{sys.executable}\n"
+        + textwrap.dedent("""
         import sys, s3fs
         assert sys.argv[1:3] == ["s3", "cp"], sys.argv
         src, dst = sys.argv[3:5]
         if dst.endswith("/"):
             dst += src.rsplit("/", 1)[-1]
         s3fs.S3FileSystem().put_file(src, dst.removeprefix("s3://"))
-    """))
+    """)
+    )
     script.chmod(0o755)
     return bin_dir
 
@@ -151,8 +166,12 @@ def _services(text: str, work: Path, s3_server, http_server, request) -> tuple[d
         import s3fs
 
         endpoint = s3_server["endpoint_url"]
-        env.update(AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
-                   AWS_DEFAULT_REGION="us-east-1")
+        env.update(
+            AWS_ENDPOINT_URL=endpoint,
+            AWS_ACCESS_KEY_ID="testing",
+            AWS_SECRET_ACCESS_KEY="testing",
+            AWS_DEFAULT_REGION="us-east-1",
+        )
         subs["http://minio:9000"] = endpoint
         fs = s3fs.S3FileSystem(skip_instance_cache=True, **s3_server)
         if fs.exists("bucket"):
@@ -165,8 +184,7 @@ def _services(text: str, work: Path, s3_server, http_server, request) -> tuple[d
         subs["https://host/vcz/"] = base
     if "tcp://scheduler:8786" in text:
         distributed = pytest.importorskip("distributed")
-        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                           dashboard_address=None)
+        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None)
         request.addfinalizer(cluster.close)
         subs["tcp://scheduler:8786"] = cluster.scheduler_address
     subs["file:///data/cohort.bcf"] = f"file://{work}/cohort.bcf"
@@ -176,10 +194,10 @@ def _services(text: str, work: Path, s3_server, http_server, request) -> tuple[d
 
 @pytest.fixture
 def http_server():
-    from .test_remote_read import RangeHandler
-
     import http.server
     import threading
+
+    from .test_remote_read import RangeHandler
 
     servers = []
 
@@ -212,7 +230,12 @@ def test_page_blocks_run(page, pristine, aws_shim, s3_server, http_server, reque
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps({"pristine": str(pristine), "blocks": plan}))
     path = os.pathsep.join([str(Path(sys.executable).parent), str(aws_shim), os.environ.get("PATH", "")])
-    proc = subprocess.run([sys.executable, "-m", "tests.docs_runner", str(plan_file)], cwd=work,
-                          env={**os.environ, **env, "PATH": path, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.docs_runner", str(plan_file)],
+        cwd=work,
+        env={**os.environ, **env, "PATH": path, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-6000:]

@@ -25,24 +25,40 @@ REPO = Path(__file__).resolve().parents[1]
 DEEP = os.environ.get("VCFVIRTUAL_HYPOTHESIS") == "deep"
 # Examples per target in the suite: the codec targets cost ~10 ms an example, the
 # scanner targets (index + xarray + pysam per example) 30-200 ms.
-SUITE_EXAMPLES = {"scan_bgzf_flip": 60, "scan_bgzf": 120, "scan_plain": 100, "codec_raw": 300, "codec_bgzf": 200,
-                  "references": 60}
+SUITE_EXAMPLES = {
+    "scan_bgzf_flip": 60,
+    "scan_bgzf": 120,
+    "scan_plain": 100,
+    "codec_raw": 300,
+    "codec_bgzf": 200,
+    "references": 60,
+}
 
 
 def run_target(target: str, work: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     if DEEP:
         seconds = float(os.environ.get("VCFVIRTUAL_FUZZ_SECONDS", "300"))
-        env.update(VCFVIRTUAL_FUZZ_SECONDS=str(seconds), VCFVIRTUAL_FUZZ_EXAMPLES="200", NUMBA_BOUNDSCHECK="1",
-                   # Kernels compiled with bounds checks must not mix with the normal cache.
-                   NUMBA_CACHE_DIR=str(Path.home() / ".cache" / "vcfvirtual-numba-boundscheck"))
+        env.update(
+            VCFVIRTUAL_FUZZ_SECONDS=str(seconds),
+            VCFVIRTUAL_FUZZ_EXAMPLES="200",
+            NUMBA_BOUNDSCHECK="1",
+            # Kernels compiled with bounds checks must not mix with the normal cache.
+            NUMBA_CACHE_DIR=str(Path.home() / ".cache" / "vcfvirtual-numba-boundscheck"),
+        )
         timeout = seconds + 600  # + compiling every kernel with bounds checks
     else:
         env["VCFVIRTUAL_FUZZ_EXAMPLES"] = str(SUITE_EXAMPLES[target])
         timeout = 240
     try:
-        proc = subprocess.run([sys.executable, "-m", "tests.fuzz_targets", target, str(work)], cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.fuzz_targets", target, str(work)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{target} hung (> {timeout} s); last example: {_last(work)}\n{(e.stderr or '')[-3000:]}")
     if proc.returncode != 0:

@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pysam
 import pytest
+from vcfvirtual_codec import codec
 
 import vcfvirtual
-from vcfvirtual_codec import codec
 from vcfvirtual.errors import ChunkDecodeError, CorruptBCFError, HeaderError
 
 from . import bcfdata
@@ -30,8 +30,14 @@ def _seed_refs(work, tmp_path, layout="raw"):
     """The seed indexed in chunks of 2 (raw by default: tests edit chunk bytes in place,
     which needs the uncompressed layout), as resolved Kerchunk references."""
     refs = tmp_path / "s.json"
-    vcfvirtual.index(work / "seed.bcf", refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=2,
-                     cache_layout=layout, force=True)
+    vcfvirtual.index(
+        work / "seed.bcf",
+        refs_path=refs,
+        cache_path=tmp_path / "s.cache",
+        variants_chunk_size=2,
+        cache_layout=layout,
+        force=True,
+    )
     return resolved_refs(refs)
 
 
@@ -56,8 +62,9 @@ def _behind_seed_header(work, tmp_path, records: bytes):
 def _index(work, data):
     path = work / "mutated.bcf"
     path.write_bytes(data)
-    return path, lambda: vcfvirtual.index(path, refs_path=False, cache_path=work / "c.bcf", force=True,
-                                          variants_chunk_size=2, progress=False)
+    return path, lambda: vcfvirtual.index(
+        path, refs_path=False, cache_path=work / "c.bcf", force=True, variants_chunk_size=2, progress=False
+    )
 
 
 def test_header_text_that_is_not_utf8_is_a_header_error(seed):
@@ -186,7 +193,6 @@ def test_record_chrom_outside_the_contigs_is_refused(seed):
         run()
 
 
-
 def test_negative_pos_is_refused_by_scan_and_codec(seed, tmp_path):
     """POS bytes set to 0xFFFFFFC7: we read int32 -57 (position -56), htslib reads it
     unsigned (position 4294967240). Only 0xFFFFFFFF (VCF POS 0) is a valid negative."""
@@ -205,7 +211,6 @@ def test_negative_pos_is_refused_by_scan_and_codec(seed, tmp_path):
         codec.decode_chunk(bytes(chunk), spec)
     chunk[12:16] = (2**32 - 1).to_bytes(4, "little")  # VCF POS 0, as htslib writes it: a value
     assert np.frombuffer(codec.decode_chunk(bytes(chunk), spec), "<i2")[0] == 0
-
 
 
 def test_flag_holding_values_reads_as_present(seed):

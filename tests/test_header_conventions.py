@@ -38,8 +38,9 @@ def _definitions(header: pysam.VariantHeader):
 def _bcftools_values(bcf, category, key, n_samples):
     """Per record: INFO values, or per-sample FORMAT values, as bcftools prints them."""
     expr = f"%INFO/{key}" if category == "INFO" else f"[%{key}\t]"
-    out = subprocess.run(["bcftools", "query", "-f", expr + "\n", str(bcf)], check=True, capture_output=True,
-                         text=True).stdout.splitlines()
+    out = subprocess.run(
+        ["bcftools", "query", "-f", expr + "\n", str(bcf)], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
 
     def parse(text):
         return tuple(None if x == "." else float(x) for x in text.split(","))
@@ -70,8 +71,18 @@ def htslib_reading(bcf):
                 call = rec.samples[s]
                 gt = call.get("GT") if "GT" in rec.format else None
                 gts.append(None if gt is None else [-1 if a is None else a for a in gt])
-            rows.append(dict(chrom=rec.chrom, pos=rec.pos, rlen=rec.rlen, id=rec.id or ".", alleles=list(rec.alleles),
-                             qual=rec.qual, filters=list(rec.filter.keys()), gts=gts))
+            rows.append(
+                dict(
+                    chrom=rec.chrom,
+                    pos=rec.pos,
+                    rlen=rec.rlen,
+                    id=rec.id or ".",
+                    alleles=list(rec.alleles),
+                    qual=rec.qual,
+                    filters=list(rec.filter.keys()),
+                    gts=gts,
+                )
+            )
             for category, key, _, _ in defs:
                 present = key in (rec.info if category == "INFO" else rec.format)
                 value = None
@@ -99,7 +110,7 @@ def _width(number, vtype, category, key, values, reading):
     for v in values:
         if v is None:
             continue
-        for vec in ([v] if category == "INFO" else v):
+        for vec in [v] if category == "INFO" else v:
             lengths.append(len(",".join(str(x) for x in vec).split(",")) if vtype == "String" else len(vec))
     seen = max(lengths)
     if number in ("A", "R", "G"):
@@ -207,17 +218,28 @@ def htslib_differences(ds: xr.Dataset, reading) -> list[str]:
         check("variant_length", v["variant_length"][i] == r["rlen"], i)
         check("variant_id", v["variant_id"][i] == r["id"], i)
         alleles = v["variant_allele"][i].tolist()
-        check("variant_allele", alleles[: len(r["alleles"])] == r["alleles"]
-              and all(a == "" for a in alleles[len(r["alleles"]):]), i)
+        check(
+            "variant_allele",
+            alleles[: len(r["alleles"])] == r["alleles"] and all(a == "" for a in alleles[len(r["alleles"]) :]),
+            i,
+        )
         qual_bits = np.asarray(v["variant_quality"][i]).view(np.uint32)
-        check("variant_quality", qual_bits == MISSING_BITS if r["qual"] is None
-              else v["variant_quality"][i] == np.float32(r["qual"]), i)
+        check(
+            "variant_quality",
+            qual_bits == MISSING_BITS if r["qual"] is None else v["variant_quality"][i] == np.float32(r["qual"]),
+            i,
+        )
         check("variant_filter", [filter_ids[j] for j in np.nonzero(v["variant_filter"][i])[0]] == r["filters"], i)
         if "call_genotype" in v:
             for j, call in enumerate(r["gts"]):
                 gt = v["call_genotype"][i, j]
-                check("call_genotype", (gt == -1).all() if call is None
-                      else gt[: len(call)].tolist() == call and (gt[len(call):] == -2).all(), (i, j))
+                check(
+                    "call_genotype",
+                    (gt == -1).all()
+                    if call is None
+                    else gt[: len(call)].tolist() == call and (gt[len(call) :] == -2).all(),
+                    (i, j),
+                )
     for category, key, number, vtype in reading["defs"]:
         if (category, key) == ("FORMAT", "GT"):
             continue
@@ -243,8 +265,13 @@ def htslib_differences(ds: xr.Dataset, reading) -> list[str]:
 
 def _index_refs(bcf, tmp_path, chunk_length=2):
     refs = tmp_path / (bcf.name + ".vcz.json")
-    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / (bcf.name + ".cache.bcf"),
-                     variants_chunk_size=chunk_length, force=True)
+    vcfvirtual.index(
+        bcf,
+        refs_path=refs,
+        cache_path=tmp_path / (bcf.name + ".cache.bcf"),
+        variants_chunk_size=chunk_length,
+        force=True,
+    )
     return xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
 
 
@@ -311,16 +338,19 @@ def test_number_zero_without_value_is_fill(tmp_path):
     ref = bio2zarr_convert(bcf, tmp_path / "bio2zarr.vcz", 2)
     assert ref["variant_FR"][:].tolist() == [0, 3, -1]
     assert ref["variant_FF"][0] == 0.0
-    assert differences_from_bio2zarr(ds.drop_vars(["variant_FR", "variant_FF"]), ref,
-                                     ignore=("variant_FR", "variant_FF")) == []
+    assert (
+        differences_from_bio2zarr(ds.drop_vars(["variant_FR", "variant_FF"]), ref, ignore=("variant_FR", "variant_FF"))
+        == []
+    )
 
 
 def test_vcf45_numbers_are_read_not_refused(tmp_path):
     """Number=P/LA/LR/LG/M: htslib (bcftools) prints them; so do we, sized by record."""
     bcf = CASES["vcf45_numbers"].write(tmp_path)
     ds = _index_refs(bcf, tmp_path)
-    printed = subprocess.run(["bcftools", "query", "-f", "[%LPL\t]\n", str(bcf)], check=True, capture_output=True,
-                             text=True).stdout.split("\n")
+    printed = subprocess.run(
+        ["bcftools", "query", "-f", "[%LPL\t]\n", str(bcf)], check=True, capture_output=True, text=True
+    ).stdout.split("\n")
     assert printed[1].split("\t")[0] == "1,2,3,4,5,6"
     assert ds["call_LPL"].values[1, 0].tolist() == [1, 2, 3, 4, 5, 6]
     assert ds["call_LPL"].dims == ("variants", "samples", "FORMAT_LPL_dim")
@@ -331,15 +361,17 @@ def test_contig_idx_gaps(tmp_path):
     bcf = CASES["contig_idx_gaps"].write(tmp_path)
     ds = _index_refs(bcf, tmp_path)
     ids = ds["contig_id"].values.tolist()
-    chroms = subprocess.run(["bcftools", "query", "-f", "%CHROM\n", str(bcf)], check=True, capture_output=True,
-                            text=True).stdout.split()
+    chroms = subprocess.run(
+        ["bcftools", "query", "-f", "%CHROM\n", str(bcf)], check=True, capture_output=True, text=True
+    ).stdout.split()
     assert [ids[c] for c in ds["variant_contig"].values] == chroms == ["chr1", "chr2"]
 
 
 def test_unknown_number_word_is_refused_by_htslib_or_read(tmp_path):
     """A Number word htslib does not know: htslib's own verdict, never a raw traceback."""
-    case = header_cases.Case("number_q", header_cases.info("XQ", "Q") + header_cases.GT,
-                             ("chr1\t10\t.\tA\tC\t.\t.\tXQ=1,2\tGT\t0/1\t0/0",))
+    case = header_cases.Case(
+        "number_q", header_cases.info("XQ", "Q") + header_cases.GT, ("chr1\t10\t.\tA\tC\t.\t.\tXQ=1,2\tGT\t0/1\t0/0",)
+    )
     try:
         bcf = case.write(tmp_path)
     except (OSError, ValueError):
@@ -393,8 +425,9 @@ def test_number_g_with_gt_declared_but_no_calls_is_explained(tmp_path):
     """INFO Number=G holding diploid counts in a file that declares GT but has no samples:
     genotypes can only be counted for ploidy 1, so the values do not fit. bio2zarr refuses
     it too; our error says why."""
-    case = header_cases.Case("g_no_calls", header_cases.info("XG", "G") + header_cases.GT,
-                             ("chr1\t10\t.\tA\tC\t.\t.\tXG=1,2,3",), samples=())
+    case = header_cases.Case(
+        "g_no_calls", header_cases.info("XG", "G") + header_cases.GT, ("chr1\t10\t.\tA\tC\t.\t.\tXG=1,2,3",), samples=()
+    )
     bcf = case.write(tmp_path)
     with pytest.raises(Exception, match="exceeds max genotypes"), warnings.catch_warnings():
         warnings.simplefilter("ignore")

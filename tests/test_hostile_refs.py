@@ -27,10 +27,10 @@ import numpy as np
 import pysam
 import pytest
 import xarray as xr
-
-import vcfvirtual
 from vcfvirtual_codec import bgzf
 from vcfvirtual_codec import codec as codec_mod
+
+import vcfvirtual
 from vcfvirtual.errors import (
     ChunkDecodeError,
     CodecConfigError,
@@ -55,14 +55,25 @@ def seed(tmp_path_factory):
     out = {"bcf": bcf, "work": work}
     for layout in ("bgzf", "raw"):
         refs, cache = work / f"seed.{layout}.json", work / f"seed.{layout}.cache"
-        vcfvirtual.index(bcf, refs_path=refs, cache_path=cache, variants_chunk_size=CHUNK, cache_layout=layout,
-                         force=True, progress=False)
+        vcfvirtual.index(
+            bcf,
+            refs_path=refs,
+            cache_path=cache,
+            variants_chunk_size=CHUNK,
+            cache_layout=layout,
+            force=True,
+            progress=False,
+        )
         out[layout] = (refs, cache)
     with pysam.VariantFile(str(bcf)) as vf:
         rows = list(vf)
         out["positions"] = [r.pos for r in rows]
-        out["call_DP"] = [[-1 if r.samples[s].get("DP") is None else r.samples[s]["DP"] for s in r.samples]
-                          if "DP" in r.format else [-1] * 3 for r in rows]
+        out["call_DP"] = [
+            [-1 if r.samples[s].get("DP") is None else r.samples[s]["DP"] for s in r.samples]
+            if "DP" in r.format
+            else [-1] * 3
+            for r in rows
+        ]
     return out
 
 
@@ -142,9 +153,14 @@ def read_in_child(refs: Path, check: bool, timeout: float = 300, warm: Path | No
     counted after reading the sound store ``warm`` when given). A crash is a negative
     exit code, reported as the outcome."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(refs), "check" if check else "plain",
-                           *([str(warm)] if warm else [])], env=env, capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(refs), "check" if check else "plain", *([str(warm)] if warm else [])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     if proc.returncode != 0:
         return {"result": f"crash (exit {proc.returncode})", "error": proc.stderr[-2000:]}
     line = next(x for x in proc.stdout.splitlines() if x.startswith("OUTCOME "))
@@ -223,17 +239,38 @@ def test_huge_sample_dimension_is_refused_before_allocating(seed, tmp_path, samp
 # values); "other" a config that decodes another field's values, which only the header
 # check in open_store can tell from the store's own.
 CONFIG_CASES = [
-    ({"chunk_length": 2**40}, "codec"), ({"chunk_length": 0}, "codec"), ({"chunk_length": -1}, "codec"),
-    ({"chunk_length": 2.5}, "codec"), ({"chunk_length": "2"}, "codec"), ({"chunk_length": 3}, "codec"),
-    ({"key": "4"}, "codec"), ({"key": 2**70}, "codec"), ({"key": -1}, "codec"), ({"dtype": "<f8"}, "codec"),
-    ({"dtype": "object"}, "codec"), ({"kind": "quality"}, "codec"), ({"vcf_type": "Flag"}, "codec"),
-    ({"shape": [3, 7]}, "zarr"), ({"shape": [-3]}, "codec"), ({"shape": "3"}, "codec"), ({"ploidy": 2}, "codec"),
-    ({"layout": "zip"}, "codec"), ({"layout": "raw"}, "codec"), ({"num_records": -6}, "codec"),
-    ({"filter_columns": [0]}, "codec"), ({"version": True}, "codec"),
-    ({"version": 2}, "codec"), ({"dtype": "<i4"}, "zarr"), ({"shape": [2]}, "zarr"),
-    ({"vcf_type": "Float"}, "codec"), ({"key": 4}, "codec"),
-    ({"array": "call_genotype"}, "same"), ({"num_records": 0}, "harmless"), ({"num_records": 8}, "same"),
-    ({"kind": "info"}, "other"), ({"vcf_type": "String", "dtype": "str"}, "zarr"),
+    ({"chunk_length": 2**40}, "codec"),
+    ({"chunk_length": 0}, "codec"),
+    ({"chunk_length": -1}, "codec"),
+    ({"chunk_length": 2.5}, "codec"),
+    ({"chunk_length": "2"}, "codec"),
+    ({"chunk_length": 3}, "codec"),
+    ({"key": "4"}, "codec"),
+    ({"key": 2**70}, "codec"),
+    ({"key": -1}, "codec"),
+    ({"dtype": "<f8"}, "codec"),
+    ({"dtype": "object"}, "codec"),
+    ({"kind": "quality"}, "codec"),
+    ({"vcf_type": "Flag"}, "codec"),
+    ({"shape": [3, 7]}, "zarr"),
+    ({"shape": [-3]}, "codec"),
+    ({"shape": "3"}, "codec"),
+    ({"ploidy": 2}, "codec"),
+    ({"layout": "zip"}, "codec"),
+    ({"layout": "raw"}, "codec"),
+    ({"num_records": -6}, "codec"),
+    ({"filter_columns": [0]}, "codec"),
+    ({"version": True}, "codec"),
+    ({"version": 2}, "codec"),
+    ({"dtype": "<i4"}, "zarr"),
+    ({"shape": [2]}, "zarr"),
+    ({"vcf_type": "Float"}, "codec"),
+    ({"key": 4}, "codec"),
+    ({"array": "call_genotype"}, "same"),
+    ({"num_records": 0}, "harmless"),
+    ({"num_records": 8}, "same"),
+    ({"kind": "info"}, "other"),
+    ({"vcf_type": "String", "dtype": "str"}, "zarr"),
 ]
 
 
@@ -267,9 +304,11 @@ def test_a_config_decoding_another_field_is_refused_by_open_store(seed, tmp_path
     meta["shape"], meta["chunks"] = meta["shape"][:1], meta["chunks"][:1]
     doc["refs"]["call_DP/.zarray"] = json.dumps(meta)
     doc["refs"]["call_DP/.zattrs"] = json.dumps({"_ARRAY_DIMENSIONS": ["variants"]})
-    doc["refs"] = {k: v for k, v in doc["refs"].items() if not (k.startswith("call_DP/") and k.count(".") == 1
-                                                                 and not k.endswith((".zarray", ".zattrs")))
-                   } | {f"call_DP/{k}": doc["refs"][f"call_DP/{k}.0"] for k in range(3)}
+    doc["refs"] = {
+        k: v
+        for k, v in doc["refs"].items()
+        if not (k.startswith("call_DP/") and k.count(".") == 1 and not k.endswith((".zarray", ".zattrs")))
+    } | {f"call_DP/{k}": doc["refs"][f"call_DP/{k}.0"] for k in range(3)}
     bad = save(doc, tmp_path / "other.json")
     with pytest.raises(UntrustedReferenceError, match="kind 'info' is not that of an INFO or FORMAT field"):
         vcfvirtual.open_store(bad)
@@ -437,18 +476,34 @@ def test_template_to_a_local_http_service_is_not_contacted(seed, tmp_path, recor
 
 def _extra_array(doc, url_ref):
     doc = copy.deepcopy(doc)
-    doc["refs"]["stolen/.zarray"] = json.dumps({
-        "shape": [16], "chunks": [16], "dtype": "|u1", "fill_value": None, "order": "C", "filters": None,
-        "dimension_separator": ".", "compressor": None, "zarr_format": 2})
+    doc["refs"]["stolen/.zarray"] = json.dumps(
+        {
+            "shape": [16],
+            "chunks": [16],
+            "dtype": "|u1",
+            "fill_value": None,
+            "order": "C",
+            "filters": None,
+            "dimension_separator": ".",
+            "compressor": None,
+            "zarr_format": 2,
+        }
+    )
     doc["refs"]["stolen/.zattrs"] = json.dumps({"_ARRAY_DIMENSIONS": ["stolen_bytes"]})
     doc["refs"]["stolen/0"] = url_ref
     return doc
 
 
-@pytest.mark.parametrize("ref", [
-    ["/etc/passwd", 0, 16], ["file:///etc/passwd", 0, 16], ["/etc/passwd"],
-    ["{{cache}}/../../../etc/passwd", 0, 16], ["{{cache}}"],
-])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        ["/etc/passwd", 0, 16],
+        ["file:///etc/passwd", 0, 16],
+        ["/etc/passwd"],
+        ["{{cache}}/../../../etc/passwd", 0, 16],
+        ["{{cache}}"],
+    ],
+)
 def test_extra_array_naming_another_file_is_refused(seed, tmp_path, ref):
     """Issue 14 item 8: an extra array whose chunk names /etc/passwd was read by
     open_store(check=True) as by plain xarray."""
@@ -458,8 +513,17 @@ def test_extra_array_naming_another_file_is_refused(seed, tmp_path, ref):
         vcfvirtual.open_store(bad)
 
 
-@pytest.mark.parametrize("ref", [["{{cache}}", -5, 10], ["{{cache}}", 0, 10**12], ["{{cache}}", 1.5, 10],
-                                 ["{{cache}}", 0, -1], ["{{cache}}", "0", 10], ["{{cache}}", 0, 10, 4]])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        ["{{cache}}", -5, 10],
+        ["{{cache}}", 0, 10**12],
+        ["{{cache}}", 1.5, 10],
+        ["{{cache}}", 0, -1],
+        ["{{cache}}", "0", 10],
+        ["{{cache}}", 0, 10, 4],
+    ],
+)
 def test_chunk_ranges_outside_the_cache_are_refused(seed, tmp_path, ref):
     refs, _ = seed["bgzf"]
     doc = load(refs)
@@ -522,8 +586,7 @@ def test_bgzf_store_whose_source_changed_same_size_same_mtime_is_refused(seed, t
     bcf = tmp_path / "s.bcf"
     shutil.copy(seed["bcf"], bcf)
     refs = tmp_path / "s.json"
-    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=CHUNK,
-                     progress=False)
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "s.cache", variants_chunk_size=CHUNK, progress=False)
     st = bcf.stat()
     data = bytearray(bcf.read_bytes())
     data[len(data) // 2] ^= 0x01
@@ -586,7 +649,8 @@ def work(i):
 with concurrent.futures.ThreadPoolExecutor(32) as pool:
     for value in pool.map(work, range(96)):
         peak = max(peak, value)
-print("RSS " + json.dumps({"base": base, "peak": peak, "hwm": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+hwm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print("RSS " + json.dumps({"base": base, "peak": peak, "hwm": hwm}))
 """
 
 
@@ -595,11 +659,11 @@ def test_thirty_two_threads_reading_one_store_keep_memory_bounded(tmp_path):
     inflate-buffer pool and per-decode allocations are bounded; measured, not timed."""
     bcf = bcfdata.write_bcf(bcfdata.random_cohort_vcf(2400, 1000, seed=5), tmp_path / "big.bcf", index=False)
     refs = tmp_path / "big.json"
-    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "big.cache", variants_chunk_size=600,
-                     progress=False)
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "big.cache", variants_chunk_size=600, progress=False)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-c", RSS_CHILD, str(refs)], env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", RSS_CHILD, str(refs)], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rss = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("RSS ")).removeprefix("RSS "))
     print(rss)
@@ -616,8 +680,9 @@ def test_parquet_reference_outside_the_cache_is_refused_when_fetched(seed, tmp_p
     refs, _ = seed["bgzf"]
     doc = _extra_array(load(refs), ["/etc/passwd", 0, 16])
     url = doc["templates"]["cache"]
-    resolved = {k: ([url, *v[1:]] if isinstance(v, list) and v[0] == "{{cache}}" else v)
-                for k, v in doc["refs"].items()}
+    resolved = {
+        k: ([url, *v[1:]] if isinstance(v, list) and v[0] == "{{cache}}" else v) for k, v in doc["refs"].items()
+    }
     parquet = tmp_path / "refs.parq"
     refs_to_dataframe({"version": 1, "refs": resolved}, str(parquet))
     ds = xr.open_zarr(vcfvirtual.open_store(parquet), consolidated=False)

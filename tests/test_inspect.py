@@ -25,8 +25,15 @@ CHUNK = 64
 def _index(bcf, tmp_path, refs_format, layout="bgzf"):
     suffix = {"json": ".json", "parquet": ".parq", "icechunk": ".icechunk"}[refs_format]
     refs = tmp_path / f"{bcf.stem}.{layout}{suffix}"
-    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / f"{bcf.stem}.{refs_format}.{layout}.cache.bcf",
-                     variants_chunk_size=CHUNK, cache_layout=layout, refs_format=refs_format, force=True)
+    vcfvirtual.index(
+        bcf,
+        refs_path=refs,
+        cache_path=tmp_path / f"{bcf.stem}.{refs_format}.{layout}.cache.bcf",
+        variants_chunk_size=CHUNK,
+        cache_layout=layout,
+        refs_format=refs_format,
+        force=True,
+    )
     return refs
 
 
@@ -79,8 +86,11 @@ def test_stored_bytes_are_the_references_lengths(cohort_bcf, tmp_path):
     expected = json_chunk_bytes(_index(cohort_bcf, tmp_path, "json"))
     pytest.importorskip("icechunk")
     for refs_format in ("json", "parquet", "icechunk"):
-        refs = tmp_path / f"{cohort_bcf.stem}.bgzf.json" if refs_format == "json" else _index(cohort_bcf, tmp_path,
-                                                                                              refs_format)
+        refs = (
+            tmp_path / f"{cohort_bcf.stem}.bgzf.json"
+            if refs_format == "json"
+            else _index(cohort_bcf, tmp_path, refs_format)
+        )
         summary = inspect_store(refs)
         got = {a.name: a.stored_bytes for a in summary.arrays}
         assert got == expected, refs_format
@@ -128,7 +138,7 @@ def test_cli_prints_table_and_status(small_bcf, tmp_path):
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split()[:3] == ["name", "dtype", "stored"]
-    names = {line.split()[0] for line in lines[2:lines.index("")]}
+    names = {line.split()[0] for line in lines[2 : lines.index("")]}
     ref = bio2zarr_convert(small_bcf, tmp_path / "bio2zarr.vcz", CHUNK)
     assert set(ref.array_keys()) <= names
     assert f"cache:        file://{tmp_path}/{small_bcf.stem}.json.bgzf.cache.bcf" in lines

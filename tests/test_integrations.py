@@ -50,8 +50,13 @@ def test_virtualizarr_parser_and_kerchunk_writer_keep_the_codec(cohort_bcf, tmp_
     # VirtualiZarr's Zarr v2 refs carry each array's fill value, which xarray turns into a
     # mask (a genotype -2 pad would read as NaN): v2 readers pass mask_and_scale=False.
     # Its v3 refs read as they are. (vcfvirtual's own JSON declares no fill value.)
-    ds = xr.open_zarr("reference://", storage_options={"fo": str(out)}, consolidated=False,
-                      zarr_format=zarr_format, mask_and_scale=zarr_format == 3)
+    ds = xr.open_zarr(
+        "reference://",
+        storage_options={"fo": str(out)},
+        consolidated=False,
+        zarr_format=zarr_format,
+        mask_and_scale=zarr_format == 3,
+    )
     ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 100)
     assert_matches_bio2zarr(ds, ref)
 
@@ -89,8 +94,9 @@ def test_vcf_input_is_converted_with_htslib_and_matches_bio2zarr_on_the_vcf(tmp_
 
 def test_vcf_htslib_cannot_convert_is_a_clear_error(tmp_path):
     vcf = tmp_path / "bad.vcf"
-    vcf.write_text("##fileformat=VCFv4.3\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
-                   "chr1\t1\t.\tA\tT\t.\t.\tXX=1\n")
+    vcf.write_text(
+        "##fileformat=VCFv4.3\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nchr1\t1\t.\tA\tT\t.\t.\tXX=1\n"
+    )
     with pytest.raises(VcfVirtualError, match="htslib cannot convert this VCF") as info:
         vcfvirtual.index(vcf, refs_path=tmp_path / "b.json", cache_path=tmp_path / "b.cache")
     assert str(vcf) in str(info.value)
@@ -111,8 +117,9 @@ def test_parquet_references_read_back_equal_to_json(cohort_bcf, tmp_path):
     for name in ds_json.data_vars:
         assert values_equal(ds_parquet[name].values, ds_json[name].values), name
     # Plain xarray and fsspec read it too, without vcfvirtual's help.
-    plain = xr.open_zarr("reference://", storage_options={"fo": str(parq), "remote_protocol": "file"},
-                         consolidated=False)
+    plain = xr.open_zarr(
+        "reference://", storage_options={"fo": str(parq), "remote_protocol": "file"}, consolidated=False
+    )
     assert plain["call_genotype"].values.tolist() == ref["call_genotype"][:].tolist()
 
 

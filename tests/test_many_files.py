@@ -26,8 +26,9 @@ def split_cohort(tmp_path_factory):
     """A cohort over three contigs, and the same records as one BCF per contig (bcftools
     view -r, header unchanged)."""
     d = tmp_path_factory.mktemp("split")
-    whole = bcfdata.write_bcf(bcfdata.random_cohort_vcf(1800, 60, seed=11, contigs=("chr1", "chr2", "chrX")),
-                              d / "whole.bcf")
+    whole = bcfdata.write_bcf(
+        bcfdata.random_cohort_vcf(1800, 60, seed=11, contigs=("chr1", "chr2", "chrX")), d / "whole.bcf"
+    )
     parts = []
     for contig in ("chr1", "chr2", "chrX"):
         part = d / f"{contig}.bcf"
@@ -46,8 +47,10 @@ def test_per_contig_files_make_the_whole_cohort(split_cohort, tmp_path, layout):
     refs = tmp_path / "cohort.vcz.json"
     store = vcfvirtual.index(parts, refs_path=refs, variants_chunk_size=chunk_length, cache_layout=layout)
     assert (tmp_path / "cohort.vcz.cache.bcf").exists()
-    for ds in (xr.open_zarr(store, zarr_format=3, consolidated=False),
-               xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)):
+    for ds in (
+        xr.open_zarr(store, zarr_format=3, consolidated=False),
+        xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False),
+    ):
         assert_matches_bio2zarr(ds, ref)
     if layout == "bgzf":
         # The cache is one BCF of every file's records, the first file's header.
@@ -81,15 +84,28 @@ def _with_header(src, dst, edit):
     return bcfdata.write_bcf(edit(text) + vcf, dst, index=False)
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace("\tsample_0\t", "\tNA0\t", 1), "sample 0 is 'NA0' where the first file has 'sample_0'"),
-    (lambda t: t.replace("##contig=<ID=chrX>\n", "").replace("##contig=<ID=chr1,", "##contig=<ID=chrX>\n##contig=<ID=chr1,"),
-     "contig 0 is 'chrX' where the first file has 'chr1'"),
-    (lambda t: t.replace("ID=DP,Number=1,Type=Integer", "ID=DP,Number=1,Type=Float"),
-     "INFO/DP is Number=1,Type=Float where the first file has Number=1,Type=Integer"),
-    (lambda t: t.replace("##INFO=<ID=DP", '##INFO=<ID=XX,Number=1,Type=Integer,Description="new">\n##INFO=<ID=DP'),
-     "INFO/XX, which the first file does not"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda t: t.replace("\tsample_0\t", "\tNA0\t", 1), "sample 0 is 'NA0' where the first file has 'sample_0'"),
+        (
+            lambda t: t.replace("##contig=<ID=chrX>\n", "").replace(
+                "##contig=<ID=chr1,", "##contig=<ID=chrX>\n##contig=<ID=chr1,"
+            ),
+            "contig 0 is 'chrX' where the first file has 'chr1'",
+        ),
+        (
+            lambda t: t.replace("ID=DP,Number=1,Type=Integer", "ID=DP,Number=1,Type=Float"),
+            "INFO/DP is Number=1,Type=Float where the first file has Number=1,Type=Integer",
+        ),
+        (
+            lambda t: t.replace(
+                "##INFO=<ID=DP", '##INFO=<ID=XX,Number=1,Type=Integer,Description="new">\n##INFO=<ID=DP'
+            ),
+            "INFO/XX, which the first file does not",
+        ),
+    ],
+)
 def test_incompatible_headers_name_the_difference(split_cohort, tmp_path, edit, message):
     _, parts = split_cohort
     other = _with_header(parts[1], tmp_path / "other.bcf", edit)
@@ -118,10 +134,16 @@ def test_fields_in_another_order_are_refused_not_misread(split_cohort, tmp_path)
 
 def test_header_lines_outside_the_dictionaries_may_differ(split_cohort, tmp_path):
     _, parts = split_cohort
-    other = _with_header(parts[1], tmp_path / "other.bcf",
-                         lambda t: t.replace("##source=vcfvirtual-tests", "##source=elsewhere\n##note=x"))
-    ds = xr.open_zarr(vcfvirtual.index([parts[0], other], refs_path=False, cache_path=tmp_path / "c.bcf"),
-                      zarr_format=3, consolidated=False)
+    other = _with_header(
+        parts[1],
+        tmp_path / "other.bcf",
+        lambda t: t.replace("##source=vcfvirtual-tests", "##source=elsewhere\n##note=x"),
+    )
+    ds = xr.open_zarr(
+        vcfvirtual.index([parts[0], other], refs_path=False, cache_path=tmp_path / "c.bcf"),
+        zarr_format=3,
+        consolidated=False,
+    )
     assert ["source", "vcfvirtual-tests"] in ds.attrs["vcf_meta_information"]  # the first file's header
     expected = [rec.pos for p in parts[:2] for rec in pysam.VariantFile(str(p))]
     assert ds.variant_position.values.tolist() == expected

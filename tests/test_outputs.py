@@ -80,6 +80,7 @@ def _user_thing(kind, at, tmp_path):
 
 # ------------------------------------------------------------------ whose outputs
 
+
 @pytest.mark.parametrize("fmt", ["json", "parquet", "icechunk"])
 @pytest.mark.parametrize("thing", ["dir", "file", "link-to-file", "link-to-dir"])
 def test_force_refuses_references_that_are_not_ours(small_bcf, tmp_path, fmt, thing):
@@ -89,8 +90,7 @@ def test_force_refuses_references_that_are_not_ours(small_bcf, tmp_path, fmt, th
     watched = _user_thing(thing, refs, tmp_path)
     before = [snapshot(p) for p in watched]
     with pytest.raises(errors.OutputExistsError, match="not a vcfvirtual") as info:
-        vcfvirtual.index(small_bcf, refs_path=refs, cache_path=tmp_path / "c.cache.bcf", refs_format=fmt,
-                         force=True)
+        vcfvirtual.index(small_bcf, refs_path=refs, cache_path=tmp_path / "c.cache.bcf", refs_format=fmt, force=True)
     assert str(refs) in str(info.value)
     assert [snapshot(p) for p in watched] == before
     assert not (tmp_path / "c.cache.bcf").exists()  # refused before anything was written
@@ -114,8 +114,13 @@ def test_a_link_to_our_own_cache_is_not_written_through(small_bcf, tmp_path):
     before = real.read_bytes()
     (tmp_path / "link.cache.bcf").symlink_to(real)
     with pytest.raises(errors.OutputExistsError, match="symbolic link"):
-        vcfvirtual.index(small_bcf, refs_path=tmp_path / "l.json", cache_path=tmp_path / "link.cache.bcf",
-                         force=True, variants_chunk_size=2)
+        vcfvirtual.index(
+            small_bcf,
+            refs_path=tmp_path / "l.json",
+            cache_path=tmp_path / "link.cache.bcf",
+            force=True,
+            variants_chunk_size=2,
+        )
     assert real.read_bytes() == before and (tmp_path / "link.cache.bcf").is_symlink()
 
 
@@ -137,8 +142,7 @@ def test_force_replaces_our_own_outputs_of_each_kind(small_bcf, tmp_path, fmt):
     vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, refs_format=fmt, variants_chunk_size=3)
     with pytest.raises(errors.OutputExistsError, match="force=True"):
         vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, refs_format=fmt, variants_chunk_size=2)
-    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, refs_format=fmt, variants_chunk_size=2,
-                     force=True)
+    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, refs_format=fmt, variants_chunk_size=2, force=True)
     assert chunk_size_of(refs) == 2
     assert our_positions(refs) == pysam_positions(small_bcf)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([refs.name, cache.name])
@@ -194,7 +198,9 @@ REPLACE_AND_DIE = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "icechunk"])
-@pytest.mark.parametrize("die_at", [1, 2, 3])  # before moving the old aside, before moving the new in, before deleting the old
+@pytest.mark.parametrize(
+    "die_at", [1, 2, 3]
+)  # before moving the old aside, before moving the new in, before deleting the old
 def test_kill_between_the_steps_of_replacing_a_directory_loses_nothing(small_bcf, tmp_path, fmt, die_at):
     if fmt == "icechunk":
         pytest.importorskip("icechunk")
@@ -203,10 +209,15 @@ def test_kill_between_the_steps_of_replacing_a_directory_loses_nothing(small_bcf
     # The new references come with their own cache: rewriting the old one would change
     # its mtime, which Icechunk's virtual chunks are pinned to.
     new = tmp_path / ("new" + FORMAT_SUFFIX[fmt])
-    vcfvirtual.index(small_bcf, refs_path=new, cache_path=tmp_path / "new.cache.bcf", refs_format=fmt,
-                     variants_chunk_size=3)
-    proc = subprocess.run([sys.executable, "-c", REPLACE_AND_DIE, str(new), str(refs), str(die_at)],
-                          capture_output=True, text=True, check=False)
+    vcfvirtual.index(
+        small_bcf, refs_path=new, cache_path=tmp_path / "new.cache.bcf", refs_format=fmt, variants_chunk_size=3
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", REPLACE_AND_DIE, str(new), str(refs), str(die_at)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 137, proc.stderr
     leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(f".{refs.name}.")]
     assert leftovers
@@ -215,8 +226,7 @@ def test_kill_between_the_steps_of_replacing_a_directory_loses_nothing(small_bcf
     cache_mod.remove_stale_temporaries(refs)
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     assert our_positions(refs) == pysam_positions(small_bcf)
-    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, refs_format=fmt, variants_chunk_size=2,
-                     force=True)
+    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, refs_format=fmt, variants_chunk_size=2, force=True)
     assert chunk_size_of(refs) == 2 and our_positions(refs) == pysam_positions(small_bcf)
 
 
@@ -237,6 +247,7 @@ def test_an_output_set_aside_is_restored_not_deleted(tmp_path):
 
 # ------------------------------------------------------------------ remote staging
 
+
 @pytest.fixture
 def private_tmp(tmp_path, monkeypatch):
     """tempfile.gettempdir() is a folder of this test's own."""
@@ -253,16 +264,34 @@ def test_failed_remote_runs_leave_no_staging_folder(small_bcf, s3_bucket, tmp_pa
     fs.put_file(str(small_bcf), f"{bucket}/in.bcf")
     fs.pipe_file(f"{bucket}/taken.json", b"{}")
     runs = {
-        "missing source": {"bcf_path": f"s3://{bucket}/missing.bcf", "refs_path": f"s3://{bucket}/m.json",
-                           "cache_path": f"s3://{bucket}/m.cache.bcf"},
-        "existing output": {"bcf_path": f"s3://{bucket}/in.bcf", "refs_path": f"s3://{bucket}/taken.json",
-                           "cache_path": f"s3://{bucket}/t.cache.bcf"},
-        "bad chunk size": {"bcf_path": f"s3://{bucket}/in.bcf", "refs_path": tmp_path / "b.json",
-                           "cache_path": tmp_path / "b.cache.bcf", "variants_chunk_size": 0},
-        "bad layout": {"bcf_path": f"s3://{bucket}/in.bcf", "refs_path": tmp_path / "b.json",
-                           "cache_path": tmp_path / "b.cache.bcf", "cache_layout": "zip"},
-        "a user's file at the output": {"bcf_path": f"s3://{bucket}/in.bcf", "refs_path": small_bcf,
-                           "cache_path": tmp_path / "u.cache.bcf", "force": True},
+        "missing source": {
+            "bcf_path": f"s3://{bucket}/missing.bcf",
+            "refs_path": f"s3://{bucket}/m.json",
+            "cache_path": f"s3://{bucket}/m.cache.bcf",
+        },
+        "existing output": {
+            "bcf_path": f"s3://{bucket}/in.bcf",
+            "refs_path": f"s3://{bucket}/taken.json",
+            "cache_path": f"s3://{bucket}/t.cache.bcf",
+        },
+        "bad chunk size": {
+            "bcf_path": f"s3://{bucket}/in.bcf",
+            "refs_path": tmp_path / "b.json",
+            "cache_path": tmp_path / "b.cache.bcf",
+            "variants_chunk_size": 0,
+        },
+        "bad layout": {
+            "bcf_path": f"s3://{bucket}/in.bcf",
+            "refs_path": tmp_path / "b.json",
+            "cache_path": tmp_path / "b.cache.bcf",
+            "cache_layout": "zip",
+        },
+        "a user's file at the output": {
+            "bcf_path": f"s3://{bucket}/in.bcf",
+            "refs_path": small_bcf,
+            "cache_path": tmp_path / "u.cache.bcf",
+            "force": True,
+        },
     }
     for name, kwargs in runs.items():
         with pytest.raises(errors.VcfVirtualError):
@@ -270,12 +299,17 @@ def test_failed_remote_runs_leave_no_staging_folder(small_bcf, s3_bucket, tmp_pa
         assert os.listdir(private_tmp) == [], name
     assert fs.cat_file(f"{bucket}/taken.json") == b"{}"
     # A run that works leaves none either.
-    vcfvirtual.index(f"s3://{bucket}/in.bcf", refs_path=tmp_path / "ok.json", cache_path=f"s3://{bucket}/ok.cache",
-                     storage_options=options)
+    vcfvirtual.index(
+        f"s3://{bucket}/in.bcf",
+        refs_path=tmp_path / "ok.json",
+        cache_path=f"s3://{bucket}/ok.cache",
+        storage_options=options,
+    )
     assert os.listdir(private_tmp) == []
 
 
 # ------------------------------------------------------------------ relocate
+
 
 @pytest.fixture
 def relocatable(small_bcf, tmp_path):
@@ -360,6 +394,7 @@ def test_relocate_output_never_replaces_a_users_file(relocatable, tmp_path):
 
 # ------------------------------------------------------------------ full disk
 
+
 def _full_disk_for(module, monkeypatch, marker: str):
     """``open`` in ``module`` writes to /dev/full for paths containing ``marker``."""
     real_open = open
@@ -386,16 +421,28 @@ def test_full_disk_writing_the_cache_is_one_line(cohort_bcf, tmp_path, monkeypat
     _full_disk_for(cache_mod, monkeypatch, ".cache.bcf.tmp-")
     out = tmp_path / "out"
     out.mkdir()
-    result = CliRunner().invoke(main, ["index", str(cohort_bcf), "-o", str(out / "c.json"), "--cache",
-                                       str(out / "c.cache.bcf"), "--cache-layout", layout])
+    result = CliRunner().invoke(
+        main,
+        [
+            "index",
+            str(cohort_bcf),
+            "-o",
+            str(out / "c.json"),
+            "--cache",
+            str(out / "c.cache.bcf"),
+            "--cache-layout",
+            layout,
+        ],
+    )
     _one_line_error(result, str(out / "c.cache.bcf"), "No space left", "free disk space")
     assert os.listdir(out) == []
 
 
 def test_full_disk_writing_the_references_is_one_line(small_bcf, tmp_path, monkeypatch):
     _full_disk_for(writers, monkeypatch, ".c.json.tmp-")
-    result = CliRunner().invoke(main, ["index", str(small_bcf), "-o", str(tmp_path / "c.json"), "--cache",
-                                       str(tmp_path / "c.cache.bcf")])
+    result = CliRunner().invoke(
+        main, ["index", str(small_bcf), "-o", str(tmp_path / "c.json"), "--cache", str(tmp_path / "c.cache.bcf")]
+    )
     _one_line_error(result, str(tmp_path / "c.json"), "No space left", "--output")
     assert os.listdir(tmp_path) == []
 
@@ -408,8 +455,9 @@ def test_full_disk_in_raw_partition_workers_is_one_line(small_bcf, data_dir, tmp
     out = tmp_path / "out"
     out.mkdir()
     # Two files on one worker: partitions scanned in this process, where open is replaced.
-    result = CliRunner().invoke(main, ["index", str(small_bcf), str(second), "-o", str(out / "c.json"),
-                                       "--cache-layout", "raw"])
+    result = CliRunner().invoke(
+        main, ["index", str(small_bcf), str(second), "-o", str(out / "c.json"), "--cache-layout", "raw"]
+    )
     _one_line_error(result, str(out / "c.cache.bcf"), "No space left")
     assert os.listdir(out) == []
 
@@ -432,7 +480,8 @@ def test_full_disk_converting_a_vcf_blames_the_output_not_the_vcf(tmp_path, monk
     assert "cannot convert this VCF" not in result.output
     # A VCF that is bad (an undeclared INFO key: htslib refuses it) is still blamed, disk full or not.
     bad = tmp_path / "bad.vcf"
-    bad.write_text("##fileformat=VCFv4.3\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
-                   "chr1\t1\t.\tA\tT\t.\t.\tXX=1\n")
+    bad.write_text(
+        "##fileformat=VCFv4.3\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nchr1\t1\t.\tA\tT\t.\t.\tXX=1\n"
+    )
     result = CliRunner().invoke(main, ["index", str(bad), "-o", str(tmp_path / "b.json")])
     _one_line_error(result, str(bad), "htslib cannot convert this VCF")

@@ -28,8 +28,9 @@ def wide_bcf(tmp_path_factory):
     """Records of 400 samples, ~3 BGZF blocks each on average across the file, so that
     record starts fall at every kind of place in a block."""
     d = tmp_path_factory.mktemp("par")
-    return bcfdata.write_bcf(bcfdata.random_cohort_vcf(1200, 400, seed=5, contigs=("chr1", "chr2", "chrX")),
-                             d / "wide.bcf")
+    return bcfdata.write_bcf(
+        bcfdata.random_cohort_vcf(1200, 400, seed=5, contigs=("chr1", "chr2", "chrX")), d / "wide.bcf"
+    )
 
 
 def true_record_starts(bcf) -> list[RecordStart]:
@@ -55,8 +56,9 @@ def serial_and_parallel(bcf, tmp_path, chunk_length, layout="bgzf", **parallel_o
     out = []
     for name, options in (("serial", {}), ("parallel", parallel_options)):
         refs, cache = tmp_path / f"{name}.json", tmp_path / f"{name}.cache.bcf"
-        vcfvirtual.index(bcf, refs_path=refs, cache_path=cache, variants_chunk_size=chunk_length, cache_layout=layout,
-                         **options)
+        vcfvirtual.index(
+            bcf, refs_path=refs, cache_path=cache, variants_chunk_size=chunk_length, cache_layout=layout, **options
+        )
         out.append((json.loads(refs.read_text()), cache.read_bytes()))
     return out
 
@@ -97,8 +99,10 @@ def test_dask_client_gives_the_serial_store(wide_bcf, tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
     starts = true_record_starts(wide_bcf)
     use_starts(monkeypatch, lambda path: [starts[i] for i in (400, 800)])
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         serial, parallel = serial_and_parallel(wide_bcf, tmp_path, 300, dask_client=client)
     assert_same_store(serial, parallel)
 
@@ -119,8 +123,9 @@ def test_several_files_in_parallel(wide_bcf, tmp_path, monkeypatch):
         stores.append((json.loads(refs.read_text()), (tmp_path / f"{name}.vcz.cache.bcf").read_bytes()))
     assert_same_store(*stores)
     ref = bio2zarr_convert(wide_bcf, tmp_path / "ref.vcz", 250)
-    assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(tmp_path / "parallel.vcz.json"), consolidated=False),
-                            ref)
+    assert_matches_bio2zarr(
+        xr.open_zarr(vcfvirtual.open_store(tmp_path / "parallel.vcz.json"), consolidated=False), ref
+    )
 
 
 def test_corruption_is_reported_as_a_serial_run_reports_it(wide_bcf, tmp_path, monkeypatch):
@@ -131,12 +136,14 @@ def test_corruption_is_reported_as_a_serial_run_reports_it(wide_bcf, tmp_path, m
     bounds = [9 + int.from_bytes(data[5:9], "little")]
     while bounds[-1] < len(data):
         at = bounds[-1]
-        bounds.append(at + 8 + int.from_bytes(data[at:at + 4], "little") + int.from_bytes(data[at + 4:at + 8], "little"))
+        bounds.append(
+            at + 8 + int.from_bytes(data[at : at + 4], "little") + int.from_bytes(data[at + 4 : at + 8], "little")
+        )
     data[bounds[700] + 8 + 20] ^= 0x01  # n_sample of record 700 no longer the header's
     damaged = tmp_path / "damaged.bcf"
     starts = []
     with pysam.BGZFile(str(damaged), "wb") as f:  # htslib's BGZF writer says where each record goes
-        f.write(bytes(data[:bounds[0]]))
+        f.write(bytes(data[: bounds[0]]))
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             virtual = f.tell()
             starts.append(RecordStart(virtual >> 16, virtual & 0xFFFF))
@@ -160,11 +167,28 @@ def test_cli_scans_on_a_dask_scheduler(wide_bcf, tmp_path):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         out = tmp_path / "dask.json"
-        subprocess.run([sys.executable, "-m", "vcfvirtual.cli", "index", str(wide_bcf), "-o", str(out), "--cache",
-                        str(tmp_path / "dask.cache.bcf"), "-c", "250", "--dask-scheduler", cluster.scheduler_address],
-                       check=True, capture_output=True)
-    vcfvirtual.index(wide_bcf, refs_path=tmp_path / "serial.json", cache_path=tmp_path / "serial.cache.bcf",
-                     variants_chunk_size=250)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "vcfvirtual.cli",
+                "index",
+                str(wide_bcf),
+                "-o",
+                str(out),
+                "--cache",
+                str(tmp_path / "dask.cache.bcf"),
+                "-c",
+                "250",
+                "--dask-scheduler",
+                cluster.scheduler_address,
+            ],
+            check=True,
+            capture_output=True,
+        )
+    vcfvirtual.index(
+        wide_bcf, refs_path=tmp_path / "serial.json", cache_path=tmp_path / "serial.cache.bcf", variants_chunk_size=250
+    )
     assert (tmp_path / "dask.cache.bcf").read_bytes() == (tmp_path / "serial.cache.bcf").read_bytes()
     ours, serial = (json.loads(p.read_text()) for p in (out, tmp_path / "serial.json"))
     assert_same_store((serial, b""), (ours, b""))

@@ -11,9 +11,9 @@ import shutil
 import numpy as np
 import pysam
 import pytest
+from vcfvirtual_codec import bgzf
 
 import vcfvirtual
-from vcfvirtual_codec import bgzf
 from vcfvirtual import partition
 from vcfvirtual.scan import read_header
 

@@ -29,8 +29,9 @@ def _bcf_from_text(text: str, work: Path) -> Path | None:
 _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]
 # The suite runs a fixed, derandomized set of examples so its run time is stable;
 # VCFVIRTUAL_HYPOTHESIS=deep explores 300 fresh examples.
-settings.register_profile("suite", max_examples=12, derandomize=True, database=None, deadline=None,
-                          suppress_health_check=_HEALTH)
+settings.register_profile(
+    "suite", max_examples=12, derandomize=True, database=None, deadline=None, suppress_health_check=_HEALTH
+)
 settings.register_profile("deep", max_examples=300, deadline=None, suppress_health_check=_HEALTH)
 PROFILE = os.environ.get("VCFVIRTUAL_HYPOTHESIS", "suite")
 

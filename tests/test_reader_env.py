@@ -48,8 +48,11 @@ def test_plain_xarray_reads_a_shared_json_over_http_with_the_codec_alone(cohort_
     probe = subprocess.run([READER_PYTHON, "-c", "import vcfvirtual"], capture_output=True, text=True)
     assert probe.returncode != 0, "the reader environment should not have vcfvirtual itself"
     # Forced onto this older Python anyway, vcfvirtual says in one line what it needs.
-    forced = subprocess.run([READER_PYTHON, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import vcfvirtual"],
-                            capture_output=True, text=True)
+    forced = subprocess.run(
+        [READER_PYTHON, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import vcfvirtual"],
+        capture_output=True,
+        text=True,
+    )
     assert "ImportError: vcfvirtual needs Python >= 3.12" in forced.stderr.splitlines()[-1]
     served = tmp_path / "www"
     served.mkdir()
@@ -61,8 +64,9 @@ def test_plain_xarray_reads_a_shared_json_over_http_with_the_codec_alone(cohort_
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         relocate_file(refs, f"http://127.0.0.1:{server.server_address[1]}/")
-        proc = subprocess.run([READER_PYTHON, "-c", READ, str(refs), str(tmp_path / "gt.npy")],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [READER_PYTHON, "-c", READ, str(refs), str(tmp_path / "gt.npy")], capture_output=True, text=True
+        )
     finally:
         server.shutdown()
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -33,9 +33,9 @@ import pysam
 import pytest
 import zarr
 from numcodecs import VLenUTF8
+from vcfvirtual_codec import codec
 
 import vcfvirtual
-from vcfvirtual_codec import codec
 from vcfvirtual.errors import ChunkDecodeError, CorruptBCFError, VcfVirtualError
 
 from . import bcfdata
@@ -96,10 +96,14 @@ class Record:
 
     def encode(self) -> bytes:
         n_allele = len(self.alleles) if self.n_allele is None else self.n_allele
-        shared = (struct.pack("<iIII", self.chrom, self.pos & 0xFFFFFFFF, self.rlen & 0xFFFFFFFF, self.qual)
-                  + struct.pack("<HHI", len(self.info), n_allele, self.n_sample | (len(self.fmt) << 24))
-                  + self.id.encode() + b"".join(a.encode() for a in self.alleles) + self.filters.encode()
-                  + b"".join(k.encode() + v.encode() for k, v in self.info))
+        shared = (
+            struct.pack("<iIII", self.chrom, self.pos & 0xFFFFFFFF, self.rlen & 0xFFFFFFFF, self.qual)
+            + struct.pack("<HHI", len(self.info), n_allele, self.n_sample | (len(self.fmt) << 24))
+            + self.id.encode()
+            + b"".join(a.encode() for a in self.alleles)
+            + self.filters.encode()
+            + b"".join(k.encode() + v.encode() for k, v in self.info)
+        )
         indiv = b"".join(k.encode() + v.encode() for k, v in self.fmt)
         return struct.pack("<II", len(shared), len(indiv)) + shared + indiv
 
@@ -127,8 +131,7 @@ def parse_records(b: bytes) -> list[Record]:
             k, i = _typed(b, i)
             v, i = _typed(b, i, n_sample)
             fmt.append((k, v))
-        records.append(Record(chrom, pos, rlen, qual, n_sample, idv, tuple(alleles), filters, tuple(info),
-                              tuple(fmt)))
+        records.append(Record(chrom, pos, rlen, qual, n_sample, idv, tuple(alleles), filters, tuple(info), tuple(fmt)))
         p += 8 + l_shared + l_indiv
     return records
 
@@ -153,7 +156,8 @@ def cases(seed: list[Record], names: dict[int, tuple[str, str]]) -> list[Case]:
     FORMAT name) for the arrays an edit touches."""
     out = []
     for r, rec in enumerate(seed):
-        def add(name, touched=(), **changes):
+
+        def add(name, touched=(), r=r, rec=rec, **changes):
             out.append(Case(f"record{r}-{name}", r, replace(rec, **changes), tuple(touched)))
 
         for v in (0x7FFFFFFF, 0x80000000, 0xC0000000, 0xFFFFFFFF):
@@ -164,8 +168,11 @@ def cases(seed: list[Record], names: dict[int, tuple[str, str]]) -> list[Case]:
             add(f"qual={v:#x}", ("variant_quality",), qual=v)
         id_bytes = rec.id.data
         for t in (NULL, INT8):
-            add(f"id-type{t}-n{rec.id.n}", ("variant_id", "variant_id_mask"),
-                id=Typed(t, rec.id.n, id_bytes if t == INT8 else b""))
+            add(
+                f"id-type{t}-n{rec.id.n}",
+                ("variant_id", "variant_id_mask"),
+                id=Typed(t, rec.id.n, id_bytes if t == INT8 else b""),
+            )
         add("id-null-n0", ("variant_id", "variant_id_mask"), id=Typed(NULL, 0))
         add("id-char-n0", ("variant_id", "variant_id_mask"), id=Typed(CHAR, 0))
         add("no-alleles", ("variant_allele",), n_allele=0, alleles=())
@@ -176,7 +183,7 @@ def cases(seed: list[Record], names: dict[int, tuple[str, str]]) -> list[Case]:
             key = k.data[0]
             touched = (f"variant_{names[key][0]}",)
 
-            def with_info(value, j=j, k=k):
+            def with_info(value, j=j, k=k, rec=rec):
                 info = list(rec.info)
                 info[j] = (k, value)
                 return tuple(info)
@@ -185,8 +192,11 @@ def cases(seed: list[Record], names: dict[int, tuple[str, str]]) -> list[Case]:
                 add(f"info{key}-null-n{v.n}", touched, info=with_info(Typed(NULL, v.n)))
             add(f"info{key}-null-n0", touched, info=with_info(Typed(NULL, 0)))
             if v.t in INT_FORMAT:
-                for t, values in ((INT8, (-128, -127, -126, 127)), (INT16, (-32768, -32767, -32766, 300)),
-                                  (INT32, (-2**31, -2**31 + 1, -2**31 + 2, 70000))):
+                for t, values in (
+                    (INT8, (-128, -127, -126, 127)),
+                    (INT16, (-32768, -32767, -32766, 300)),
+                    (INT32, (-(2**31), -(2**31) + 1, -(2**31) + 2, 70000)),
+                ):
                     for x in values:
                         add(f"info{key}-int{t}={x}", touched, info=with_info(ints(t, [x])))
                     add(f"info{key}-int{t}=[5,end]", touched, info=with_info(ints(t, [5, values[1]])))
@@ -194,17 +204,21 @@ def cases(seed: list[Record], names: dict[int, tuple[str, str]]) -> list[Case]:
             if v.t == FLOAT:
                 for bits in (0x7F800001, 0x7F800002, 0x7FC00000, 0xFF800000):
                     add(f"info{key}-float={bits:#x}", touched, info=with_info(Typed(FLOAT, 1, struct.pack("<I", bits))))
-                    add(f"info{key}-float=[{bits:#x},0.25]", touched,
-                        info=with_info(Typed(FLOAT, 2, struct.pack("<If", bits, 0.25))))
+                    add(
+                        f"info{key}-float=[{bits:#x},0.25]",
+                        touched,
+                        info=with_info(Typed(FLOAT, 2, struct.pack("<If", bits, 0.25))),
+                    )
             if v.t == CHAR:
                 add(f"info{key}-char-n0", touched, info=with_info(Typed(CHAR, 0)))
         for j, (k, v) in enumerate(rec.fmt):
             key = k.data[0]
             name = names[key][1]
-            touched = ("call_genotype", "call_genotype_phased", "call_genotype_mask") if name == "GT" \
-                else (f"call_{name}",)
+            touched = (
+                ("call_genotype", "call_genotype_phased", "call_genotype_mask") if name == "GT" else (f"call_{name}",)
+            )
 
-            def with_fmt(value, j=j, k=k):
+            def with_fmt(value, j=j, k=k, rec=rec):
                 fmt = list(rec.fmt)
                 fmt[j] = (k, value)
                 return tuple(fmt)
@@ -213,8 +227,11 @@ def cases(seed: list[Record], names: dict[int, tuple[str, str]]) -> list[Case]:
                 add(f"format{key}-null-n{v.n}", touched, fmt=with_fmt(Typed(NULL, v.n)))
             add(f"format{key}-null-n0", touched, fmt=with_fmt(Typed(NULL, 0)))
             if name == "DP":
-                for t, values in ((INT8, (-127, -126, 127)), (INT16, (-32767, -32766, 300)),
-                                  (INT32, (-2**31 + 1, -2**31 + 2, 70000))):
+                for t, values in (
+                    (INT8, (-127, -126, 127)),
+                    (INT16, (-32767, -32766, 300)),
+                    (INT32, (-(2**31) + 1, -(2**31) + 2, 70000)),
+                ):
                     add(f"format{key}-int{t}={values}", touched, fmt=with_fmt(ints(t, list(values))))
     return out
 
@@ -235,9 +252,15 @@ def pysam_records(path: Path):
             for rec in vf:
                 fmt = list(rec.format)
                 row = {
-                    "contig": contigs.index(rec.chrom), "position": rec.pos, "length": rec.rlen, "id": rec.id,
-                    "alleles": list(rec.alleles or ()), "qual": rec.qual, "filter": set(rec.filter.keys()),
-                    "info": {k: rec.info[k] for k in rec.info}, "gt_first": not fmt or fmt[0] == "GT",
+                    "contig": contigs.index(rec.chrom),
+                    "position": rec.pos,
+                    "length": rec.rlen,
+                    "id": rec.id,
+                    "alleles": list(rec.alleles or ()),
+                    "qual": rec.qual,
+                    "filter": set(rec.filter.keys()),
+                    "info": {k: rec.info[k] for k in rec.info},
+                    "gt_first": not fmt or fmt[0] == "GT",
                     "samples": [{k: rec.samples[s][k] for k in fmt} for s in samples],
                     "phased": [rec.samples[s].phased for s in samples],
                 }
@@ -275,7 +298,7 @@ def _int_diff(ours: np.ndarray, theirs, info: bool = False) -> bool:
             continue
         if (a not in INT_NONE) if b is None else a != b:
             return True
-    return any(a != -2 for a in ours.tolist()[len(values):])
+    return any(a != -2 for a in ours.tolist()[len(values) :])
 
 
 def _float_diff(ours: np.ndarray, theirs, qual: bool = False, info: bool = False) -> bool:
@@ -298,7 +321,7 @@ def _float_diff(ours: np.ndarray, theirs, qual: bool = False, info: bool = False
             return True
     # Past htslib's values: fill, or missing for the slots an end-of-vector ended inside
     # the record's width (bio2zarr's reading, tested on the corpus).
-    return any(a not in (F32_FILL, F32_MISSING) for a in bits[len(values):])
+    return any(a not in (F32_FILL, F32_MISSING) for a in bits[len(values) :])
 
 
 def _str_diff(ours: np.ndarray, theirs) -> bool:
@@ -321,7 +344,8 @@ def differences(ours: dict, rows, info_types: dict, format_types: dict) -> list[
         return [f"{n} records, htslib reads {len(rows)}"]
     filters = [str(f) for f in ours["filter_id"].tolist()]
     for i, row in enumerate(rows):
-        def bad(what, got, want):
+
+        def bad(what, got, want, i=i):
             problems.append(f"record {i} {what}: ours {got!r}, htslib {want!r}")
 
         for arr, key in (("variant_contig", "contig"), ("variant_position", "position"), ("variant_length", "length")):
@@ -333,12 +357,13 @@ def differences(ours: dict, rows, info_types: dict, format_types: dict) -> list[
             bad("variant_id_mask", ours["variant_id_mask"][i], row["id"])
         if "variant_allele" in ours:
             alleles = [str(a) for a in ours["variant_allele"][i].tolist()]
-            if alleles[: len(row["alleles"])] != row["alleles"] or any(alleles[len(row["alleles"]):]):
+            if alleles[: len(row["alleles"])] != row["alleles"] or any(alleles[len(row["alleles"]) :]):
                 bad("variant_allele", alleles, row["alleles"])
         if "variant_quality" in ours and _float_diff(ours["variant_quality"][i : i + 1], row["qual"], qual=True):
             bad("variant_quality", ours["variant_quality"][i], row["qual"])
-        if "variant_filter" in ours and ([f for f, on in zip(filters, ours["variant_filter"][i]) if on]
-                                         != [f for f in filters if f in row["filter"]]):
+        if "variant_filter" in ours and (
+            [f for f, on in zip(filters, ours["variant_filter"][i]) if on] != [f for f in filters if f in row["filter"]]
+        ):
             bad("variant_filter", ours["variant_filter"][i], row["filter"])
         for name, vcf_type in info_types.items():
             if f"variant_{name}" not in ours:
@@ -349,9 +374,13 @@ def differences(ours: dict, rows, info_types: dict, format_types: dict) -> list[
             if vcf_type == "Flag":
                 wrong = bool(got) != present
             elif not present:
-                wrong = not (np.all(got == -1) if vcf_type == "Integer" else
-                             np.all(got.astype("<f4").view("<u4") == F32_MISSING) if vcf_type == "Float" else
-                             all(str(x) == "." for x in np.atleast_1d(got).tolist()))
+                wrong = not (
+                    np.all(got == -1)
+                    if vcf_type == "Integer"
+                    else np.all(got.astype("<f4").view("<u4") == F32_MISSING)
+                    if vcf_type == "Float"
+                    else all(str(x) == "." for x in np.atleast_1d(got).tolist())
+                )
             elif vcf_type == "Integer":
                 wrong = _int_diff(np.atleast_1d(got), want, info=True)
             elif vcf_type == "Float":
@@ -366,9 +395,13 @@ def differences(ours: dict, rows, info_types: dict, format_types: dict) -> list[
                     break
                 got = ours[f"call_{name}"][i, s]
                 if name not in call:
-                    wrong = not (np.all(got == -1) if vcf_type == "Integer" else
-                                 np.all(got.astype("<f4").view("<u4") == F32_MISSING) if vcf_type == "Float" else
-                                 all(str(x) == "." for x in np.atleast_1d(got).tolist()))
+                    wrong = not (
+                        np.all(got == -1)
+                        if vcf_type == "Integer"
+                        else np.all(got.astype("<f4").view("<u4") == F32_MISSING)
+                        if vcf_type == "Float"
+                        else all(str(x) == "." for x in np.atleast_1d(got).tolist())
+                    )
                 elif vcf_type == "Integer":
                     wrong = _int_diff(np.atleast_1d(got), call[name])
                 elif vcf_type == "Float":
@@ -389,8 +422,9 @@ def differences(ours: dict, rows, info_types: dict, format_types: dict) -> list[
             n_alleles = len(row["alleles"])
             # pysam gives None for a missing allele and for an index outside the alleles.
             same = len(want) <= len(gt) and all(
-                a == b if b is not None else (a == -1 or not 0 <= a < n_alleles) for a, b in zip(gt, want))
-            if not same or any(a != -2 for a in gt[len(want):]):
+                a == b if b is not None else (a == -1 or not 0 <= a < n_alleles) for a, b in zip(gt, want)
+            )
+            if not same or any(a != -2 for a in gt[len(want) :]):
                 bad(f"call_genotype sample {s}", gt, want)
             elif len(want) > 1 and None not in want and ours["call_genotype_phased"][i, s] != row["phased"][s]:
                 bad(f"call_genotype_phased sample {s}", ours["call_genotype_phased"][i, s], row["phased"][s])
@@ -420,8 +454,15 @@ def seed(tmp_path_factory) -> Seed:
     records = parse_records(plain[header_size:])
     assert b"".join(r.encode() for r in records) == plain[header_size:]  # the model re-encodes exactly
     refs = work / "seed.json"
-    vcfvirtual.index(bgzf, refs_path=refs, cache_path=work / "seed.cache", variants_chunk_size=len(records),
-                     cache_layout="raw", force=True, progress=False)
+    vcfvirtual.index(
+        bgzf,
+        refs_path=refs,
+        cache_path=work / "seed.cache",
+        variants_chunk_size=len(records),
+        cache_layout="raw",
+        force=True,
+        progress=False,
+    )
     specs = _codec_specs(refs)
     with pysam.VariantFile(str(bgzf)) as vf:
         h = vf.header
@@ -469,7 +510,8 @@ def _decode(specs: dict, chunk_of) -> tuple[dict, dict]:
             values[name] = np.asarray(VLenUTF8().decode(raw), dtype=object).reshape(spec.chunk_length, *spec.shape)
         else:
             values[name] = np.frombuffer(np.ascontiguousarray(raw).tobytes(), dtype=spec.dtype).reshape(
-                spec.chunk_length, *spec.shape)
+                spec.chunk_length, *spec.shape
+            )
     return values, errors
 
 
@@ -477,8 +519,14 @@ def _index_and_read(seed: Seed, path: Path, work: Path) -> tuple[dict, dict]:
     """Index ``path`` (a CorruptBCFError... propagates), then read every array's chunk as
     zarr would (a whole store read through zarr costs 10x more, for the same codec calls)."""
     refs = work / "case.json"
-    vcfvirtual.index(path, refs_path=refs, cache_path=work / "case.cache", variants_chunk_size=len(seed.records),
-                     force=True, progress=False)
+    vcfvirtual.index(
+        path,
+        refs_path=refs,
+        cache_path=work / "case.cache",
+        variants_chunk_size=len(seed.records),
+        force=True,
+        progress=False,
+    )
     doc = resolved_refs(refs)
     cache = (work / "case.cache").read_bytes()
     specs = _codec_specs(refs)
@@ -593,8 +641,15 @@ def test_rlen_of_2_31_or_more_with_end_reads_as_htslib_replaces_it(tmp_path):
     SVLEN in the header it may also read SVLEN, which we do not: refused."""
     header = bcfdata.HEADER + '##INFO=<ID=END,Number=1,Type=Integer,Description="End">\n'
     for extra, expect in (("", 51), ('##INFO=<ID=SVLEN,Number=A,Type=Integer,Description="SV length">\n', None)):
-        bcf = bcfdata.write_bcf(bcfdata.vcf_text(["chr1\t100\t.\tACG\tA\t.\t.\tEND=150", "chr1\t120\t.\tA\tT\t.\t.\t."],
-                                                 samples=(), header=header + extra), tmp_path / "end.bcf", index=False)
+        bcf = bcfdata.write_bcf(
+            bcfdata.vcf_text(
+                ["chr1\t100\t.\tACG\tA\t.\t.\tEND=150", "chr1\t120\t.\tA\tT\t.\t.\t."],
+                samples=(),
+                header=header + extra,
+            ),
+            tmp_path / "end.bcf",
+            index=False,
+        )
         plain = gzip.decompress(bcf.read_bytes())
         header_size = 9 + int.from_bytes(plain[5:9], "little")
         records = parse_records(plain[header_size:])
@@ -663,9 +718,11 @@ def test_null_typed_info_and_format_values_with_a_count_are_refused(seed, tmp_pa
     rec = seed.records[0]
     dp_key = next(k for k, (_, name) in seed.names.items() if name == "DP")
     fmt = tuple((k, Typed(NULL, 1) if k.data[0] == dp_key else v) for k, v in rec.fmt)
-    for changes, array in (({"info": _info(seed, 0, "NOTE", Typed(NULL, 2))}, "variant_NOTE"),
-                           ({"info": _info(seed, 0, "DP", Typed(NULL, 1))}, "variant_DP"),
-                           ({"fmt": fmt}, "call_DP")):
+    for changes, array in (
+        ({"info": _info(seed, 0, "NOTE", Typed(NULL, 2))}, "variant_NOTE"),
+        ({"info": _info(seed, 0, "DP", Typed(NULL, 1))}, "variant_DP"),
+        ({"fmt": fmt}, "call_DP"),
+    ):
         path, stream = _edited(seed, tmp_path, **changes)
         assert _pysam_refuses(path)
         with pytest.raises(CorruptBCFError, match="typed NULL with a count above 0"):

@@ -55,8 +55,7 @@ def test_region_index_max_end_saturates_instead_of_wrapping(data_dir, tmp_path):
 
 
 @pytest.mark.parametrize("chunk_length", [100, 1500])
-def test_region_index_folded_over_many_scan_batches_matches_bio2zarr(cohort_bcf, tmp_path, monkeypatch,
-                                                                      chunk_length):
+def test_region_index_folded_over_many_scan_batches_matches_bio2zarr(cohort_bcf, tmp_path, monkeypatch, chunk_length):
     """The scan folds region rows batch by batch; with batches far smaller than a chunk,
     runs continue across batches and must still come out as bio2zarr's rows."""
     from vcfvirtual import scan

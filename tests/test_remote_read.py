@@ -106,8 +106,15 @@ def test_cache_read_over_http_ranges(cohort_bcf, tmp_path, http_dir):
     assert stats["bytes"] < 40 * cache.stat().st_size
     # A collaborator: relocated JSON, plain xarray, fsspec's HTTP filesystem.
     vcfvirtual.writers.relocate_file(refs, base, tmp_path / "http.vcz.json")
-    plain = xr.open_zarr("reference://", consolidated=False, storage_options={
-        "fo": str(tmp_path / "http.vcz.json"), "remote_protocol": "http", "remote_options": {"asynchronous": True}})
+    plain = xr.open_zarr(
+        "reference://",
+        consolidated=False,
+        storage_options={
+            "fo": str(tmp_path / "http.vcz.json"),
+            "remote_protocol": "http",
+            "remote_options": {"asynchronous": True},
+        },
+    )
     assert_matches_bio2zarr(plain, ref)
 
 
@@ -130,8 +137,9 @@ def test_cache_read_from_s3(cohort_bcf, tmp_path, s3_bucket):
     bucket, fs, options = s3_bucket
     refs, cache = _index(cohort_bcf, tmp_path)
     fs.put_file(str(cache), f"{bucket}/vcz/{cache.name}")
-    ds = xr.open_zarr(vcfvirtual.open_store(refs, cache_url=f"s3://{bucket}/vcz/", storage_options=options),
-                      consolidated=False)
+    ds = xr.open_zarr(
+        vcfvirtual.open_store(refs, cache_url=f"s3://{bucket}/vcz/", storage_options=options), consolidated=False
+    )
     assert_matches_bio2zarr(ds, bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 300))
     fs.pipe_file(f"{bucket}/vcz/{cache.name}", cache.read_bytes()[:-28])  # the EOF block lost
     with pytest.raises(StaleCacheError, match="does not match"):
@@ -145,27 +153,34 @@ def test_bcf_served_over_http_is_indexed_in_place(cohort_bcf, tmp_path, http_dir
     served, base, stats = http_dir
     shutil.copy(cohort_bcf, served / "cohort.bcf")
     refs = tmp_path / "http.vcz.json"
-    vcfvirtual.index(base + "cohort.bcf", refs_path=refs, cache_path=tmp_path / "http.cache.bcf",
-                     variants_chunk_size=300)
+    vcfvirtual.index(
+        base + "cohort.bcf", refs_path=refs, cache_path=tmp_path / "http.cache.bcf", variants_chunk_size=300
+    )
     _, local_cache = _index(cohort_bcf, tmp_path)
     assert (tmp_path / "http.cache.bcf").read_bytes() == local_cache.read_bytes()
     assert stats.get(206, 0) >= 1 and stats.get(200, 0) == 0
-    assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False),
-                            bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 300))
-    assert json.loads(json.loads(refs.read_text())["refs"][".zattrs"])["vcfvirtual"]["sources"][0]["path"] == \
-        base + "cohort.bcf"
+    assert_matches_bio2zarr(
+        xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False),
+        bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 300),
+    )
+    assert (
+        json.loads(json.loads(refs.read_text())["refs"][".zattrs"])["vcfvirtual"]["sources"][0]["path"]
+        == base + "cohort.bcf"
+    )
 
 
 def test_a_missing_library_hint_is_the_install_command(small_bcf, tmp_path):
     """Reaching an S3 cache without s3fs: the hint is what to install, not the URL."""
     refs, _ = _index(small_bcf, tmp_path)
-    script = ("import sys; sys.modules['s3fs'] = None\n"  # as if s3fs were not installed
-              "import vcfvirtual\n"
-              "from vcfvirtual.errors import StaleCacheError\n"
-              "try:\n"
-              f"    vcfvirtual.open_store({str(refs)!r}, cache_url='s3://bucket/c.cache.bcf')\n"
-              "except StaleCacheError as e:\n"
-              "    print(e.hint)\n")
+    script = (
+        "import sys; sys.modules['s3fs'] = None\n"  # as if s3fs were not installed
+        "import vcfvirtual\n"
+        "from vcfvirtual.errors import StaleCacheError\n"
+        "try:\n"
+        f"    vcfvirtual.open_store({str(refs)!r}, cache_url='s3://bucket/c.cache.bcf')\n"
+        "except StaleCacheError as e:\n"
+        "    print(e.hint)\n"
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.startswith("pip install"), out
 
@@ -173,7 +188,11 @@ def test_a_missing_library_hint_is_the_install_command(small_bcf, tmp_path):
 def test_an_unreachable_s3_endpoint_is_a_typed_error(small_bcf, tmp_path):
     """Whatever the remote library raises (botocore, aiohttp) comes out typed."""
     refs, _ = _index(small_bcf, tmp_path)
-    options = {"endpoint_url": "http://127.0.0.1:9", "key": "k", "secret": "s",
-               "config_kwargs": {"connect_timeout": 1, "retries": {"max_attempts": 1}}}
+    options = {
+        "endpoint_url": "http://127.0.0.1:9",
+        "key": "k",
+        "secret": "s",
+        "config_kwargs": {"connect_timeout": 1, "retries": {"max_attempts": 1}},
+    }
     with pytest.raises(StaleCacheError, match="cannot"):
         vcfvirtual.open_store(refs, cache_url="s3://bucket/c.cache.bcf", storage_options=options)

@@ -65,6 +65,7 @@ def edited_header(bcf, path, old: str, new: str):
 
 # ------------------------------------------------------------------ bad input
 
+
 def test_wrong_bcf_version_is_refused(small_bcf, tmp_path):
     data = bytearray(gzip.decompress(small_bcf.read_bytes()))
     assert data[:5] == b"BCF\x02\x02"
@@ -148,8 +149,7 @@ def test_a_directory_is_not_a_bcf(tmp_path):
 def test_no_space_left_names_the_output_and_leaves_nothing(cohort_bcf, tmp_path, monkeypatch):
     real_open = open
 
-    monkeypatch.setattr(cache_mod, "open", lambda p, mode="r": FullDisk(real_open(p, mode), 100_000),
-                        raising=False)
+    monkeypatch.setattr(cache_mod, "open", lambda p, mode="r": FullDisk(real_open(p, mode), 100_000), raising=False)
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(errors.OutputWriteError, match="No space left") as info:
@@ -159,6 +159,7 @@ def test_no_space_left_names_the_output_and_leaves_nothing(cohort_bcf, tmp_path,
 
 
 # ------------------------------------------------------------------ stale caches
+
 
 @pytest.fixture
 def indexed(small_bcf, tmp_path):
@@ -233,6 +234,7 @@ def test_without_its_source_the_store_still_opens(indexed):
 
 # ------------------------------------------------------------------ killed runs
 
+
 @pytest.fixture(scope="module")
 def slow_bcf(tmp_path_factory):
     """Big enough that indexing takes a while after start-up: ~4,000 records x 400 samples."""
@@ -241,8 +243,23 @@ def slow_bcf(tmp_path_factory):
 
 
 def _index_cmd(bcf, refs, cache, chunk, layout="bgzf"):
-    return [sys.executable, "-m", "vcfvirtual.cli", "index", "--force", "--no-progress", "-c", str(chunk),
-            "--cache-layout", layout, "-o", str(refs), "--cache", str(cache), str(bcf)]
+    return [
+        sys.executable,
+        "-m",
+        "vcfvirtual.cli",
+        "index",
+        "--force",
+        "--no-progress",
+        "-c",
+        str(chunk),
+        "--cache-layout",
+        layout,
+        "-o",
+        str(refs),
+        "--cache",
+        str(cache),
+        str(bcf),
+    ]
 
 
 def test_kill_9_leaves_previous_outputs_or_none_and_rerun_succeeds(slow_bcf, tmp_path):
@@ -254,8 +271,9 @@ def test_kill_9_leaves_previous_outputs_or_none_and_rerun_succeeds(slow_bcf, tmp
     previous_cache = cache.read_bytes()
     # Kill at points spread over a whole run: start-up, scan, writing, renaming.
     for fraction in (0.3, 0.55, 0.7, 0.8, 0.88, 0.95, 1.0):
-        proc = subprocess.Popen(_index_cmd(slow_bcf, refs, cache, 500), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            _index_cmd(slow_bcf, refs, cache, 500), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         time.sleep(duration * fraction)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -273,8 +291,9 @@ def test_kill_9_leaves_previous_outputs_or_none_and_rerun_succeeds(slow_bcf, tmp
 @pytest.mark.parametrize("layout", ["bgzf", "raw"])  # each layout writes its cache its own way
 def test_kill_9_of_a_first_run_leaves_no_outputs(slow_bcf, tmp_path, layout):
     refs, cache = tmp_path / "k.json", tmp_path / "k.cache"
-    proc = subprocess.Popen(_index_cmd(slow_bcf, refs, cache, 500, layout), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _index_cmd(slow_bcf, refs, cache, 500, layout), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     # Wait until the cache's temporary exists: the run is mid-write.
     deadline = time.time() + 60
     while not any(p.name.startswith(".k.cache.tmp-") for p in tmp_path.iterdir()):
@@ -301,11 +320,14 @@ def test_a_live_runs_temporary_is_left_alone(tmp_path):
     assert np.array_equal(np.frombuffer(live.read_bytes(), np.uint8), np.frombuffer(b"in progress", np.uint8))
 
 
-@pytest.mark.parametrize("workers, layout, marker, sig", [
-    (1, "bgzf", ".k.cache.tmp-", signal.SIGTERM),        # a serial run writing its cache
-    (2, "raw", ".k.cache.tmp-parts-", signal.SIGTERM),   # worker processes writing their parts
-    (1, "raw", ".k.cache.tmp-", signal.SIGINT),          # Ctrl-C
-])
+@pytest.mark.parametrize(
+    "workers, layout, marker, sig",
+    [
+        (1, "bgzf", ".k.cache.tmp-", signal.SIGTERM),  # a serial run writing its cache
+        (2, "raw", ".k.cache.tmp-parts-", signal.SIGTERM),  # worker processes writing their parts
+        (1, "raw", ".k.cache.tmp-", signal.SIGINT),  # Ctrl-C
+    ],
+)
 def test_sigterm_removes_temporaries_and_keeps_previous_outputs(slow_bcf, tmp_path, workers, layout, marker, sig):
     """timeout(1) and batch schedulers end a run with SIGTERM: it cleans up as it goes."""
     refs, cache = tmp_path / "k.json", tmp_path / "k.cache"
@@ -314,8 +336,13 @@ def test_sigterm_removes_temporaries_and_keeps_previous_outputs(slow_bcf, tmp_pa
     cmd = _index_cmd(slow_bcf, refs, cache, 500, layout)
     cmd[4:4] = ["-j", str(workers)]
     # SIGINT is left at its default in the child even if this process ignores it.
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 60
     while not any(p.name.startswith(marker) for p in tmp_path.iterdir()):
         assert time.time() < deadline and proc.poll() is None, "the run ended before writing"

@@ -28,9 +28,24 @@ def test_sgkit_counts_what_bcftools_counts(tmp_path):
     finally:
         sys.path.remove(str(EXAMPLE.parent))
     png = tmp_path / "plot.png"
-    subprocess.run([sys.executable, str(EXAMPLE), "--workdir", str(tmp_path), "--png", str(png),
-                    "--sgkit-python", os.environ["SGKIT_PYTHON"], "--diploids", "10", "--length", "3e5"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLE),
+            "--workdir",
+            str(tmp_path),
+            "--png",
+            str(png),
+            "--sgkit-python",
+            os.environ["SGKIT_PYTHON"],
+            "--diploids",
+            "10",
+            "--length",
+            "3e5",
+        ],
+        check=True,
+        capture_output=True,
+    )
     assert png.stat().st_size > 10_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     counts = np.load(tmp_path / "cohort_allele_counts.npy")
     populations = json.loads((tmp_path / "populations.json").read_text())

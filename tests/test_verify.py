@@ -27,8 +27,15 @@ def _index(bcf, tmp_path, refs_format="json", layout="bgzf", chunk=64, name=None
     suffix = {"json": ".json", "parquet": ".parq", "icechunk": ".icechunk"}[refs_format]
     name = name or bcf.stem
     refs = tmp_path / f"{name}.{layout}{suffix}"
-    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / f"{name}.{refs_format}.{layout}.cache.bcf",
-                     variants_chunk_size=chunk, cache_layout=layout, refs_format=refs_format, force=True)
+    vcfvirtual.index(
+        bcf,
+        refs_path=refs,
+        cache_path=tmp_path / f"{name}.{refs_format}.{layout}.cache.bcf",
+        variants_chunk_size=chunk,
+        cache_layout=layout,
+        refs_format=refs_format,
+        force=True,
+    )
     return refs
 
 
@@ -76,8 +83,12 @@ def _altered_fields_bcf(path):
     INFO/DP (5 -> 6), FORMAT/QS of record 0 sample 0 (9.5 -> 9.25), and the GT of
     record 0 sample 2 (1/1 -> 0/1)."""
     records = list(bcfdata.FUZZ_RECORDS)
-    records[0] = records[0].replace("DP=5;", "DP=6;").replace("0|1:3:9.5:PASS", "0|1:3:9.25:PASS").replace(
-        "1/1:7:2:lowq", "0/1:7:2:lowq")
+    records[0] = (
+        records[0]
+        .replace("DP=5;", "DP=6;")
+        .replace("0|1:3:9.5:PASS", "0|1:3:9.25:PASS")
+        .replace("1/1:7:2:lowq", "0/1:7:2:lowq")
+    )
     records[3] = records[3].replace("chr2\t10\t", "chr2\t11\t")
     assert records != bcfdata.FUZZ_RECORDS
     return bcfdata.write_bcf(bcfdata.vcf_text(records, header=bcfdata.FUZZ_HEADER), path, index=False)
@@ -126,8 +137,7 @@ EDITS = {
     "phase": (0, "\t0|1:3", "\t0/1:3", {"call_genotype_phased"}),
     "allele": (0, "\t0|1:3", "\t0|0:3", {"call_genotype"}),
     "allele missing": (0, "\t0|1:3", "\t.|1:3", {"call_genotype", "call_genotype_mask"}),
-    "ploidy": (2, "\tGT\t0\t1\t.", "\tGT\t0\t1/1\t.", {"call_genotype", "call_genotype_mask",
-                                                            "call_genotype_phased"}),
+    "ploidy": (2, "\tGT\t0\t1\t.", "\tGT\t0\t1/1\t.", {"call_genotype", "call_genotype_mask", "call_genotype_phased"}),
 }
 
 
@@ -142,8 +152,7 @@ def test_each_kind_of_change_is_found(edit, fields_store, tmp_path):
     records = list(bcfdata.FUZZ_RECORDS)
     assert old in records[record]
     records[record] = records[record].replace(old, new, 1)
-    altered = bcfdata.write_bcf(bcfdata.vcf_text(records, header=bcfdata.FUZZ_HEADER), tmp_path / "e.bcf",
-                                index=False)
+    altered = bcfdata.write_bcf(bcfdata.vcf_text(records, header=bcfdata.FUZZ_HEADER), tmp_path / "e.bcf", index=False)
     report = verify_store(fields_store, source=altered, progress=False)
     assert {d.name for d in report.differences} == arrays, [d.describe() for d in report.differences]
     assert all(d.first_variant == record for d in report.differences if d.first_variant is not None)
@@ -152,6 +161,7 @@ def test_each_kind_of_change_is_found(edit, fields_store, tmp_path):
 # Corpus files that exercise each convention verify follows where pysam's raw reading
 # differs from the store's (module docstring of vcfvirtual/verify.py).
 from .test_corpus import CORPUS  # noqa: E402
+
 CONVENTION_FILES = {
     "brentp+cyvcf2/cyvcf2/tests/test.vcf.gz": "Type=Character INFO holding longer strings",
     "samtools+htslib/test/noroundtrip.vcf": "a FORMAT string with no characters",
@@ -168,8 +178,9 @@ def test_corpus_files_with_conventions_pass(name, tmp_path):
     if not path.exists():
         pytest.skip(f"corpus file {name} not present")
     bcf = tmp_path / "input.bcf"
-    subprocess.run(["bcftools", "view", "--no-version", "-Ob", "-o", str(bcf), str(path)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["bcftools", "view", "--no-version", "-Ob", "-o", str(bcf), str(path)], check=True, capture_output=True
+    )
     refs = _index(bcf, tmp_path, chunk=7 if bcf.stat().st_size < 100_000 else 5000)
     report = verify_store(refs, progress=False)
     assert report.ok, [d.describe() for d in report.differences]
@@ -177,16 +188,18 @@ def test_corpus_files_with_conventions_pass(name, tmp_path):
 
 
 def test_genotypes_pysam_cannot_read_are_noted_not_compared(tmp_path):
-    records = ["chr1\t100\t.\tA\tT\t.\t.\t.\tDP:GT\t3:0/1\t4:1|1\t5:0/0",
-               "chr1\t200\t.\tA\tT\t.\t.\t.\tGT:DP\t0/1:3\t1/1:4\t0/0:5"]
-    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, header=bcfdata.FUZZ_HEADER), tmp_path / "dp_gt.bcf",
-                            index=False)
+    records = [
+        "chr1\t100\t.\tA\tT\t.\t.\t.\tDP:GT\t3:0/1\t4:1|1\t5:0/0",
+        "chr1\t200\t.\tA\tT\t.\t.\t.\tGT:DP\t0/1:3\t1/1:4\t0/0:5",
+    ]
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, header=bcfdata.FUZZ_HEADER), tmp_path / "dp_gt.bcf", index=False)
     with pysam.VariantFile(str(bcf)) as vf:
         assert [next(iter(rec.format)) for rec in vf] == ["DP", "GT"]  # htslib kept the text's order
     report = verify_store(_index(bcf, tmp_path), progress=False)
     assert report.ok
-    note = ("genotypes of 1 record not compared: GT is not the first FORMAT field there, "
-            "and pysam reads GT only when it is")
+    note = (
+        "genotypes of 1 record not compared: GT is not the first FORMAT field there, and pysam reads GT only when it is"
+    )
     assert report.notes == (note,)
 
 
@@ -201,22 +214,28 @@ def test_small_windows_give_the_same_outcome(monkeypatch, cohort_bcf, fields_bcf
     refs = _index(fields_bcf, tmp_path, chunk=1)
     monkeypatch.setattr(manifest, "default_chunk_length", lambda n_samples, ploidy, itemsize=1: 2)
     assert verify_store(refs, progress=False).ok
-    found = {d.name: d for d in verify_store(refs, source=_altered_fields_bcf(tmp_path / "a.bcf"),
-                                             progress=False).differences}
+    found = {
+        d.name: d
+        for d in verify_store(refs, source=_altered_fields_bcf(tmp_path / "a.bcf"), progress=False).differences
+    }
     assert (found["variant_position"].first_variant, found["variant_position"].expected) == (3, "11")
     assert found["region_index"].first_index == (3, 2)  # chunk 3 (record 3) is region row 3
 
 
 def test_a_missing_or_extra_record_is_reported(fields_bcf, tmp_path):
     refs = _index(fields_bcf, tmp_path, chunk=4)
-    fewer = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS[:-1], header=bcfdata.FUZZ_HEADER),
-                              tmp_path / "fewer.bcf", index=False)
+    fewer = bcfdata.write_bcf(
+        bcfdata.vcf_text(bcfdata.FUZZ_RECORDS[:-1], header=bcfdata.FUZZ_HEADER), tmp_path / "fewer.bcf", index=False
+    )
     report = verify_store(refs, source=fewer, progress=False)
     assert not report.ok and (report.num_records, report.num_variants) == (5, 6)
     assert "htslib reads 5 records, the store holds 6" in report.summary()
 
-    more = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS + ["chrX\t9\t.\tA\tC\t.\t.\t.\t.\t.\t.\t."],
-                                              header=bcfdata.FUZZ_HEADER), tmp_path / "more.bcf", index=False)
+    more = bcfdata.write_bcf(
+        bcfdata.vcf_text(bcfdata.FUZZ_RECORDS + ["chrX\t9\t.\tA\tC\t.\t.\t.\t.\t.\t.\t."], header=bcfdata.FUZZ_HEADER),
+        tmp_path / "more.bcf",
+        index=False,
+    )
     report = verify_store(refs, source=more, progress=False)
     assert not report.ok and (report.num_records, report.num_variants) == (7, 6)
 

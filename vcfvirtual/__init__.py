@@ -4,9 +4,12 @@ import sys
 
 __version__ = "0.1.0"
 
-if sys.version_info < (3, 12):  # VirtualiZarr 2 and zarr 3 need it; say so in one line
-    raise ImportError(f"vcfvirtual needs Python >= 3.12, this is {sys.version.split()[0]}; to read stores "
-                      "someone shared, vcfvirtual-codec (codec/) alone installs on Python >= 3.10")
+# VirtualiZarr 2 and zarr 3 need 3.12: a forced install on an older Python says so in one line.
+if sys.version_info < (3, 12):  # noqa: UP036
+    raise ImportError(
+        f"vcfvirtual needs Python >= 3.12, this is {sys.version.split()[0]}; to read stores "
+        "someone shared, vcfvirtual-codec (codec/) alone installs on Python >= 3.10"
+    )
 
 from vcfvirtual_codec import codec as _codec  # noqa: E402
 

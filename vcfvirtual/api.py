@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
+from vcfvirtual_codec import bgzf
 from virtualizarr.manifests import ManifestStore
 
-from vcfvirtual_codec import bgzf
 from . import cache as cache_mod
 from . import manifest, parallel, storage, transcode, writers
 from .errors import OutputWriteError, StaleCacheError, VcfVirtualError
@@ -102,8 +102,11 @@ def index(
         cache_path = sources[0]
     if any(c in os.path.abspath(cache_path) for c in "#?"):
         # Readers take the cache's file URL apart at these (obstore: fragment and query).
-        raise VcfVirtualError(cache_path, "the cache path contains '#' or '?', which its file URL cannot carry",
-                              hint="choose another cache_path=")
+        raise VcfVirtualError(
+            cache_path,
+            "the cache path contains '#' or '?', which its file URL cannot carry",
+            hint="choose another cache_path=",
+        )
     _refuse_overlaps(sources, None if zero_copy else cache_path, refs_path)
     # A killed run's leftovers go first: an output it had set aside is put back, and is
     # then judged like any existing output.
@@ -128,30 +131,55 @@ def index(
             remote.stage()  # only now that everything is checked: removed on every way out below
         with _as_bcf(sources, cache_path) as scan_paths:
             # The cache is renamed into place before the references that point at it.
-            writing = contextlib.nullcontext(sources[0]) if zero_copy else cache_mod.atomic_output(cache_path, force=True)
+            writing = (
+                contextlib.nullcontext(sources[0]) if zero_copy else cache_mod.atomic_output(cache_path, force=True)
+            )
             with writing as tmp_cache:
                 if zero_copy:
                     scan = scan_bcf(scan_paths[0], chunk_length_for, progress=progress, threads=inflate_threads)
                     ranges = None
                 elif partitioned:
-                    scan, ranges = _write_cache_partitioned(scan_paths, tmp_cache, cache_path, cache_layout,
-                                                            chunk_length_for, workers, dask_client, progress)
+                    scan, ranges = _write_cache_partitioned(
+                        scan_paths,
+                        tmp_cache,
+                        cache_path,
+                        cache_layout,
+                        chunk_length_for,
+                        workers,
+                        dask_client,
+                        progress,
+                    )
                 else:
                     fileobj = storage.open_input(sources[0], storage_options) if remote and remote.source else None
-                    scan, ranges = _write_cache_serial(scan_paths[0], tmp_cache, cache_layout, chunk_length_for,
-                                                       progress, inflate_threads, fileobj)
+                    scan, ranges = _write_cache_serial(
+                        scan_paths[0], tmp_cache, cache_layout, chunk_length_for, progress, inflate_threads, fileobj
+                    )
                 for path, fingerprint in zip(sources, fingerprints):
-                    same = (storage.unchanged(path, fingerprint, storage_options) if storage.is_url(path)
-                            else fingerprint.same_stat(path))
+                    same = (
+                        storage.unchanged(path, fingerprint, storage_options)
+                        if storage.is_url(path)
+                        else fingerprint.same_stat(path)
+                    )
                     if not same:
-                        raise StaleCacheError(path, "the BCF changed while it was being indexed",
-                                              hint="index it again once nothing writes to it")
+                        raise StaleCacheError(
+                            path,
+                            "the BCF changed while it was being indexed",
+                            hint="index it again once nothing writes to it",
+                        )
                 cache_location = remote.cache_location if remote else "file://" + os.path.abspath(cache_path)
-                group = _build_group(scan, sources, fingerprints, cache_location, tmp_cache, cache_layout, ranges,
-                                     zero_copy)
+                group = _build_group(
+                    scan, sources, fingerprints, cache_location, tmp_cache, cache_layout, ranges, zero_copy
+                )
                 if tmp_refs is not None:
-                    _write_references(group, tmp_refs, refs_path, refs_format, cache_url or remote_public(remote),
-                                      cache_path, cache_location)
+                    _write_references(
+                        group,
+                        tmp_refs,
+                        refs_path,
+                        refs_format,
+                        cache_url or remote_public(remote),
+                        cache_path,
+                        cache_location,
+                    )
             if remote is not None:
                 remote.upload_cache()
         if tmp_refs is not None:
@@ -179,8 +207,13 @@ def index(
         remote.finish()
         if remote.cache_url:
             return ManifestStore(group, registry=storage.object_store_registry(remote.cache_url, storage_options))
-    logger.info("%s: %d records in %d-variant chunks -> %s", ", ".join(map(str, sources)), scan.num_records,
-                group.metadata.attributes["vcfvirtual"]["variants_chunk_size"], cache_path)
+    logger.info(
+        "%s: %d records in %d-variant chunks -> %s",
+        ", ".join(map(str, sources)),
+        scan.num_records,
+        group.metadata.attributes["vcfvirtual"]["variants_chunk_size"],
+        cache_path,
+    )
     return ManifestStore(group, registry=local_registry())
 
 
@@ -210,13 +243,18 @@ def _refuse_folder_names(refs_path, cache_path) -> None:
     whole), named in full: a name ending in a separator asks to write into a folder."""
     for path, option in ((refs_path, "refs_path="), (cache_path, "cache_path=")):
         if isinstance(path, str) and not storage.is_url(path) and path.endswith(("/", os.sep)):
-            raise cache_mod.OutputExistsError(path, "names a directory; outputs are written under names of their own",
-                                              hint=f"give {option} a file name, e.g. {path}cohort.vcz.json"
-                                              if option == "refs_path=" else f"give {option} a file name")
+            raise cache_mod.OutputExistsError(
+                path,
+                "names a directory; outputs are written under names of their own",
+                hint=f"give {option} a file name, e.g. {path}cohort.vcz.json"
+                if option == "refs_path="
+                else f"give {option} a file name",
+            )
 
 
 def _refuse_overlaps(sources, cache_path, refs_path) -> None:
     """The cache and the references must not be an input, nor each other."""
+
     def same(a, b):
         try:
             return os.path.samefile(a, b)
@@ -228,11 +266,15 @@ def _refuse_overlaps(sources, cache_path, refs_path) -> None:
             continue
         for source in sources:
             if not storage.is_url(source) and same(output, source):
-                raise cache_mod.OutputExistsError(output, f"is the input {source}; it would be overwritten",
-                                                  hint=f"give another {option}")
+                raise cache_mod.OutputExistsError(
+                    output, f"is the input {source}; it would be overwritten", hint=f"give another {option}"
+                )
     if cache_path is not None and refs_path is not None and same(cache_path, refs_path):
-        raise cache_mod.OutputExistsError(refs_path, "is named both as the cache and as the references",
-                                          hint="give refs_path= and cache_path= different names")
+        raise cache_mod.OutputExistsError(
+            refs_path,
+            "is named both as the cache and as the references",
+            hint="give refs_path= and cache_path= different names",
+        )
 
 
 def references_path(bcf_path, refs_path=None, cache_path=None, refs_format: str = "json"):
@@ -254,15 +296,21 @@ def _output_paths(sources: list[Path], refs_path, cache_path, refs_format: str) 
     else:
         # Several inputs have no one name to derive outputs from: the caller names the store.
         if not refs_path and not cache_path:
-            raise VcfVirtualError(None, f"{len(sources)} input files: name the store to write",
-                                  hint="give refs_path= (and optionally cache_path=)")
+            raise VcfVirtualError(
+                None,
+                f"{len(sources)} input files: name the store to write",
+                hint="give refs_path= (and optionally cache_path=)",
+            )
         if refs_path:
             stem = Path(refs_path)
             default_cache = stem.with_name(stem.name.removesuffix(suffix) + ".cache.bcf")
         else:
             default_cache = None
-        default_refs = (Path(cache_path).with_name(Path(cache_path).name.removesuffix(".cache.bcf") + suffix)
-                        if cache_path else None)
+        default_refs = (
+            Path(cache_path).with_name(Path(cache_path).name.removesuffix(".cache.bcf") + suffix)
+            if cache_path
+            else None
+        )
     cache_path = Path(cache_path) if cache_path else default_cache
     refs_path = None if refs_path is False else Path(refs_path) if refs_path else default_refs
     return refs_path, cache_path
@@ -285,7 +333,7 @@ def _is_uncompressed(path, storage_options=None) -> bool:
     """An uncompressed BCF (not BGZF, not VCF); empty files are left to the scan to report."""
     if transcode.is_vcf_path(path):
         return False
-    with (storage.open_input(path, storage_options) if storage.is_url(path) else open(path, "rb")) as f:
+    with storage.open_input(path, storage_options) if storage.is_url(path) else open(path, "rb") as f:
         return f.read(2) not in (bgzf.GZIP_MAGIC, b"")
 
 
@@ -314,15 +362,25 @@ def _as_bcf(sources: list[Path], cache_path: Path):
 def _write_cache_serial(bcf_path, tmp_cache: Path, layout: str, chunk_length_for, progress, threads, fileobj=None):
     """One pass over one BCF, writing the cache as it goes: (scan, chunk byte ranges or None)."""
     if layout == "bgzf":
-        scan, starts, end = cache_mod.write_bgzf_cache(bcf_path, tmp_cache, chunk_length_for, progress=progress,
-                                                       threads=threads, fileobj=fileobj)
+        scan, starts, end = cache_mod.write_bgzf_cache(
+            bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
+        )
         return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
-    return cache_mod.write_raw_cache(bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads,
-                                     fileobj=fileobj), None
+    return cache_mod.write_raw_cache(
+        bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
+    ), None
 
 
-def _write_cache_partitioned(bcf_paths: list[Path], tmp_cache: Path, cache_path: Path, layout: str, chunk_length_for,
-                             workers: int, dask_client, progress):
+def _write_cache_partitioned(
+    bcf_paths: list[Path],
+    tmp_cache: Path,
+    cache_path: Path,
+    layout: str,
+    chunk_length_for,
+    workers: int,
+    dask_client,
+    progress,
+):
     """Scan files (and parts of large ones) apart, merge, then assemble the cache."""
     # Twice as many parts as workers, so one slow part (denser records) does not leave
     # the others idle at the end.
@@ -377,30 +435,37 @@ def _build_group(scan, sources, fingerprints, local_cache_url, tmp_cache, layout
     attrs = {
         "vcfvirtual": {
             # Fingerprints let readers refuse a cache or source that has changed.
-            "sources": [{"path": p if storage.is_url(p) else os.path.abspath(p), **f.to_json()}
-                        for p, f in zip(sources, fingerprints)],
+            "sources": [
+                {"path": p if storage.is_url(p) else os.path.abspath(p), **f.to_json()}
+                for p, f in zip(sources, fingerprints)
+            ],
             "cache": {"url": local_cache_url, "layout": layout, **Fingerprint.of(tmp_cache).to_json()},
             "variants_chunk_size": chunk_length,
             "zero_copy": zero_copy,
         }
     }
     try:
-        return manifest.build_group(scan, local_cache_url, chunk_length, ranges=ranges, layout=layout,
-                                    extra_attributes=attrs)
+        return manifest.build_group(
+            scan, local_cache_url, chunk_length, ranges=ranges, layout=layout, extra_attributes=attrs
+        )
     except VcfVirtualError as e:
         if e.path is None:  # pure builders do not know the file: name it here
             raise type(e)(sources[0], e.problem, offset=e.offset, hint=e.hint) from None
         raise
 
 
-def _write_references(group, tmp_refs: Path, refs_path: Path, refs_format: str, cache_url, cache_path: Path,
-                      local_cache_url: str):
+def _write_references(
+    group, tmp_refs: Path, refs_path: Path, refs_format: str, cache_url, cache_path: Path, local_cache_url: str
+):
     try:
         public = writers.public_cache_url(cache_url, cache_path.name) if cache_url else None
         if refs_format == "icechunk":
             if public and not public.startswith("file://"):
-                raise VcfVirtualError(None, "Icechunk output reads local caches only, so far",
-                                      hint="leave out cache_url=, or write refs_format='json'")
+                raise VcfVirtualError(
+                    None,
+                    "Icechunk output reads local caches only, so far",
+                    hint="leave out cache_url=, or write refs_format='json'",
+                )
             writers.write_icechunk(group, tmp_refs, public or local_cache_url)
         else:
             write = writers.write_kerchunk_parquet if refs_format == "parquet" else writers.write_kerchunk_json
@@ -408,8 +473,9 @@ def _write_references(group, tmp_refs: Path, refs_path: Path, refs_format: str, 
     except OutputWriteError as e:  # named after its temporary: name the output asked for
         raise OutputWriteError(refs_path, e.problem, hint=e.hint) from None
     except OSError as e:
-        raise OutputWriteError(refs_path, f"cannot write the references: {e.strerror}",
-                               hint=cache_mod.write_hint(e, "refs_path=")) from None
+        raise OutputWriteError(
+            refs_path, f"cannot write the references: {e.strerror}", hint=cache_mod.write_hint(e, "refs_path=")
+        ) from None
 
 
 def remote_public(remote) -> str | None:
@@ -436,15 +502,23 @@ class _Remote:
         if source is None and refs_url is None and cache_url is None:
             return None
         if partitioned:
-            raise VcfVirtualError(source or refs_url or cache_url,
-                                  "URLs are indexed one BCF at a time, serially, so far",
-                                  hint="index local files for several files or workers=")
+            raise VcfVirtualError(
+                source or refs_url or cache_url,
+                "URLs are indexed one BCF at a time, serially, so far",
+                hint="index local files for several files or workers=",
+            )
         if source is not None and transcode.is_vcf_path(source):
-            raise VcfVirtualError(source, "a remote VCF is not converted in place",
-                                  hint="convert it to BCF (bcftools view -Ob) or download it first")
+            raise VcfVirtualError(
+                source,
+                "a remote VCF is not converted in place",
+                hint="convert it to BCF (bcftools view -Ob) or download it first",
+            )
         if refs_url is not None and refs_format != "json":
-            raise VcfVirtualError(refs_url, f"{refs_format} references are written to local paths only, so far",
-                                  hint="write them locally and upload the folder, or use refs_format='json'")
+            raise VcfVirtualError(
+                refs_url,
+                f"{refs_format} references are written to local paths only, so far",
+                hint="write them locally and upload the folder, or use refs_format='json'",
+            )
         # Named now, so the outputs' local paths are known while checking; made by stage().
         staging = Path(tempfile.gettempdir()) / f"vcfvirtual-upload-{os.getpid()}-{secrets.token_hex(6)}"
         local_refs = staging / refs_url.rsplit("/", 1)[-1] if refs_url else refs_path

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-
 from vcfvirtual_codec import bgzf
+
 from .errors import OutputExistsError, OutputWriteError
 from .scan import ScanResult, scan_bcf
 
@@ -159,15 +159,24 @@ def refuse_foreign_output(path: Path, kind: str, *, force: bool, option: str) ->
     if not os.path.lexists(path):
         return
     if path.is_symlink():
-        raise OutputExistsError(path, "is a symbolic link, not a vcfvirtual output; it and what it points to "
-                                "are left alone", hint=f"remove the link or give another {option}")
+        raise OutputExistsError(
+            path,
+            "is a symbolic link, not a vcfvirtual output; it and what it points to are left alone",
+            hint=f"remove the link or give another {option}",
+        )
     ours = is_vcfvirtual_references(path) if kind == REFS else is_vcfvirtual_cache(path)
     if not ours:
         what = "a directory" if path.is_dir() else "a file"
-        hint = (f"name a file inside it, e.g. {path / 'cohort.vcz.json'}" if path.is_dir() and kind == REFS
-                else f"give another {option}, or move it away")
-        raise OutputExistsError(path, f"is {what} that is not a vcfvirtual {kind} output; it is not replaced, "
-                                "even with force=True", hint=hint)
+        hint = (
+            f"name a file inside it, e.g. {path / 'cohort.vcz.json'}"
+            if path.is_dir() and kind == REFS
+            else f"give another {option}, or move it away"
+        )
+        raise OutputExistsError(
+            path,
+            f"is {what} that is not a vcfvirtual {kind} output; it is not replaced, even with force=True",
+            hint=hint,
+        )
     if not force:
         raise OutputExistsError(path, "output already exists", hint="pass force=True to overwrite it")
 
@@ -275,8 +284,9 @@ def write_hint(e: OSError, option: str = "cache_path=") -> str:
     return "check that the output directory is writable"
 
 
-def write_raw_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None,
-                    threads: int = 0, fileobj=None) -> ScanResult:
+def write_raw_cache(
+    bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None, threads: int = 0, fileobj=None
+) -> ScanResult:
     """Scan ``bcf_path`` once, writing its uncompressed stream to ``tmp_cache``."""
     with _cache_file(tmp_cache) as f:
         return scan_bcf(bcf_path, chunk_length_for, sink=f, progress=progress, threads=threads, fileobj=fileobj)
@@ -417,19 +427,23 @@ class ChunkAlignedBGZFWriter:
         return end
 
 
-def write_bgzf_cache(bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None,
-                     threads: int = 0, fileobj=None):
+def write_bgzf_cache(
+    bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None, threads: int = 0, fileobj=None
+):
     """Scan ``bcf_path`` once, writing a chunk-aligned BGZF cache to ``tmp_cache``.
 
     Returns (scan result, chunk start offsets, end of the last chunk).
     """
     with _cache_file(tmp_cache) as f:
         writer = ChunkAlignedBGZFWriter(f)
-        result = scan_bcf(bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads,
-                          fileobj=fileobj)
+        result = scan_bcf(bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj)
         end = writer.close()
-    logger.info("%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
-                bcf_path, writer.blocks_copied, writer.blocks_recompressed)
+    logger.info(
+        "%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
+        bcf_path,
+        writer.blocks_copied,
+        writer.blocks_recompressed,
+    )
     starts = np.asarray(writer.chunk_starts, dtype=np.uint64)
     return result, starts, end
 
@@ -452,6 +466,7 @@ def assemble_bgzf_cache(tmp_cache: Path, pieces, header_size: int, chunk_offsets
             if piece.compressed_size == 0:
                 raw, data = None, os.pread(fd, length, piece.offset + piece.lo)
             else:
+
                 def data(fd=fd, piece=piece):
                     block = os.pread(fd, piece.compressed_size, piece.offset)
                     return bgzf.inflate_block(block, piece.path, piece.offset)[piece.lo : piece.hi]
@@ -460,6 +475,7 @@ def assemble_bgzf_cache(tmp_cache: Path, pieces, header_size: int, chunk_offsets
             writer.add_piece(piece.stream_start, length, raw, data)
             writer.scanned_to(piece.stream_start + length)
         end = writer.close()
-    logger.info("%d BGZF blocks copied, %d re-compressed at chunk boundaries",
-                writer.blocks_copied, writer.blocks_recompressed)
+    logger.info(
+        "%d BGZF blocks copied, %d re-compressed at chunk boundaries", writer.blocks_copied, writer.blocks_recompressed
+    )
     return np.asarray(writer.chunk_starts, dtype=np.uint64), end

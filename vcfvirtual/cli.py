@@ -50,8 +50,11 @@ def _cleanup_on_signals():
         yield  # only the main thread may set handlers (e.g. the CLI invoked from a test's thread)
         return
     # A signal the caller set to be ignored (Ctrl-C for a shell's background job) stays so.
-    previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGINT)
-                if signal.getsignal(s) is not signal.SIG_IGN}
+    previous = {
+        s: signal.signal(s, _raise_interrupted)
+        for s in (signal.SIGTERM, signal.SIGINT)
+        if signal.getsignal(s) is not signal.SIG_IGN
+    }
     try:
         yield
     except Interrupted as e:
@@ -63,9 +66,17 @@ def _cleanup_on_signals():
 
 
 # The library's errors name its Python arguments; the commands name their own flags.
-_FLAGS = {"force=True": "--force", "refs_path=": "--output", "cache_path=": "--cache", "cache_url=": "--cache-url",
-          "workers=": "--workers", "refs_format='json'": "--format json", "storage_options=": "--storage-options",
-          "check=False": "--no-check", "source=": "--source"}
+_FLAGS = {
+    "force=True": "--force",
+    "refs_path=": "--output",
+    "cache_path=": "--cache",
+    "cache_url=": "--cache-url",
+    "workers=": "--workers",
+    "refs_format='json'": "--format json",
+    "storage_options=": "--storage-options",
+    "check=False": "--no-check",
+    "source=": "--source",
+}
 
 
 def _fail(e: Exception):
@@ -97,58 +108,118 @@ def main():
 
 @main.command("index")
 @click.argument("bcf", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "refs_path", type=click.Path(),
-              help="References to write. Default: <BCF>.vcz.json (or .vcz.parq) next to the BCF; "
-                   "required with several BCFs.")
-@click.option("--cache", "cache_path", type=click.Path(dir_okay=False),
-              help="Transcode cache to write. Default: <BCF>.vcz.cache.bcf next to the BCF; with "
-                   "several BCFs, the --output name ending in .cache.bcf.")
-@click.option("-c", "--variants-chunk-size", type=click.IntRange(min=1),
-              help="Variants per chunk. Default: sized so a decoded call_genotype chunk is "
-                   "at most ~64 MiB, between 100 and 10,000.")
-@click.option("--cache-layout", type=click.Choice(["bgzf", "raw"]), default=None,
-              help="How records are laid out in the cache. 'bgzf' (default for a compressed BCF): "
-                   "the BCF's own compressed blocks, re-cut so each variants chunk starts a block "
-                   "(about the BCF's size, a valid BCF; the chunk size is fixed before the scan, "
-                   "assuming diploid calls). 'raw': the uncompressed BCF stream (many times larger; "
-                   "reads skip the inflate). An uncompressed BCF (bcftools view -Ou) is by default "
-                   "referenced as it is, with no cache (raw); 'bgzf' compresses it into one.")
-@click.option("--inflate-threads", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Threads that inflate BGZF blocks ahead of the record scan. 0 inflates on "
-                   "the scanning thread, which measured as fast on 2 cores; try more on "
-                   "machines with many cores.")
-@click.option("--format", "refs_format", type=click.Choice(["json", "parquet", "icechunk"]), default="json",
-              show_default=True,
-              help="References to write: Kerchunk JSON; Kerchunk Parquet (a directory, default "
-                   "<BCF>.vcz.parq) for stores with millions of chunks; or an Icechunk repository "
-                   "(default <BCF>.vcz.icechunk) of virtual chunks, versioned.")
-@click.option("--cache-url", metavar="URL",
-              help="Where readers of the Kerchunk JSON will find the cache, e.g. where you will "
-                   "upload it (s3://bucket/path/ or https://host/path/; a URL ending in / gets the "
-                   "cache's file name). Default: its local path. Change it later with "
-                   "vcfvirtual relocate.")
-@click.option("-j", "--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes that scan in parallel: the BCFs given, and parts of each large "
-                   "BGZF BCF (cut at record starts its .csi index names, or found by a block "
-                   "scan). The store is the same as a serial run's.")
-@click.option("--dask-scheduler", metavar="ADDRESS",
-              help="Scan on a Dask cluster (e.g. tcp://host:8786) instead of local processes; "
-                   "its workers must see the BCFs and the cache's folder at the same paths. "
-                   "Needs the distributed package.")
-@click.option("--storage-options", metavar="JSON",
-              help="fsspec options for a BCF, cache or references given as a URL (s3://, gs://, "
-                   "https://), as JSON, e.g. '{\"endpoint_url\": \"http://host:9000\", \"anon\": false}'. "
-                   "Credentials otherwise come from the usual places (AWS_* variables, ~/.aws). "
-                   "Needs pip install 'vcfvirtual[remote]'.")
-@click.option("-f", "--force", is_flag=True,
-              help="Replace existing outputs that vcfvirtual wrote (recognised by their contents). "
-                   "Anything else under an output's name (a directory, another file, a link) is "
-                   "refused, with or without --force.")
-@click.option("--progress/--no-progress", default=None,
-              help="Show a progress bar (default: only when stderr is a terminal).")
+@click.option(
+    "-o",
+    "--output",
+    "refs_path",
+    type=click.Path(),
+    help="References to write. Default: <BCF>.vcz.json (or .vcz.parq) next to the BCF; required with several BCFs.",
+)
+@click.option(
+    "--cache",
+    "cache_path",
+    type=click.Path(dir_okay=False),
+    help="Transcode cache to write. Default: <BCF>.vcz.cache.bcf next to the BCF; with "
+    "several BCFs, the --output name ending in .cache.bcf.",
+)
+@click.option(
+    "-c",
+    "--variants-chunk-size",
+    type=click.IntRange(min=1),
+    help="Variants per chunk. Default: sized so a decoded call_genotype chunk is "
+    "at most ~64 MiB, between 100 and 10,000.",
+)
+@click.option(
+    "--cache-layout",
+    type=click.Choice(["bgzf", "raw"]),
+    default=None,
+    help="How records are laid out in the cache. 'bgzf' (default for a compressed BCF): "
+    "the BCF's own compressed blocks, re-cut so each variants chunk starts a block "
+    "(about the BCF's size, a valid BCF; the chunk size is fixed before the scan, "
+    "assuming diploid calls). 'raw': the uncompressed BCF stream (many times larger; "
+    "reads skip the inflate). An uncompressed BCF (bcftools view -Ou) is by default "
+    "referenced as it is, with no cache (raw); 'bgzf' compresses it into one.",
+)
+@click.option(
+    "--inflate-threads",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Threads that inflate BGZF blocks ahead of the record scan. 0 inflates on "
+    "the scanning thread, which measured as fast on 2 cores; try more on "
+    "machines with many cores.",
+)
+@click.option(
+    "--format",
+    "refs_format",
+    type=click.Choice(["json", "parquet", "icechunk"]),
+    default="json",
+    show_default=True,
+    help="References to write: Kerchunk JSON; Kerchunk Parquet (a directory, default "
+    "<BCF>.vcz.parq) for stores with millions of chunks; or an Icechunk repository "
+    "(default <BCF>.vcz.icechunk) of virtual chunks, versioned.",
+)
+@click.option(
+    "--cache-url",
+    metavar="URL",
+    help="Where readers of the Kerchunk JSON will find the cache, e.g. where you will "
+    "upload it (s3://bucket/path/ or https://host/path/; a URL ending in / gets the "
+    "cache's file name). Default: its local path. Change it later with "
+    "vcfvirtual relocate.",
+)
+@click.option(
+    "-j",
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes that scan in parallel: the BCFs given, and parts of each large "
+    "BGZF BCF (cut at record starts its .csi index names, or found by a block "
+    "scan). The store is the same as a serial run's.",
+)
+@click.option(
+    "--dask-scheduler",
+    metavar="ADDRESS",
+    help="Scan on a Dask cluster (e.g. tcp://host:8786) instead of local processes; "
+    "its workers must see the BCFs and the cache's folder at the same paths. "
+    "Needs the distributed package.",
+)
+@click.option(
+    "--storage-options",
+    metavar="JSON",
+    help="fsspec options for a BCF, cache or references given as a URL (s3://, gs://, "
+    'https://), as JSON, e.g. \'{"endpoint_url": "http://host:9000", "anon": false}\'. '
+    "Credentials otherwise come from the usual places (AWS_* variables, ~/.aws). "
+    "Needs pip install 'vcfvirtual[remote]'.",
+)
+@click.option(
+    "-f",
+    "--force",
+    is_flag=True,
+    help="Replace existing outputs that vcfvirtual wrote (recognised by their contents). "
+    "Anything else under an output's name (a directory, another file, a link) is "
+    "refused, with or without --force.",
+)
+@click.option(
+    "--progress/--no-progress", default=None, help="Show a progress bar (default: only when stderr is a terminal)."
+)
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout, inflate_threads, refs_format,
-                  cache_url, workers, dask_scheduler, storage_options, force, progress, verbose):
+def index_command(
+    bcf,
+    refs_path,
+    cache_path,
+    variants_chunk_size,
+    cache_layout,
+    inflate_threads,
+    refs_format,
+    cache_url,
+    workers,
+    dask_scheduler,
+    storage_options,
+    force,
+    progress,
+    verbose,
+):
     """Scan BCF once and write its transcode cache and Kerchunk JSON references.
 
     Several BCFs (e.g. one per chromosome, same samples) make one store holding their
@@ -165,10 +236,21 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
     try:
         options = _storage_options(storage_options)
         with _cleanup_on_signals(), _dask_client(dask_scheduler) as client:
-            store = index(bcf[0] if len(bcf) == 1 else list(bcf), refs_path=refs_path, cache_path=cache_path,
-                          variants_chunk_size=variants_chunk_size, cache_layout=cache_layout,
-                          force=force, progress=progress, inflate_threads=inflate_threads, cache_url=cache_url,
-                          refs_format=refs_format, workers=workers, dask_client=client, storage_options=options)
+            store = index(
+                bcf[0] if len(bcf) == 1 else list(bcf),
+                refs_path=refs_path,
+                cache_path=cache_path,
+                variants_chunk_size=variants_chunk_size,
+                cache_layout=cache_layout,
+                force=force,
+                progress=progress,
+                inflate_threads=inflate_threads,
+                cache_url=cache_url,
+                refs_format=refs_format,
+                workers=workers,
+                dask_client=client,
+                storage_options=options,
+            )
     except (VcfVirtualError, OSError) as e:
         _fail(e)
     from .api import references_path
@@ -178,8 +260,11 @@ def index_command(bcf, refs_path, cache_path, variants_chunk_size, cache_layout,
     click.echo(_summary(store, refs, refs_format, time.perf_counter() - start), err=True)
 
 
-_FORMAT_NAMES = {"json": "Kerchunk JSON references", "parquet": "Kerchunk Parquet references",
-                 "icechunk": "Icechunk repository"}
+_FORMAT_NAMES = {
+    "json": "Kerchunk JSON references",
+    "parquet": "Kerchunk Parquet references",
+    "icechunk": "Icechunk repository",
+}
 
 
 def _summary(store, refs, refs_format: str, seconds: float) -> str:
@@ -188,8 +273,10 @@ def _summary(store, refs, refs_format: str, seconds: float) -> str:
     n = store._group.arrays["variant_position"].shape[0]
     cache = attrs["cache"]
     cache_at = cache["url"].removeprefix("file://")
-    lines = [f"indexed {n:,} records in {seconds:.2f}s, in chunks of {attrs['variants_chunk_size']:,} variants",
-             f"wrote  {refs}  ({_FORMAT_NAMES[refs_format]})"]
+    lines = [
+        f"indexed {n:,} records in {seconds:.2f}s, in chunks of {attrs['variants_chunk_size']:,} variants",
+        f"wrote  {refs}  ({_FORMAT_NAMES[refs_format]})",
+    ]
     if attrs.get("zero_copy"):
         lines.append(f"       no cache: the references point into {cache_at} itself (an uncompressed BCF)")
     else:
@@ -218,8 +305,9 @@ def _dask_client(address):
     try:
         from distributed import Client
     except ImportError:
-        raise VcfVirtualError(None, "--dask-scheduler needs the distributed package",
-                              hint="pip install 'vcfvirtual[dask]'") from None
+        raise VcfVirtualError(
+            None, "--dask-scheduler needs the distributed package", hint="pip install 'vcfvirtual[dask]'"
+        ) from None
     try:
         client = Client(address, timeout=30)
     except OSError as e:
@@ -231,16 +319,27 @@ def _dask_client(address):
 @main.command("relocate")
 @click.argument("refs", type=click.Path(dir_okay=False))
 @click.argument("cache_url")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the relocated references here instead of rewriting REFS in place "
-                   "(an existing file there must be vcfvirtual references).")
-@click.option("--check/--no-check", default=True, show_default=True,
-              help="Read the cache at its new home and refuse it unless its size and sampled "
-                   "hash are those the references record. --no-check: point at a cache not "
-                   "uploaded yet.")
-@click.option("--storage-options", metavar="JSON",
-              help="fsspec options (JSON object) for reaching a cache URL (s3://, https://), "
-                   "e.g. '{\"endpoint_url\": \"http://host:9000\"}'.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the relocated references here instead of rewriting REFS in place "
+    "(an existing file there must be vcfvirtual references).",
+)
+@click.option(
+    "--check/--no-check",
+    default=True,
+    show_default=True,
+    help="Read the cache at its new home and refuse it unless its size and sampled "
+    "hash are those the references record. --no-check: point at a cache not "
+    "uploaded yet.",
+)
+@click.option(
+    "--storage-options",
+    metavar="JSON",
+    help="fsspec options (JSON object) for reaching a cache URL (s3://, https://), "
+    'e.g. \'{"endpoint_url": "http://host:9000"}\'.',
+)
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
 def relocate_command(refs, cache_url, output, check, storage_options, verbose):
     """Point the Kerchunk JSON REFS at the cache's new home CACHE_URL.
@@ -270,9 +369,12 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
 
 @main.command("inspect")
 @click.argument("store", type=click.Path())
-@click.option("--storage-options", metavar="JSON",
-              help="fsspec options (a JSON object) for references or a cache given as a URL "
-                   "(s3://, https://), e.g. '{\"anon\": true}'.")
+@click.option(
+    "--storage-options",
+    metavar="JSON",
+    help="fsspec options (a JSON object) for references or a cache given as a URL "
+    "(s3://, https://), e.g. '{\"anon\": true}'.",
+)
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
 def inspect_command(store, storage_options, verbose):
     """Describe the store STORE (Kerchunk JSON, Parquet directory or Icechunk repository).
@@ -296,18 +398,35 @@ def inspect_command(store, storage_options, verbose):
 
 @main.command("verify")
 @click.argument("store", type=click.Path())
-@click.option("--source", "sources", multiple=True, metavar="BCF",
-              help="The BCF (or VCF) to compare with; repeat it for a store of several files, in "
-                   "the order they were indexed. Default: the sources recorded in the references.")
-@click.option("--check/--no-check", default=True, show_default=True,
-              help="Check the cache's fingerprints first and stop if it changed since indexing. "
-                   "--no-check decodes it anyway, to see which values changed.")
-@click.option("--storage-options", metavar="JSON",
-              help="fsspec options (a JSON object) for references or a cache given as a URL.")
-@click.option("--progress/--no-progress", default=None,
-              help="Show a progress bar over records (default: only when stderr is a terminal).")
-@click.option("-v", "--verbose", count=True,
-              help="More output: -v lists every array compared; also info (-v) or debug (-vv) logging.")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    metavar="BCF",
+    help="The BCF (or VCF) to compare with; repeat it for a store of several files, in "
+    "the order they were indexed. Default: the sources recorded in the references.",
+)
+@click.option(
+    "--check/--no-check",
+    default=True,
+    show_default=True,
+    help="Check the cache's fingerprints first and stop if it changed since indexing. "
+    "--no-check decodes it anyway, to see which values changed.",
+)
+@click.option(
+    "--storage-options", metavar="JSON", help="fsspec options (a JSON object) for references or a cache given as a URL."
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar over records (default: only when stderr is a terminal).",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="More output: -v lists every array compared; also info (-v) or debug (-vv) logging.",
+)
 def verify_command(store, sources, check, storage_options, progress, verbose):
     """Decode every array of STORE and compare it with htslib's reading of the source BCF.
 
@@ -321,8 +440,13 @@ def verify_command(store, sources, check, storage_options, progress, verbose):
     from .verify import verify_store
 
     try:
-        report = verify_store(store, source=list(sources) or None, progress=progress, check=check,
-                              storage_options=_storage_options(storage_options))
+        report = verify_store(
+            store,
+            source=list(sources) or None,
+            progress=progress,
+            check=check,
+            storage_options=_storage_options(storage_options),
+        )
     except VcfVirtualError as e:
         _fail(e)
     click.echo(report.summary())

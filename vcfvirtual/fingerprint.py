@@ -80,7 +80,7 @@ class Fingerprint:
     digest: str | None = None  # None in references written before digests
 
     @classmethod
-    def of(cls, path) -> "Fingerprint":
+    def of(cls, path) -> Fingerprint:
         with open_regular(path) as f:
             st = os.fstat(f.fileno())
             return cls(size=st.st_size, mtime_ns=st.st_mtime_ns, digest=_digest(f, st.st_size))
@@ -89,7 +89,7 @@ class Fingerprint:
         return {"size": self.size, "mtime_ns": self.mtime_ns, "digest": self.digest, "digest_kind": DIGEST}
 
     @classmethod
-    def from_json(cls, d: dict) -> "Fingerprint":
+    def from_json(cls, d: dict) -> Fingerprint:
         digest = d.get("digest") if d.get("digest_kind", DIGEST) == DIGEST else None
         return cls(size=int(d["size"]), mtime_ns=int(d.get("mtime_ns", 0)), digest=digest)
 
@@ -115,4 +115,3 @@ class Fingerprint:
         if sampled_digest(path) != self.digest:
             return ["its contents changed (sampled hash differs) since it was indexed"]
         return []
-

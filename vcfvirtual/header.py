@@ -134,8 +134,12 @@ def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
     try:
         text = raw_text.rstrip(b"\x00").decode("utf-8", errors="strict")
     except UnicodeDecodeError as e:
-        raise HeaderError(path, f"the BCF header text is not UTF-8 ({e.reason})", offset=9 + e.start,
-                          hint="the file is damaged, or not a BCF") from None
+        raise HeaderError(
+            path,
+            f"the BCF header text is not UTF-8 ({e.reason})",
+            offset=9 + e.start,
+            hint="the file is damaged, or not a BCF",
+        ) from None
     if not text.startswith("##fileformat"):
         raise HeaderError(path, "BCF header text does not start with ##fileformat")
     # pysam parses a header only from a file; a temporary .vcf holding just the text
@@ -158,8 +162,11 @@ def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
         except (ValueError, OSError) as e:
             raise HeaderError(path, f"htslib rejects the VCF header: {e}") from None
         except Exception as e:  # noqa: BLE001 - pysam asserts on dictionaries it built inconsistently
-            raise HeaderError(path, f"htslib cannot make sense of the VCF header ({type(e).__name__}: {e})",
-                              hint="the header is damaged; check it with bcftools view -h") from None
+            raise HeaderError(
+                path,
+                f"htslib cannot make sense of the VCF header ({type(e).__name__}: {e})",
+                hint="the header is damaged; check it with bcftools view -h",
+            ) from None
     finally:
         pysam.set_verbosity(verbosity)
         os.unlink(tmp)
@@ -190,8 +197,9 @@ def header_line_warnings(text: str) -> list[str]:
             continue
         key = (category, ident.group(1))
         if key in seen:
-            out.append(f"{where} defines {category}/{key[1]} again; htslib keeps the first definition "
-                       f"(line {seen[key]})")
+            out.append(
+                f"{where} defines {category}/{key[1]} again; htslib keeps the first definition (line {seen[key]})"
+            )
         else:
             seen[key] = lineno
     return out
@@ -284,8 +292,11 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
                     number = meta.number
                 word = str(rec.get("Type", meta.type))
                 if word not in VCF_TYPES:
-                    raise HeaderError(path, f"{category}/{rec['ID']} has Type={word}, not one of {', '.join(VCF_TYPES)}",
-                                      hint="fix the header line with bcftools reheader")
+                    raise HeaderError(
+                        path,
+                        f"{category}/{rec['ID']} has Type={word}, not one of {', '.join(VCF_TYPES)}",
+                        hint="fix the header line with bcftools reheader",
+                    )
                 out.append(
                     FieldDef(
                         category=category,
@@ -301,8 +312,10 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
 
     if len(h.samples) > MAX_SAMPLES:
         raise UnsupportedBCFError(
-            path, f"the header names {len(h.samples)} samples, more than the {MAX_SAMPLES} a BCF record can hold",
-            hint="split the samples over several files (bcftools view -S)")
+            path,
+            f"the header names {len(h.samples)} samples, more than the {MAX_SAMPLES} a BCF record can hold",
+            hint="split the samples over several files (bcftools view -S)",
+        )
     return BCFHeader(
         text=text,
         size=stream_size,
@@ -353,16 +366,22 @@ def compatibility_problems(first: BCFHeader, other: BCFHeader) -> list[str]:
         if mine is None:
             problems.append(f"it declares {f.category}/{f.name}, which the first file does not")
         elif (mine.number, mine.type) != (f.number, f.type):
-            problems.append(f"{f.category}/{f.name} is Number={f.number},Type={f.type} "
-                            f"where the first file has Number={mine.number},Type={mine.type}")
+            problems.append(
+                f"{f.category}/{f.name} is Number={f.number},Type={f.type} "
+                f"where the first file has Number={mine.number},Type={mine.type}"
+            )
         elif mine.key != f.key:
-            problems.append(f"{f.category}/{f.name} is dictionary key {f.key} where the first file has {mine.key} "
-                            "(the headers list their fields in another order)")
+            problems.append(
+                f"{f.category}/{f.name} is dictionary key {f.key} where the first file has {mine.key} "
+                "(the headers list their fields in another order)"
+            )
     filter_keys = dict(zip(first.filters, first.filter_keys))
     for name, key in zip(other.filters, other.filter_keys):
         if name not in filter_keys:
             problems.append(f"it declares FILTER/{name}, which the first file does not")
         elif filter_keys[name] != key:
-            problems.append(f"FILTER/{name} is dictionary key {key} where the first file has {filter_keys[name]} "
-                            "(the headers list their fields in another order)")
+            problems.append(
+                f"FILTER/{name} is dictionary key {key} where the first file has {filter_keys[name]} "
+                "(the headers list their fields in another order)"
+            )
     return problems

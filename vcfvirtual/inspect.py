@@ -135,20 +135,45 @@ class StoreSummary:
 
     def to_text(self) -> str:
         """The summary as plain aligned text: the array table, then the store's facts."""
-        header = ("name", "dtype", "stored", "size", "ratio", "nchunks", "chunk_size", "avg_chunk_stored",
-                  "shape", "chunk_shape", "codecs")
+        header = (
+            "name",
+            "dtype",
+            "stored",
+            "size",
+            "ratio",
+            "nchunks",
+            "chunk_size",
+            "avg_chunk_stored",
+            "shape",
+            "chunk_shape",
+            "codecs",
+        )
         rows = []
         for a in self.arrays:
             per_chunk = (a.decoded_bytes / a.nchunks, a.stored_bytes / a.nchunks) if a.nchunks else (0, 0)
-            rows.append((a.name, a.dtype, format_bytes(a.stored_bytes), format_bytes(a.decoded_bytes),
-                         _format_ratio(a.ratio), str(a.nchunks), format_bytes(per_chunk[0]),
-                         format_bytes(per_chunk[1]), _format_shape(a.shape), _format_shape(a.chunk_shape),
-                         ", ".join(a.codecs) or "-"))
+            rows.append(
+                (
+                    a.name,
+                    a.dtype,
+                    format_bytes(a.stored_bytes),
+                    format_bytes(a.decoded_bytes),
+                    _format_ratio(a.ratio),
+                    str(a.nchunks),
+                    format_bytes(per_chunk[0]),
+                    format_bytes(per_chunk[1]),
+                    _format_shape(a.shape),
+                    _format_shape(a.chunk_shape),
+                    ", ".join(a.codecs) or "-",
+                )
+            )
         lines = [format_table(header, rows), ""]
         facts = [
             ("references", f"{self.path} ({self.refs_format})"),
-            ("records", f"{self.num_variants} variants x {self.num_samples} samples"
-                        + (f", {self.variants_chunk_size} variants per chunk" if self.variants_chunk_size else "")),
+            (
+                "records",
+                f"{self.num_variants} variants x {self.num_samples} samples"
+                + (f", {self.variants_chunk_size} variants per chunk" if self.variants_chunk_size else ""),
+            ),
             ("cache", self.cache_url or "-"),
             ("layout", (self.cache_layout or "-") + (" (the source BCF itself, no cache)" if self.zero_copy else "")),
             ("cache size", format_bytes(self.cache_bytes) if self.cache_bytes is not None else "-"),
@@ -307,7 +332,7 @@ def _reference_size(value) -> int | None:
         return int(value[2]) if len(value) == 3 else None
     if isinstance(value, str):
         if value.startswith("base64:"):
-            return len(base64.b64decode(value[len("base64:"):]))
+            return len(base64.b64decode(value[len("base64:") :]))
         return len(value.encode())
     if isinstance(value, (bytes, bytearray, memoryview)):
         return len(value)
@@ -344,8 +369,9 @@ def format_table(header, rows) -> str:
     """Columns padded to their widest cell, numbers-like cells right-aligned."""
     cells = [tuple(header), *[tuple(map(str, r)) for r in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    right = [i for i, h in enumerate(header) if h in ("stored", "size", "ratio", "nchunks", "chunk_size",
-                                                        "avg_chunk_stored")]
+    right = [
+        i for i, h in enumerate(header) if h in ("stored", "size", "ratio", "nchunks", "chunk_size", "avg_chunk_stored")
+    ]
 
     def line(r):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()

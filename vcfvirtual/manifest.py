@@ -12,12 +12,12 @@ import math
 
 import numpy as np
 from numcodecs import VLenUTF8
+from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from virtualizarr.manifests.utils import create_v3_array_metadata
 
 from . import __version__
 from .errors import CorruptBCFError, FieldShapeError
-from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from .scan import ScanResult
 
 VCF_ZARR_VERSION = "0.3"
@@ -87,8 +87,19 @@ def _zarr_dtype(dtype):
     return np.dtypes.StringDType() if dtype is str else np.dtype(dtype)
 
 
-def _variant_array(name, kind, dtype, dims, per_variant_shape, n_records, chunk_length,
-                   cache_url, ranges, description=None, **spec_extra) -> ManifestArray:
+def _variant_array(
+    name,
+    kind,
+    dtype,
+    dims,
+    per_variant_shape,
+    n_records,
+    chunk_length,
+    cache_url,
+    ranges,
+    description=None,
+    **spec_extra,
+) -> ManifestArray:
     spec = ChunkSpec(
         array=name,
         kind=kind,
@@ -113,11 +124,15 @@ def _variant_array(name, kind, dtype, dims, per_variant_shape, n_records, chunk_
     offsets, lengths = ranges
     n_chunks = offsets.shape[0]
     grid = (n_chunks, *([1] * len(per_variant_shape)))
-    manifest = ChunkManifest.from_arrays(
-        paths=np.full(grid, cache_url, dtype=np.dtypes.StringDType()),
-        offsets=offsets.reshape(grid),
-        lengths=lengths.reshape(grid),
-    ) if n_chunks else ChunkManifest(entries={}, shape=grid)
+    manifest = (
+        ChunkManifest.from_arrays(
+            paths=np.full(grid, cache_url, dtype=np.dtypes.StringDType()),
+            offsets=offsets.reshape(grid),
+            lengths=lengths.reshape(grid),
+        )
+        if n_chunks
+        else ChunkManifest(entries={}, shape=grid)
+    )
     return ManifestArray(metadata=metadata, chunkmanifest=manifest)
 
 
@@ -228,8 +243,15 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
     return out
 
 
-def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=None, layout: str = "raw",
-                extra_attributes: dict | None = None) -> ManifestGroup:
+def build_group(
+    scan: ScanResult,
+    cache_url: str,
+    chunk_length: int,
+    *,
+    ranges=None,
+    layout: str = "raw",
+    extra_attributes: dict | None = None,
+) -> ManifestGroup:
     """Every VCF Zarr array for ``scan``, referencing ``cache_url``.
 
     ``ranges`` are the (offsets, lengths) of the chunks in the cache; by default those of
@@ -242,36 +264,68 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=N
         ranges = chunk_byte_ranges(scan.chunk_offsets, scan.stream_size)
 
     def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra):
-        return _variant_array(name, kind, dtype, list(dims), shape, n, chunk_length, cache_url, ranges,
-                              description=description, layout=layout, **extra)
+        return _variant_array(
+            name,
+            kind,
+            dtype,
+            list(dims),
+            shape,
+            n,
+            chunk_length,
+            cache_url,
+            ranges,
+            description=description,
+            layout=layout,
+            **extra,
+        )
 
     if h.unused_contig_ids and n:
         named = set(np.unique(scan.region_rows[:, 1]).tolist()) & set(h.unused_contig_ids)
         if named:
             raise CorruptBCFError(
-                None, f"a record names contig id {min(named)}, which the header does not define "
+                None,
+                f"a record names contig id {min(named)}, which the header does not define "
                 "(its ##contig IDX= values skip it); htslib refuses such records too",
-                hint="the file is damaged, or its header was edited: check it with bcftools view")
+                hint="the file is damaged, or its header was edited: check it with bcftools view",
+            )
     position_dtype = min_int_dtype(*scan.pos_range) if n else np.dtype("i1")
     length_dtype = min_int_dtype(*scan.rlen_range) if n else np.dtype("i1")
     n_alleles = max(scan.max_alleles, 2)
     arrays = {
-        "variant_contig": variant("variant_contig", "contig", min_int_dtype(0, len(h.contigs)),
-                                  description=FIXED_DESCRIPTIONS["variant_contig"]),
-        "variant_position": variant("variant_position", "position", position_dtype,
-                                    description=FIXED_DESCRIPTIONS["variant_position"]),
-        "variant_length": variant("variant_length", "length", length_dtype,
-                                  description=FIXED_DESCRIPTIONS["variant_length"],
-                                  key=h.end_key),  # the codec replaces a damaged rlen from END
+        "variant_contig": variant(
+            "variant_contig",
+            "contig",
+            min_int_dtype(0, len(h.contigs)),
+            description=FIXED_DESCRIPTIONS["variant_contig"],
+        ),
+        "variant_position": variant(
+            "variant_position", "position", position_dtype, description=FIXED_DESCRIPTIONS["variant_position"]
+        ),
+        "variant_length": variant(
+            "variant_length", "length", length_dtype, description=FIXED_DESCRIPTIONS["variant_length"], key=h.end_key
+        ),  # the codec replaces a damaged rlen from END
         "variant_id": variant("variant_id", "id", str, description=FIXED_DESCRIPTIONS["variant_id"]),
         "variant_id_mask": variant("variant_id_mask", "id_mask", bool),
-        "variant_allele": variant("variant_allele", "allele", str, ("variants", "alleles"), (n_alleles,),
-                                  description=FIXED_DESCRIPTIONS["variant_allele"]),
-        "variant_quality": variant("variant_quality", "quality", np.float32,
-                                   description=FIXED_DESCRIPTIONS["variant_quality"]),
-        "variant_filter": variant("variant_filter", "filter", bool, ("variants", "filters"), (len(h.filters),),
-                                  description=FIXED_DESCRIPTIONS["variant_filter"],
-                                  filter_columns=h.filter_column_map()),
+        "variant_allele": variant(
+            "variant_allele",
+            "allele",
+            str,
+            ("variants", "alleles"),
+            (n_alleles,),
+            description=FIXED_DESCRIPTIONS["variant_allele"],
+        ),
+        "variant_quality": variant(
+            "variant_quality", "quality", np.float32, description=FIXED_DESCRIPTIONS["variant_quality"]
+        ),
+        "variant_filter": variant(
+            "variant_filter",
+            "filter",
+            bool,
+            ("variants", "filters"),
+            (len(h.filters),),
+            description=FIXED_DESCRIPTIONS["variant_filter"],
+            filter_columns=h.filter_column_map(),
+        ),
     }
     ploidy = max(scan.max_ploidy, 1)
     dims = field_dimensions(h, scan, n_alleles, ploidy)
@@ -284,16 +338,32 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=N
         dtype = field_dtype(field.type, int(stats[1]), int(stats[2]))
         shape = ((n_samples,) if field.category == "FORMAT" else ()) + ((width,) if dim else ())
         dim_names = ["variants"] + (["samples"] if field.category == "FORMAT" else []) + ([dim] if dim else [])
-        arrays[name] = variant(name, field.category.lower(), dtype, dim_names, shape,
-                               description=field.description, key=field.key, vcf_type=field.type)
+        arrays[name] = variant(
+            name,
+            field.category.lower(),
+            dtype,
+            dim_names,
+            shape,
+            description=field.description,
+            key=field.key,
+            vcf_type=field.type,
+        )
     if h.gt_key >= 0:
         gt = dict(key=h.gt_key, ploidy=ploidy)
-        arrays["call_genotype"] = variant("call_genotype", "genotype", min_int_dtype(-2, n_alleles - 1),
-                                          ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt)
-        arrays["call_genotype_phased"] = variant("call_genotype_phased", "genotype_phased", bool,
-                                                 ("variants", "samples"), (n_samples,), **gt)
-        arrays["call_genotype_mask"] = variant("call_genotype_mask", "genotype_mask", bool,
-                                               ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt)
+        arrays["call_genotype"] = variant(
+            "call_genotype",
+            "genotype",
+            min_int_dtype(-2, n_alleles - 1),
+            ("variants", "samples", "ploidy"),
+            (n_samples, ploidy),
+            **gt,
+        )
+        arrays["call_genotype_phased"] = variant(
+            "call_genotype_phased", "genotype_phased", bool, ("variants", "samples"), (n_samples,), **gt
+        )
+        arrays["call_genotype_mask"] = variant(
+            "call_genotype_mask", "genotype_mask", bool, ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt
+        )
 
     arrays["contig_id"] = _inline_array(list(h.contigs), str, ["contigs"])
     if any(x is not None for x in h.contig_lengths):
@@ -304,7 +374,8 @@ def build_group(scan: ScanResult, cache_url: str, chunk_length: int, *, ranges=N
     arrays["sample_id"] = _inline_array(list(h.samples), str, ["samples"])
     arrays["region_index"] = _inline_array(
         region_index(scan.region_rows, position_dtype),
-        position_dtype, ["region_index_values", "region_index_fields"],
+        position_dtype,
+        ["region_index_values", "region_index_fields"],
     )
 
     attributes = {

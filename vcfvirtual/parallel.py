@@ -96,8 +96,9 @@ def _scan_task(partition: Partition, segment_path) -> PartitionScan:
         # the cache's failure, typed here so it travels back as one clear error.
         if segment_path is None or (e.errno not in _WRITE_ERRNOS and e.filename != os.fspath(segment_path)):
             raise
-        raise OutputWriteError(segment_path, f"cannot write the cache (its parts, next to it): {e.strerror}",
-                               hint=write_hint(e)) from None
+        raise OutputWriteError(
+            segment_path, f"cannot write the cache (its parts, next to it): {e.strerror}", hint=write_hint(e)
+        ) from None
 
 
 class InlineExecutor(concurrent.futures.Executor):
@@ -195,22 +196,29 @@ def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
 Scanned = tuple[Partition, PartitionScan, "Path | None"]  # with its segment of inflated records
 
 
-def scan_all(partitions: list[Partition], executor, segment_dir: Path | None,
-             progress: bool | None = None) -> list[Scanned]:
+def scan_all(
+    partitions: list[Partition], executor, segment_dir: Path | None, progress: bool | None = None
+) -> list[Scanned]:
     """Scan every partition; a file whose partitions do not join up is scanned again whole.
 
     A partition planned from a heuristic record start may begin in the middle of a
     record: the partition before it then cannot end there and fails. The file is then
     scanned as one partition, which is right by construction (and reports any real
     corruption with its true offset)."""
+
     def segment(i):
         return None if segment_dir is None else segment_dir / f"part-{i:06d}"
 
     sizes = [_partition_bytes(p) for p in partitions]
 
     def new_bar():
-        return tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="index",
-                    disable=None if progress is None else not progress)
+        return tqdm(
+            total=sum(sizes),
+            unit="B",
+            unit_scale=True,
+            desc="index",
+            disable=None if progress is None else not progress,
+        )
 
     # In a pool, the bar is made once the workers are started: tqdm's monitor thread
     # must not exist at a fork. Inline, tasks run as they are submitted.
@@ -300,9 +308,11 @@ def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
         if problems:
             more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
             raise HeaderError(
-                path, f"cannot join {first_path} in one store: {problems[0]}{more}",
+                path,
+                f"cannot join {first_path} in one store: {problems[0]}{more}",
                 hint="files indexed together must have the same samples, contigs and field definitions, "
-                     "as files split from one BCF by region do; bcftools concat can join others first")
+                "as files split from one BCF by region do; bcftools concat can join others first",
+            )
 
 
 def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
@@ -327,8 +337,14 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         for part, scan, _ in items:
             first_byte = 0 if part.start is None else starts[part.start.block_offset] + part.start.within_block
             rec = scan.records
-            summary.add(rec["offset"] + (first_byte + shift), rec["chrom"], rec["pos"], rec["rlen"],
-                        rec["n_allele"], rec["ploidy"])
+            summary.add(
+                rec["offset"] + (first_byte + shift),
+                rec["chrom"],
+                rec["pos"],
+                rec["rlen"],
+                rec["n_allele"],
+                rec["ploidy"],
+            )
             _fold_stats(info_stats, scan.info_stats)
             _fold_stats(format_stats, scan.format_stats)
         blocks = _file_blocks(scans)

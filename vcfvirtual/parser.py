@@ -30,8 +30,16 @@ class BCFParser:
         same bytes, so the parser stays stateless, as VirtualiZarr's parsers are).
     """
 
-    def __init__(self, *, cache_path=None, variants_chunk_size: int | None = None, cache_layout: str = "bgzf",
-                 inflate_threads: int = 0, force: bool = True, progress: bool | None = False):
+    def __init__(
+        self,
+        *,
+        cache_path=None,
+        variants_chunk_size: int | None = None,
+        cache_layout: str = "bgzf",
+        inflate_threads: int = 0,
+        force: bool = True,
+        progress: bool | None = False,
+    ):
         self.cache_path = cache_path
         self.variants_chunk_size = variants_chunk_size
         self.cache_layout = cache_layout
@@ -42,9 +50,16 @@ class BCFParser:
     def __call__(self, url: str, registry: ObjectStoreRegistry) -> ManifestStore:
         from .api import index, local_registry
 
-        store = index(_local_path(url), refs_path=False, cache_path=self.cache_path,
-                      variants_chunk_size=self.variants_chunk_size, cache_layout=self.cache_layout,
-                      inflate_threads=self.inflate_threads, force=self.force, progress=self.progress)
+        store = index(
+            _local_path(url),
+            refs_path=False,
+            cache_path=self.cache_path,
+            variants_chunk_size=self.variants_chunk_size,
+            cache_layout=self.cache_layout,
+            inflate_threads=self.inflate_threads,
+            force=self.force,
+            progress=self.progress,
+        )
         # Read the cache through the caller's registry when it reaches local files.
         cache_url = store._group.metadata.attributes["vcfvirtual"]["cache"]["url"]
         try:
@@ -58,5 +73,8 @@ def _local_path(url: str) -> str:
     parsed = urlparse(str(url))
     if parsed.scheme in ("", "file"):
         return parsed.path if parsed.scheme else str(url)
-    raise VcfVirtualError(url, f"BCFParser reads local BCFs only, not {parsed.scheme}:// URLs yet",
-                          hint="copy the BCF locally, or see the project's issue on remote sources")
+    raise VcfVirtualError(
+        url,
+        f"BCFParser reads local BCFs only, not {parsed.scheme}:// URLs yet",
+        hint="copy the BCF locally, or see the project's issue on remote sources",
+    )

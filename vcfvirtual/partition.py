@@ -22,8 +22,8 @@ import os
 import struct
 
 import numpy as np
-
 from vcfvirtual_codec import bgzf, records
+
 from .errors import VcfVirtualError
 from .header import BCFHeader
 from .scan import RecordStart, _scan_kernel, declared_kinds, new_stats, read_header
@@ -124,6 +124,7 @@ def _plausible(buf: np.ndarray, at: np.ndarray, n_samples: int, n_contigs: int) 
     at least the fixed part, CHROM a declared contig, POS >= -1, at least one allele
     (REF), and either FORMAT fields for the header's samples or no per-sample bytes at
     all. Stricter than the scan (which follows htslib's reader): used only to guess."""
+
     def u32(offset):
         b = [buf[at + offset + j].astype(np.uint32) for j in range(4)]
         return b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)
@@ -155,8 +156,9 @@ def _first_record_start(buf: np.ndarray, limit: int, header: BCFHeader, at_eof: 
     limit = max(0, min(limit, n - records.OFF_ID))
     for lo, hi in ((0, bgzf.MAX_BLOCK_SIZE), (bgzf.MAX_BLOCK_SIZE, limit)):
         window = np.arange(lo, min(hi, limit), dtype=np.int64)
-        at = _first_checked(buf, window[_plausible(buf, window, n_samples, n_contigs)], header, kinds, stats, out,
-                            at_eof)
+        at = _first_checked(
+            buf, window[_plausible(buf, window, n_samples, n_contigs)], header, kinds, stats, out, at_eof
+        )
         if at >= 0:
             return at
     return -1

@@ -34,7 +34,9 @@ def overlapping_variants(ds: xr.Dataset, region: str) -> np.ndarray:
     contig, start, end = parse_region(region)
     contigs = ds["contig_id"].values.tolist()
     if contig not in contigs:
-        raise KeyError(f"contig {contig!r} is not in this store; it has {contigs[:10]}{'...' if len(contigs) > 10 else ''}")
+        raise KeyError(
+            f"contig {contig!r} is not in this store; it has {contigs[:10]}{'...' if len(contigs) > 10 else ''}"
+        )
     c = contigs.index(contig)
     index = ds["region_index"].values.astype(np.int64)
     # Columns: chunk, contig, start, end, max end, records.

@@ -18,8 +18,8 @@ from typing import BinaryIO
 import numba
 import numpy as np
 from tqdm.auto import tqdm
-
 from vcfvirtual_codec import bgzf, records
+
 from .errors import CorruptBCFError, HeaderError, NotBCFError
 from .header import BCF_PREFIX_SIZE, BCFHeader, classify_prefix, parse_header_text, read_prefix
 
@@ -84,14 +84,17 @@ class RecordSummary:
         last[:-1] = (chunk[1:] != chunk[:-1]) | (chrom[1:] != chrom[:-1])
         ends = np.nonzero(last)[0]
         starts = np.concatenate([[0], ends[:-1] + 1])
-        rows = np.stack([
-            chunk[starts],
-            chrom[starts].astype(np.int64),
-            pos1[starts],
-            pos1[ends],
-            np.maximum.reduceat(pos1 + rlen.astype(np.int64) - 1, starts),
-            ends - starts + 1,
-        ], axis=1)
+        rows = np.stack(
+            [
+                chunk[starts],
+                chrom[starts].astype(np.int64),
+                pos1[starts],
+                pos1[ends],
+                np.maximum.reduceat(pos1 + rlen.astype(np.int64) - 1, starts),
+                ends - starts + 1,
+            ],
+            axis=1,
+        )
         if self.region_rows:
             prev = self.region_rows[-1]
             if prev[-1, 0] == rows[0, 0] and prev[-1, 1] == rows[0, 1]:
@@ -111,8 +114,7 @@ class RecordSummary:
             chunk_length=self.chunk_length,
             num_records=n,
             chunk_offsets=np.concatenate(self.chunk_offsets) if n else np.empty(0, np.int64),
-            region_rows=(np.concatenate(self.region_rows) if n
-                         else np.empty((0, REGION_COLUMNS), np.int64)),
+            region_rows=(np.concatenate(self.region_rows) if n else np.empty((0, REGION_COLUMNS), np.int64)),
             pos_range=self.pos_range if n else (0, 0),
             rlen_range=self.rlen_range if n else (0, 0),
             max_alleles=self.max_alleles,
@@ -125,8 +127,13 @@ class RecordSummary:
 # id") and values the codec would refuse at read time: undeclared keys, and values typed
 # otherwise than the header's Type. One code per header Type; 0 means not declared.
 KIND_NONE, KIND_INTEGER, KIND_FLOAT, KIND_FLAG, KIND_CHAR = 0, 1, 2, 3, 4
-_KIND_OF_TYPE = {"Integer": KIND_INTEGER, "Float": KIND_FLOAT, "Flag": KIND_FLAG,
-                 "String": KIND_CHAR, "Character": KIND_CHAR}
+_KIND_OF_TYPE = {
+    "Integer": KIND_INTEGER,
+    "Float": KIND_FLOAT,
+    "Flag": KIND_FLAG,
+    "String": KIND_CHAR,
+    "Character": KIND_CHAR,
+}
 
 
 def declared_kinds(header: BCFHeader, n_keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -244,7 +251,7 @@ def _alleles_are_strings(buf, pos):
 @numba.njit(nogil=True, cache=True)
 def _id_is_string(buf, pos):
     """Whether the ID is a typed character vector: htslib refuses any other type, even
-    a NULL of count 0 ("Invalid ID type 0"), where a reader could take it for ".". """
+    a NULL of count 0 ("Invalid ID type 0"), where a reader could take it for "."."""
     end = pos + 8 + np.int64(records.u32(buf, pos))
     t, n, d = records.typed_descriptor(buf, pos + records.OFF_ID, end)
     return d >= 0 and t == records.BT_CHAR
@@ -268,9 +275,26 @@ def _record_rlen(buf, pos, end_key, rlen_needs_more):
 
 
 @numba.njit(nogil=True, cache=True)
-def _scan_kernel(buf, n_samples, n_contigs, gt_key, base, out_offset, out_chrom, out_pos, out_rlen,
-                 out_n_allele, out_ploidy, info_stats, fmt_stats, info_kind, fmt_kind, filter_declared,
-                 end_key=-1, rlen_needs_more=False):
+def _scan_kernel(
+    buf,
+    n_samples,
+    n_contigs,
+    gt_key,
+    base,
+    out_offset,
+    out_chrom,
+    out_pos,
+    out_rlen,
+    out_n_allele,
+    out_ploidy,
+    info_stats,
+    fmt_stats,
+    info_kind,
+    fmt_kind,
+    filter_declared,
+    end_key=-1,
+    rlen_needs_more=False,
+):
     """Walk whole records in ``buf`` until it or the output capacity runs out.
 
     Returns (records written, bytes consumed, error code, error position, dictionary key
@@ -407,8 +431,12 @@ class _RecordAccumulator:
 
     def _key_detail(self, err: int, key: int) -> str:
         """Which key an unknown-key or type error concerns, as the header names it."""
-        if key < 0 or err not in (records.ERR_UNKNOWN_KEY, records.ERR_UNKNOWN_FILTER, records.ERR_TYPE_MISMATCH,
-                                  records.ERR_NULL_VALUES):
+        if key < 0 or err not in (
+            records.ERR_UNKNOWN_KEY,
+            records.ERR_UNKNOWN_FILTER,
+            records.ERR_TYPE_MISMATCH,
+            records.ERR_NULL_VALUES,
+        ):
             return ""
         h = self.header
         names = {f.key: f"{f.category}/{f.name} (Type={f.type})" for f in (*h.info, *h.formats)}
@@ -425,8 +453,16 @@ class _RecordAccumulator:
             cap = max(1, view.shape[0] // 32 + 1)
             out = [np.empty(cap, np.int64)] + [np.empty(cap, np.int32) for _ in range(5)]
             k, consumed, err, err_pos, err_key = _scan_kernel(
-                view, self.n_samples, self.n_contigs, self.gt_key, self.base + consumed_total, *out,
-                self.info_stats, self.fmt_stats, *self.declared, *self.rlen_fixup,
+                view,
+                self.n_samples,
+                self.n_contigs,
+                self.gt_key,
+                self.base + consumed_total,
+                *out,
+                self.info_stats,
+                self.fmt_stats,
+                *self.declared,
+                *self.rlen_fixup,
             )
             if err != records.OK:
                 raise CorruptBCFError(
@@ -456,6 +492,7 @@ class _RecordAccumulator:
                 hint="offset is in the uncompressed stream; the file is truncated",
             )
 
+
 class _HeaderReader:
     """Gathers a stream's first bytes until the whole BCF header has arrived."""
 
@@ -476,8 +513,9 @@ class _HeaderReader:
         l_text = read_prefix(head, self.path)
         if len(head) < BCF_PREFIX_SIZE + l_text:
             return None, b""
-        header = parse_header_text(head[BCF_PREFIX_SIZE : BCF_PREFIX_SIZE + l_text], self.path,
-                                   BCF_PREFIX_SIZE + l_text)
+        header = parse_header_text(
+            head[BCF_PREFIX_SIZE : BCF_PREFIX_SIZE + l_text], self.path, BCF_PREFIX_SIZE + l_text
+        )
         logger.info("%s: %d samples, %d contigs", self.path, len(header.samples), len(header.contigs))
         self.head = b""
         self.header_bytes = head[: BCF_PREFIX_SIZE + l_text]
@@ -491,8 +529,14 @@ class _HeaderReader:
         raise HeaderError(self.path, "file ends inside the BCF header (truncated)")
 
 
-def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], int], sink=None,
-             progress: bool | None = None, threads: int = 0, fileobj: BinaryIO | None = None) -> ScanResult:
+def scan_bcf(
+    path: str | os.PathLike,
+    chunk_length_for: Callable[[BCFHeader], int],
+    sink=None,
+    progress: bool | None = None,
+    threads: int = 0,
+    fileobj: BinaryIO | None = None,
+) -> ScanResult:
     """Inflate and walk ``path`` once, handing every block to ``sink``.
 
     ``chunk_length_for(header)`` gives the records per variants chunk, which the scan
@@ -517,11 +561,12 @@ def scan_bcf(path: str | os.PathLike, chunk_length_for: Callable[[BCFHeader], in
     else:
         total = getattr(fileobj, "size", None) or 0  # an fsspec file knows its size
     with fileobj:
-        stream, compressed, ended_with_eof = _open_stream(
-            fileobj, path, threads)
+        stream, compressed, ended_with_eof = _open_stream(fileobj, path, threads)
         add_block = getattr(sink, "add_block", None)
         write = None if add_block is not None or sink is None else sink.write
-        bar = tqdm(total=total, unit="B", unit_scale=True, desc="index", disable=None if progress is None else not progress)
+        bar = tqdm(
+            total=total, unit="B", unit_scale=True, desc="index", disable=None if progress is None else not progress
+        )
         reader = _HeaderReader(path)
         header = None
         acc = None
@@ -630,8 +675,12 @@ class PartitionScan:
     format_stats: np.ndarray
 
 
-def scan_partition(path: str | os.PathLike, start: RecordStart | None = None, end: RecordStart | None = None,
-                   segment_path: str | os.PathLike | None = None) -> PartitionScan:
+def scan_partition(
+    path: str | os.PathLike,
+    start: RecordStart | None = None,
+    end: RecordStart | None = None,
+    segment_path: str | os.PathLike | None = None,
+) -> PartitionScan:
     """Scan the records of ``path`` from ``start`` (default: the first record) up to, not
     including, ``end`` (default: the end of the file), with the same checks as
     :func:`scan_bcf`. ``segment_path`` receives the partition's record bytes, inflated.

@@ -35,8 +35,11 @@ def filesystem(url: str, storage_options: dict | None = None):
     try:
         return fsspec.core.url_to_fs(url, **(storage_options or {}))
     except ImportError as e:
-        raise VcfVirtualError(url, f"reading this URL needs a library that is not installed ({e})",
-                              hint="pip install 'vcfvirtual[remote]'") from None
+        raise VcfVirtualError(
+            url,
+            f"reading this URL needs a library that is not installed ({e})",
+            hint="pip install 'vcfvirtual[remote]'",
+        ) from None
     except ValueError as e:
         raise VcfVirtualError(url, f"not a URL fsspec can open ({e})") from None
 
@@ -78,8 +81,9 @@ def fingerprint(url: str, storage_options: dict | None = None) -> Fingerprint:
     except OSError as e:
         raise VcfVirtualError(url, f"cannot read: {e}") from None
     except Exception as e:  # noqa: BLE001 - the remote library's own (botocore, aiohttp...)
-        raise VcfVirtualError(url, f"cannot read: {type(e).__name__}: {e}",
-                              hint="check the URL, the credentials and storage_options=") from None
+        raise VcfVirtualError(
+            url, f"cannot read: {type(e).__name__}: {e}", hint="check the URL, the credentials and storage_options="
+        ) from None
 
 
 def unchanged(url: str, before: Fingerprint, storage_options: dict | None = None) -> bool:
@@ -123,8 +127,11 @@ def object_store_registry(url: str, storage_options: dict | None = None):
     config = {}
     endpoint = options.get("endpoint_url") or options.get("client_kwargs", {}).get("endpoint_url")
     if url.startswith(("s3://", "s3a://")):
-        for ours, theirs in (("key", "aws_access_key_id"), ("secret", "aws_secret_access_key"),
-                             ("token", "aws_session_token")):
+        for ours, theirs in (
+            ("key", "aws_access_key_id"),
+            ("secret", "aws_secret_access_key"),
+            ("token", "aws_session_token"),
+        ):
             if options.get(ours):
                 config[theirs] = options[ours]
         region = options.get("client_kwargs", {}).get("region_name")

@@ -24,11 +24,17 @@ def vcf_to_bcf(vcf_path, bcf_path) -> None:
     # one it was: read the VCF again, writing nothing. Only on failure, so it costs nothing
     # on success.
     if _bcftools_view(vcf_path, None) is None:
-        raise OutputWriteError(bcf_path, f"cannot write the BCF converted from {vcf_path}: {problem}",
-                               hint="free disk space, or write the cache elsewhere with cache_path= "
-                                    "(the conversion is written next to it)")
-    raise NotBCFError(vcf_path, f"htslib cannot convert this VCF to BCF: {problem}",
-                      hint="check it with bcftools view; BCF needs every contig and field declared")
+        raise OutputWriteError(
+            bcf_path,
+            f"cannot write the BCF converted from {vcf_path}: {problem}",
+            hint="free disk space, or write the cache elsewhere with cache_path= "
+            "(the conversion is written next to it)",
+        )
+    raise NotBCFError(
+        vcf_path,
+        f"htslib cannot convert this VCF to BCF: {problem}",
+        hint="check it with bcftools view; BCF needs every contig and field declared",
+    )
 
 
 def _bcftools_view(vcf_path, bcf_path) -> str | None:

@@ -6,8 +6,8 @@ The comparison runs a window of whole variants chunks at a time (about the ~64 M
 decoded genotypes ``index`` sizes its default chunks to, and at least one chunk): the
 store's chunks are decoded through zarr (the codec, the cache, the references), the same
 records are read from the source with pysam, and the two are compared as arrays, so
-memory stays at about one window of every array whatever the store's size. Python loops over pysam's records and calls are
-the cost here; the comparison itself is vectorised.
+memory stays at about one window of every array whatever the store's size. Python loops over
+pysam's records and calls are the cost here; the comparison itself is vectorised.
 
 Where the store follows a documented convention that pysam's raw reading does not
 express, the expectation follows the convention (each is noted where it is built):
@@ -38,8 +38,16 @@ FLOAT_MISSING_BITS, FLOAT_FILL_BITS = 0x7F800001, 0x7F800002
 STR_MISSING, STR_FILL = ".", ""
 
 # Arrays of the fixed VCF columns, and the arrays derived from the header.
-_FIXED = ("variant_contig", "variant_position", "variant_length", "variant_id", "variant_id_mask",
-          "variant_allele", "variant_quality", "variant_filter")
+_FIXED = (
+    "variant_contig",
+    "variant_position",
+    "variant_length",
+    "variant_id",
+    "variant_id_mask",
+    "variant_allele",
+    "variant_quality",
+    "variant_filter",
+)
 _GENOTYPE = ("call_genotype", "call_genotype_phased", "call_genotype_mask")
 _HEADER = ("contig_id", "contig_length", "filter_id", "filter_description", "sample_id")
 
@@ -81,8 +89,10 @@ class ArrayDifference:
             where.append(f"sample {self.first_sample}")
         if not where:
             where.append(f"index {list(self.first_index)}")
-        return (f"{self.name}: {self.count} value{'s' if self.count != 1 else ''} differ; first at "
-                f"{', '.join(where)}: store {self.ours}, htslib {self.expected}")
+        return (
+            f"{self.name}: {self.count} value{'s' if self.count != 1 else ''} differ; first at "
+            f"{', '.join(where)}: store {self.ours}, htslib {self.expected}"
+        )
 
 
 @dataclass(frozen=True)
@@ -127,21 +137,27 @@ class VerifyReport:
 
     def summary(self) -> str:
         """One line: equal, or how many arrays differ."""
-        head = (f"{self.path}: {self.num_variants} records, {len(self.arrays_compared)} arrays compared with "
-                f"htslib's reading of {', '.join(self.sources) or 'no source'}")
+        head = (
+            f"{self.path}: {self.num_variants} records, {len(self.arrays_compared)} arrays compared with "
+            f"htslib's reading of {', '.join(self.sources) or 'no source'}"
+        )
         if self.ok:
             return head + ": all equal"
         problems = []
         if self.num_records != self.num_variants:
             problems.append(f"htslib reads {self.num_records} records, the store holds {self.num_variants}")
         if self.differences:
-            problems.append(f"{len(self.differences)} array{'s' if len(self.differences) != 1 else ''} differ ("
-                            + ", ".join(d.name for d in self.differences) + ")")
+            problems.append(
+                f"{len(self.differences)} array{'s' if len(self.differences) != 1 else ''} differ ("
+                + ", ".join(d.name for d in self.differences)
+                + ")"
+            )
         return head + ": " + "; ".join(problems)
 
 
-def verify_store(refs, *, source=None, progress: bool | None = None, check: bool = True,
-                 storage_options: dict | None = None) -> VerifyReport:
+def verify_store(
+    refs, *, source=None, progress: bool | None = None, check: bool = True, storage_options: dict | None = None
+) -> VerifyReport:
     """Decode every array of the store at ``refs`` and compare it with htslib's reading
     of its source BCF(s).
 
@@ -203,12 +219,16 @@ def _source_paths(refs_path: str, info: dict, source) -> list[str]:
         recorded = info.get("sources") or ([info["source"]] if isinstance(info.get("source"), dict) else [])
         paths = [s.get("path") for s in recorded if s.get("path")]
         if not paths:
-            raise VcfVirtualError(refs_path, "these references record no source BCF to compare with",
-                                  hint="pass the BCF as source=")
+            raise VcfVirtualError(
+                refs_path, "these references record no source BCF to compare with", hint="pass the BCF as source="
+            )
         missing = [p for p in paths if "://" not in p and not os.path.exists(p)]
         if missing:
-            raise VcfVirtualError(refs_path, f"the source BCF {missing[0]} recorded in the references is not there",
-                                  hint="pass its current path as source=")
+            raise VcfVirtualError(
+                refs_path,
+                f"the source BCF {missing[0]} recorded in the references is not there",
+                hint="pass its current path as source=",
+            )
         return [str(p) for p in paths]
     if isinstance(source, (str, os.PathLike)):
         return [os.fspath(source)]
@@ -267,11 +287,11 @@ class _Verifier:
                 continue
             field = None
             if name.startswith("variant_") and name[8:] in header.info:
-                field = _Field(name, name[8:], _declared_type(header.info[name[8:]]), array.shape[1:],
-                               per_sample=False)
+                field = _Field(name, name[8:], _declared_type(header.info[name[8:]]), array.shape[1:], per_sample=False)
             elif name.startswith("call_") and name[5:] in header.formats and name[5:] != "GT":
-                field = _Field(name, name[5:], _declared_type(header.formats[name[5:]]), array.shape[2:],
-                               per_sample=True)
+                field = _Field(
+                    name, name[5:], _declared_type(header.formats[name[5:]]), array.shape[2:], per_sample=True
+                )
             if field is None or (field.per_sample and array.shape[1:2] != (len(self.samples),)):
                 not_compared.append(name)
             else:
@@ -285,8 +305,12 @@ class _Verifier:
 
         records = self._records()
         n_read = 0
-        bar = tqdm(total=self.n_variants, unit=" records", desc="verify",
-                   disable=None if self.progress is None else not self.progress)
+        bar = tqdm(
+            total=self.n_variants,
+            unit=" records",
+            desc="verify",
+            disable=None if self.progress is None else not self.progress,
+        )
         with bar:
             window = self._window()
             for start in range(0, self.n_variants, window):
@@ -388,8 +412,9 @@ class _Verifier:
         if found is None:
             dims = self._dims(name)
             sample = first[1] if len(dims) > 1 and dims[1] == "samples" else None
-            self.found[name] = _Found(count, start + first[0], sample, _show(ours, first), _show(exp, first),
-                                      (start + first[0], *first[1:]))
+            self.found[name] = _Found(
+                count, start + first[0], sample, _show(ours, first), _show(exp, first), (start + first[0], *first[1:])
+            )
         else:
             found.count += count
 
@@ -419,21 +444,32 @@ class _Verifier:
         cuts = np.flatnonzero((np.diff(contig) != 0) | (np.diff(chunk) != 0)) + 1
         starts = np.concatenate([[0], cuts])
         stops = np.concatenate([cuts, [m]])
-        rows = np.stack([chunk[starts], contig[starts], pos[starts], pos[stops - 1],
-                         np.maximum.reduceat(end, starts), stops - starts], axis=1)
+        rows = np.stack(
+            [
+                chunk[starts],
+                contig[starts],
+                pos[starts],
+                pos[stops - 1],
+                np.maximum.reduceat(end, starts),
+                stops - starts,
+            ],
+            axis=1,
+        )
         self.region_rows.append(rows)
 
     def _compare_header_arrays(self):
         h = self.header
         expected = {
             "contig_id": np.array(self.contigs, dtype=object),
-            "contig_length": np.array([-1 if h.contigs[c].length is None else h.contigs[c].length
-                                       for c in self.contigs], dtype=np.int64),
+            "contig_length": np.array(
+                [-1 if h.contigs[c].length is None else h.contigs[c].length for c in self.contigs], dtype=np.int64
+            ),
             "filter_id": np.array(self.filters, dtype=object),
             "filter_description": np.array([h.filters[f].description or "" for f in self.filters], dtype=object),
             "sample_id": np.array(self.samples, dtype=object),
-            "region_index": (np.concatenate(self.region_rows) if self.region_rows
-                             else np.zeros((0, 6), dtype=np.int64)),
+            "region_index": (
+                np.concatenate(self.region_rows) if self.region_rows else np.zeros((0, 6), dtype=np.int64)
+            ),
         }
         for name, exp in expected.items():
             if name not in self.arrays:
@@ -441,8 +477,9 @@ class _Verifier:
             self.builders[name] = None
             ours = self.arrays[name][...]
             if ours.shape != exp.shape:
-                self.found[name] = _Found(max(ours.size, exp.size), None, None, f"shape {ours.shape}",
-                                          f"shape {exp.shape}", ())
+                self.found[name] = _Found(
+                    max(ours.size, exp.size), None, None, f"shape {ours.shape}", f"shape {exp.shape}", ()
+                )
                 continue
             diff = _differs(ours, exp)
             if diff.any():
@@ -454,14 +491,26 @@ class _Verifier:
         compared = tuple(n for n in order if n in self.builders)
         differences = tuple(
             ArrayDifference(n, f.count, f.variant, f.sample, f.ours, f.expected, f.index)
-            for n in order if (f := self.found.get(n)) is not None)
+            for n in order
+            if (f := self.found.get(n)) is not None
+        )
         notes = []
         if self.skipped_gt:
             records = "record" if self.skipped_gt == 1 else "records"
-            notes.append(f"genotypes of {self.skipped_gt} {records} not compared: GT is not the first FORMAT "
-                         "field there, and pysam reads GT only when it is")
-        return VerifyReport(self.path, tuple(self.sources), self.n_variants, n_read, compared, differences,
-                            tuple(self.not_compared), tuple(notes))
+            notes.append(
+                f"genotypes of {self.skipped_gt} {records} not compared: GT is not the first FORMAT "
+                "field there, and pysam reads GT only when it is"
+            )
+        return VerifyReport(
+            self.path,
+            tuple(self.sources),
+            self.n_variants,
+            n_read,
+            compared,
+            differences,
+            tuple(self.not_compared),
+            tuple(notes),
+        )
 
 
 @dataclass
@@ -505,7 +554,7 @@ class _Fixed:
         if len(alleles) > self.allele.shape[1]:
             self.allele_overflow[i] = True
         else:
-            self.allele[i, :len(alleles)] = alleles
+            self.allele[i, : len(alleles)] = alleles
         if rec.qual is None:
             self.quality_missing[i] = True
         else:
@@ -560,16 +609,15 @@ class _Genotype:
                 if len(a) > p:
                     self.overflow[i, j] = True
                     continue
-                self.gt[i, j, :len(a)] = [INT_MISSING if x is None else x for x in a]
-                self.gt[i, j, len(a):] = INT_FILL
+                self.gt[i, j, : len(a)] = [INT_MISSING if x is None else x for x in a]
+                self.gt[i, j, len(a) :] = INT_FILL
         # htslib (pysam) calls a haploid call phased, as the store does by the project's
         # convention (docs/design.md, "Limits"): phased is taken as pysam gives it.
         self.phased[i] = phased
         return 0
 
     def arrays(self) -> dict:
-        return {"call_genotype": self.gt, "call_genotype_phased": self.phased,
-                "call_genotype_mask": self.gt < 0}
+        return {"call_genotype": self.gt, "call_genotype_phased": self.phased, "call_genotype_mask": self.gt < 0}
 
 
 class _Field:
@@ -641,7 +689,7 @@ class _Field:
             return
         row = [self._missing() if x is None else x for x in items]
         if self.type == "Float":
-            self.values[cell][:len(row)] = row
+            self.values[cell][: len(row)] = row
             self.counts[cell] = len(row)
         else:
             self.values[cell] = row + [self._fill()] * (self.width - len(row))
@@ -652,8 +700,11 @@ class _Field:
                 # pysam gives None for a string with no characters at all, which the
                 # store reads as "" (as bio2zarr does); "." is a missing string.
                 return [STR_FILL]
-            items = list(value) if isinstance(value, tuple) else (
-                value.split(",") if self.width is not None and self.type == "String" else [value])
+            items = (
+                list(value)
+                if isinstance(value, tuple)
+                else (value.split(",") if self.width is not None and self.type == "String" else [value])
+            )
             if self.type == "Character":
                 # Character fields are <U1, as bio2zarr writes them (docs/design.md), so
                 # a longer value keeps its first character.

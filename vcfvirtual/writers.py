@@ -38,10 +38,13 @@ def kerchunk_refs(group: ManifestGroup) -> dict:
         # them; its metadata (.zarray) keeps none.
         bare = ManifestArray(metadata=dataclasses.replace(marr.metadata, attributes={}), chunkmanifest=marr.manifest)
         var = xr.Variable(dims, bare, attrs=dict(marr.metadata.attributes or {}))
-        arrays.update({f"{name}/{key}": value
-                       for key, value in variable_to_kerchunk_arr_refs(var, name, zarr_format=2).items()})
-    refs = {"version": 1, "refs": {".zgroup": '{"zarr_format":2}', ".zattrs": ujson.dumps(dict(group.metadata.attributes)),
-                                   **arrays}}
+        arrays.update(
+            {f"{name}/{key}": value for key, value in variable_to_kerchunk_arr_refs(var, name, zarr_format=2).items()}
+        )
+    refs = {
+        "version": 1,
+        "refs": {".zgroup": '{"zarr_format":2}', ".zattrs": ujson.dumps(dict(group.metadata.attributes)), **arrays},
+    }
     for key, value in refs["refs"].items():
         if key.endswith(".zarray"):
             meta = json.loads(value)
@@ -87,8 +90,9 @@ def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None 
         json.dump(refs, f, separators=(",", ":"))
 
 
-def write_kerchunk_parquet(group: ManifestGroup, path: Path, cache_url: str | None = None,
-                           record_size: int = 100_000) -> None:
+def write_kerchunk_parquet(
+    group: ManifestGroup, path: Path, cache_url: str | None = None, record_size: int = 100_000
+) -> None:
     """Kerchunk Parquet references (a directory) for stores with millions of chunks.
 
     Parquet references have no templates, so chunks name the cache's URL itself;
@@ -109,9 +113,11 @@ def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
     prefix = cache_url.rsplit("/", 1)[0] + "/"
     config = icechunk.RepositoryConfig.default()
     config.set_virtual_chunk_container(
-        icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(prefix.removeprefix("file://"))))
-    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(path)), config,
-                                      authorize_virtual_chunk_access=_icechunk_access(prefix))
+        icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(prefix.removeprefix("file://")))
+    )
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(str(path)), config, authorize_virtual_chunk_access=_icechunk_access(prefix)
+    )
     session = repo.writable_session("main")
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*chunk shape larger than their array shape")
@@ -155,8 +161,9 @@ def open_icechunk(path, *, check: bool = True, branch: str = "main"):
     cache_url = attrs["vcfvirtual"]["cache"]["url"]
     if check:
         check_cache({"refs": {".zattrs": attrs}}, path)
-    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=_icechunk_access(
-        cache_url.rsplit("/", 1)[0] + "/"))
+    repo = icechunk.Repository.open(
+        storage, authorize_virtual_chunk_access=_icechunk_access(cache_url.rsplit("/", 1)[0] + "/")
+    )
     return repo.readonly_session(branch).store
 
 
@@ -189,8 +196,11 @@ def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
     if storage.is_url(cache_url):
         # For object stores the bucket is the host: the object's key is the path.
         if urlparse(cache_url).path in ("", "/") and not cache_url.endswith("/"):
-            raise VcfVirtualError(cache_url, "names no file, only a host or bucket",
-                                  hint=f"end it with / to put the cache {cache_name} there: {cache_url}/")
+            raise VcfVirtualError(
+                cache_url,
+                "names no file, only a host or bucket",
+                hint=f"end it with / to put the cache {cache_name} there: {cache_url}/",
+            )
         return public_cache_url(cache_url, cache_name)
     path = cache_url.removeprefix("file://")
     folder = path.endswith(("/", os.sep)) or os.path.isdir(path)
@@ -201,18 +211,27 @@ def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
 def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
     """The same references, naming the cache at ``cache_url`` (see :func:`cache_target`)."""
     if CACHE_TEMPLATE not in refs.get("templates", {}):
-        raise VcfVirtualError(refs_path, "these references name the cache in every chunk, not by a template",
-                              hint="re-index with vcfvirtual >= 0.2 to make them relocatable")
+        raise VcfVirtualError(
+            refs_path,
+            "these references name the cache in every chunk, not by a template",
+            hint="re-index with vcfvirtual >= 0.2 to make them relocatable",
+        )
     try:
         attrs = json.loads(refs["refs"][".zattrs"])
         name = os.path.basename(urlparse(attrs["vcfvirtual"]["cache"]["url"]).path)
     except (KeyError, TypeError, ValueError):
-        raise VcfVirtualError(refs_path, "these references do not name a vcfvirtual cache",
-                              hint="relocate applies to references vcfvirtual index wrote") from None
+        raise VcfVirtualError(
+            refs_path,
+            "these references do not name a vcfvirtual cache",
+            hint="relocate applies to references vcfvirtual index wrote",
+        ) from None
     cache_url = cache_target(cache_url, name, refs_path)
     attrs["vcfvirtual"]["cache"]["url"] = cache_url
-    return {**refs, "templates": {**refs["templates"], CACHE_TEMPLATE: cache_url},
-            "refs": {**refs["refs"], ".zattrs": json.dumps(attrs, separators=(",", ":"))}}
+    return {
+        **refs,
+        "templates": {**refs["templates"], CACHE_TEMPLATE: cache_url},
+        "refs": {**refs["refs"], ".zattrs": json.dumps(attrs, separators=(",", ":"))},
+    }
 
 
 def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = None) -> None:
@@ -230,12 +249,18 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
             found = Fingerprint.of(url.removeprefix("file://"))
     except (VcfVirtualError, OSError) as e:
         problem = e.problem if isinstance(e, VcfVirtualError) else e.strerror
-        raise StaleCacheError(refs_path, f"cannot read the cache at {url}: {problem}",
-                              hint="put the cache there first, or pass check=False") from None
+        raise StaleCacheError(
+            refs_path,
+            f"cannot read the cache at {url}: {problem}",
+            hint="put the cache there first, or pass check=False",
+        ) from None
     problem = _copy_differs(expected, found)
     if problem:
-        raise StaleCacheError(refs_path, f"the cache at {url} is not the one these references were made with: "
-                              f"{problem}", hint="copy the cache the references name, or pass check=False")
+        raise StaleCacheError(
+            refs_path,
+            f"the cache at {url} is not the one these references were made with: {problem}",
+            hint="copy the cache the references name, or pass check=False",
+        )
 
 
 def _copy_differs(expected: Fingerprint, found: Fingerprint) -> str | None:
@@ -248,8 +273,9 @@ def _copy_differs(expected: Fingerprint, found: Fingerprint) -> str | None:
     return None
 
 
-def relocate_file(refs_path, cache_url: str, output=None, *, check: bool = True,
-                  storage_options: dict | None = None) -> Path:
+def relocate_file(
+    refs_path, cache_url: str, output=None, *, check: bool = True, storage_options: dict | None = None
+) -> Path:
     """Rewrite a Kerchunk JSON to name its cache at ``cache_url`` (atomically).
 
     ``cache_url`` is normalised as :func:`cache_target` says. Unless ``check=False``, the
@@ -263,8 +289,11 @@ def relocate_file(refs_path, cache_url: str, output=None, *, check: bool = True,
     if check:
         check_relocated_cache(refs, refs_path, storage_options)
     if output.is_symlink():
-        raise VcfVirtualError(output, "is a symbolic link; it and what it points to are left alone",
-                              hint="give -o to write the relocated references elsewhere")
+        raise VcfVirtualError(
+            output,
+            "is a symbolic link; it and what it points to are left alone",
+            hint="give -o to write the relocated references elsewhere",
+        )
     if output != refs_path:
         cache_mod.refuse_foreign_output(output, cache_mod.REFS, force=True, option="-o")
     cache_mod.remove_stale_temporaries(output)
@@ -321,12 +350,16 @@ def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> N
         _check_remote_cache(url, cache, refs_path, storage_options)
         return
     if not url.startswith("file://"):
-        raise UntrustedReferenceError(refs_path, f"the cache URL {url!r} is neither a file:// nor a remote URL",
-                                      hint="vcfvirtual relocate the references to the cache's URL")
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the cache URL {url!r} is neither a file:// nor a remote URL",
+            hint="vcfvirtual relocate the references to the cache's URL",
+        )
     path = url.removeprefix("file://")
     if not os.path.lexists(path):
-        raise StaleCacheError(refs_path, f"the transcode cache {path} is missing",
-                              hint="re-run vcfvirtual index") from None
+        raise StaleCacheError(
+            refs_path, f"the transcode cache {path} is missing", hint="re-run vcfvirtual index"
+        ) from None
     # The cache is always hashed (at most ~2 MiB read): a copy that kept another file's
     # mtime (cp -p, rsync -t) must not pass on size and mtime alone. A FIFO, device or
     # directory is refused from its stat, never opened (a FIFO's open would block).
@@ -335,8 +368,11 @@ def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> N
     except (OSError, KeyError, TypeError, ValueError) as e:
         problems = [f"cannot be fingerprinted ({e})"]
     if problems:
-        raise StaleCacheError(refs_path, f"the transcode cache {path} does not match the references: "
-                              + "; ".join(problems), hint="re-run vcfvirtual index --force")
+        raise StaleCacheError(
+            refs_path,
+            f"the transcode cache {path} does not match the references: " + "; ".join(problems),
+            hint="re-run vcfvirtual index --force",
+        )
     # "source" (one file) is how references before several-file stores named it.
     sources = info.get("sources") or [info.get("source") or {}]
     for source in sources if isinstance(sources, list) else []:
@@ -349,8 +385,11 @@ def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> N
         except (OSError, KeyError, TypeError, ValueError) as e:
             problems = [f"cannot be fingerprinted ({e})"]
         if problems:
-            raise StaleCacheError(refs_path, f"the source BCF {source['path']} changed since it was indexed: "
-                                  + "; ".join(problems), hint="re-run vcfvirtual index --force")
+            raise StaleCacheError(
+                refs_path,
+                f"the source BCF {source['path']} changed since it was indexed: " + "; ".join(problems),
+                hint="re-run vcfvirtual index --force",
+            )
 
 
 def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> None:
@@ -360,13 +399,20 @@ def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> No
     except VcfVirtualError as e:
         # A library missing to reach the URL has its own fix (the install command), which
         # no URL or option change would give.
-        raise StaleCacheError(refs_path, f"cannot reach the transcode cache {url}: {e.problem}",
-                              hint=e.hint if e.hint and e.hint.startswith("pip install")
-                              else "check the URL and storage_options=, or vcfvirtual relocate") from None
+        raise StaleCacheError(
+            refs_path,
+            f"cannot reach the transcode cache {url}: {e.problem}",
+            hint=e.hint
+            if e.hint and e.hint.startswith("pip install")
+            else "check the URL and storage_options=, or vcfvirtual relocate",
+        ) from None
     problem = _copy_differs(expected, found)
     if problem:
-        raise StaleCacheError(refs_path, f"the transcode cache {url} does not match the references: {problem}",
-                              hint="upload the cache these references were made with, or re-run vcfvirtual index")
+        raise StaleCacheError(
+            refs_path,
+            f"the transcode cache {url} does not match the references: {problem}",
+            hint="upload the cache these references were made with, or re-run vcfvirtual index",
+        )
 
 
 # --- references are untrusted input ------------------------------------------------------
@@ -381,27 +427,44 @@ _UNTRUSTED_HINT = "open_store(..., check=False) reads them as plain Kerchunk wou
 def _check_chunk_ref(key, value, cache_url: str, cache_size: int, refs_path) -> None:
     """One ``[url, offset, length]`` chunk reference must stay inside the cache."""
     if len(value) != 3:
-        raise UntrustedReferenceError(refs_path, f"reference {key!r} is not [url, offset, length]: {value!r}"[:300],
-                                      hint=_UNTRUSTED_HINT)
+        raise UntrustedReferenceError(
+            refs_path, f"reference {key!r} is not [url, offset, length]: {value!r}"[:300], hint=_UNTRUSTED_HINT
+        )
     url, offset, length = value
     if url != cache_url:
-        raise UntrustedReferenceError(refs_path, f"reference {key!r} points at {str(url)[:200]!r}, not at the cache "
-                                      f"{cache_url} the references declare", hint=_UNTRUSTED_HINT)
+        raise UntrustedReferenceError(
+            refs_path,
+            f"reference {key!r} points at {str(url)[:200]!r}, not at the cache {cache_url} the references declare",
+            hint=_UNTRUSTED_HINT,
+        )
     for what, x in (("offset", offset), ("length", length)):
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
-            raise UntrustedReferenceError(refs_path, f"reference {key!r} has {what} {x!r}, not a byte count",
-                                          hint=_UNTRUSTED_HINT)
+            raise UntrustedReferenceError(
+                refs_path, f"reference {key!r} has {what} {x!r}, not a byte count", hint=_UNTRUSTED_HINT
+            )
     if int(offset) + int(length) > cache_size:
-        raise UntrustedReferenceError(refs_path, f"reference {key!r} reads bytes {offset}..{int(offset) + int(length)}, "
-                                      f"past the cache's {cache_size} bytes", hint=_UNTRUSTED_HINT)
+        raise UntrustedReferenceError(
+            refs_path,
+            f"reference {key!r} reads bytes {offset}..{int(offset) + int(length)}, past the cache's {cache_size} bytes",
+            hint=_UNTRUSTED_HINT,
+        )
 
 
 # Arrays whose codec kind follows from their name; INFO/FORMAT arrays are named after
 # their field (variant_<INFO>, call_<FORMAT>).
-_KIND_OF_ARRAY = {"variant_contig": "contig", "variant_position": "position", "variant_length": "length",
-                  "variant_id": "id", "variant_id_mask": "id_mask", "variant_allele": "allele",
-                  "variant_quality": "quality", "variant_filter": "filter", "call_genotype": "genotype",
-                  "call_genotype_phased": "genotype_phased", "call_genotype_mask": "genotype_mask"}
+_KIND_OF_ARRAY = {
+    "variant_contig": "contig",
+    "variant_position": "position",
+    "variant_length": "length",
+    "variant_id": "id",
+    "variant_id_mask": "id_mask",
+    "variant_allele": "allele",
+    "variant_quality": "quality",
+    "variant_filter": "filter",
+    "call_genotype": "genotype",
+    "call_genotype_phased": "genotype_phased",
+    "call_genotype_mask": "genotype_mask",
+}
 
 
 def _store_header(refs: dict, refs_path):
@@ -411,13 +474,17 @@ def _store_header(refs: dict, refs_path):
 
     text = _attributes(refs, refs_path).get("vcf_header")
     if not isinstance(text, str):
-        raise UntrustedReferenceError(refs_path, "the references carry no vcf_header attribute to check their "
-                                      "codec configurations against", hint=_UNTRUSTED_HINT)
+        raise UntrustedReferenceError(
+            refs_path,
+            "the references carry no vcf_header attribute to check their codec configurations against",
+            hint=_UNTRUSTED_HINT,
+        )
     try:
         return parse_header_text(text.encode("utf-8"), refs_path, 0)
     except VcfVirtualError as e:
-        raise UntrustedReferenceError(refs_path, f"the vcf_header attribute is not a header htslib reads: "
-                                      f"{e.problem}", hint=_UNTRUSTED_HINT) from None
+        raise UntrustedReferenceError(
+            refs_path, f"the vcf_header attribute is not a header htslib reads: {e.problem}", hint=_UNTRUSTED_HINT
+        ) from None
 
 
 def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str]:
@@ -435,14 +502,17 @@ def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str
         if spec.kind != _KIND_OF_ARRAY[name]:
             problems.append(f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}")
         elif spec.kind.startswith("genotype") and (spec.key != header.gt_key or spec.shape[0] != n_samples):
-            problems.append(f"GT key {spec.key} and {spec.shape[0]} samples, the header's are "
-                            f"{header.gt_key} and {n_samples}")
+            problems.append(
+                f"GT key {spec.key} and {spec.shape[0]} samples, the header's are {header.gt_key} and {n_samples}"
+            )
         elif spec.kind == "length" and spec.key != header.end_key:
             problems.append(f"END key {spec.key}, the header's INFO/END key is {header.end_key}")
-        elif spec.kind == "filter" and (list(spec.filter_columns) != header.filter_column_map()
-                                        or spec.shape[0] != len(header.filters)):
-            problems.append(f"filter_columns {list(spec.filter_columns)}, the header's are "
-                            f"{header.filter_column_map()}")
+        elif spec.kind == "filter" and (
+            list(spec.filter_columns) != header.filter_column_map() or spec.shape[0] != len(header.filters)
+        ):
+            problems.append(
+                f"filter_columns {list(spec.filter_columns)}, the header's are {header.filter_column_map()}"
+            )
         return problems
     category = {"info": "INFO", "format": "FORMAT"}.get(spec.kind)
     fields = header.info if category == "INFO" else header.formats
@@ -451,8 +521,10 @@ def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str
     if field is None:
         problems.append(f"kind {spec.kind!r} is not that of an INFO or FORMAT field the header declares")
     elif spec.key != field.key or spec.vcf_type != field.type:
-        problems.append(f"key {spec.key} and type {spec.vcf_type!r}, the header's {category}/{field.name} has "
-                        f"{field.key} and {field.type!r}")
+        problems.append(
+            f"key {spec.key} and type {spec.vcf_type!r}, the header's {category}/{field.name} has "
+            f"{field.key} and {field.type!r}"
+        )
     elif category == "FORMAT" and spec.shape[0] != n_samples:
         problems.append(f"{spec.shape[0]} samples, the header has {n_samples}")
     return problems
@@ -481,8 +553,9 @@ def _check_array_metadata(key: str, value, refs_path, header=None, layout=None) 
     except VcfVirtualError as e:
         raise UntrustedReferenceError(refs_path, f"array {name}: {e.problem}", hint=_UNTRUSTED_HINT) from None
     except (TypeError, ValueError) as e:
-        raise UntrustedReferenceError(refs_path, f"array {name}: bad vcfvirtual.bcf config ({e})",
-                                      hint=_UNTRUSTED_HINT) from None
+        raise UntrustedReferenceError(
+            refs_path, f"array {name}: bad vcfvirtual.bcf config ({e})", hint=_UNTRUSTED_HINT
+        ) from None
     problems = []
     if filters[-1] is not ours[-1] or len(ours) != 1:
         problems.append("the vcfvirtual.bcf codec is not the one, last filter")
@@ -514,15 +587,21 @@ def _check_references(refs: dict, refs_path, cache_url: str, cache_size: int, he
     """Every reference of a Kerchunk JSON names the declared cache (inline data aside)."""
     extra = set(refs) - {"version", "templates", "refs"}
     if extra:  # "gen" would generate references from templates we never see here
-        raise UntrustedReferenceError(refs_path, f"the references hold {sorted(map(str, extra))}, which vcfvirtual "
-                                      "never writes", hint=_UNTRUSTED_HINT)
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the references hold {sorted(map(str, extra))}, which vcfvirtual never writes",
+            hint=_UNTRUSTED_HINT,
+        )
     templates = refs.get("templates", {})
     if not isinstance(templates, dict) or not all(isinstance(v, str) for v in templates.values()):
         raise UntrustedReferenceError(refs_path, "the references' templates are not a map of names to URLs")
     if CACHE_TEMPLATE in templates and templates[CACHE_TEMPLATE] != cache_url:
         raise UntrustedReferenceError(
-            refs_path, f"the cache template names {templates[CACHE_TEMPLATE][:200]!r}, the attributes (whose "
-            f"fingerprint is checked) name {cache_url}", hint="vcfvirtual relocate, or open_store(..., cache_url=...)")
+            refs_path,
+            f"the cache template names {templates[CACHE_TEMPLATE][:200]!r}, the attributes (whose "
+            f"fingerprint is checked) name {cache_url}",
+            hint="vcfvirtual relocate, or open_store(..., cache_url=...)",
+        )
     if not isinstance(refs.get("refs"), dict):
         raise UntrustedReferenceError(refs_path, "the references hold no 'refs' map")
     template = "{{" + CACHE_TEMPLATE + "}}"
@@ -575,8 +654,7 @@ def _load(refs_path) -> dict:
         raise VcfVirtualError(refs_path, f"not a Kerchunk JSON file ({e})") from None
 
 
-def open_store(refs_path, *, check: bool = True, cache_url: str | None = None,
-               storage_options: dict | None = None):
+def open_store(refs_path, *, check: bool = True, cache_url: str | None = None, storage_options: dict | None = None):
     """A read-only zarr store over vcfvirtual references (Kerchunk JSON or Parquet, or an
     Icechunk repository), for ``xr.open_zarr``.
 
@@ -597,16 +675,22 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None,
     refs_path = os.fspath(refs_path)
     if is_icechunk_repo(refs_path):
         if cache_url is not None:
-            raise VcfVirtualError(refs_path, "an Icechunk repository names its cache's folder in its configuration",
-                                  hint="write it again with vcfvirtual index --format icechunk")
+            raise VcfVirtualError(
+                refs_path,
+                "an Icechunk repository names its cache's folder in its configuration",
+                hint="write it again with vcfvirtual index --format icechunk",
+            )
         return open_icechunk(refs_path, check=check)
     refs = _load(refs_path)
     if not isinstance(refs, dict) or not isinstance(refs.get("refs"), dict):
         raise UntrustedReferenceError(refs_path, "not Kerchunk references: no 'refs' map")
     if refs.get("parquet"):
         if cache_url is not None:
-            raise VcfVirtualError(refs_path, "Parquet references name the cache in every chunk",
-                                  hint="write them again with vcfvirtual index --format parquet --cache-url")
+            raise VcfVirtualError(
+                refs_path,
+                "Parquet references name the cache in every chunk",
+                hint="write them again with vcfvirtual index --format parquet --cache-url",
+            )
         fo = refs_path
     else:
         if cache_url is not None:
@@ -614,8 +698,11 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None,
         fo = refs
     cache = _declared_cache(refs, refs_path) if check else None
     if check and cache is None:
-        raise UntrustedReferenceError(refs_path, "the references declare no vcfvirtual cache, so nothing they "
-                                      "point at can be checked", hint=_UNTRUSTED_HINT)
+        raise UntrustedReferenceError(
+            refs_path,
+            "the references declare no vcfvirtual cache, so nothing they point at can be checked",
+            hint=_UNTRUSTED_HINT,
+        )
     if check:
         # The cache first (missing, changed, not a regular file), then every reference
         # against it; nothing the references name is fetched before both pass.
@@ -643,6 +730,9 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None,
         else:
             fs = fsspec.filesystem("reference", **options)
     except ImportError as e:
-        raise VcfVirtualError(url, f"reading this URL needs a library that is not installed ({e})",
-                              hint="pip install 'vcfvirtual[remote]'") from None
+        raise VcfVirtualError(
+            url,
+            f"reading this URL needs a library that is not installed ({e})",
+            hint="pip install 'vcfvirtual[remote]'",
+        ) from None
     return FsspecStore(fs=fs, read_only=True)

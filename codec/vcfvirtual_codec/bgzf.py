@@ -64,13 +64,14 @@ def _block_size(buf, pos: int, path, file_offset: int) -> int:
         if si1 == 66 and si2 == 67 and slen == 2:  # 'B', 'C'
             size = (extra[i + 4] | (extra[i + 5] << 8)) + 1
             if size < 12 + xlen + 8:  # smaller than its own header and footer
-                raise CorruptBCFError(path, f"BGZF block size field says {size} bytes, less than the "
-                                      f"block's header and footer", offset=file_offset)
+                raise CorruptBCFError(
+                    path,
+                    f"BGZF block size field says {size} bytes, less than the block's header and footer",
+                    offset=file_offset,
+                )
             return size
         i += 4 + slen
-    raise CorruptBCFError(
-        path, "gzip member has no BGZF 'BC' size field (plain gzip, not BGZF)", offset=file_offset
-    )
+    raise CorruptBCFError(path, "gzip member has no BGZF 'BC' size field (plain gzip, not BGZF)", offset=file_offset)
 
 
 def _split_blocks(fileobj: BinaryIO, path, start: int) -> Iterator[tuple[int, memoryview]]:
@@ -101,8 +102,7 @@ def _split_blocks(fileobj: BinaryIO, path, start: int) -> Iterator[tuple[int, me
                 if eof:
                     raise CorruptBCFError(
                         path,
-                        f"truncated BGZF block: header says {size} bytes, "
-                        f"{limit - pos} remain in the file",
+                        f"truncated BGZF block: header says {size} bytes, {limit - pos} remain in the file",
                         offset=file_offset + pos,
                     )
                 break
@@ -121,8 +121,9 @@ def inflate_block(raw, path, offset: int) -> bytes:
     try:
         # ISIZE sizes the first output buffer, but it is the block's own claim: a damaged
         # one (4 GiB) must not allocate more than a BGZF block can hold.
-        data = isal_zlib.decompress(raw[12 + xlen : len(raw) - 8], wbits=-15,
-                                    bufsize=min(max(isize, 1), MAX_BLOCK_SIZE))
+        data = isal_zlib.decompress(
+            raw[12 + xlen : len(raw) - 8], wbits=-15, bufsize=min(max(isize, 1), MAX_BLOCK_SIZE)
+        )
     except isal_zlib.error as e:
         raise CorruptBCFError(path, f"BGZF block does not inflate ({e})", offset=offset) from None
     if len(data) != isize:
@@ -210,8 +211,9 @@ def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
             raise CorruptBCFError(path, "truncated BGZF block", offset=pos)
         size = _block_size(view, pos, path, pos)
         if pos + size > limit:
-            raise CorruptBCFError(path, f"truncated BGZF block: header says {size} bytes, "
-                                        f"{limit - pos} remain", offset=pos)
+            raise CorruptBCFError(
+                path, f"truncated BGZF block: header says {size} bytes, {limit - pos} remain", offset=pos
+            )
         isize = _FOOTER.unpack_from(view, pos + size - 8)[1]
         # The output is allocated from these claims before anything inflates, so they
         # are bounded first: a BGZF block holds at most 64 KiB, and deflate expands its
@@ -219,8 +221,11 @@ def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
         xlen = view[pos + 10] | (view[pos + 11] << 8)
         payload = size - 12 - xlen - 8
         if isize > MAX_BLOCK_SIZE or isize > MAX_DEFLATE_RATIO * payload + 8:
-            raise CorruptBCFError(path, f"BGZF block's ISIZE says {isize} bytes, more than its {payload} "
-                                  f"compressed bytes can inflate to", offset=pos)
+            raise CorruptBCFError(
+                path,
+                f"BGZF block's ISIZE says {isize} bytes, more than its {payload} compressed bytes can inflate to",
+                offset=pos,
+            )
         spans.append((pos, size, total))
         total += isize
         pos += size

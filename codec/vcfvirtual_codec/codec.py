@@ -76,8 +76,13 @@ _KIND_RULES = {  # kind: (dtypes, allowed ranks of shape)
     "genotype_phased": (_BOOL, (1,)),
     "genotype_mask": (_BOOL, (2,)),
 }
-_FIELD_DTYPES = {"Integer": _INTS, "Float": frozenset({"<f4"}), "Flag": _BOOL,
-                 "Character": frozenset({"<U1"}), "String": frozenset({"str"})}
+_FIELD_DTYPES = {
+    "Integer": _INTS,
+    "Float": frozenset({"<f4"}),
+    "Flag": _BOOL,
+    "Character": frozenset({"<U1"}),
+    "String": frozenset({"str"}),
+}
 # BCF's own limits: n_sample is 24 bits, n_allele 16 bits. Other dimensions (ploidy,
 # value widths, variants per chunk) are capped where int64 index arithmetic stays exact.
 MAX_SAMPLES = (1 << 24) - 1
@@ -98,9 +103,13 @@ def _int(value, name: str, lo: int, hi: int) -> int:
 
 def _validate(spec) -> None:
     """Refuse a configuration the index would never write (CodecConfigError, a ValueError)."""
+
     def bad(problem):
-        raise CodecConfigError(None, f"vcfvirtual.bcf config for {spec.array!r}: {problem}",
-                               hint="the references are damaged or were not written by vcfvirtual index")
+        raise CodecConfigError(
+            None,
+            f"vcfvirtual.bcf config for {spec.array!r}: {problem}",
+            hint="the references are damaged or were not written by vcfvirtual index",
+        )
 
     if not isinstance(spec.array, str):
         bad(f"array name {spec.array!r} is not a string")
@@ -113,7 +122,7 @@ def _validate(spec) -> None:
         raise CodecConfigError(
             None,
             f"vcfvirtual.bcf config version {version} is newer than this vcfvirtual "
-            f"understands ({FORMAT_VERSION}); upgrade vcfvirtual"
+            f"understands ({FORMAT_VERSION}); upgrade vcfvirtual",
         )
     if not isinstance(spec.shape, (list, tuple)) or not isinstance(spec.filter_columns, (list, tuple)):
         bad("shape and filter_columns must be lists")
@@ -228,9 +237,12 @@ def _narrow(values: np.ndarray, dtype: np.dtype, spec: ChunkSpec) -> np.ndarray:
         lo, hi = int(values.min()), int(values.max())
         if lo < info.min or hi > info.max:
             bad = int(np.nonzero((values < info.min) | (values > info.max))[0][0])
-            raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: record {bad} of the chunk holds "
-                                   f"{hi if hi > info.max else lo}, outside the array's {dtype}",
-                                   hint="the cache may not match the references")
+            raise ChunkDecodeError(
+                None,
+                f"cannot decode {spec.array} chunk: record {bad} of the chunk holds "
+                f"{hi if hi > info.max else lo}, outside the array's {dtype}",
+                hint="the cache may not match the references",
+            )
     return values.astype(dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype, copy=False)
 
 
@@ -238,9 +250,12 @@ def _check_utf8(buf, starts, lengths, spec: ChunkSpec):
     """Refuse a string that vlen-utf8 could not decode, naming where it starts."""
     bad = decode.first_invalid_utf8(buf, starts.ravel(), lengths.ravel())
     if bad >= 0:
-        raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: a string value is not UTF-8",
-                               offset=int(starts.ravel()[bad]),
-                               hint="offset is within the chunk; the BCF or the cache is damaged")
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: a string value is not UTF-8",
+            offset=int(starts.ravel()[bad]),
+            hint="offset is within the chunk; the BCF or the cache is damaged",
+        )
 
 
 def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
@@ -251,15 +266,21 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     limit = min(spec.chunk_length, buf.shape[0] // 32 + 1)
     offsets, n, err, err_pos = records.record_offsets(buf, limit)
     if err == records.OK and n == 0:
-        raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: it holds no records",
-                               hint="the cache may not match the references")
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: it holds no records",
+            hint="the cache may not match the references",
+        )
     _check(err, err_pos, spec, "walking records")
     if spec.num_records:
         last = spec.num_records - (spec.num_records - 1) // spec.chunk_length * spec.chunk_length
         if n not in (spec.chunk_length, last):
             expected = f"{spec.chunk_length}" + (f" (or {last} in the last chunk)" if last != spec.chunk_length else "")
-            raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: it holds {n} records, expected {expected}",
-                                   hint="the cache may not match the references")
+            raise ChunkDecodeError(
+                None,
+                f"cannot decode {spec.array} chunk: it holds {n} records, expected {expected}",
+                hint="the cache may not match the references",
+            )
     return offsets
 
 
@@ -293,16 +314,21 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> None
     if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * buf.shape[0]:
         return
     if spec.kind in _SAMPLE_KINDS and offsets.shape[0]:
-        n_sample = (buf[offsets + records.OFF_N_FMT_SAMPLE].astype(np.int64)
-                    | buf[offsets + records.OFF_N_FMT_SAMPLE + 1].astype(np.int64) << 8
-                    | buf[offsets + records.OFF_N_FMT_SAMPLE + 2].astype(np.int64) << 16)
+        n_sample = (
+            buf[offsets + records.OFF_N_FMT_SAMPLE].astype(np.int64)
+            | buf[offsets + records.OFF_N_FMT_SAMPLE + 1].astype(np.int64) << 8
+            | buf[offsets + records.OFF_N_FMT_SAMPLE + 2].astype(np.int64) << 16
+        )
         claimed = int(n_sample.max())
         if spec.shape[0] <= claimed and cost <= spec.chunk_length * claimed * BYTES_PER_CLAIMED_SAMPLE:
             return
-    raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: its configuration (shape {list(spec.shape)}, "
-                           f"{spec.chunk_length} variants) would take {cost} bytes to decode "
-                           f"{buf.shape[0]} bytes of records",
-                           hint="the references' codec configuration does not fit the cache; refusing to allocate")
+    raise ChunkDecodeError(
+        None,
+        f"cannot decode {spec.array} chunk: its configuration (shape {list(spec.shape)}, "
+        f"{spec.chunk_length} variants) would take {cost} bytes to decode "
+        f"{buf.shape[0]} bytes of records",
+        hint="the references' codec configuration does not fit the cache; refusing to allocate",
+    )
 
 
 # Chunks decode on as many threads at once as there are cores: more only thrash the
@@ -333,8 +359,12 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
                 if records.base is None:  # too big for the pooled buffer: it replaces it
                     scratch = records
             except VcfVirtualError as e:
-                raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: {e.problem}", offset=e.offset,
-                                       hint="the cache may not match the references") from None
+                raise ChunkDecodeError(
+                    None,
+                    f"cannot decode {spec.array} chunk: {e.problem}",
+                    offset=e.offset,
+                    hint="the cache may not match the references",
+                ) from None
             # Nothing returned is a view of the records, so the buffer can be reused.
             return _decode_records(records, spec)
         finally:
@@ -382,9 +412,12 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
             # int32 we read and htslib's value differ, and only damage puts it there.
             if (values[:n] < -1).any():
                 bad = int(np.argmax(values[:n] < -1))
-                raise ChunkDecodeError(None, f"cannot decode {spec.array} chunk: record {bad} of the chunk has a "
-                                       f"negative POS", offset=int(offsets[bad]) + records.OFF_POS,
-                                       hint="the cache may not match the references")
+                raise ChunkDecodeError(
+                    None,
+                    f"cannot decode {spec.array} chunk: record {bad} of the chunk has a negative POS",
+                    offset=int(offsets[bad]) + records.OFF_POS,
+                    hint="the cache may not match the references",
+                )
             # BCF POS is 0-based, VCF Zarr positions are 1-based; in int64, as POS
             # 0x7FFFFFFF is VCF POS 2^31 (htslib reads POS unsigned), not a wrap to -2^31.
             values = values.astype(np.int64)
@@ -491,9 +524,12 @@ class BCFRecordsCodec(Codec):
         if out is not None:
             out_bytes = ensure_contiguous_ndarray(out).nbytes
             if out_bytes != result.nbytes:
-                raise ChunkDecodeError(None, f"cannot decode {self.spec.array} chunk: it decodes to {result.nbytes} "
-                                       f"bytes, the array's chunk holds {out_bytes}",
-                                       hint="the codec configuration does not match the array's metadata")
+                raise ChunkDecodeError(
+                    None,
+                    f"cannot decode {self.spec.array} chunk: it decodes to {result.nbytes} "
+                    f"bytes, the array's chunk holds {out_bytes}",
+                    hint="the codec configuration does not match the array's metadata",
+                )
             return ndarray_copy(result, out)
         return result
 
@@ -525,9 +561,12 @@ if BytesBytesCodec is not None:
         def _decode_sync(self, chunk_bytes, chunk_spec):
             expected = (self.spec.chunk_length, *[max(1, x) for x in self.spec.shape])
             if tuple(chunk_spec.shape) != expected:
-                raise ChunkDecodeError(None, f"cannot decode {self.spec.array} chunk: the array's chunks are "
-                                       f"{list(chunk_spec.shape)}, its codec configuration says {list(expected)}",
-                                       hint="the codec configuration does not match the array's metadata")
+                raise ChunkDecodeError(
+                    None,
+                    f"cannot decode {self.spec.array} chunk: the array's chunks are "
+                    f"{list(chunk_spec.shape)}, its codec configuration says {list(expected)}",
+                    hint="the codec configuration does not match the array's metadata",
+                )
             result = decode_chunk(chunk_bytes.as_numpy_array(), self.spec)
             raw = np.ascontiguousarray(result).view(np.uint8).ravel()
             return chunk_spec.prototype.buffer.from_array_like(raw)

@@ -21,8 +21,11 @@ ERR_SHAPE = 7
 # A GT value that encodes no allele: negative, yet neither missing nor end-of-vector.
 # (Codes 1-6 and 8-10 are records.py's; the two sets share ERROR_TEXT.)
 ERR_GT_VALUE = 11
-ERROR_TEXT = {**R.ERROR_TEXT, ERR_SHAPE: "record holds more values than the array's dimension",
-              ERR_GT_VALUE: "a GT value encodes no allele (negative, not missing or end-of-vector)"}
+ERROR_TEXT = {
+    **R.ERROR_TEXT,
+    ERR_SHAPE: "record holds more values than the array's dimension",
+    ERR_GT_VALUE: "a GT value encodes no allele (negative, not missing or end-of-vector)",
+}
 
 # Span lengths with a special meaning in string kernels.
 SPAN_FILL = -1  # the empty string "" (VCF Zarr fill)
@@ -356,8 +359,13 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
         # An INFO value written "." (one missing value) means the whole value is missing,
         # not one value short of its count: every slot reads missing, as bio2zarr stores
         # it. A FORMAT "." keeps missing-then-fill, as bio2zarr does.
-        if (not is_format and n == 1 and width > 1 and d + size <= buf.shape[0]
-                and ((R.i32(buf, d) == FLOAT_MISSING_BITS) if is_float else (R.read_int(buf, d, t) == missing))):
+        if (
+            not is_format
+            and n == 1
+            and width > 1
+            and d + size <= buf.shape[0]
+            and ((R.i32(buf, d) == FLOAT_MISSING_BITS) if is_float else (R.read_int(buf, d, t) == missing))
+        ):
             out[k, 0, :] = missing_out
             continue
         for s in range(n_vectors):

@@ -69,9 +69,11 @@ ERROR_TEXT = {
     ERR_ID_TYPE: "record's ID is not a character string (htslib: Invalid ID type)",
     ERR_NULL_VALUES: "an INFO/FORMAT value is typed NULL with a count above 0 (htslib: Invalid type 0)",
     ERR_NO_REF: "record has no REF allele (n_allele is 0)",
-    ERR_RLEN: ("record's rlen is 2^31 or more; htslib replaces it from REF, END, SVLEN and FORMAT/LEN, "
-               "and vcfvirtual only from REF and END (the header defines SVLEN or LEN), or the result "
-               "exceeds int32"),
+    ERR_RLEN: (
+        "record's rlen is 2^31 or more; htslib replaces it from REF, END, SVLEN and FORMAT/LEN, "
+        "and vcfvirtual only from REF and END (the header defines SVLEN or LEN), or the result "
+        "exceeds int32"
+    ),
 }
 
 _jit = numba.njit(nogil=True, cache=True)
@@ -228,7 +230,6 @@ def find_format(buf, pos, key):
             return t, n, d, OK
         j = nxt
     return 0, 0, np.int64(-1), OK
-
 
 
 @_jit
