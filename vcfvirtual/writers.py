@@ -363,10 +363,7 @@ def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> N
     # The cache is always hashed (at most ~2 MiB read): a copy that kept another file's
     # mtime (cp -p, rsync -t) must not pass on size and mtime alone. A FIFO, device or
     # directory is refused from its stat, never opened (a FIFO's open would block).
-    try:
-        problems = Fingerprint.from_json(cache).differences(path, always_hash=True)
-    except (OSError, KeyError, TypeError, ValueError) as e:
-        problems = [f"cannot be fingerprinted ({e})"]
+    problems = _local_differences(cache, path)
     if problems:
         raise StaleCacheError(
             refs_path,
@@ -380,16 +377,23 @@ def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> N
             continue
         if not os.path.isfile(source["path"]):  # unreachable, or not a regular file: not read
             continue
-        try:
-            problems = Fingerprint.from_json(source).differences(source["path"], always_hash=True)
-        except (OSError, KeyError, TypeError, ValueError) as e:
-            problems = [f"cannot be fingerprinted ({e})"]
+        problems = _local_differences(source, source["path"])
         if problems:
             raise StaleCacheError(
                 refs_path,
                 f"the source BCF {source['path']} changed since it was indexed: " + "; ".join(problems),
                 hint="re-run vcfvirtual index --force",
             )
+
+
+def _local_differences(recorded: dict, path: str) -> list[str]:
+    """How the local file at ``path`` differs from the fingerprint the references record
+    for it (always hashed); a recorded fingerprint that is not one, or a file that cannot be
+    read, is a difference too."""
+    try:
+        return Fingerprint.from_json(recorded).differences(path, always_hash=True)
+    except (OSError, KeyError, TypeError, ValueError) as e:
+        return [f"cannot be fingerprinted ({e})"]
 
 
 def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> None:
