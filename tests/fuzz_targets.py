@@ -1,7 +1,7 @@
 """Fuzz targets: mutated BCF files through the scanner, mutated chunk bytes through the codec.
 
 Each target is a hypothesis search. It runs in a child process started by
-``tests/test_fuzz.py`` (``python -m tests.fuzz_targets TARGET WORKDIR``), because the
+``tests/fuzz/test_fuzz.py`` (``python -m tests.fuzz_targets TARGET WORKDIR``), because the
 decode kernels are numba code without bounds checks: an unguarded read past a buffer
 can kill the process, which must fail one test, not end the pytest run. Before each
 example the child writes the mutation to ``WORKDIR/current-example.txt``, so a crash
@@ -33,8 +33,8 @@ import pysam
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numcodecs import VLenUTF8
-from vcfvirtual_codec import bgzf
 from vcfvirtual_codec import codec as codec_mod
+from vcfvirtual_codec.bcf import bgzf
 
 import vcfvirtual
 from vcfvirtual.errors import ChunkDecodeError, VcfVirtualError

@@ -23,7 +23,7 @@ __all__ = ["index", "open_store", "select_region", "BCFParser", "VcfVirtualError
 # (resolved through entry points) should not pay for them, so they load on first use.
 _LAZY = {
     "index": ("api", "index"),
-    "open_store": ("writers", "open_store"),
+    "open_store": ("refs.open", "open_store"),
     "select_region": ("regions", "select_region"),
     "BCFParser": ("parser", "BCFParser"),
     "VcfVirtualError": ("errors", "VcfVirtualError"),

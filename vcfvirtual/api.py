@@ -13,14 +13,21 @@ from pathlib import Path
 import numpy as np
 from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
-from vcfvirtual_codec import bgzf
+from vcfvirtual_codec.bcf import bgzf
 from virtualizarr.manifests import ManifestStore
 
-from . import cache as cache_mod
-from . import manifest, parallel, storage, transcode, writers
-from .errors import OutputWriteError, StaleCacheError, VcfVirtualError
-from .fingerprint import Fingerprint
-from .scan import scan_bcf
+from .bcf import vcf_input as transcode
+from .cache import bgzf as bgzf_cache
+from .cache import raw as raw_cache
+from .cache.layouts import LAYOUTS
+from .errors import OutputExistsError, OutputWriteError, StaleCacheError, VcfVirtualError
+from .io import outputs
+from .io import remote as storage
+from .io.fingerprint import Fingerprint
+from .manifests import vcf_zarr as manifest
+from .refs import icechunk, kerchunk
+from .scan import parallel
+from .scan.scanner import scan_bcf
 
 logger = logging.getLogger(__name__)
 REFS_FORMATS = ("json", "parquet", "icechunk")
@@ -84,8 +91,8 @@ def index(
     refs_path, cache_path = _output_paths(sources, refs_path, cache_path, refs_format)
     if remote is not None:
         remote.local_refs, remote.local_cache = refs_path, cache_path
-    if cache_layout is not None and cache_layout not in cache_mod.LAYOUTS:
-        raise VcfVirtualError(None, f"unknown cache layout {cache_layout!r}", hint=f"use one of {cache_mod.LAYOUTS}")
+    if cache_layout is not None and cache_layout not in LAYOUTS:
+        raise VcfVirtualError(None, f"unknown cache layout {cache_layout!r}", hint=f"use one of {LAYOUTS}")
     if variants_chunk_size is not None and variants_chunk_size < 1:
         raise VcfVirtualError(None, f"variants chunk size must be at least 1, got {variants_chunk_size}")
     if workers < 1:
@@ -112,28 +119,26 @@ def index(
     # then judged like any existing output.
     for output in (cache_path, refs_path):
         if output is not None:
-            for stale in cache_mod.remove_stale_temporaries(output):
+            for stale in outputs.remove_stale_temporaries(output):
                 logger.warning("removed %s, left by an index run that was killed", stale)
     # Only outputs of this tool are replaced, and only with force.
     if not zero_copy:
-        cache_mod.refuse_foreign_output(cache_path, cache_mod.CACHE, force=force, option="cache_path=")
+        outputs.refuse_foreign_output(cache_path, outputs.CACHE, force=force, option="cache_path=")
     if refs_path is not None:
-        cache_mod.refuse_foreign_output(refs_path, cache_mod.REFS, force=force, option="refs_path=")
+        outputs.refuse_foreign_output(refs_path, outputs.REFS, force=force, option="refs_path=")
     if remote is not None and not force:
         remote.refuse_existing()
 
     def chunk_length_for(header):
         return variants_chunk_size or manifest.default_chunk_length(len(header.samples), 2)
 
-    tmp_refs = cache_mod.temporary_name(refs_path) if refs_path is not None else None
+    tmp_refs = outputs.temporary_name(refs_path) if refs_path is not None else None
     try:
         if remote is not None:
             remote.stage()  # only now that everything is checked: removed on every way out below
         with _as_bcf(sources, cache_path) as scan_paths:
             # The cache is renamed into place before the references that point at it.
-            writing = (
-                contextlib.nullcontext(sources[0]) if zero_copy else cache_mod.atomic_output(cache_path, force=True)
-            )
+            writing = contextlib.nullcontext(sources[0]) if zero_copy else outputs.atomic_output(cache_path, force=True)
             with writing as tmp_cache:
                 if zero_copy:
                     scan = scan_bcf(scan_paths[0], chunk_length_for, progress=progress, threads=inflate_threads)
@@ -183,7 +188,7 @@ def index(
             if remote is not None:
                 remote.upload_cache()
         if tmp_refs is not None:
-            cache_mod.replace_output(tmp_refs, refs_path)
+            outputs.replace_output(tmp_refs, refs_path)
         if remote is not None:
             remote.upload_refs()
     except OutputWriteError as e:
@@ -243,7 +248,7 @@ def _refuse_folder_names(refs_path, cache_path) -> None:
     whole), named in full: a name ending in a separator asks to write into a folder."""
     for path, option in ((refs_path, "refs_path="), (cache_path, "cache_path=")):
         if isinstance(path, str) and not storage.is_url(path) and path.endswith(("/", os.sep)):
-            raise cache_mod.OutputExistsError(
+            raise OutputExistsError(
                 path,
                 "names a directory; outputs are written under names of their own",
                 hint=f"give {option} a file name, e.g. {path}cohort.vcz.json"
@@ -266,11 +271,11 @@ def _refuse_overlaps(sources, cache_path, refs_path) -> None:
             continue
         for source in sources:
             if not storage.is_url(source) and same(output, source):
-                raise cache_mod.OutputExistsError(
+                raise OutputExistsError(
                     output, f"is the input {source}; it would be overwritten", hint=f"give another {option}"
                 )
     if cache_path is not None and refs_path is not None and same(cache_path, refs_path):
-        raise cache_mod.OutputExistsError(
+        raise OutputExistsError(
             refs_path,
             "is named both as the cache and as the references",
             hint="give refs_path= and cache_path= different names",
@@ -291,7 +296,7 @@ def _output_paths(sources: list[Path], refs_path, cache_path, refs_format: str) 
     if len(sources) == 1:
         # A remote BCF's outputs default to the working directory, under its name.
         local = Path(sources[0].rsplit("/", 1)[-1]) if storage.is_url(sources[0]) else sources[0]
-        default_refs, default_cache = cache_mod.default_paths(local)
+        default_refs, default_cache = outputs.default_paths(local)
         default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + suffix)
     else:
         # Several inputs have no one name to derive outputs from: the caller names the store.
@@ -362,11 +367,11 @@ def _as_bcf(sources: list[Path], cache_path: Path):
 def _write_cache_serial(bcf_path, tmp_cache: Path, layout: str, chunk_length_for, progress, threads, fileobj=None):
     """One pass over one BCF, writing the cache as it goes: (scan, chunk byte ranges or None)."""
     if layout == "bgzf":
-        scan, starts, end = cache_mod.write_bgzf_cache(
+        scan, starts, end = bgzf_cache.write_bgzf_cache(
             bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
         )
         return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
-    return cache_mod.write_raw_cache(
+    return raw_cache.write_raw_cache(
         bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
     ), None
 
@@ -401,10 +406,10 @@ def _write_cache_partitioned(
         merged = parallel.merge(scanned, chunk_length)
         scan = merged.scan
         if layout == "bgzf":
-            starts, end = cache_mod.assemble_bgzf_cache(tmp_cache, merged.pieces, header.size, scan.chunk_offsets)
+            starts, end = bgzf_cache.assemble_bgzf_cache(tmp_cache, merged.pieces, header.size, scan.chunk_offsets)
             return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
-        with cache_mod._cache_file(tmp_cache) as out:
-            parallel.write_raw(merged, out)
+        with raw_cache._cache_file(tmp_cache) as out:
+            raw_cache.write_raw(merged, out)
         return scan, None
     finally:
         if segment_dir is not None:
@@ -417,7 +422,7 @@ def _dask_threads(client) -> int:
 
 def _file_planner(n_parts: int):
     """Record starts cutting a BGZF file into up to ``n_parts`` partitions."""
-    from . import partition
+    from .scan import partition
 
     def plan(path):
         return partition.plan_partitions(path, n_parts)
@@ -458,7 +463,7 @@ def _write_references(
     group, tmp_refs: Path, refs_path: Path, refs_format: str, cache_url, cache_path: Path, local_cache_url: str
 ):
     try:
-        public = writers.public_cache_url(cache_url, cache_path.name) if cache_url else None
+        public = kerchunk.public_cache_url(cache_url, cache_path.name) if cache_url else None
         if refs_format == "icechunk":
             if public and not public.startswith("file://"):
                 raise VcfVirtualError(
@@ -466,15 +471,15 @@ def _write_references(
                     "Icechunk output reads local caches only, so far",
                     hint="leave out cache_url=, or write refs_format='json'",
                 )
-            writers.write_icechunk(group, tmp_refs, public or local_cache_url)
+            icechunk.write_icechunk(group, tmp_refs, public or local_cache_url)
         else:
-            write = writers.write_kerchunk_parquet if refs_format == "parquet" else writers.write_kerchunk_json
+            write = kerchunk.write_kerchunk_parquet if refs_format == "parquet" else kerchunk.write_kerchunk_json
             write(group, tmp_refs, cache_url=public)
     except OutputWriteError as e:  # named after its temporary: name the output asked for
         raise OutputWriteError(refs_path, e.problem, hint=e.hint) from None
     except OSError as e:
         raise OutputWriteError(
-            refs_path, f"cannot write the references: {e.strerror}", hint=cache_mod.write_hint(e, "refs_path=")
+            refs_path, f"cannot write the references: {e.strerror}", hint=outputs.write_hint(e, "refs_path=")
         ) from None
 
 
@@ -536,7 +541,7 @@ class _Remote:
     def refuse_existing(self) -> None:
         for url in (self.cache_url, self.refs_url):
             if url and storage.exists(url, self.storage_options):
-                raise cache_mod.OutputExistsError(url, "output already exists", hint="pass force=True to overwrite it")
+                raise OutputExistsError(url, "output already exists", hint="pass force=True to overwrite it")
 
     def upload_cache(self) -> None:
         if self.cache_url:
@@ -569,6 +574,3 @@ def _remove(path: Path) -> None:
 
 def local_registry() -> ObjectStoreRegistry:
     return ObjectStoreRegistry({"file://": LocalStore()})
-
-
-open_store = writers.open_store

@@ -27,7 +27,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 def _raise_interrupted(signum, frame):
-    from .parallel import hold_signal
+    from .scan.parallel import hold_signal
 
     if hold_signal(signum):
         return  # forking workers: raised again once that is done
@@ -45,7 +45,7 @@ def _cleanup_on_signals():
     as a process killed by that signal would report it (128 + its number), after the
     cleanup. Only the command line does this: the library leaves its host's signals alone.
     Worker processes (``-j``) leave signals to this process, which stops them and removes
-    their parts (vcfvirtual.parallel)."""
+    their parts (vcfvirtual.scan.parallel)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers (e.g. the CLI invoked from a test's thread)
         return
@@ -351,7 +351,7 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
     atomically. Prints the URL written.
     """
     _setup_logging(verbose)
-    from .writers import relocate_file
+    from .refs.relocate import relocate_file
 
     try:
         options = _storage_options(storage_options)

@@ -246,7 +246,7 @@ def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
 def open_group(path: str, *, check: bool, storage_options: dict | None):
     """(store, zarr group, its ``vcfvirtual`` attribute) of vcfvirtual references, or a
     ``VcfVirtualError`` naming ``path`` when they are not that."""
-    from .writers import open_store
+    from .refs.open import open_store
 
     try:
         store = open_store(path, check=check, storage_options=storage_options)

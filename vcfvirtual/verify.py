@@ -428,7 +428,7 @@ class _Verifier:
         """Variants compared at once: whole chunks, as many as make a decoded
         call_genotype of about the size ``index`` aims its chunks at (at least one), so
         stores of small chunks are not read one small chunk per zarr call."""
-        from .manifest import default_chunk_length
+        from .manifests.vcf_zarr import default_chunk_length
 
         target = default_chunk_length(len(self.samples), max(self._ploidy(), 1))
         return self.chunk * max(1, target // self.chunk)

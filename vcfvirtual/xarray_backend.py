@@ -17,7 +17,7 @@ class VcfVirtualBackend(BackendEntrypoint):
     def open_dataset(self, filename_or_obj, *, drop_variables=None, check: bool = True):
         import xarray as xr
 
-        from .writers import open_store
+        from .refs.open import open_store
 
         store = open_store(filename_or_obj, check=check)
         return xr.open_zarr(store, consolidated=False, drop_variables=drop_variables, chunks=None)

@@ -31,7 +31,8 @@ try:
 except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alone reads Kerchunk JSON
     BytesBytesCodec = None
 
-from . import bgzf, decode, records
+from . import decode
+from .bcf import bgzf, records
 from .errors import ChunkDecodeError, CodecConfigError, VcfVirtualError
 
 CODEC_ID = "vcfvirtual.bcf"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import records as R
+from .bcf import records as R
 
 _njit = numba.njit(nogil=True, cache=True)
 

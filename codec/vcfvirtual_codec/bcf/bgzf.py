@@ -1,0 +1,256 @@
+"""BGZF block reading and writing.
+
+A BGZF file is a series of gzip members, each at most 64 KiB uncompressed, whose gzip
+header carries a ``BC`` extra subfield giving the member's compressed size (BSIZE). We
+walk the members ourselves rather than through a gzip stream so that every block is
+validated (magic, BSIZE, CRC32, ISIZE) and a damaged file fails at the block where the
+damage is, not somewhere downstream; and so that the chunk-aligned cache can copy a
+source block's compressed bytes as they are.
+"""
+
+from __future__ import annotations
+
+import collections
+import struct
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import BinaryIO, NamedTuple
+
+import numpy as np
+from isal import isal_zlib
+
+from ..errors import CorruptBCFError
+
+GZIP_MAGIC = b"\x1f\x8b"
+# The empty block every BGZF file should end with (SAM/BAM spec, section 4.1.2).
+EOF_BLOCK = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+_HEADER = struct.Struct("<4sIBBH")  # magic+CM+FLG, MTIME, XFL, OS, XLEN
+_FOOTER = struct.Struct("<II")  # CRC32, ISIZE
+MAX_BLOCK_SIZE = 65536
+# Deflate's largest expansion, output bytes per compressed byte (a run of 258-byte
+# matches): no block's ISIZE can honestly exceed its payload times this.
+MAX_DEFLATE_RATIO = 1032
+# How much compressed input we read per IO call; blocks are parsed out of it in memory.
+READ_SIZE = 4 * 1024 * 1024
+# Blocks inflated per task when inflating on worker threads: large enough that the
+# hand-off costs little next to the inflate (ISA-L releases the GIL while it works).
+BLOCKS_PER_TASK = 64
+
+
+class Block(NamedTuple):
+    offset: int  # compressed offset of the block in its file
+    raw: memoryview  # the whole compressed block, header to footer
+    data: bytes  # its inflated bytes, CRC32 and ISIZE checked
+
+
+def _block_size(buf, pos: int, path, file_offset: int) -> int:
+    """Total size in bytes of the BGZF block starting at ``buf[pos]``."""
+    magic, _mtime, _xfl, _os, xlen = _HEADER.unpack_from(buf, pos)
+    if magic != b"\x1f\x8b\x08\x04":
+        raise CorruptBCFError(
+            path,
+            "not a BGZF block: bad gzip magic or no extra field",
+            offset=file_offset,
+            hint="BCF must be BGZF-compressed (bcftools view -Ob) or uncompressed (-Ou)",
+        )
+    extra = buf[pos + 12 : pos + 12 + xlen]
+    if len(extra) < xlen:
+        raise CorruptBCFError(path, "truncated BGZF block header", offset=file_offset)
+    i = 0
+    while i + 4 <= xlen:
+        si1, si2, slen = extra[i], extra[i + 1], extra[i + 2] | (extra[i + 3] << 8)
+        if i + 4 + slen > xlen:  # a subfield running past XLEN: the header is damaged
+            break
+        if si1 == 66 and si2 == 67 and slen == 2:  # 'B', 'C'
+            size = (extra[i + 4] | (extra[i + 5] << 8)) + 1
+            if size < 12 + xlen + 8:  # smaller than its own header and footer
+                raise CorruptBCFError(
+                    path,
+                    f"BGZF block size field says {size} bytes, less than the block's header and footer",
+                    offset=file_offset,
+                )
+            return size
+        i += 4 + slen
+    raise CorruptBCFError(path, "gzip member has no BGZF 'BC' size field (plain gzip, not BGZF)", offset=file_offset)
+
+
+def _split_blocks(fileobj: BinaryIO, path, start: int) -> Iterator[tuple[int, memoryview]]:
+    """Yield ``(compressed_offset, whole_block)`` for every block, without inflating."""
+    pending = b""
+    file_offset = start  # compressed offset of pending[0]
+    eof = False
+    while True:
+        if not eof and len(pending) < 2 * MAX_BLOCK_SIZE:
+            more = fileobj.read(READ_SIZE)
+            if more:
+                pending = pending + more if pending else more
+            else:
+                eof = True
+        if not pending:
+            return
+        # Blocks are views of this read's bytes: nothing is copied until inflated.
+        view = memoryview(pending)
+        pos = 0
+        limit = len(pending)
+        while pos < limit:
+            if limit - pos < 18:
+                if eof:
+                    raise CorruptBCFError(path, "truncated BGZF block", offset=file_offset + pos)
+                break
+            size = _block_size(view, pos, path, file_offset + pos)
+            if pos + size > limit:
+                if eof:
+                    raise CorruptBCFError(
+                        path,
+                        f"truncated BGZF block: header says {size} bytes, {limit - pos} remain in the file",
+                        offset=file_offset + pos,
+                    )
+                break
+            yield file_offset + pos, view[pos : pos + size]
+            pos += size
+        pending = pending[pos:]
+        file_offset += pos
+        if eof and not pending:
+            return
+
+
+def inflate_block(raw, path, offset: int) -> bytes:
+    """The inflated bytes of one whole BGZF block, checked against its CRC32 and ISIZE."""
+    xlen = raw[10] | (raw[11] << 8)
+    crc, isize = _FOOTER.unpack_from(raw, len(raw) - 8)
+    try:
+        # ISIZE sizes the first output buffer, but it is the block's own claim: a damaged
+        # one (4 GiB) must not allocate more than a BGZF block can hold.
+        data = isal_zlib.decompress(
+            raw[12 + xlen : len(raw) - 8], wbits=-15, bufsize=min(max(isize, 1), MAX_BLOCK_SIZE)
+        )
+    except isal_zlib.error as e:
+        raise CorruptBCFError(path, f"BGZF block does not inflate ({e})", offset=offset) from None
+    if len(data) != isize:
+        raise CorruptBCFError(
+            path, f"BGZF block inflates to {len(data)} bytes but its ISIZE says {isize}", offset=offset
+        )
+    if isal_zlib.crc32(data) != crc:
+        raise CorruptBCFError(path, "BGZF block CRC32 mismatch (corrupted data)", offset=offset)
+    return data
+
+
+def _inflate_task(blocks, path) -> list[Block]:
+    return [Block(offset, raw, inflate_block(raw, path, offset)) for offset, raw in blocks]
+
+
+def read_blocks(fileobj: BinaryIO, path, *, start: int = 0, threads: int = 0) -> Iterator[Block]:
+    """Every block of a BGZF stream, in order, inflated and checked.
+
+    With ``threads`` > 0, blocks are inflated on that many worker threads, a few tasks
+    ahead of the consumer, so inflating overlaps the caller's own work (the record scan).
+    Raises :class:`CorruptBCFError` naming the block offset on a bad header, a short
+    block, a CRC32 or ISIZE mismatch, or data that does not inflate.
+    """
+    blocks = _split_blocks(fileobj, path, start)
+    if threads <= 0:
+        for offset, raw in blocks:
+            yield Block(offset, raw, inflate_block(raw, path, offset))
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="vcfvirtual-inflate") as pool:
+        in_flight: collections.deque = collections.deque()
+        batch = []
+        try:
+            for item in blocks:
+                batch.append(item)
+                if len(batch) == BLOCKS_PER_TASK:
+                    in_flight.append(pool.submit(_inflate_task, batch, path))
+                    batch = []
+                    if len(in_flight) > 2 * threads:
+                        yield from in_flight.popleft().result()
+            if batch:
+                in_flight.append(pool.submit(_inflate_task, batch, path))
+            while in_flight:
+                yield from in_flight.popleft().result()
+        finally:
+            for future in in_flight:
+                future.cancel()
+
+
+def iter_blocks(fileobj: BinaryIO, path, *, start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """``(compressed_offset, inflated_bytes)`` for every block of a BGZF stream."""
+    for block in read_blocks(fileobj, path, start=start):
+        yield block.offset, block.data
+
+
+# Uncompressed bytes per block, as htslib uses, so a block always fits BSIZE's 16 bits.
+BLOCK_INPUT = 0xFF00
+_BLOCK_HEADER = struct.Struct("<4sIBBHBBHH")  # magic.., MTIME, XFL, OS, XLEN, 'B', 'C', SLEN, BSIZE
+
+
+def compress_block(data, level: int) -> bytes:
+    """One BGZF block holding ``data`` (at most BLOCK_INPUT bytes)."""
+    payload = isal_zlib.compress(data, level=level, wbits=-15)
+    size = 18 + len(payload) + 8
+    if size > MAX_BLOCK_SIZE:  # incompressible input: store it
+        payload = isal_zlib.compress(data, level=0, wbits=-15)
+        size = 18 + len(payload) + 8
+    header = _BLOCK_HEADER.pack(b"\x1f\x8b\x08\x04", 0, 0, 0xFF, 6, 66, 67, 2, size - 1)
+    return header + payload + _FOOTER.pack(isal_zlib.crc32(data), len(data))
+
+
+def compress_blocks(data, level: int) -> bytes:
+    """``data`` as consecutive BGZF blocks, every block starting where the last ended."""
+    view = memoryview(data)
+    return b"".join(compress_block(view[i : i + BLOCK_INPUT], level) for i in range(0, len(view), BLOCK_INPUT))
+
+
+def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
+    """(offset, size, inflated offset) of each block of a chunk, and the inflated total."""
+    spans = []
+    total = 0
+    pos = 0
+    limit = len(view)
+    while pos < limit:
+        if limit - pos < 18:
+            raise CorruptBCFError(path, "truncated BGZF block", offset=pos)
+        size = _block_size(view, pos, path, pos)
+        if pos + size > limit:
+            raise CorruptBCFError(
+                path, f"truncated BGZF block: header says {size} bytes, {limit - pos} remain", offset=pos
+            )
+        isize = _FOOTER.unpack_from(view, pos + size - 8)[1]
+        # The output is allocated from these claims before anything inflates, so they
+        # are bounded first: a BGZF block holds at most 64 KiB, and deflate expands its
+        # input at most 1032-fold (a header claiming 4 GiB must not allocate 4 GiB).
+        xlen = view[pos + 10] | (view[pos + 11] << 8)
+        payload = size - 12 - xlen - 8
+        if isize > MAX_BLOCK_SIZE or isize > MAX_DEFLATE_RATIO * payload + 8:
+            raise CorruptBCFError(
+                path,
+                f"BGZF block's ISIZE says {isize} bytes, more than its {payload} compressed bytes can inflate to",
+                offset=pos,
+            )
+        spans.append((pos, size, total))
+        total += isize
+        pos += size
+    return spans, total
+
+
+def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None) -> np.ndarray:
+    """Inflate a byte range made of whole BGZF blocks (one cache chunk) into one array.
+
+    Block boundaries are walked first, so the output's final size is known (the ISIZE
+    fields) and each block is inflated straight into place: into the front of ``buffer``
+    when it is large enough (the result is then a view of it), else into a new array.
+    """
+    view = memoryview(np.ascontiguousarray(buf, dtype=np.uint8)).cast("B")
+    spans, total = _chunk_blocks(view, path)
+    if buffer is not None and buffer.shape[0] >= total:
+        out = buffer[:total]
+    else:
+        out = np.empty(total, dtype=np.uint8)
+    for pos, size, at in spans:
+        data = inflate_block(view[pos : pos + size], path, pos)
+        out[at : at + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return out
+
+
+def inflate_all(data, path=None) -> bytes:
+    """Inflate a byte string made of whole BGZF blocks (one cache chunk)."""
+    return inflate_chunk(np.frombuffer(bytes(data), dtype=np.uint8), path).tobytes()

@@ -1,0 +1,94 @@
+"""Fuzzing: mutated BCF files through the scanner, mutated chunks through the codec.
+
+The targets live in tests/fuzz_targets.py and each runs in a child process: the
+decode kernels are numba code with no bounds checks, so a read past a buffer could
+kill the process, and that must fail one test here with the input that caused it,
+not end the pytest run. A child that runs too long (a hang) is killed and fails too.
+
+In the suite each target runs a fixed, derandomized set of examples (seconds each).
+VCFVIRTUAL_HYPOTHESIS=deep runs each target for VCFVIRTUAL_FUZZ_SECONDS (default
+300) of fresh random examples, with NUMBA_BOUNDSCHECK=1 so that any unguarded index
+raises instead of reading garbage; see tests/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DEEP = os.environ.get("VCFVIRTUAL_HYPOTHESIS") == "deep"
+# Examples per target in the suite: the codec targets cost ~10 ms an example, the
+# scanner targets (index + xarray + pysam per example) 30-200 ms.
+SUITE_EXAMPLES = {
+    "scan_bgzf_flip": 60,
+    "scan_bgzf": 120,
+    "scan_plain": 100,
+    "codec_raw": 300,
+    "codec_bgzf": 200,
+    "references": 60,
+}
+
+
+def run_target(target: str, work: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    if DEEP:
+        seconds = float(os.environ.get("VCFVIRTUAL_FUZZ_SECONDS", "300"))
+        env.update(
+            VCFVIRTUAL_FUZZ_SECONDS=str(seconds),
+            VCFVIRTUAL_FUZZ_EXAMPLES="200",
+            NUMBA_BOUNDSCHECK="1",
+            # Kernels compiled with bounds checks must not mix with the normal cache.
+            NUMBA_CACHE_DIR=str(Path.home() / ".cache" / "vcfvirtual-numba-boundscheck"),
+        )
+        timeout = seconds + 600  # + compiling every kernel with bounds checks
+    else:
+        env["VCFVIRTUAL_FUZZ_EXAMPLES"] = str(SUITE_EXAMPLES[target])
+        timeout = 240
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.fuzz_targets", target, str(work)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{target} hung (> {timeout} s); last example: {_last(work)}\n{(e.stderr or '')[-3000:]}")
+    if proc.returncode != 0:
+        how = f"crashed (signal {-proc.returncode})" if proc.returncode < 0 else f"failed (exit {proc.returncode})"
+        pytest.fail(f"{target} {how}; last example: {_last(work)}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("FUZZ-STATS "))
+    stats = json.loads(line.removeprefix("FUZZ-STATS "))
+    print(json.dumps(stats, indent=1))  # shown with -s: how many cases, which outcomes
+    return stats
+
+
+def _last(work: Path) -> str:
+    f = work / "current-example.txt"
+    return f.read_text() if f.exists() else "(none recorded)"
+
+
+@pytest.mark.parametrize("target", list(SUITE_EXAMPLES))
+def test_fuzz_target(target, tmp_path):
+    stats = run_target(target, tmp_path)
+    outcomes = stats["outcomes"]
+    assert stats["cases"] >= (SUITE_EXAMPLES[target] if not DEEP else 1)
+    # Guards on the fuzzer itself: it must reach both outcomes, or it tests nothing.
+    if target.startswith("scan"):
+        assert any(k.startswith("typed error") for k in outcomes), outcomes
+        assert any(k.startswith("values") for k in outcomes), outcomes
+    elif target == "references":
+        assert any(k.startswith("open_store: typed error") for k in outcomes), outcomes
+        assert outcomes.get("open_store: the seed's values", 0) > 0, outcomes
+    elif target == "codec_raw":
+        assert any(k.startswith("raw: values equal") for k in outcomes), outcomes
+        assert outcomes.get("arrays refused 18/18", 0) > 0, outcomes
+    else:
+        assert outcomes.get("arrays refused 18/18", 0) > 0, outcomes

@@ -1,0 +1,127 @@
+"""Indexing a BCF that lives on S3, writing the cache and references to S3, against a
+real S3-compatible server (moto) on loopback. The oracle is bio2zarr on a local copy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import xarray as xr
+
+import vcfvirtual
+from vcfvirtual.errors import OutputExistsError, VcfVirtualError
+from vcfvirtual.io import remote as storage
+
+from ..conftest import assert_matches_bio2zarr, bio2zarr_convert
+
+
+def test_s3_source_to_s3_cache_and_references(cohort_bcf, s3_bucket, tmp_path):
+    bucket, fs, options = s3_bucket
+    fs.put_file(str(cohort_bcf), f"{bucket}/in/cohort.bcf")
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 300)
+    store = vcfvirtual.index(
+        f"s3://{bucket}/in/cohort.bcf",
+        refs_path=f"s3://{bucket}/out/cohort.vcz.json",
+        cache_path=f"s3://{bucket}/out/cohort.cache.bcf",
+        variants_chunk_size=300,
+        storage_options=options,
+    )
+    assert sorted(fs.ls(f"{bucket}/out")) == [f"{bucket}/out/cohort.cache.bcf", f"{bucket}/out/cohort.vcz.json"]
+    # The store index returns reads the uploaded cache through obstore.
+    assert_matches_bio2zarr(xr.open_zarr(store, zarr_format=3, consolidated=False), ref)
+    # A collaborator: the references from S3, the cache from S3, plain xarray and fsspec.
+    refs = json.loads(fs.cat_file(f"{bucket}/out/cohort.vcz.json"))
+    assert refs["templates"] == {"cache": f"s3://{bucket}/out/cohort.cache.bcf"}
+    ds = xr.open_zarr(
+        "reference://",
+        consolidated=False,
+        storage_options={"fo": refs, "remote_protocol": "s3", "remote_options": {**options, "asynchronous": True}},
+    )
+    assert_matches_bio2zarr(ds, ref)
+    # The cache uploaded is the one a local run writes.
+    vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=tmp_path / "local.cache.bcf", variants_chunk_size=300)
+    assert fs.cat_file(f"{bucket}/out/cohort.cache.bcf") == (tmp_path / "local.cache.bcf").read_bytes()
+
+
+def test_local_source_to_s3_cache(small_bcf, s3_bucket, tmp_path):
+    bucket, fs, options = s3_bucket
+    refs = tmp_path / "small.vcz.json"
+    vcfvirtual.index(
+        small_bcf,
+        refs_path=refs,
+        cache_path=f"s3://{bucket}/small.cache.bcf",
+        storage_options=options,
+        variants_chunk_size=3,
+    )
+    assert json.loads(refs.read_text())["templates"] == {"cache": f"s3://{bucket}/small.cache.bcf"}
+    ds = xr.open_zarr(
+        "reference://",
+        consolidated=False,
+        storage_options={"fo": str(refs), "remote_protocol": "s3", "remote_options": {**options, "asynchronous": True}},
+    )
+    assert_matches_bio2zarr(ds, bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", 3))
+    assert not list(tmp_path.glob(".*"))  # no local staging left behind
+
+
+def test_failed_upload_leaves_nothing_under_the_final_names(cohort_bcf, s3_bucket, monkeypatch):
+    bucket, fs, options = s3_bucket
+    real_upload = storage.upload
+
+    def failing(local, url, storage_options=None):
+        if url.endswith(".json"):
+            raise OSError(28, "No space left on device")
+        real_upload(local, url, storage_options)
+
+    monkeypatch.setattr(storage, "upload", failing)
+    with pytest.raises(OSError):
+        vcfvirtual.index(
+            cohort_bcf,
+            refs_path=f"s3://{bucket}/o/c.vcz.json",
+            cache_path=f"s3://{bucket}/o/c.cache.bcf",
+            storage_options=options,
+        )
+    assert fs.ls(bucket) == []  # the cache that was uploaded is gone again
+
+
+def test_existing_outputs_and_missing_sources(small_bcf, s3_bucket):
+    bucket, fs, options = s3_bucket
+    fs.pipe_file(f"{bucket}/x.cache.bcf", b"someone's")
+    with pytest.raises(OutputExistsError, match="already exists"):
+        vcfvirtual.index(small_bcf, refs_path=False, cache_path=f"s3://{bucket}/x.cache.bcf", storage_options=options)
+    assert fs.cat_file(f"{bucket}/x.cache.bcf") == b"someone's"
+    with pytest.raises(VcfVirtualError, match=f"s3://{bucket}/nope.bcf: cannot read"):
+        vcfvirtual.index(
+            f"s3://{bucket}/nope.bcf", refs_path=False, cache_path=f"s3://{bucket}/n.cache.bcf", storage_options=options
+        )
+    with pytest.raises(VcfVirtualError, match="one BCF at a time"):
+        vcfvirtual.index(f"s3://{bucket}/x.bcf", refs_path=False, workers=2, storage_options=options)
+
+
+def test_cli_indexes_from_s3_with_storage_options(small_bcf, s3_bucket, tmp_path):
+    import subprocess
+    import sys
+
+    bucket, fs, options = s3_bucket
+    fs.put_file(str(small_bcf), f"{bucket}/small.bcf")
+    out = tmp_path / "small.vcz.json"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vcfvirtual.cli",
+            "index",
+            f"s3://{bucket}/small.bcf",
+            "-o",
+            str(out),
+            "--cache",
+            str(tmp_path / "small.cache.bcf"),
+            "--storage-options",
+            json.dumps(options),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    ds = xr.open_zarr(vcfvirtual.open_store(out), consolidated=False)
+    assert_matches_bio2zarr(ds, bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", 1000))
+    assert json.loads(out.read_text())["refs"][".zattrs"]  # sources recorded by URL
+    assert f"s3://{bucket}/small.bcf" in out.read_text()

@@ -1,0 +1,145 @@
+"""Every array we expose equals what bio2zarr's vcf2zarr writes for the same BCF."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vcfvirtual
+
+from .. import bcfdata
+from ..conftest import (
+    assert_matches_bio2zarr,
+    bio2zarr_convert,
+    header_text_via_gzip,
+    open_both,
+)
+
+
+@pytest.mark.parametrize("chunk_length", [1, 3, 7, 1000])
+def test_small_bcf_matches_bio2zarr(small_bcf, tmp_path, chunk_length):
+    ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", chunk_length)
+    for ds in open_both(small_bcf, chunk_length, tmp_path):
+        assert_matches_bio2zarr(ds, ref)
+
+
+@pytest.mark.parametrize("chunk_length", [100, 640])
+def test_cohort_crossing_bgzf_blocks_matches_bio2zarr(cohort_bcf, tmp_path, chunk_length):
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", chunk_length)
+    for ds in open_both(cohort_bcf, chunk_length, tmp_path):
+        assert ds.sizes["variants"] == 1500
+        assert ds["variant_position"].encoding["chunks"][0] == chunk_length
+        assert_matches_bio2zarr(ds, ref)
+
+
+def test_sites_only_bcf_matches_bio2zarr(data_dir, tmp_path):
+    bcf = bcfdata.write_bcf(
+        bcfdata.vcf_text(
+            [r.split("\tGT")[0] for r in bcfdata.SMALL_RECORDS[:5]],
+            samples=(),
+            header=bcfdata.HEADER.replace('##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n', ""),
+        ),
+        data_dir / "sites.bcf",
+    )
+    ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", 2)
+    for ds in open_both(bcf, 2, tmp_path):
+        assert "call_genotype" not in ds
+        assert_matches_bio2zarr(ds, ref)
+
+
+def test_zero_records(data_dir, tmp_path):
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text([]), data_dir / "empty.bcf")
+    for ds in open_both(bcf, 10, tmp_path):
+        assert ds.sizes["variants"] == 0
+        assert ds["variant_position"].shape == (0,)
+        assert ds["call_genotype"].shape[:2] == (0, 3)
+        assert ds["sample_id"].values.tolist() == ["S1", "S2", "S3"]
+        assert ds["region_index"].shape == (0, 6)
+
+
+def test_group_attributes(small_bcf, tmp_path):
+    for ds in open_both(small_bcf, 4, tmp_path):
+        assert ds.attrs["vcf_zarr_version"] == "0.3"
+        assert ds.attrs["vcf_header"] == header_text_via_gzip(small_bcf)
+        assert ds.attrs["source"].startswith("vcfvirtual ")
+        assert ["source", "vcfvirtual-tests"] in ds.attrs["vcf_meta_information"]
+
+
+def test_genotype_zero_is_not_masked(small_bcf, tmp_path):
+    """Through Kerchunk (Zarr v2) a 0 genotype must stay 0, never become NaN."""
+    ds_v2, _ = open_both(small_bcf, 3, tmp_path)
+    gt = ds_v2["call_genotype"].values
+    assert gt.dtype == np.int8
+    assert (gt == 0).any()
+    assert ds_v2["variant_allele"].values[2].tolist() == ["G", "", "", "", ""]
+
+
+def test_uncompressed_bcf_input(cohort_bcf, tmp_path):
+    """An uncompressed BCF (as bcftools view -Ou writes) is read as is, same store."""
+    import gzip
+
+    plain = tmp_path / "plain.bcf"
+    plain.write_bytes(gzip.decompress(cohort_bcf.read_bytes()))
+    assert plain.read_bytes()[:5] == b"BCF\x02\x02"
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 500)
+    for ds in open_both(plain, 500, tmp_path):
+        assert_matches_bio2zarr(ds, ref)
+
+
+def test_cohort_records_do_cross_bgzf_blocks(cohort_bcf):
+    """Guard on the test data: some records must straddle an inflated-block boundary."""
+    from vcfvirtual_codec.bcf import bgzf
+
+    from vcfvirtual.scan.scanner import scan_bcf
+
+    with open(cohort_bcf, "rb") as f:
+        block_ends = np.cumsum([len(data) for _, data in bgzf.iter_blocks(f, cohort_bcf)])
+    # With one record per chunk, the chunk offsets are every record's offset.
+    starts = scan_bcf(cohort_bcf, lambda header: 1).chunk_offsets
+    ends = np.append(starts[1:], block_ends[-1])
+    straddling = 0
+    for boundary in block_ends[:-1]:
+        i = np.searchsorted(starts, boundary, side="right") - 1
+        straddling += bool(i >= 0 and starts[i] < boundary < ends[i])
+    assert straddling > 5
+
+
+def test_bio2zarr_verifier_accepts_our_store(data_dir, tmp_path):
+    from bio2zarr.vcz_verification import verify
+
+    # One contig: the verifier locates rows by searching positions, which must be sorted.
+    bcf = bcfdata.write_bcf(bcfdata.random_cohort_vcf(800, 40, seed=3, contigs=("chr1",)), data_dir / "one.bcf")
+    open_both(bcf, 300, tmp_path)
+    verify(str(bcf), vcfvirtual.open_store(tmp_path / "one.bcf.vcz.json"))
+
+
+def test_float_nan_values_read_as_missing_like_bio2zarr(data_dir, tmp_path):
+    """Found by the property test: a FORMAT Float written as "nan" is stored as missing."""
+    header = bcfdata.HEADER + '##FORMAT=<ID=A0,Number=1,Type=Float,Description="x">\n'
+    records = ["chr1\t1\t.\tA\t.\t.\t.\t.\tA0\t0.0\t1.5\tnan", "chr1\t2\t.\tA\t.\t.\t.\t.\tA0\tnan\t.\tinf"]
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, header=header), data_dir / "nan.bcf")
+    ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", 10)
+    for ds in open_both(bcf, 10, tmp_path):
+        assert_matches_bio2zarr(ds, ref)
+
+
+def test_paths_with_spaces_and_url_characters(small_bcf, tmp_path):
+    """The cache is named by a file URL; a path with characters URLs escape must still
+    be found by both readers (the bench workdir's '1e+06' once was not)."""
+    import pysam
+
+    odd = tmp_path / "a dir+with %20 odd,chars"
+    odd.mkdir()
+    bcf = odd / "c+d e.bcf"
+    bcf.write_bytes(small_bcf.read_bytes())
+    with pysam.VariantFile(str(small_bcf)) as vf:
+        expected = [r.pos for r in vf]
+    for ds in open_both(bcf, 3, odd):
+        assert ds["variant_position"].values.tolist() == expected
+
+
+def test_cache_path_with_url_fragment_characters_is_refused(small_bcf, tmp_path):
+    cache = tmp_path / "x#1.bcf"
+    with pytest.raises(vcfvirtual.VcfVirtualError, match="'#' or '\\?'"):
+        vcfvirtual.index(small_bcf, refs_path=False, cache_path=cache)
+    assert not cache.exists()

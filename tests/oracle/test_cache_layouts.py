@@ -1,0 +1,115 @@
+"""Both cache layouts give bio2zarr's values; the default BGZF cache is a valid BCF about
+the size of its source, made of the source's own compressed blocks."""
+
+from __future__ import annotations
+
+import pytest
+from vcfvirtual_codec.bcf import bgzf
+
+import vcfvirtual
+
+from ..bcfdata import bcftools
+from ..conftest import assert_matches_bio2zarr, bio2zarr_convert, open_both
+
+
+@pytest.mark.parametrize("chunk_length", [1, 3, 1000])
+def test_small_raw_layout_matches_bio2zarr(small_bcf, tmp_path, chunk_length):
+    ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", chunk_length)
+    for ds in open_both(small_bcf, chunk_length, tmp_path, layout="raw"):
+        assert_matches_bio2zarr(ds, ref)
+
+
+@pytest.mark.parametrize("chunk_length", [100, 640])
+def test_cohort_raw_layout_matches_bio2zarr(cohort_bcf, tmp_path, chunk_length):
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", chunk_length)
+    for ds in open_both(cohort_bcf, chunk_length, tmp_path, layout="raw"):
+        assert_matches_bio2zarr(ds, ref)
+
+
+@pytest.mark.parametrize("chunk_length", [1, 7, 100])
+def test_bgzf_cache_is_a_bcf_bcftools_reads(cohort_bcf, tmp_path, chunk_length):
+    cache = tmp_path / "c.bcf"
+    vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
+    assert bcftools("view", "--no-version", cache) == bcftools("view", "--no-version", cohort_bcf)
+    bcftools("index", "-f", cache)  # raises if htslib cannot index it
+
+
+def _blocks(path):
+    with open(path, "rb") as f:
+        return [bytes(b.raw) for b in bgzf.read_blocks(f, path)]
+
+
+def test_bgzf_cache_reuses_the_source_blocks(cohort_bcf, tmp_path):
+    """Blocks no chunk boundary splits are copied byte for byte, so the cache is about
+    the size of the BCF; only the blocks holding a boundary are re-compressed."""
+    cache = tmp_path / "c.bcf"
+    chunk_length = 500  # ~6 source blocks a chunk, as real chunks span hundreds
+    store = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
+    source_blocks = _blocks(cohort_bcf)
+    cache_blocks = _blocks(cache)
+    n_chunks = -(-store._group.arrays["variant_position"].shape[0] // chunk_length)
+    copied = set(source_blocks) & set(cache_blocks)
+    # At most one source block is split per chunk boundary, plus the header's end.
+    assert len(copied) >= len(source_blocks) - 1 - n_chunks
+    assert cache.stat().st_size <= 1.05 * cohort_bcf.stat().st_size
+
+
+def test_chunk_ranges_are_whole_blocks_starting_with_a_record(cohort_bcf, tmp_path):
+    """Every chunk's byte range inflates on its own to exactly its records, as pysam
+    reads them."""
+    import numpy as np
+    import pysam
+
+    chunk_length = 64
+    cache = tmp_path / "c.bcf"
+    store = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
+    manifest = store._group.arrays["variant_position"].manifest
+    data = cache.read_bytes()
+    with pysam.VariantFile(str(cohort_bcf)) as vf:
+        positions = [r.pos for r in vf]
+    from vcfvirtual_codec.bcf import records
+
+    for k, (offset, length) in enumerate(zip(manifest._offsets.ravel(), manifest._lengths.ravel())):
+        chunk = bgzf.inflate_chunk(np.frombuffer(data[int(offset) : int(offset) + int(length)], np.uint8))
+        offsets, n, err, _ = records.record_offsets(chunk, chunk_length)
+        assert err == records.OK
+        expected = positions[k * chunk_length : (k + 1) * chunk_length]
+        assert n == len(expected)
+        # BCF POS is 0-based; pysam's .pos is 1-based.
+        got = [int.from_bytes(chunk[o + 12 : o + 16].tobytes(), "little") + 1 for o in offsets[:n]]
+        assert got == expected
+
+
+def test_threaded_inflate_writes_the_same_cache(cohort_bcf, tmp_path):
+    serial, threaded = tmp_path / "serial.bcf", tmp_path / "threaded.bcf"
+    a = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=serial, variants_chunk_size=100)
+    b = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=threaded, variants_chunk_size=100, inflate_threads=2)
+    assert serial.read_bytes() == threaded.read_bytes()
+    # And what the caches hold is the source's records, as bcftools reads them.
+    assert bcftools("view", "--no-version", threaded) == bcftools("view", "--no-version", cohort_bcf)
+    ma, mb = a._group.arrays["call_genotype"].manifest, b._group.arrays["call_genotype"].manifest
+    assert (ma._offsets == mb._offsets).all() and (ma._lengths == mb._lengths).all()
+
+
+def test_uncompressed_bcf_is_referenced_directly_without_a_cache(cohort_bcf, tmp_path):
+    """Zero copy: an uncompressed BCF (bcftools view -Ou) is its own raw cache."""
+    import gzip
+    import json
+
+    import xarray as xr
+
+    plain = tmp_path / "plain.bcf"
+    plain.write_bytes(gzip.decompress(cohort_bcf.read_bytes()))
+    refs = tmp_path / "plain.json"
+    vcfvirtual.index(plain, refs_path=refs, variants_chunk_size=100)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.bcf", "plain.json"]
+    doc = json.loads(refs.read_text())
+    assert doc["templates"]["cache"] == f"file://{plain}"
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 100)
+    assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False), ref)
+    # The source is the cache: changing it is refused like a changed cache.
+    data = bytearray(plain.read_bytes())
+    data[len(data) // 2] ^= 1
+    plain.write_bytes(bytes(data))
+    with pytest.raises(vcfvirtual.VcfVirtualError, match="does not match"):
+        vcfvirtual.open_store(refs)

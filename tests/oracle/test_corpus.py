@@ -1,0 +1,155 @@
+"""Real-world files from ../shared/corpus: every array equals bio2zarr's, file by file.
+
+Every corpus file lands in exactly one bucket, and each bucket is checked, so no file
+is skipped silently:
+* converts to BCF and bio2zarr converts it: all arrays must equal bio2zarr's
+  (``KNOWN_DIFFERENCES`` lists reasoned exceptions, marked xfail strict);
+* htslib will not write it as BCF (``NOT_BCF``): bcftools must refuse it;
+* bio2zarr cannot convert it (``BIO2ZARR_FAILS``): bio2zarr must fail, and we must
+  either read it correctly (positions and alleles as pysam reads them) or refuse it
+  with one of our clear errors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pysam
+import pytest
+import xarray as xr
+
+import vcfvirtual
+from vcfvirtual.errors import VcfVirtualError
+
+from ..bcfdata import bcftools
+from ..conftest import CORPUS_RESULTS, bio2zarr_convert, differences_from_bio2zarr, open_both
+
+# Copies of files other projects publish; tests/data/corpus/README.md names each one's
+# repository and licence.
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+SUFFIXES = (".vcf", ".vcf.gz", ".bcf")
+
+NOT_BCF = {
+    "pysam-developers+pysam/tests/tabix_data/vcf/24.vcf": "#CHROM line uses spaces, not tabs",
+    "pysam-developers+pysam/tests/tabix_data/vcf/4.vcf": "records with no sample columns in a 383-sample file",
+    "samtools+bcftools/test/isec-miss.2.3.vcf": "records with no sample columns",
+    "samtools+bcftools/test/view64bit.3.vcf": "positions beyond 2^31, which BCF cannot hold",
+    "samtools+htslib/test/longrefs/index.vcf": "positions beyond 2^31, which BCF cannot hold",
+    "samtools+htslib/test/noroundtrip.vcf": "a record names the same FORMAT key twice",
+    "sgkit-dev+bio2zarr/tests/data/vcf/sample_missing_filter.vcf.gz": "FILTER q10 used but not declared",
+}
+BIO2ZARR_FAILS = {
+    "brentp+cyvcf2/cyvcf2/tests/test-haploidX.vcf": "FORMAT/AD is Number=R but holds more values than alleles",
+    "pysam-developers+pysam/tests/cbcf_data/gnomad.vcf": "INFO/GC_* are Number=G but hold more values",
+    "samtools+bcftools/test/view64bit.5.vcf": "INFO/END is Number=A but holds 3 values for 1 ALT",
+    "pysam-developers+pysam/tests/cbcf_data/example_vcf43_with_utf8.vcf": (
+        "cyvcf2 decodes UTF-8 FORMAT strings as ASCII"
+    ),
+    "sgkit-dev+bio2zarr/tests/data/vcf/empty.vcf.gz": "bio2zarr cannot size chunks for zero records",
+}
+KNOWN_DIFFERENCES = {
+    "sgkit-dev+bio2zarr/tests/data/vcf/sample_missing_contig.bcf": (
+        "records of contig X come after contig 20 in the file but before it in the header: "
+        "we keep file order (as bcftools view prints), bio2zarr sorts by header contig order"
+    ),
+}
+
+# Arrays whose bio2zarr value is undefined for a file, checked against pysam instead.
+_HAPLOID_PHASE = (
+    "records where every call is haploid: cyvcf2 reads the phase bit one slot past each call "
+    "(the next sample's, and past the array for the last), so bio2zarr's value changes from "
+    "run to run; htslib (pysam) calls haploid calls phased"
+)
+PYSAM_INSTEAD = {
+    "sgkit-dev+bio2zarr/tests/data/vcf/mixed_ploidy.vcf.gz": {"call_genotype_phased": _HAPLOID_PHASE},
+    # VCF 4.4 phasing prefixes ("/0|1"), which the htslib pysam 0.24 bundles (1.24) reads.
+    "samtools+htslib/test/vcf44_1.vcf": {"call_genotype_phased": _HAPLOID_PHASE},
+}
+
+
+def corpus_files() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES))
+
+
+def file_id(path: Path) -> str:
+    return str(path.relative_to(CORPUS))
+
+
+def to_bcf(path: Path, out: Path) -> Path | None:
+    """The file as a BCF (indexed where htslib can), written by the bcftools pysam bundles;
+    None when htslib refuses it."""
+    try:
+        bcftools("view", "--no-version", "-Ob", "-o", out, path)
+    except pysam.utils.SamtoolsError:
+        return None
+    try:
+        bcftools("index", "-f", out)
+    except pysam.utils.SamtoolsError:
+        pass  # e.g. a POS past its contig's declared length; bio2zarr reads one file unindexed
+    return out
+
+
+def test_corpus_is_present():
+    assert len(corpus_files()) > 30, f"expected the shared corpus at {CORPUS}"
+    listed = set(NOT_BCF) | set(BIO2ZARR_FAILS) | set(KNOWN_DIFFERENCES)
+    assert listed <= {file_id(p) for p in corpus_files()}, "a listed file is no longer in the corpus"
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=file_id)
+def test_corpus_file(path, tmp_path, request):
+    name = file_id(path)
+    bcf = to_bcf(path, tmp_path / "input.bcf")
+    if name in NOT_BCF:
+        assert bcf is None, f"bcftools now converts {name}: remove it from NOT_BCF"
+        CORPUS_RESULTS[name] = f"not BCF: {NOT_BCF[name]}"
+        return
+    assert bcf is not None, "htslib (bcftools view) refuses this file"
+    if name in BIO2ZARR_FAILS:
+        with pytest.raises(Exception):  # noqa: B017 - each file fails bio2zarr its own way
+            bio2zarr_convert(bcf, tmp_path / "ref.vcz", 1000)
+        CORPUS_RESULTS[name] = f"bio2zarr fails ({BIO2ZARR_FAILS[name]}); ours: " + _check_against_pysam(bcf, tmp_path)
+        return
+    reason = KNOWN_DIFFERENCES.get(name)
+    if reason:
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+    # Several chunks everywhere; not thousands on the larger files (bio2zarr is slow then).
+    chunk_length = 50 if bcf.stat().st_size < 200_000 else 20_000
+    ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", chunk_length)
+    instead = PYSAM_INSTEAD.get(name, {})
+    problems = []
+    for ds in open_both(bcf, chunk_length, tmp_path):
+        problems += differences_from_bio2zarr(ds.drop_vars(list(instead)), ref, ignore=instead)
+        if "call_genotype_phased" in instead:
+            with pysam.VariantFile(str(bcf)) as vf:
+                expected = [[call.phased for call in rec.samples.values()] for rec in vf]
+            if ds["call_genotype_phased"].values.tolist() != expected:
+                problems.append("call_genotype_phased differs from pysam")
+    CORPUS_RESULTS[name] = "pass" if not problems else ("xfail: " + reason if reason else "FAIL")
+    assert not problems, "\n".join(problems)
+    if bcf.stat().st_size < 300_000 and name not in PYSAM_INSTEAD:
+        # bio2zarr's own verifier walks the BCF with cyvcf2 and checks a store. Where it
+        # accepts bio2zarr's store it must accept ours (on some files it rejects both).
+        from bio2zarr.vcz_verification import verify
+
+        try:
+            verify(str(bcf), str(tmp_path / "ref.vcz"))
+        except (AssertionError, IndexError):
+            return
+        verify(str(bcf), vcfvirtual.open_store(tmp_path / "input.bcf.vcz.json"))
+
+
+def _check_against_pysam(bcf: Path, tmp_path: Path) -> str:
+    try:
+        store = vcfvirtual.index(bcf, refs_path=False, cache_path=tmp_path / "c.bcf", force=True)
+    except VcfVirtualError as e:
+        assert str(bcf) in str(e)
+        return f"clear error ({e.problem})"
+    ds = xr.open_zarr(store, zarr_format=3, consolidated=False)
+    with pysam.VariantFile(str(bcf)) as vf:
+        recs = list(vf)
+    assert ds["variant_position"].values.tolist() == [r.pos for r in recs]
+    alleles = ds["variant_allele"].values.tolist()
+    assert [a[: len(r.alleles)] for a, r in zip(alleles, recs)] == [list(r.alleles) for r in recs]
+    return "read, equal to pysam"

@@ -1,0 +1,81 @@
+"""CSI indexes and BGZF virtual offsets: where records start in a compressed BCF."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import struct
+
+import numpy as np
+from vcfvirtual_codec.bcf import bgzf
+
+from ..errors import VcfVirtualError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordStart:
+    """Where a record begins in a BGZF file: the block holding its first byte, and that
+    byte's offset in the block's inflated data (htslib's virtual offset, split)."""
+
+    block_offset: int
+    within_block: int
+
+    @property
+    def virtual_offset(self) -> int:
+        return (self.block_offset << 16) | self.within_block
+
+
+def csi_record_starts(bcf_path) -> list[RecordStart] | None:
+    """Record starts the BCF's CSI index names, ascending; None without a usable index.
+
+    An index older than the BCF, or naming offsets past its end, is not used (with a
+    warning): it describes another version of the file."""
+    bcf_path = os.fspath(bcf_path)
+    csi = bcf_path + ".csi"
+    if not os.path.exists(csi):
+        return None
+    if os.path.getmtime(csi) < os.path.getmtime(bcf_path):
+        logger.warning("%s: older than the BCF, not used to partition it", csi)
+        return None
+    try:
+        with open(csi, "rb") as f:
+            offsets = _csi_virtual_offsets(bgzf.inflate_all(f.read(), csi))
+    except (VcfVirtualError, struct.error, ValueError) as e:
+        logger.warning("%s: not a CSI index this version reads (%s); not used", csi, e)
+        return None
+    size = os.path.getsize(bcf_path)
+    if offsets.size and int(offsets[-1] >> 16) >= size:
+        logger.warning("%s: names offsets past the end of %s; not used", csi, bcf_path)
+        return None
+    return [RecordStart(int(v >> 16), int(v & 0xFFFF)) for v in offsets]
+
+
+def _csi_virtual_offsets(data: bytes) -> np.ndarray:
+    """Sorted unique record virtual offsets from an inflated CSI index (the chunk
+    begins and each bin's linear offset, the pseudo-bin of counts left out)."""
+    if data[:4] != b"CSI\x01":
+        raise ValueError("no CSI magic")
+    _min_shift, depth, l_aux = struct.unpack_from("<iii", data, 4)
+    pos = 16 + l_aux
+    (n_ref,) = struct.unpack_from("<i", data, pos)
+    pos += 4
+    pseudo_bin = ((1 << ((depth + 1) * 3)) - 1) // 7 + 1
+    found = []
+    for _ in range(n_ref):
+        (n_bin,) = struct.unpack_from("<i", data, pos)
+        pos += 4
+        for _ in range(n_bin):
+            bin_id, loffset, n_chunk = struct.unpack_from("<IQi", data, pos)
+            pos += 16
+            chunks = np.frombuffer(data, dtype="<u8", count=2 * n_chunk, offset=pos)
+            pos += 16 * n_chunk
+            if bin_id == pseudo_bin:
+                continue
+            found.append(chunks[0::2])
+            found.append(np.array([loffset], dtype=np.uint64))
+    if not found:
+        return np.empty(0, np.uint64)
+    return np.unique(np.concatenate(found))

@@ -1,0 +1,57 @@
+"""VCF input: htslib (bcftools view, bundled in pysam) writes it as a BGZF BCF, which is
+then indexed as any BCF. The BCF is a temporary: the chunk-aligned cache is a complete
+BCF of the same records.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import NotBCFError, OutputWriteError
+
+VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz")
+
+
+def is_vcf_path(path) -> bool:
+    """VCF input is recognised by name: a ``.bcf`` holding VCF text is a mistake to report."""
+    return Path(path).name.lower().endswith(VCF_SUFFIXES)
+
+
+def vcf_to_bcf(vcf_path, bcf_path) -> None:
+    problem = _bcftools_view(vcf_path, bcf_path)
+    if problem is None:
+        return
+    # bcftools fails alike on a bad VCF and on a BCF it cannot write (a full disk). Which
+    # one it was: read the VCF again, writing nothing. Only on failure, so it costs nothing
+    # on success.
+    if _bcftools_view(vcf_path, None) is None:
+        raise OutputWriteError(
+            bcf_path,
+            f"cannot write the BCF converted from {vcf_path}: {problem}",
+            hint="free disk space, or write the cache elsewhere with cache_path= "
+            "(the conversion is written next to it)",
+        )
+    raise NotBCFError(
+        vcf_path,
+        f"htslib cannot convert this VCF to BCF: {problem}",
+        hint="check it with bcftools view; BCF needs every contig and field declared",
+    )
+
+
+def _bcftools_view(vcf_path, bcf_path) -> str | None:
+    """Convert with bcftools view (to nowhere when ``bcf_path`` is None): None when it
+    worked, else the last line it printed."""
+    import pysam
+    import pysam.bcftools
+
+    out = ["-Ob", "-o", str(bcf_path)] if bcf_path is not None else ["-Ou", "-o", "/dev/null"]
+    # htslib's own messages would go straight to stderr, ahead of the CLI's one line.
+    verbosity = pysam.set_verbosity(0)
+    try:
+        pysam.bcftools.view("--no-version", *out, str(vcf_path), catch_stdout=False)
+    except pysam.utils.SamtoolsError as e:
+        lines = [line for line in str(e).splitlines() if line.strip()]
+        return lines[-1].strip() if lines else "unknown error"
+    finally:
+        pysam.set_verbosity(verbosity)
+    return None

@@ -1,0 +1,264 @@
+"""Outputs written whole or not at all: temporaries, atomic replacement, the files a
+killed run leaves, and refusing to replace anything vcfvirtual did not write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from vcfvirtual_codec.bcf import bgzf
+
+from ..errors import OutputExistsError, OutputWriteError
+
+logger = logging.getLogger(__name__)
+CACHE_SUFFIX = ".vcz.cache.bcf"
+REFS_SUFFIX = ".vcz.json"
+
+
+def default_paths(bcf_path) -> tuple[Path, Path]:
+    """(refs, cache) written next to the BCF."""
+    bcf_path = Path(bcf_path)
+    return bcf_path.with_name(bcf_path.name + REFS_SUFFIX), bcf_path.with_name(bcf_path.name + CACHE_SUFFIX)
+
+
+def temporary_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _set_aside_name(path: Path) -> Path:
+    """Where an output being replaced waits until its successor is in place."""
+    return path.with_name(f".{path.name}.old-{os.getpid()}")
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Clean up after runs writing ``path`` that were killed (their pid is gone).
+
+    A run that is still going (another process indexing to the same name) keeps its
+    files; only a dead writer's are touched. Its temporaries are deleted. An output it
+    had set aside to replace (``.<name>.old-<pid>``) is put back when nothing stands
+    under the final name (it was killed between the two renames), and only deleted when
+    its successor is in place: the only copy is never deleted. Returns what was removed."""
+    path = Path(path)
+    removed = []
+    for old in path.parent.glob(f".{path.name}.old-*"):
+        if not _dead_writer(old):
+            continue
+        if not os.path.lexists(path):
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(old, path)
+                logger.warning("restored %s, set aside by an index run that was killed", path)
+                continue
+        _delete(old)
+        removed.append(old)
+    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+        if _dead_writer(tmp):
+            _delete(tmp)
+            removed.append(tmp)
+    return removed
+
+
+def _dead_writer(name: Path) -> bool:
+    pid = name.name.rsplit("-", 1)[-1]
+    return pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid))
+
+
+def _delete(path: Path) -> None:
+    """Delete what this tool wrote under a temporary name: a file, or a directory of
+    references (Parquet, Icechunk) that it created whole."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def replace_output(tmp: Path, path: Path) -> None:
+    """Put the finished ``tmp`` under the name ``path`` so that a kill at any instant
+    leaves the old output or the new one there (or, at worst, the old one set aside as
+    ``.<name>.old-<pid>``, which the next run puts back).
+
+    A file replacing a file is one rename. A directory (Parquet, Icechunk) cannot replace
+    anything in one rename: the old one is renamed aside, the new one renamed in, and only
+    then is the old one deleted. Callers have checked that what stands at ``path`` is an
+    output of this tool (:func:`refuse_foreign_output`)."""
+    tmp, path = Path(tmp), Path(path)
+    if not os.path.lexists(path) or (not tmp.is_dir() and path.is_file() and not path.is_symlink()):
+        os.replace(tmp, path)
+        return
+    old = _set_aside_name(path)
+    os.rename(path, old)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        os.rename(old, path)  # this run stops here: the old output stays, as it was
+        raise
+    _delete(old)
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path, *, force: bool) -> Iterator[Path]:
+    """Yield a temporary path that becomes ``path`` only if the block completes."""
+    path = Path(path)
+    if os.path.lexists(path) and not force:
+        raise OutputExistsError(path, "output already exists", hint="pass force=True to overwrite it")
+    tmp = temporary_name(path)
+    try:
+        yield tmp
+    except BaseException:
+        _delete(tmp)
+        raise
+    replace_output(tmp, path)
+
+
+# --------------------------------------------------------------- whose outputs
+
+REFS, CACHE = "references", "cache"
+
+
+def refuse_foreign_output(path: Path, kind: str, *, force: bool, option: str) -> None:
+    """Refuse to replace ``path`` unless it is an output this tool wrote.
+
+    Only what vcfvirtual recognises as its own, by content, is ever replaced (and only
+    with ``force``): references whose group attributes carry the ``vcfvirtual`` key
+    (Kerchunk JSON, a Kerchunk Parquet directory, an Icechunk repository), or a cache
+    that is a BCF (raw or BGZF). Anything else (a folder of the user's, another file, a
+    symbolic link, which this tool never makes) is refused with or without ``force``:
+    a directory is never deleted because it was named as an output."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink():
+        raise OutputExistsError(
+            path,
+            "is a symbolic link, not a vcfvirtual output; it and what it points to are left alone",
+            hint=f"remove the link or give another {option}",
+        )
+    ours = is_vcfvirtual_references(path) if kind == REFS else is_vcfvirtual_cache(path)
+    if not ours:
+        what = "a directory" if path.is_dir() else "a file"
+        hint = (
+            f"name a file inside it, e.g. {path / 'cohort.vcz.json'}"
+            if path.is_dir() and kind == REFS
+            else f"give another {option}, or move it away"
+        )
+        raise OutputExistsError(
+            path,
+            f"is {what} that is not a vcfvirtual {kind} output; it is not replaced, even with force=True",
+            hint=hint,
+        )
+    if not force:
+        raise OutputExistsError(path, "output already exists", hint="pass force=True to overwrite it")
+
+
+def is_vcfvirtual_references(path: Path) -> bool:
+    """Kerchunk JSON, Kerchunk Parquet or Icechunk references that vcfvirtual wrote."""
+    import json
+
+    path = Path(path)
+    try:
+        if path.is_file():
+            with open(path, encoding="utf-8") as f:
+                # Not JSON at all (a BCF, a VCF named by mistake): decided without reading it whole.
+                if f.read(64).lstrip()[:1] != "{":
+                    return False
+                f.seek(0)
+                attrs = json.load(f)["refs"][".zattrs"]
+        elif (path / ".zmetadata").is_file():
+            with open(path / ".zmetadata", encoding="utf-8") as f:
+                attrs = json.load(f)["metadata"][".zattrs"]
+        elif (path / "repo").exists():
+            return _is_vcfvirtual_icechunk(path)
+        else:
+            return False
+        if isinstance(attrs, (str, bytes)):
+            attrs = json.loads(attrs)
+        return isinstance(attrs, dict) and "vcfvirtual" in attrs
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return False
+
+
+def _is_vcfvirtual_icechunk(path: Path) -> bool:
+    try:
+        import icechunk
+        import zarr
+
+        repo = icechunk.Repository.open(icechunk.local_filesystem_storage(os.fspath(path)))
+        group = zarr.open_group(repo.readonly_session("main").store, mode="r", zarr_format=3)
+        return "vcfvirtual" in group.attrs
+    except Exception:  # noqa: BLE001  not installed, not a repository, no main branch, no group: not ours
+        return False
+
+
+BCF_MAGIC = b"BCF\x02"
+
+
+def is_vcfvirtual_cache(path: Path) -> bool:
+    """A regular file holding a BCF, raw or BGZF: what a cache is."""
+    import gzip
+    import zlib
+
+    path = Path(path)
+    if not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(18)
+            if head.startswith(BCF_MAGIC):
+                return True
+            # A BGZF block: gzip with the "BC" extra subfield; inflated, a BCF starts it.
+            if not (head.startswith(bgzf.GZIP_MAGIC) and head[12:14] == b"BC"):
+                return False
+            f.seek(0)
+            with gzip.GzipFile(fileobj=f) as inflated:
+                return inflated.read(len(BCF_MAGIC)) == BCF_MAGIC
+    except (OSError, EOFError, zlib.error):
+        return False
+
+
+@contextlib.contextmanager
+def output_file(tmp: Path, what: str, option: str, mode: str = "wb", opener=None):
+    """``tmp`` opened for writing, flushed to disk on success; OS errors made one typed
+    error. On an error the file is closed with its own errors dropped: closing flushes
+    the buffer, which fails again on a full disk and would bury the first error under a
+    second one (a traceback)."""
+    try:
+        f = (opener or open)(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"}))  # noqa: SIM115 closed below
+    except OSError as e:
+        raise OutputWriteError(tmp, f"cannot write {what}: {e.strerror}", hint=write_hint(e, option)) from None
+    try:
+        yield f
+        f.flush()
+        os.fsync(f.fileno())
+        f.close()
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            f.close()
+        raise OutputWriteError(tmp, f"cannot write {what}: {e.strerror}", hint=write_hint(e, option)) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            f.close()
+        raise
+
+
+def write_hint(e: OSError, option: str = "cache_path=") -> str:
+    """What to do about a failed write; ``option`` is the argument that moves the output
+    (the CLI names its flag instead)."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return f"free disk space or write it elsewhere with {option}"
+    return "check that the output directory is writable"

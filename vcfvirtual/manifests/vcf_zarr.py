@@ -1,0 +1,389 @@
+"""Build the VCF Zarr group: one ManifestArray per spec array.
+
+Variants-dimension arrays point chunk k at the byte range of records
+``[k*N, (k+1)*N)`` in the transcode cache and decode through ``vcfvirtual.bcf``.
+Small arrays (contigs, filters, samples, region index) are inlined chunks.
+Everything here is pure: the scan result and the cache location in, a group out.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numcodecs import VLenUTF8
+from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
+from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
+from virtualizarr.manifests.utils import create_v3_array_metadata
+
+from .. import __version__
+from ..errors import CorruptBCFError, FieldShapeError
+from ..scan.results import ScanResult
+
+VCF_ZARR_VERSION = "0.3"
+# Target size of one decoded call_genotype chunk, and the bounds on variants per chunk.
+TARGET_CHUNK_BYTES = 64 * 1024 * 1024
+MIN_CHUNK_LENGTH = 100
+MAX_CHUNK_LENGTH = 10_000
+
+# The descriptions bio2zarr gives the fixed fields, so both stores read alike.
+FIXED_DESCRIPTIONS = {
+    "variant_contig": "An identifier from the reference genome or an angle-bracketed ID"
+    " string pointing to a contig in the assembly file",
+    "variant_position": "The reference position",
+    "variant_length": "The length of the variant measured in bases",
+    "variant_id": "List of unique identifiers where applicable",
+    "variant_allele": "List of the reference and alternate alleles",
+    "variant_quality": "Phred-scaled quality score",
+    "variant_filter": "Filter status of the variant",
+}
+
+
+def min_int_dtype(lo: int, hi: int) -> np.dtype:
+    """Smallest signed integer dtype holding [lo, hi] (bio2zarr's rule)."""
+    for name in ("i1", "i2", "i4", "i8"):
+        info = np.iinfo(name)
+        if info.min <= lo and hi <= info.max:
+            return np.dtype(name)
+    raise OverflowError(f"integer range [{lo}, {hi}] does not fit in 64 bits")
+
+
+def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1) -> int:
+    """Variants per chunk so a decoded call_genotype chunk stays near 64 MiB."""
+    per_variant = max(1, n_samples * max(ploidy, 1) * itemsize)
+    return int(np.clip(TARGET_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, MAX_CHUNK_LENGTH))
+
+
+def chunk_byte_ranges(chunk_offsets: np.ndarray, stream_end: int):
+    """(offsets, lengths) of each chunk: from its first record to the next chunk's first."""
+    starts = chunk_offsets.astype(np.uint64)
+    ends = np.append(starts[1:], np.uint64(stream_end))
+    return starts, ends - starts
+
+
+def _fill_value(dtype: np.dtype):
+    if dtype == np.dtype(bool):
+        return False
+    if dtype.kind == "i":
+        return -2
+    if dtype.kind == "f":
+        return FLOAT32_FILL
+    return ""
+
+
+def _codecs(dtype, spec: ChunkSpec | None):
+    if dtype is str:
+        out = [{"name": "vlen-utf8"}]
+    elif np.dtype(dtype).itemsize > 1:
+        out = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    else:
+        out = [{"name": "bytes"}]
+    if spec is not None:
+        out.append({"name": CODEC_ID, "configuration": spec.to_config()})
+    return out
+
+
+def _zarr_dtype(dtype):
+    return np.dtypes.StringDType() if dtype is str else np.dtype(dtype)
+
+
+def _variant_array(
+    name,
+    kind,
+    dtype,
+    dims,
+    per_variant_shape,
+    n_records,
+    chunk_length,
+    cache_url,
+    ranges,
+    description=None,
+    **spec_extra,
+) -> ManifestArray:
+    spec = ChunkSpec(
+        array=name,
+        kind=kind,
+        dtype="str" if dtype is str else np.dtype(dtype).str,
+        shape=tuple(per_variant_shape),
+        chunk_length=chunk_length,
+        num_records=n_records,
+        **spec_extra,
+    )
+    attributes = {}
+    if description is not None:
+        attributes["description"] = description
+    metadata = create_v3_array_metadata(
+        shape=(n_records, *per_variant_shape),
+        data_type=_zarr_dtype(dtype),
+        chunk_shape=(chunk_length, *[max(1, s) for s in per_variant_shape]),
+        fill_value="" if dtype is str else _fill_value(np.dtype(dtype)),
+        codecs=_codecs(dtype, spec),
+        attributes=attributes,
+        dimension_names=dims,
+    )
+    offsets, lengths = ranges
+    n_chunks = offsets.shape[0]
+    grid = (n_chunks, *([1] * len(per_variant_shape)))
+    manifest = (
+        ChunkManifest.from_arrays(
+            paths=np.full(grid, cache_url, dtype=np.dtypes.StringDType()),
+            offsets=offsets.reshape(grid),
+            lengths=lengths.reshape(grid),
+        )
+        if n_chunks
+        else ChunkManifest(entries={}, shape=grid)
+    )
+    return ManifestArray(metadata=metadata, chunkmanifest=manifest)
+
+
+def _inline_array(values, dtype, dims, description=None) -> ManifestArray:
+    """A one-chunk array whose encoded bytes travel inside the manifest."""
+    if dtype is str:
+        values = np.asarray(values, dtype=object)
+        data = bytes(VLenUTF8().encode(values)) if values.size else b""
+    else:
+        values = np.asarray(values, dtype=np.dtype(dtype).newbyteorder("<"))
+        data = values.tobytes()
+    shape = values.shape
+    attributes = {} if description is None else {"description": description}
+    metadata = create_v3_array_metadata(
+        shape=shape,
+        data_type=_zarr_dtype(dtype),
+        chunk_shape=tuple(max(1, s) for s in shape),
+        fill_value="" if dtype is str else _fill_value(np.dtype(dtype)),
+        codecs=_codecs(dtype, None),
+        attributes=attributes,
+        dimension_names=dims,
+    )
+    grid = tuple(1 for _ in shape)
+    if values.size:
+        key = ".".join("0" for _ in shape)
+        manifest = ChunkManifest(entries={key: {"path": "", "offset": 0, "length": len(data), "data": data}})
+    else:
+        manifest = ChunkManifest(entries={}, shape=grid)
+    return ManifestArray(metadata=metadata, chunkmanifest=manifest)
+
+
+def region_index(region_rows: np.ndarray, dtype) -> np.ndarray:
+    """The spec's region index, bio2zarr's column order, from the scan's region rows
+    (chunk, contig, first POS, last POS, largest end, records per chunk and contig run)."""
+    rows = region_rows.astype(np.int64, copy=True)
+    # A record can end past the largest value of the positions' dtype (POS near 2^31 with
+    # rlen > 1); saturate rather than wrap, so overlap queries still find it.
+    rows[:, 4] = np.minimum(rows[:, 4], np.iinfo(dtype).max)
+    return rows.astype(dtype)
+
+
+def field_dtype(vcf_type: str, lo: int, hi: int):
+    """bio2zarr's dtype for an INFO/FORMAT field: smallest int, float32, bool or str."""
+    if vcf_type == "Integer":
+        return np.dtype("i1") if lo > hi else min_int_dtype(lo, hi)
+    if vcf_type == "Float":
+        return np.dtype("f4")
+    if vcf_type == "Flag":
+        return np.dtype(bool)
+    if vcf_type == "Character":
+        # The spec names |S1, but xarray decodes an S1 array as strings joined along
+        # its last axis; bio2zarr's <U1 reads back one character per value.
+        return np.dtype("<U1")
+    return str
+
+
+def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> dict:
+    """(width, dimension name or None) of every INFO/FORMAT field, by bio2zarr's rules.
+
+    Number=A/R/G use the alt_alleles/alleles/genotypes dimensions; fixed and "."
+    numbers get ``<category>_<name>_dim`` when more than one value is seen or
+    declared; single values have no extra dimension.
+    """
+    genotypes = None
+    if header.gt_key >= 0:
+        genotypes = math.comb(n_alleles + ploidy - 1, ploidy)
+    else:
+        # Without GT there is no ploidy to count genotypes from: bio2zarr sizes the
+        # dimension from the FORMAT Number=G values seen. A header with only INFO
+        # Number=G fields (no samples at all, often) gets it from those values the same
+        # way, rather than no dimension: htslib stores and prints them as written.
+        g_max = [int(scan.format_stats[f.key, 0]) for f in header.formats if f.number == "G"]
+        if not g_max:
+            g_max = [int(scan.info_stats[f.key, 0]) for f in header.info if f.number == "G"]
+        genotypes = max(g_max) if g_max else None
+    out = {}
+    for field in (*header.info, *header.formats):
+        if field.type == "Flag":
+            # A flag is present or not: values a record attaches to it (htslib reads
+            # them) do not give it a dimension the Flag decoder would not fill.
+            out[(field.category, field.name)] = (1, None)
+            continue
+        stats = scan.info_stats if field.category == "INFO" else scan.format_stats
+        max_number = int(stats[field.key, 0])
+        named = {"A": ("alt_alleles", n_alleles - 1), "R": ("alleles", n_alleles), "G": ("genotypes", genotypes)}
+        if field.number in named:
+            dim, size = named[field.number]
+            if size is None or max_number > size:
+                why = ""
+                if dim == "genotypes" and header.gt_key >= 0 and scan.max_ploidy == 0:
+                    # The header declares GT but no record has a call (often: no samples):
+                    # bio2zarr counts genotypes for ploidy 1 then, and refuses this too.
+                    why = f"; no record has a GT call, so genotypes are counted for ploidy 1 ({n_alleles} alleles)"
+                raise FieldShapeError(
+                    None,
+                    f"{field.category}/{field.name} is declared Number={field.number} but a record "
+                    f"holds {max_number} values, more than the {dim} dimension ({size}){why}",
+                    hint=f"fix the header's Number for {field.name} (e.g. Number=.) with bcftools reheader",
+                )
+            out[(field.category, field.name)] = (size, dim if size > 0 else None)
+            continue
+        if field.number not in (".",) and field.type != "Flag":
+            max_number = max(max_number, int(field.number))
+        # bio2zarr always gives FORMAT/LAA (local alleles) its own dimension.
+        always = field.category == "FORMAT" and field.name == "LAA"
+        dim = f"{field.category}_{field.name}_dim" if max_number > 1 or always else None
+        out[(field.category, field.name)] = (max_number, dim)
+    return out
+
+
+def build_group(
+    scan: ScanResult,
+    cache_url: str,
+    chunk_length: int,
+    *,
+    ranges=None,
+    layout: str = "raw",
+    extra_attributes: dict | None = None,
+) -> ManifestGroup:
+    """Every VCF Zarr array for ``scan``, referencing ``cache_url``.
+
+    ``ranges`` are the (offsets, lengths) of the chunks in the cache; by default those of
+    the raw layout, where the cache is the uncompressed stream itself.
+    """
+    h = scan.header
+    n = scan.num_records
+    n_samples = len(h.samples)
+    if ranges is None:
+        ranges = chunk_byte_ranges(scan.chunk_offsets, scan.stream_size)
+
+    def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra):
+        return _variant_array(
+            name,
+            kind,
+            dtype,
+            list(dims),
+            shape,
+            n,
+            chunk_length,
+            cache_url,
+            ranges,
+            description=description,
+            layout=layout,
+            **extra,
+        )
+
+    if h.unused_contig_ids and n:
+        named = set(np.unique(scan.region_rows[:, 1]).tolist()) & set(h.unused_contig_ids)
+        if named:
+            raise CorruptBCFError(
+                None,
+                f"a record names contig id {min(named)}, which the header does not define "
+                "(its ##contig IDX= values skip it); htslib refuses such records too",
+                hint="the file is damaged, or its header was edited: check it with bcftools view",
+            )
+    position_dtype = min_int_dtype(*scan.pos_range) if n else np.dtype("i1")
+    length_dtype = min_int_dtype(*scan.rlen_range) if n else np.dtype("i1")
+    n_alleles = max(scan.max_alleles, 2)
+    arrays = {
+        "variant_contig": variant(
+            "variant_contig",
+            "contig",
+            min_int_dtype(0, len(h.contigs)),
+            description=FIXED_DESCRIPTIONS["variant_contig"],
+        ),
+        "variant_position": variant(
+            "variant_position", "position", position_dtype, description=FIXED_DESCRIPTIONS["variant_position"]
+        ),
+        "variant_length": variant(
+            "variant_length", "length", length_dtype, description=FIXED_DESCRIPTIONS["variant_length"], key=h.end_key
+        ),  # the codec replaces a damaged rlen from END
+        "variant_id": variant("variant_id", "id", str, description=FIXED_DESCRIPTIONS["variant_id"]),
+        "variant_id_mask": variant("variant_id_mask", "id_mask", bool),
+        "variant_allele": variant(
+            "variant_allele",
+            "allele",
+            str,
+            ("variants", "alleles"),
+            (n_alleles,),
+            description=FIXED_DESCRIPTIONS["variant_allele"],
+        ),
+        "variant_quality": variant(
+            "variant_quality", "quality", np.float32, description=FIXED_DESCRIPTIONS["variant_quality"]
+        ),
+        "variant_filter": variant(
+            "variant_filter",
+            "filter",
+            bool,
+            ("variants", "filters"),
+            (len(h.filters),),
+            description=FIXED_DESCRIPTIONS["variant_filter"],
+            filter_columns=h.filter_column_map(),
+        ),
+    }
+    ploidy = max(scan.max_ploidy, 1)
+    dims = field_dimensions(h, scan, n_alleles, ploidy)
+    for field in (*h.info, *h.formats):
+        if field.category == "FORMAT" and field.name == "GT":
+            continue
+        name = ("variant_" if field.category == "INFO" else "call_") + field.name
+        width, dim = dims[(field.category, field.name)]
+        stats = (scan.info_stats if field.category == "INFO" else scan.format_stats)[field.key]
+        dtype = field_dtype(field.type, int(stats[1]), int(stats[2]))
+        shape = ((n_samples,) if field.category == "FORMAT" else ()) + ((width,) if dim else ())
+        dim_names = ["variants"] + (["samples"] if field.category == "FORMAT" else []) + ([dim] if dim else [])
+        arrays[name] = variant(
+            name,
+            field.category.lower(),
+            dtype,
+            dim_names,
+            shape,
+            description=field.description,
+            key=field.key,
+            vcf_type=field.type,
+        )
+    if h.gt_key >= 0:
+        gt = dict(key=h.gt_key, ploidy=ploidy)
+        arrays["call_genotype"] = variant(
+            "call_genotype",
+            "genotype",
+            min_int_dtype(-2, n_alleles - 1),
+            ("variants", "samples", "ploidy"),
+            (n_samples, ploidy),
+            **gt,
+        )
+        arrays["call_genotype_phased"] = variant(
+            "call_genotype_phased", "genotype_phased", bool, ("variants", "samples"), (n_samples,), **gt
+        )
+        arrays["call_genotype_mask"] = variant(
+            "call_genotype_mask", "genotype_mask", bool, ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt
+        )
+
+    arrays["contig_id"] = _inline_array(list(h.contigs), str, ["contigs"])
+    if any(x is not None for x in h.contig_lengths):
+        lengths = [-1 if x is None else x for x in h.contig_lengths]
+        arrays["contig_length"] = _inline_array(lengths, np.int64, ["contigs"])
+    arrays["filter_id"] = _inline_array(list(h.filters), str, ["filters"])
+    arrays["filter_description"] = _inline_array(list(h.filter_descriptions), str, ["filters"])
+    arrays["sample_id"] = _inline_array(list(h.samples), str, ["samples"])
+    arrays["region_index"] = _inline_array(
+        region_index(scan.region_rows, position_dtype),
+        position_dtype,
+        ["region_index_values", "region_index_fields"],
+    )
+
+    attributes = {
+        "vcf_zarr_version": VCF_ZARR_VERSION,
+        "vcf_header": h.text,
+        "vcf_meta_information": h.meta_information(),
+        "source": f"vcfvirtual {__version__}",
+    }
+    if extra_attributes:
+        attributes.update(extra_attributes)
+    return ManifestGroup(arrays=arrays, attributes=attributes)

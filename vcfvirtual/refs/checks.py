@@ -1,0 +1,359 @@
+"""Checks before reading references: the cache and sources still match their
+fingerprints, and every reference names only the declared cache, within its size,
+with codec configs that agree with the store's own header.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
+from ..io import remote as storage
+from ..io.fingerprint import Fingerprint
+from .kerchunk import CACHE_TEMPLATE
+
+
+def _attributes(refs: dict, refs_path=None) -> dict:
+    try:
+        value = refs["refs"][".zattrs"]
+        attrs = json.loads(value) if isinstance(value, (str, bytes)) else value
+    except (KeyError, TypeError, json.JSONDecodeError) as e:
+        raise UntrustedReferenceError(refs_path, f"the references have no readable group attributes ({e})") from None
+    if not isinstance(attrs, dict):
+        raise UntrustedReferenceError(refs_path, "the references' group attributes are not a JSON object")
+    return attrs
+
+
+def _declared_cache(refs: dict, refs_path) -> dict | None:
+    """The ``vcfvirtual.cache`` attribute (url, size...), checked for shape; None when
+    the references carry none (not written by vcfvirtual)."""
+    info = _attributes(refs, refs_path).get("vcfvirtual")
+    if info is None:
+        return None
+    cache = info.get("cache") if isinstance(info, dict) else None
+    if not isinstance(cache, dict) or not isinstance(cache.get("url"), str):
+        raise UntrustedReferenceError(refs_path, "the references' vcfvirtual attribute names no cache URL")
+    size = cache.get("size")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise UntrustedReferenceError(refs_path, f"the references' cache size {size!r} is not a byte count")
+    return cache
+
+
+def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> None:
+    """Refuse a store whose cache, or reachable source BCF, has changed since indexing.
+
+    A remote cache (``s3://``, ``https://``...) is checked through range reads: its size
+    and sampled hash (its modification time is the upload's, not the indexing's). A source
+    that is not reachable (a collaborator without the BCF) is not checked: the cache alone
+    holds the data. A reachable source is hashed (sampled) at every open, as the cache
+    is: a same-size rewrite with its mtime put back no longer describes these references."""
+    info = _attributes(refs, refs_path).get("vcfvirtual", {})
+    cache = _declared_cache(refs, refs_path)
+    if not cache:
+        return
+    url = cache["url"]
+    if storage.is_url(url):
+        _check_remote_cache(url, cache, refs_path, storage_options)
+        return
+    if not url.startswith("file://"):
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the cache URL {url!r} is neither a file:// nor a remote URL",
+            hint="vcfvirtual relocate the references to the cache's URL",
+        )
+    path = url.removeprefix("file://")
+    if not os.path.lexists(path):
+        raise StaleCacheError(
+            refs_path, f"the transcode cache {path} is missing", hint="re-run vcfvirtual index"
+        ) from None
+    # The cache is always hashed (at most ~2 MiB read): a copy that kept another file's
+    # mtime (cp -p, rsync -t) must not pass on size and mtime alone. A FIFO, device or
+    # directory is refused from its stat, never opened (a FIFO's open would block).
+    problems = _local_differences(cache, path)
+    if problems:
+        raise StaleCacheError(
+            refs_path,
+            f"the transcode cache {path} does not match the references: " + "; ".join(problems),
+            hint="re-run vcfvirtual index --force",
+        )
+    # "source" (one file) is how references before several-file stores named it.
+    sources = info.get("sources") or [info.get("source") or {}]
+    for source in sources if isinstance(sources, list) else []:
+        if not isinstance(source, dict) or not isinstance(source.get("path"), str) or "size" not in source:
+            continue
+        if not os.path.isfile(source["path"]):  # unreachable, or not a regular file: not read
+            continue
+        problems = _local_differences(source, source["path"])
+        if problems:
+            raise StaleCacheError(
+                refs_path,
+                f"the source BCF {source['path']} changed since it was indexed: " + "; ".join(problems),
+                hint="re-run vcfvirtual index --force",
+            )
+
+
+def _local_differences(recorded: dict, path: str) -> list[str]:
+    """How the local file at ``path`` differs from the fingerprint the references record
+    for it (always hashed); a recorded fingerprint that is not one, or a file that cannot be
+    read, is a difference too."""
+    try:
+        return Fingerprint.from_json(recorded).differences(path, always_hash=True)
+    except (OSError, KeyError, TypeError, ValueError) as e:
+        return [f"cannot be fingerprinted ({e})"]
+
+
+def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> None:
+    expected = Fingerprint.from_json(cache)
+    try:
+        found = storage.fingerprint(url, storage_options)
+    except VcfVirtualError as e:
+        # A library missing to reach the URL has its own fix (the install command), which
+        # no URL or option change would give.
+        raise StaleCacheError(
+            refs_path,
+            f"cannot reach the transcode cache {url}: {e.problem}",
+            hint=e.hint
+            if e.hint and e.hint.startswith("pip install")
+            else "check the URL and storage_options=, or vcfvirtual relocate",
+        ) from None
+    problem = _copy_differs(expected, found)
+    if problem:
+        raise StaleCacheError(
+            refs_path,
+            f"the transcode cache {url} does not match the references: {problem}",
+            hint="upload the cache these references were made with, or re-run vcfvirtual index",
+        )
+
+
+# --- references are untrusted input ------------------------------------------------------
+# A Kerchunk JSON can name any URL, byte range and codec configuration. Plain Kerchunk
+# follows them all (by design); open_store, when checking, follows only references into
+# the one cache the attributes declare and fingerprint, within its size, through
+# metadata that agrees with the codec configuration.
+
+_UNTRUSTED_HINT = "open_store(..., check=False) reads them as plain Kerchunk would, if you trust their author"
+
+
+def _check_chunk_ref(key, value, cache_url: str, cache_size: int, refs_path) -> None:
+    """One ``[url, offset, length]`` chunk reference must stay inside the cache."""
+    if len(value) != 3:
+        raise UntrustedReferenceError(
+            refs_path, f"reference {key!r} is not [url, offset, length]: {value!r}"[:300], hint=_UNTRUSTED_HINT
+        )
+    url, offset, length = value
+    if url != cache_url:
+        raise UntrustedReferenceError(
+            refs_path,
+            f"reference {key!r} points at {str(url)[:200]!r}, not at the cache {cache_url} the references declare",
+            hint=_UNTRUSTED_HINT,
+        )
+    for what, x in (("offset", offset), ("length", length)):
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
+            raise UntrustedReferenceError(
+                refs_path, f"reference {key!r} has {what} {x!r}, not a byte count", hint=_UNTRUSTED_HINT
+            )
+    if int(offset) + int(length) > cache_size:
+        raise UntrustedReferenceError(
+            refs_path,
+            f"reference {key!r} reads bytes {offset}..{int(offset) + int(length)}, past the cache's {cache_size} bytes",
+            hint=_UNTRUSTED_HINT,
+        )
+
+
+# Arrays whose codec kind follows from their name; INFO/FORMAT arrays are named after
+# their field (variant_<INFO>, call_<FORMAT>).
+_KIND_OF_ARRAY = {
+    "variant_contig": "contig",
+    "variant_position": "position",
+    "variant_length": "length",
+    "variant_id": "id",
+    "variant_id_mask": "id_mask",
+    "variant_allele": "allele",
+    "variant_quality": "quality",
+    "variant_filter": "filter",
+    "call_genotype": "genotype",
+    "call_genotype_phased": "genotype_phased",
+    "call_genotype_mask": "genotype_mask",
+}
+
+
+def _store_header(refs: dict, refs_path):
+    """The VCF header the store was indexed from (its ``vcf_header`` attribute), parsed
+    as htslib parses it: the dictionary keys every codec config must agree with."""
+    from ..bcf.header import parse_header_text
+
+    text = _attributes(refs, refs_path).get("vcf_header")
+    if not isinstance(text, str):
+        raise UntrustedReferenceError(
+            refs_path,
+            "the references carry no vcf_header attribute to check their codec configurations against",
+            hint=_UNTRUSTED_HINT,
+        )
+    try:
+        return parse_header_text(text.encode("utf-8"), refs_path, 0)
+    except VcfVirtualError as e:
+        raise UntrustedReferenceError(
+            refs_path, f"the vcf_header attribute is not a header htslib reads: {e.problem}", hint=_UNTRUSTED_HINT
+        ) from None
+
+
+def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str]:
+    """How ``spec`` differs from what the index writes for array ``name`` of this header."""
+    problems = []
+    if spec.array != name:
+        problems.append(f"its config names array {spec.array!r}")
+    if layout is not None and spec.layout != layout:
+        problems.append(f"layout {spec.layout!r}, the cache's is {layout!r}")
+    shape = meta.get("shape")
+    if spec.num_records and isinstance(shape, list) and shape and shape[0] != spec.num_records:
+        problems.append(f"{spec.num_records} records in its config, {shape[0]} in its shape")
+    n_samples = len(header.samples)
+    if name in _KIND_OF_ARRAY:
+        if spec.kind != _KIND_OF_ARRAY[name]:
+            problems.append(f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}")
+        elif spec.kind.startswith("genotype") and (spec.key != header.gt_key or spec.shape[0] != n_samples):
+            problems.append(
+                f"GT key {spec.key} and {spec.shape[0]} samples, the header's are {header.gt_key} and {n_samples}"
+            )
+        elif spec.kind == "length" and spec.key != header.end_key:
+            problems.append(f"END key {spec.key}, the header's INFO/END key is {header.end_key}")
+        elif spec.kind == "filter" and (
+            list(spec.filter_columns) != header.filter_column_map() or spec.shape[0] != len(header.filters)
+        ):
+            problems.append(
+                f"filter_columns {list(spec.filter_columns)}, the header's are {header.filter_column_map()}"
+            )
+        return problems
+    category = {"info": "INFO", "format": "FORMAT"}.get(spec.kind)
+    fields = header.info if category == "INFO" else header.formats
+    prefix = "variant_" if category == "INFO" else "call_"
+    field = next((f for f in fields if prefix + f.name == name), None) if category else None
+    if field is None:
+        problems.append(f"kind {spec.kind!r} is not that of an INFO or FORMAT field the header declares")
+    elif spec.key != field.key or spec.vcf_type != field.type:
+        problems.append(
+            f"key {spec.key} and type {spec.vcf_type!r}, the header's {category}/{field.name} has "
+            f"{field.key} and {field.type!r}"
+        )
+    elif category == "FORMAT" and spec.shape[0] != n_samples:
+        problems.append(f"{spec.shape[0]} samples, the header has {n_samples}")
+    return problems
+
+
+def _check_array_metadata(key: str, value, refs_path, header=None, layout=None) -> None:
+    """An array decoded by our codec: its metadata must agree with the codec's config,
+    or zarr would reshape the decoded bytes into another shape (an untyped error)."""
+    from vcfvirtual_codec.codec import CODEC_ID, ChunkSpec
+
+    try:
+        meta = json.loads(value) if isinstance(value, (str, bytes)) else value
+    except json.JSONDecodeError as e:
+        raise UntrustedReferenceError(refs_path, f"{key} is not JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise UntrustedReferenceError(refs_path, f"{key} is not a JSON object")
+    filters = meta.get("filters") or []
+    if not isinstance(filters, list) or not all(isinstance(f, dict) for f in filters):
+        raise UntrustedReferenceError(refs_path, f"{key}: filters are not a list of codec configs")
+    ours = [f for f in filters if f.get("id") == CODEC_ID]
+    if not ours:
+        return
+    name = key.rsplit("/", 1)[0]
+    try:
+        spec = ChunkSpec.from_config(ours[-1])
+    except VcfVirtualError as e:
+        raise UntrustedReferenceError(refs_path, f"array {name}: {e.problem}", hint=_UNTRUSTED_HINT) from None
+    except (TypeError, ValueError) as e:
+        raise UntrustedReferenceError(
+            refs_path, f"array {name}: bad vcfvirtual.bcf config ({e})", hint=_UNTRUSTED_HINT
+        ) from None
+    problems = []
+    if filters[-1] is not ours[-1] or len(ours) != 1:
+        problems.append("the vcfvirtual.bcf codec is not the one, last filter")
+    others = [f.get("id") for f in filters[:-1]]
+    if others not in ([], ["vlen-utf8"]) or (others == ["vlen-utf8"]) != (spec.dtype == "str"):
+        problems.append(f"filters {others} do not fit dtype {spec.dtype}")
+    if meta.get("compressor") is not None:
+        problems.append("a compressor runs before the codec")
+    chunks = [spec.chunk_length, *[max(1, x) for x in spec.shape]]
+    if meta.get("chunks") != chunks:
+        problems.append(f"chunks {meta.get('chunks')} differ from the codec's {chunks}")
+    shape = meta.get("shape")
+    if not isinstance(shape, list) or shape[1:] != list(spec.shape):
+        problems.append(f"shape {shape} differs from the codec's per-variant shape {list(spec.shape)}")
+    dtype = meta.get("dtype")
+    try:
+        same_dtype = dtype == "|O" if spec.dtype == "str" else np.dtype(dtype) == np.dtype(spec.dtype)
+    except TypeError:
+        same_dtype = False
+    if not same_dtype:
+        problems.append(f"dtype {dtype!r} differs from the codec's {spec.dtype!r}")
+    if header is not None:
+        problems += _agrees_with_header(name, spec, meta, header, layout)
+    if problems:
+        raise UntrustedReferenceError(refs_path, f"array {name}: " + "; ".join(problems), hint=_UNTRUSTED_HINT)
+
+
+def _check_references(refs: dict, refs_path, cache_url: str, cache_size: int, header=None, layout=None) -> None:
+    """Every reference of a Kerchunk JSON names the declared cache (inline data aside)."""
+    extra = set(refs) - {"version", "templates", "refs"}
+    if extra:  # "gen" would generate references from templates we never see here
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the references hold {sorted(map(str, extra))}, which vcfvirtual never writes",
+            hint=_UNTRUSTED_HINT,
+        )
+    templates = refs.get("templates", {})
+    if not isinstance(templates, dict) or not all(isinstance(v, str) for v in templates.values()):
+        raise UntrustedReferenceError(refs_path, "the references' templates are not a map of names to URLs")
+    if CACHE_TEMPLATE in templates and templates[CACHE_TEMPLATE] != cache_url:
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the cache template names {templates[CACHE_TEMPLATE][:200]!r}, the attributes (whose "
+            f"fingerprint is checked) name {cache_url}",
+            hint="vcfvirtual relocate, or open_store(..., cache_url=...)",
+        )
+    if not isinstance(refs.get("refs"), dict):
+        raise UntrustedReferenceError(refs_path, "the references hold no 'refs' map")
+    template = "{{" + CACHE_TEMPLATE + "}}"
+    for key, value in refs["refs"].items():
+        if not isinstance(key, str):
+            raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
+        if isinstance(value, list):
+            # The URL as written, not as resolved here: Kerchunk resolves templates its own
+            # way (str.format), so only the exact template or the cache URL itself pass.
+            if value and value[0] == template and templates.get(CACHE_TEMPLATE) == cache_url:
+                value = [cache_url, *value[1:]]
+            _check_chunk_ref(key, value, cache_url, cache_size, refs_path)
+        elif key.endswith(".zarray"):
+            _check_array_metadata(key, value, refs_path, header, layout)
+        elif not isinstance(value, (str, dict)):
+            raise UntrustedReferenceError(refs_path, f"reference {key!r} is neither data nor [url, offset, length]")
+
+
+def _guarded_reference_fs(cache_url: str, cache_size: int, refs_path, **kwargs):
+    """A Kerchunk reference filesystem that fetches only ranges of the declared cache:
+    what is checked eagerly for JSON is checked per fetch for lazily loaded Parquet."""
+    from fsspec.implementations.reference import ReferenceFileSystem
+
+    class GuardedReferenceFileSystem(ReferenceFileSystem):
+        def _cat_common(self, path, start=None, end=None):
+            key = self._strip_protocol(path)
+            part = self.references.get(key) if hasattr(self.references, "get") else None
+            if isinstance(part, (list, tuple)):
+                _check_chunk_ref(key, list(part), cache_url, cache_size, refs_path)
+            return super()._cat_common(path, start=start, end=end)
+
+    return GuardedReferenceFileSystem(skip_instance_cache=True, **kwargs)
+
+
+def _copy_differs(expected: Fingerprint, found: Fingerprint) -> str | None:
+    """How a copy of the cache (uploaded, served, relocated) differs from the indexed one:
+    size and sampled hash only, as a copy's modification time is its own."""
+    if found.size != expected.size:
+        return f"it is {found.size} bytes, it was {expected.size} when indexed"
+    if expected.digest is not None and found.digest != expected.digest:
+        return "its contents changed (sampled hash differs) since it was indexed"
+    return None

@@ -1,0 +1,76 @@
+"""Icechunk repositories whose arrays are virtual chunks of the cache."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+from virtualizarr.manifests import ManifestGroup, ManifestStore
+
+from ..errors import VcfVirtualError
+from .checks import check_cache
+
+
+def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
+    """An Icechunk repository at ``path`` whose arrays are virtual chunks of the cache.
+
+    The cache's folder is the repository's virtual chunk container (local files); the
+    first commit holds the whole store. Returns the snapshot id."""
+    icechunk = _import_icechunk(path)
+
+    prefix = cache_url.rsplit("/", 1)[0] + "/"
+    config = icechunk.RepositoryConfig.default()
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(prefix.removeprefix("file://")))
+    )
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(str(path)), config, authorize_virtual_chunk_access=_icechunk_access(prefix)
+    )
+    session = repo.writable_session("main")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*chunk shape larger than their array shape")
+        vds = ManifestStore(group).to_virtual_dataset()
+    vds.vz.to_icechunk(session.store)
+    return session.commit(f"vcfvirtual index: {cache_url}")
+
+
+def _import_icechunk(path):
+    try:
+        import icechunk
+    except ImportError:
+        raise VcfVirtualError(path, "Icechunk is not installed", hint="pip install 'vcfvirtual[icechunk]'") from None
+    if "ICECHUNK_LOG" not in os.environ:
+        # Icechunk's Rust side prints coloured WARN blocks about local-filesystem commits on
+        # every open; they concern concurrent writers, which a vcfvirtual store never has.
+        # Errors still show; ICECHUNK_LOG set by the user wins.
+        icechunk.set_logs_filter("error")
+    return icechunk
+
+
+def _icechunk_access(prefix: str) -> dict:
+    import icechunk
+
+    return {prefix: icechunk.credentials.LocalFileSystemAccess}
+
+
+def is_icechunk_repo(path) -> bool:
+    return os.path.isdir(path) and os.path.exists(os.path.join(path, "repo"))
+
+
+def open_icechunk(path, *, check: bool = True, branch: str = "main"):
+    """A read-only store over the Icechunk repository that ``index --format icechunk`` wrote."""
+    import zarr
+
+    icechunk = _import_icechunk(path)
+
+    storage = icechunk.local_filesystem_storage(os.fspath(path))
+    probe = icechunk.Repository.open(storage)
+    attrs = dict(zarr.open_group(probe.readonly_session(branch).store, mode="r", zarr_format=3).attrs)
+    cache_url = attrs["vcfvirtual"]["cache"]["url"]
+    if check:
+        check_cache({"refs": {".zattrs": attrs}}, path)
+    repo = icechunk.Repository.open(
+        storage, authorize_virtual_chunk_access=_icechunk_access(cache_url.rsplit("/", 1)[0] + "/")
+    )
+    return repo.readonly_session(branch).store

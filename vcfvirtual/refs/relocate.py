@@ -1,0 +1,125 @@
+"""Pointing references at a copy of the cache elsewhere (``vcfvirtual relocate``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..errors import StaleCacheError, VcfVirtualError
+from ..io import remote as storage
+from ..io.fingerprint import Fingerprint
+from .checks import _attributes, _copy_differs
+from .kerchunk import CACHE_TEMPLATE, _load, public_cache_url
+
+
+def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
+    """The URL references should name for the cache given as ``cache_url``: a URL, or a
+    local path (made an absolute ``file://`` URL, not percent-encoded, as the index writes
+    it). A local folder, or a URL ending in ``/``, gets ``cache_name``; a URL naming no
+    path at all (``http://host:port``) is refused, since no cache can be there."""
+    cache_url = os.fspath(cache_url)
+    if not cache_url:
+        raise VcfVirtualError(refs_path, "no cache URL given", hint="give the URL or path the cache is at")
+    if storage.is_url(cache_url):
+        # For object stores the bucket is the host: the object's key is the path.
+        if urlparse(cache_url).path in ("", "/") and not cache_url.endswith("/"):
+            raise VcfVirtualError(
+                cache_url,
+                "names no file, only a host or bucket",
+                hint=f"end it with / to put the cache {cache_name} there: {cache_url}/",
+            )
+        return public_cache_url(cache_url, cache_name)
+    path = cache_url.removeprefix("file://")
+    folder = path.endswith(("/", os.sep)) or os.path.isdir(path)
+    path = os.path.abspath(path)
+    return "file://" + (os.path.join(path, cache_name) if folder else path)
+
+
+def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
+    """The same references, naming the cache at ``cache_url`` (see :func:`cache_target`)."""
+    if CACHE_TEMPLATE not in refs.get("templates", {}):
+        raise VcfVirtualError(
+            refs_path,
+            "these references name the cache in every chunk, not by a template",
+            hint="re-index with vcfvirtual >= 0.2 to make them relocatable",
+        )
+    try:
+        attrs = json.loads(refs["refs"][".zattrs"])
+        name = os.path.basename(urlparse(attrs["vcfvirtual"]["cache"]["url"]).path)
+    except (KeyError, TypeError, ValueError):
+        raise VcfVirtualError(
+            refs_path,
+            "these references do not name a vcfvirtual cache",
+            hint="relocate applies to references vcfvirtual index wrote",
+        ) from None
+    cache_url = cache_target(cache_url, name, refs_path)
+    attrs["vcfvirtual"]["cache"]["url"] = cache_url
+    return {
+        **refs,
+        "templates": {**refs["templates"], CACHE_TEMPLATE: cache_url},
+        "refs": {**refs["refs"], ".zattrs": json.dumps(attrs, separators=(",", ":"))},
+    }
+
+
+def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = None) -> None:
+    """Refuse to point references at a cache that is not there, or not theirs: its size
+    and sampled hash must be those recorded when it was indexed (its mtime is a copy's)."""
+
+    cache = _attributes(refs)["vcfvirtual"]["cache"]
+    url = cache["url"]
+    expected = Fingerprint.from_json(cache)
+    try:
+        if storage.is_url(url):
+            found = storage.fingerprint(url, storage_options)
+        else:
+            found = Fingerprint.of(url.removeprefix("file://"))
+    except (VcfVirtualError, OSError) as e:
+        problem = e.problem if isinstance(e, VcfVirtualError) else e.strerror
+        raise StaleCacheError(
+            refs_path,
+            f"cannot read the cache at {url}: {problem}",
+            hint="put the cache there first, or pass check=False",
+        ) from None
+    problem = _copy_differs(expected, found)
+    if problem:
+        raise StaleCacheError(
+            refs_path,
+            f"the cache at {url} is not the one these references were made with: {problem}",
+            hint="copy the cache the references name, or pass check=False",
+        )
+
+
+def relocate_file(
+    refs_path, cache_url: str, output=None, *, check: bool = True, storage_options: dict | None = None
+) -> Path:
+    """Rewrite a Kerchunk JSON to name its cache at ``cache_url`` (atomically).
+
+    ``cache_url`` is normalised as :func:`cache_target` says. Unless ``check=False``, the
+    cache must be there and match the fingerprint the references record. ``output``
+    writes a new file instead; an existing one there must be vcfvirtual references too."""
+    from ..io import outputs as cache_mod
+
+    refs_path = Path(refs_path)
+    output = Path(output) if output else refs_path
+    refs = relocate(_load(refs_path), cache_url, refs_path)
+    if check:
+        check_relocated_cache(refs, refs_path, storage_options)
+    if output.is_symlink():
+        raise VcfVirtualError(
+            output,
+            "is a symbolic link; it and what it points to are left alone",
+            hint="give -o to write the relocated references elsewhere",
+        )
+    if output != refs_path:
+        cache_mod.refuse_foreign_output(output, cache_mod.REFS, force=True, option="-o")
+    cache_mod.remove_stale_temporaries(output)
+    tmp = cache_mod.temporary_name(output)
+    try:
+        with cache_mod.output_file(tmp, "the references", "-o", mode="w", opener=open) as f:
+            json.dump(refs, f, separators=(",", ":"))
+        cache_mod.replace_output(tmp, output)
+    finally:
+        cache_mod._delete(tmp)
+    return output

@@ -1,0 +1,384 @@
+"""Several BCFs, or parts of one, scanned apart and merged into one store.
+
+A partition is a run of consecutive records of one file. Partitions are scanned on their
+own (in worker processes, or by a Dask cluster), each learning its records' facts with
+offsets counted from its own first record. Merging puts them back in order: block sizes
+place every partition in its file's stream, files follow one another with later headers
+dropped (the store keeps the first file's header, so every file must be compatible
+with it), and the per-record facts are folded per variants chunk exactly as one serial
+scan would. The cache is then assembled from the source blocks with the same cuts, so a
+partitioned run writes the same cache, byte for byte, as a serial run of the same
+records.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import dataclasses
+import errno
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..bcf.csi import RecordStart
+from ..bcf.header import BCFHeader, compatibility_problems
+from ..errors import CorruptBCFError, HeaderError, OutputWriteError
+from ..io.outputs import write_hint
+from .results import PartitionScan, RecordSummary, ScanResult
+from .scanner import scan_partition
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Partition:
+    """Records of ``path`` from ``start`` (None: the first) up to ``end`` (None: the last)."""
+
+    path: str
+    start: RecordStart | None = None
+    end: RecordStart | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    """Stream bytes the cache is assembled from: ``inflated[lo:hi]`` of the source block
+    at ``offset`` (``compressed_size`` 0: bytes of an uncompressed file), placed at
+    ``stream_start`` of the merged stream."""
+
+    path: str
+    offset: int
+    compressed_size: int
+    inflated_size: int
+    lo: int
+    hi: int
+    stream_start: int
+
+    @property
+    def whole(self) -> bool:
+        return self.compressed_size > 0 and self.lo == 0 and self.hi == self.inflated_size
+
+
+@dataclasses.dataclass
+class Merged:
+    scan: ScanResult
+    pieces: list[Piece]  # in stream order, for the BGZF cache
+    segments: list[Path]  # in stream order, for the raw cache (when segments were written)
+    header_bytes: bytes  # the first file's header, which the merged stream starts with
+
+
+def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStart]] | None) -> list[Partition]:
+    """Partitions of each file in order: ``plan_file(path)`` gives the record starts to
+    cut a file at, ascending, after its first record; None: whole files."""
+    partitions = []
+    for path in paths:
+        cuts = [None, *(plan_file(path) if plan_file is not None else []), None]
+        partitions.extend(Partition(os.fspath(path), a, b) for a, b in zip(cuts[:-1], cuts[1:]))
+    return partitions
+
+
+# Errors that mean an output could not be written, not that an input could not be read.
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+
+
+def _scan_task(partition: Partition, segment_path) -> PartitionScan:
+    """One partition's scan (module level, so worker processes can run it)."""
+    try:
+        return scan_partition(partition.path, partition.start, partition.end, segment_path=segment_path)
+    except OSError as e:
+        # A raw-layout worker writes its records next to the cache: a full disk there is
+        # the cache's failure, typed here so it travels back as one clear error.
+        if segment_path is None or (e.errno not in _WRITE_ERRNOS and e.filename != os.fspath(segment_path)):
+            raise
+        raise OutputWriteError(
+            segment_path, f"cannot write the cache (its parts, next to it): {e.strerror}", hint=write_hint(e)
+        ) from None
+
+
+class InlineExecutor(concurrent.futures.Executor):
+    """Runs each task when submitted, in this process: one worker needs no pool."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # handed to the caller through the future, as a pool would
+            future.set_exception(e)
+        return future
+
+
+@contextlib.contextmanager
+def executor_for(workers: int, dask_client=None):
+    """Where partitions are scanned: a Dask client's cluster, ``workers`` local
+    processes, or this process."""
+    if dask_client is not None:
+        yield dask_client.get_executor()
+    elif workers > 1:
+        # A fork starts workers at once, with the scanner's compiled kernels already
+        # loaded (forkserver costs ~0.4 s re-importing them); but forking a process in
+        # which other threads run can copy a lock one of them holds and deadlock, so
+        # then workers come from a clean forkserver process instead.
+        if threading.active_count() == 1:
+            context = multiprocessing.get_context("fork")
+        else:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["vcfvirtual.scan.scanner"])
+        pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_signals)
+        try:
+            yield pool
+        except BaseException:
+            # Interrupted (SIGTERM, Ctrl-C) or failed: stop the workers now rather than
+            # wait for their parts, so the caller's cleanup runs at once and no worker
+            # is still writing into the files it removes.
+            _stop_workers(pool)
+            raise
+        pool.shutdown(wait=True)
+    else:
+        yield InlineExecutor()
+
+
+# Forking workers runs Python code in both processes (logging's at-fork lock release,
+# among others) where an exception raised by a signal handler is swallowed and leaves a
+# lock held: the run carries on, deadlocks, and the signal is lost. A handler that raises
+# (the command line's) asks hold_signal() first, and the signal is raised again once the
+# workers are started.
+_forking = 0
+_held_signals: list[int] = []
+
+
+@contextlib.contextmanager
+def _signals_held():
+    global _forking
+    _forking += 1
+    try:
+        yield
+    finally:
+        _forking -= 1
+        if not _forking:
+            while _held_signals:
+                signal.raise_signal(_held_signals.pop(0))
+
+
+def hold_signal(signum: int) -> bool:
+    """For a signal handler that raises: True when it must not act now (workers are being
+    forked); the signal is then raised again as soon as it may act."""
+    if _forking:
+        _held_signals.append(signum)
+        return True
+    return False
+
+
+def _worker_signals() -> None:
+    """Workers leave interruptions to the process that started them, which stops them
+    and cleans up: Ctrl-C (sent to the whole terminal group) is ignored here, and SIGTERM
+    ends a worker outright whatever handler it inherited at the fork."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()  # they hold nothing to clean up: their parts are the caller's to delete
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(5)
+
+
+Scanned = tuple[Partition, PartitionScan, "Path | None"]  # with its segment of inflated records
+
+
+def scan_all(
+    partitions: list[Partition], executor, segment_dir: Path | None, progress: bool | None = None
+) -> list[Scanned]:
+    """Scan every partition; a file whose partitions do not join up is scanned again whole.
+
+    A partition planned from a heuristic record start may begin in the middle of a
+    record: the partition before it then cannot end there and fails. The file is then
+    scanned as one partition, which is right by construction (and reports any real
+    corruption with its true offset)."""
+
+    def segment(i):
+        return None if segment_dir is None else segment_dir / f"part-{i:06d}"
+
+    sizes = [_partition_bytes(p) for p in partitions]
+
+    def new_bar():
+        return tqdm(
+            total=sum(sizes),
+            unit="B",
+            unit_scale=True,
+            desc="index",
+            disable=None if progress is None else not progress,
+        )
+
+    # In a pool, the bar is made once the workers are started: tqdm's monitor thread
+    # must not exist at a fork. Inline, tasks run as they are submitted.
+    bar = new_bar() if isinstance(executor, InlineExecutor) else None
+    futures = {}
+    with _signals_held() if bar is None else contextlib.nullcontext():  # a pool forks its workers here
+        for i, p in enumerate(partitions):
+            futures[executor.submit(_scan_task, p, segment(i))] = i
+            if bar is not None:
+                bar.update(sizes[i])
+    inline_bar, bar = bar, bar or new_bar()
+    results: list[PartitionScan | BaseException | None] = [None] * len(partitions)
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            i = futures[future]
+            try:
+                results[i] = future.result()
+            except CorruptBCFError as e:
+                results[i] = e
+            if inline_bar is None:
+                bar.update(sizes[i])
+    finally:
+        for future in futures:
+            future.cancel()
+        bar.close()
+    by_file: dict[str, list[int]] = {}
+    for i, p in enumerate(partitions):
+        by_file.setdefault(p.path, []).append(i)
+    out: list[Scanned] = []
+    for path, indices in by_file.items():
+        errors = [results[i] for i in indices if isinstance(results[i], BaseException)]
+        if errors and len(indices) == 1:
+            raise errors[0]
+        if errors or not _joined_up([results[i] for i in indices], [partitions[i] for i in indices]):
+            logger.warning("%s: partitions did not meet at record boundaries; scanning it whole", path)
+            for i in indices[1:]:
+                if segment_dir is not None:
+                    segment(i).unlink(missing_ok=True)
+            whole = Partition(path)
+            out.append((whole, _scan_task(whole, segment(indices[0])), segment(indices[0])))
+        else:
+            out.extend((partitions[i], results[i], segment(i)) for i in indices)
+    return out
+
+
+def _partition_bytes(p: Partition) -> int:
+    """Compressed bytes a partition spans, for the progress bar."""
+    size = os.path.getsize(p.path)
+    lo = p.start.block_offset if p.start else 0
+    hi = p.end.block_offset if p.end else size
+    return max(0, hi - lo)
+
+
+def _joined_up(scans: list[PartitionScan], partitions: list[Partition]) -> bool:
+    """Whether each partition ends where the next one's first record starts."""
+    if len(scans) == 1:
+        return True
+    starts = _block_stream_starts(scans)
+    position = scans[0].header.size + scans[0].stream_length
+    for scan, part in zip(scans[1:], partitions[1:]):
+        begin = starts[part.start.block_offset] + part.start.within_block
+        if begin != position:
+            return False
+        position = begin + scan.stream_length
+    return True
+
+
+def _file_blocks(scans: list[PartitionScan]) -> np.ndarray:
+    """The blocks of one file, from its partitions' scans: (offset, csize, isize), sorted."""
+    blocks = np.concatenate([s.blocks for s in scans])
+    _, first = np.unique(blocks[:, 0], return_index=True)
+    return blocks[np.sort(first)]
+
+
+def _block_stream_starts(scans: list[PartitionScan]) -> dict[int, int]:
+    """Stream offset of each block's first inflated byte, by the block's file offset."""
+    blocks = _file_blocks(scans)
+    starts = np.concatenate([[0], np.cumsum(blocks[:, 2])[:-1]])
+    return dict(zip(blocks[:, 0].tolist(), starts.tolist()))
+
+
+def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
+    """Refuse files whose records cannot be read with the first file's header."""
+    first_path, first = headers[0]
+    for path, header in headers[1:]:
+        problems = compatibility_problems(first, header)
+        if problems:
+            more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
+            raise HeaderError(
+                path,
+                f"cannot join {first_path} in one store: {problems[0]}{more}",
+                hint="files indexed together must have the same samples, contigs and field definitions, "
+                "as files split from one BCF by region do; bcftools concat can join others first",
+            )
+
+
+def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
+    """Fold partition scans, in file and record order as :func:`scan_all` returns them."""
+    files: dict[str, list[Scanned]] = {}
+    for item in scanned:
+        files.setdefault(item[0].path, []).append(item)
+    check_compatible([(path, items[0][1].header) for path, items in files.items()])
+    first_scan = scanned[0][1]
+    summary = RecordSummary(chunk_length)
+    info_stats = _stats_like(first_scan.info_stats)
+    format_stats = _stats_like(first_scan.format_stats)
+    pieces: list[Piece] = []
+    merged_end = 0  # merged stream offset where the next file's records go
+    for file_index, (path, items) in enumerate(files.items()):
+        scans = [scan for _, scan, _ in items]
+        header_size = scans[0].header.size
+        # A file's own stream offset s lands at s + shift in the merged stream: the first
+        # file keeps its header, later files' headers are dropped.
+        shift = 0 if file_index == 0 else merged_end - header_size
+        starts = _block_stream_starts(scans)
+        for part, scan, _ in items:
+            first_byte = 0 if part.start is None else starts[part.start.block_offset] + part.start.within_block
+            rec = scan.records
+            summary.add(
+                rec["offset"] + (first_byte + shift),
+                rec["chrom"],
+                rec["pos"],
+                rec["rlen"],
+                rec["n_allele"],
+                rec["ploidy"],
+            )
+            _fold_stats(info_stats, scan.info_stats)
+            _fold_stats(format_stats, scan.format_stats)
+        blocks = _file_blocks(scans)
+        for offset, csize, isize in blocks.tolist():
+            block_start = starts[offset]
+            lo = 0 if file_index == 0 else max(0, header_size - block_start)
+            if isize == 0 or lo >= isize:
+                continue  # empty (the EOF marker), or wholly inside a dropped header
+            pieces.append(Piece(path, offset, csize, isize, lo, isize, block_start + lo + shift))
+        merged_end = int(blocks[:, 2].sum()) + shift
+    result = ScanResult(
+        header=first_scan.header,
+        stream_size=merged_end,
+        compressed=all(scan.compressed for _, scan, _ in scanned),
+        has_eof_block=all(items[-1][1].has_eof_block for items in files.values()),
+        info_stats=info_stats,
+        format_stats=format_stats,
+        **summary.arrays(),
+    )
+    return Merged(result, pieces, [seg for _, _, seg in scanned if seg is not None], first_scan.header_bytes)
+
+
+def _stats_like(stats: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(stats)
+    out[:, 1] = np.iinfo(np.int64).max
+    out[:, 2] = np.iinfo(np.int64).min
+    return out
+
+
+def _fold_stats(into: np.ndarray, stats: np.ndarray) -> None:
+    """Combine per-key (max count, min, max) summaries; a later file declares at most
+    the first file's keys (check_compatible), so its table is no longer."""
+    n = stats.shape[0]
+    into[:n, 0] = np.maximum(into[:n, 0], stats[:, 0])
+    into[:n, 1] = np.minimum(into[:n, 1], stats[:, 1])
+    into[:n, 2] = np.maximum(into[:n, 2], stats[:, 2])

@@ -1,0 +1,143 @@
+"""What a scan hands on: per-chunk summaries of one pass (``ScanResult``) and of one
+partition (``PartitionScan``), folded from per-record facts as the scan goes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..bcf.header import BCFHeader
+
+# Columns of a region row: chunk, contig, first POS, last POS, largest end, records.
+REGION_COLUMNS = 6
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanResult:
+    """What one pass learns of a BCF, reduced per variants chunk as it goes, so memory
+    stays flat whatever the number of records."""
+
+    header: BCFHeader
+    stream_size: int  # bytes of the uncompressed BCF stream (header + records)
+    chunk_length: int  # records per variants chunk the summaries are for
+    num_records: int
+    chunk_offsets: np.ndarray  # int64, stream offset of each chunk's first record
+    region_rows: np.ndarray  # (rows, 6) int64: one per (chunk, contig run), REGION_COLUMNS
+    pos_range: tuple[int, int]  # smallest and largest POS, 1-based
+    rlen_range: tuple[int, int]
+    max_alleles: int
+    max_ploidy: int  # GT values per sample (0: no GT anywhere)
+    compressed: bool
+    has_eof_block: bool
+    info_stats: np.ndarray  # (n_keys, 3) int64: max number, min, max of INFO values by key
+    format_stats: np.ndarray  # the same for FORMAT values
+
+
+class RecordSummary:
+    """Folds batches of per-record facts into per-chunk ones: chunk start offsets, the
+    region index rows and the ranges that size dtypes and dimensions."""
+
+    def __init__(self, chunk_length: int):
+        self.chunk_length = chunk_length
+        self.num_records = 0
+        self.chunk_offsets: list[np.ndarray] = []
+        self.region_rows: list[np.ndarray] = []
+        self.pos_range = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+        self.rlen_range = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+        self.max_alleles = 0
+        self.max_ploidy = 0
+
+    def add(self, offset, chrom, pos, rlen, n_allele, ploidy) -> None:
+        k = offset.shape[0]
+        if k == 0:
+            return
+        index = self.num_records + np.arange(k, dtype=np.int64)
+        self.num_records += k
+        chunk = index // self.chunk_length
+        self.chunk_offsets.append(offset[index % self.chunk_length == 0])
+        pos1 = pos.astype(np.int64) + 1
+        self.pos_range = (min(self.pos_range[0], int(pos1.min())), max(self.pos_range[1], int(pos1.max())))
+        self.rlen_range = (min(self.rlen_range[0], int(rlen.min())), max(self.rlen_range[1], int(rlen.max())))
+        self.max_alleles = max(self.max_alleles, int(n_allele.max()))
+        self.max_ploidy = max(self.max_ploidy, int(ploidy.max()))
+        # A region row ends where the chunk or the contig changes.
+        last = np.ones(k, dtype=bool)
+        last[:-1] = (chunk[1:] != chunk[:-1]) | (chrom[1:] != chrom[:-1])
+        ends = np.nonzero(last)[0]
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        rows = np.stack(
+            [
+                chunk[starts],
+                chrom[starts].astype(np.int64),
+                pos1[starts],
+                pos1[ends],
+                np.maximum.reduceat(pos1 + rlen.astype(np.int64) - 1, starts),
+                ends - starts + 1,
+            ],
+            axis=1,
+        )
+        if self.region_rows:
+            prev = self.region_rows[-1]
+            if prev[-1, 0] == rows[0, 0] and prev[-1, 1] == rows[0, 1]:
+                # The batch continues the previous batch's last run: one row, not two.
+                merged = prev[-1].copy()
+                merged[3] = rows[0, 3]
+                merged[4] = max(merged[4], rows[0, 4])
+                merged[5] += rows[0, 5]
+                self.region_rows[-1] = np.concatenate([prev[:-1], merged[None]])
+                rows = rows[1:]
+        if rows.shape[0]:
+            self.region_rows.append(rows)
+
+    def arrays(self) -> dict:
+        n = self.num_records
+        return dict(
+            chunk_length=self.chunk_length,
+            num_records=n,
+            chunk_offsets=np.concatenate(self.chunk_offsets) if n else np.empty(0, np.int64),
+            region_rows=(np.concatenate(self.region_rows) if n else np.empty((0, REGION_COLUMNS), np.int64)),
+            pos_range=self.pos_range if n else (0, 0),
+            rlen_range=self.rlen_range if n else (0, 0),
+            max_alleles=self.max_alleles,
+            max_ploidy=self.max_ploidy,
+        )
+
+
+class RecordCollector:
+    """Keeps per-record facts as they are, for a partition whose first record's index in
+    the whole store is not known until the partitions before it are counted."""
+
+    FIELDS = ("offset", "chrom", "pos", "rlen", "n_allele", "ploidy")
+
+    def __init__(self):
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def add(self, *columns) -> None:
+        if columns[0].shape[0]:
+            self.parts.append(tuple(c.copy() for c in columns))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        if not self.parts:
+            return {name: np.empty(0, np.int64 if name == "offset" else np.int32) for name in self.FIELDS}
+        return {name: np.concatenate([p[i] for p in self.parts]) for i, name in enumerate(self.FIELDS)}
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionScan:
+    """What scanning one partition (a run of consecutive records of one file) learns.
+
+    Record offsets count from the partition's first record byte (where that byte lies in
+    the file's stream is only known once every block before it is measured), or, for a
+    partition that starts the file, are stream offsets."""
+
+    header: BCFHeader
+    header_bytes: bytes  # the file's header as stored in its stream (magic, l_text, text)
+    records: dict[str, np.ndarray]  # RecordCollector.FIELDS
+    stream_length: int  # bytes of records in the partition
+    blocks: np.ndarray  # (n, 3) int64: compressed offset, compressed size (0: not BGZF), inflated size
+    compressed: bool
+    has_eof_block: bool  # meaningful for a file's last partition
+    info_stats: np.ndarray
+    format_stats: np.ndarray
