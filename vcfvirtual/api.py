@@ -10,23 +10,22 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import numpy as np
 from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
 from vcfvirtual_codec.bcf import bgzf
 from virtualizarr.manifests import ManifestStore
 
 from .bcf import vcf_input as transcode
-from .cache import bgzf as bgzf_cache
-from .cache import raw as raw_cache
+from .bcf.vcf_input import as_bcf
 from .cache.layouts import LAYOUTS
+from .cache.write import write_cache_partitioned, write_cache_serial
 from .errors import OutputExistsError, OutputWriteError, StaleCacheError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
 from .io.fingerprint import Fingerprint
 from .manifests import vcf_zarr as manifest
-from .refs import icechunk, kerchunk
-from .scan import parallel
+from .manifests.vcf_zarr import build_store_group
+from .refs.write import write_references
 from .scan.scanner import scan_bcf
 
 logger = logging.getLogger(__name__)
@@ -136,7 +135,7 @@ def index(
     try:
         if remote is not None:
             remote.stage()  # only now that everything is checked: removed on every way out below
-        with _as_bcf(sources, cache_path) as scan_paths:
+        with as_bcf(sources, cache_path) as scan_paths:
             # The cache is renamed into place before the references that point at it.
             writing = contextlib.nullcontext(sources[0]) if zero_copy else outputs.atomic_output(cache_path, force=True)
             with writing as tmp_cache:
@@ -144,7 +143,7 @@ def index(
                     scan = scan_bcf(scan_paths[0], chunk_length_for, progress=progress, threads=inflate_threads)
                     ranges = None
                 elif partitioned:
-                    scan, ranges = _write_cache_partitioned(
+                    scan, ranges = write_cache_partitioned(
                         scan_paths,
                         tmp_cache,
                         cache_path,
@@ -156,7 +155,7 @@ def index(
                     )
                 else:
                     fileobj = storage.open_input(sources[0], storage_options) if remote and remote.source else None
-                    scan, ranges = _write_cache_serial(
+                    scan, ranges = write_cache_serial(
                         scan_paths[0], tmp_cache, cache_layout, chunk_length_for, progress, inflate_threads, fileobj
                     )
                 for path, fingerprint in zip(sources, fingerprints):
@@ -172,11 +171,11 @@ def index(
                             hint="index it again once nothing writes to it",
                         )
                 cache_location = remote.cache_location if remote else "file://" + os.path.abspath(cache_path)
-                group = _build_group(
+                group = build_store_group(
                     scan, sources, fingerprints, cache_location, tmp_cache, cache_layout, ranges, zero_copy
                 )
                 if tmp_refs is not None:
-                    _write_references(
+                    write_references(
                         group,
                         tmp_refs,
                         refs_path,
@@ -340,147 +339,6 @@ def _is_uncompressed(path, storage_options=None) -> bool:
         return False
     with storage.open_input(path, storage_options) if storage.is_url(path) else open(path, "rb") as f:
         return f.read(2) not in (bgzf.GZIP_MAGIC, b"")
-
-
-@contextlib.contextmanager
-def _as_bcf(sources: list[Path], cache_path: Path):
-    """BCF paths to scan: the sources, with VCF input converted by htslib first (named as
-    temporaries of the cache, so a killed run's copies are cleaned up like any other)."""
-    converted = []
-    paths = []
-    try:
-        for i, path in enumerate(sources):
-            if transcode.is_vcf_path(path):
-                bcf = cache_path.with_name(f".{cache_path.name}.tmp-vcf{i}-{os.getpid()}")
-                converted.append(bcf)
-                logger.info("%s: VCF input, converting to BCF with htslib", path)
-                transcode.vcf_to_bcf(path, bcf)
-                paths.append(bcf)
-            else:
-                paths.append(path)
-        yield paths
-    finally:
-        for bcf in converted:
-            bcf.unlink(missing_ok=True)
-
-
-def _write_cache_serial(bcf_path, tmp_cache: Path, layout: str, chunk_length_for, progress, threads, fileobj=None):
-    """One pass over one BCF, writing the cache as it goes: (scan, chunk byte ranges or None)."""
-    if layout == "bgzf":
-        scan, starts, end = bgzf_cache.write_bgzf_cache(
-            bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
-        )
-        return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
-    return raw_cache.write_raw_cache(
-        bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
-    ), None
-
-
-def _write_cache_partitioned(
-    bcf_paths: list[Path],
-    tmp_cache: Path,
-    cache_path: Path,
-    layout: str,
-    chunk_length_for,
-    workers: int,
-    dask_client,
-    progress,
-):
-    """Scan files (and parts of large ones) apart, merge, then assemble the cache."""
-    # Twice as many parts as workers, so one slow part (denser records) does not leave
-    # the others idle at the end.
-    n_parts = 2 * (workers if dask_client is None else max(workers, _dask_threads(dask_client)))
-    plan = _file_planner(n_parts) if n_parts > 2 else None
-    # Absolute paths: Dask workers (and spawned processes) need not share our working directory.
-    partitions = parallel.split_files([os.path.abspath(p) for p in bcf_paths], plan)
-    # The raw layout is the partitions' inflated bytes, which workers write as they scan.
-    segment_dir = None
-    if layout == "raw":
-        segment_dir = cache_path.with_name(f".{cache_path.name}.tmp-parts-{os.getpid()}")
-        segment_dir.mkdir()
-    try:
-        with parallel.executor_for(workers, dask_client) as executor:
-            scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
-        header = scanned[0][1].header
-        chunk_length = int(chunk_length_for(header))
-        merged = parallel.merge(scanned, chunk_length)
-        scan = merged.scan
-        if layout == "bgzf":
-            starts, end = bgzf_cache.assemble_bgzf_cache(tmp_cache, merged.pieces, header.size, scan.chunk_offsets)
-            return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
-        with raw_cache._cache_file(tmp_cache) as out:
-            raw_cache.write_raw(merged, out)
-        return scan, None
-    finally:
-        if segment_dir is not None:
-            shutil.rmtree(segment_dir, ignore_errors=True)
-
-
-def _dask_threads(client) -> int:
-    return sum(client.nthreads().values())
-
-
-def _file_planner(n_parts: int):
-    """Record starts cutting a BGZF file into up to ``n_parts`` partitions."""
-    from .scan import partition
-
-    def plan(path):
-        return partition.plan_partitions(path, n_parts)
-
-    return plan
-
-
-def _build_group(scan, sources, fingerprints, local_cache_url, tmp_cache, layout, ranges, zero_copy):
-    """The store's arrays and attributes; ``local_cache_url`` is where the cache is
-    (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
-    or the URL it is uploaded to)."""
-    # A chunk longer than the array only makes the chunk grid irregular; with at
-    # most one chunk, the per-chunk summaries hold for any longer N.
-    chunk_length = max(1, min(scan.chunk_length, scan.num_records))
-    attrs = {
-        "vcfvirtual": {
-            # Fingerprints let readers refuse a cache or source that has changed.
-            "sources": [
-                {"path": p if storage.is_url(p) else os.path.abspath(p), **f.to_json()}
-                for p, f in zip(sources, fingerprints)
-            ],
-            "cache": {"url": local_cache_url, "layout": layout, **Fingerprint.of(tmp_cache).to_json()},
-            "variants_chunk_size": chunk_length,
-            "zero_copy": zero_copy,
-        }
-    }
-    try:
-        return manifest.build_group(
-            scan, local_cache_url, chunk_length, ranges=ranges, layout=layout, extra_attributes=attrs
-        )
-    except VcfVirtualError as e:
-        if e.path is None:  # pure builders do not know the file: name it here
-            raise type(e)(sources[0], e.problem, offset=e.offset, hint=e.hint) from None
-        raise
-
-
-def _write_references(
-    group, tmp_refs: Path, refs_path: Path, refs_format: str, cache_url, cache_path: Path, local_cache_url: str
-):
-    try:
-        public = kerchunk.public_cache_url(cache_url, cache_path.name) if cache_url else None
-        if refs_format == "icechunk":
-            if public and not public.startswith("file://"):
-                raise VcfVirtualError(
-                    None,
-                    "Icechunk output reads local caches only, so far",
-                    hint="leave out cache_url=, or write refs_format='json'",
-                )
-            icechunk.write_icechunk(group, tmp_refs, public or local_cache_url)
-        else:
-            write = kerchunk.write_kerchunk_parquet if refs_format == "parquet" else kerchunk.write_kerchunk_json
-            write(group, tmp_refs, cache_url=public)
-    except OutputWriteError as e:  # named after its temporary: name the output asked for
-        raise OutputWriteError(refs_path, e.problem, hint=e.hint) from None
-    except OSError as e:
-        raise OutputWriteError(
-            refs_path, f"cannot write the references: {e.strerror}", hint=outputs.write_hint(e, "refs_path=")
-        ) from None
 
 
 def remote_public(remote) -> str | None:

@@ -15,7 +15,7 @@ import pytest
 import xarray as xr
 
 import vcfvirtual
-import vcfvirtual.api
+import vcfvirtual.cache.write
 from vcfvirtual.bcf.csi import RecordStart
 from vcfvirtual.errors import CorruptBCFError
 
@@ -48,7 +48,7 @@ def true_record_starts(bcf) -> list[RecordStart]:
 
 def use_starts(monkeypatch, starts_for):
     """Partition every file at the record starts ``starts_for(path)`` names."""
-    monkeypatch.setattr(vcfvirtual.api, "_file_planner", lambda n: starts_for)
+    monkeypatch.setattr(vcfvirtual.cache.write, "_file_planner", lambda n: starts_for)
 
 
 def serial_and_parallel(bcf, tmp_path, chunk_length, layout="bgzf", **parallel_options):

@@ -5,11 +5,16 @@ BCF of the same records.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 from pathlib import Path
 
 from ..errors import NotBCFError, OutputWriteError
 
 VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz")
+
+logger = logging.getLogger(__name__)
 
 
 def is_vcf_path(path) -> bool:
@@ -55,3 +60,25 @@ def _bcftools_view(vcf_path, bcf_path) -> str | None:
     finally:
         pysam.set_verbosity(verbosity)
     return None
+
+
+@contextlib.contextmanager
+def as_bcf(sources: list[Path], cache_path: Path):
+    """BCF paths to scan: the sources, with VCF input converted by htslib first (named as
+    temporaries of the cache, so a killed run's copies are cleaned up like any other)."""
+    converted = []
+    paths = []
+    try:
+        for i, path in enumerate(sources):
+            if is_vcf_path(path):
+                bcf = cache_path.with_name(f".{cache_path.name}.tmp-vcf{i}-{os.getpid()}")
+                converted.append(bcf)
+                logger.info("%s: VCF input, converting to BCF with htslib", path)
+                vcf_to_bcf(path, bcf)
+                paths.append(bcf)
+            else:
+                paths.append(path)
+        yield paths
+    finally:
+        for bcf in converted:
+            bcf.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ Everything here is pure: the scan result and the cache location in, a group out.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 from numcodecs import VLenUTF8
@@ -17,7 +18,9 @@ from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from virtualizarr.manifests.utils import create_v3_array_metadata
 
 from .. import __version__
-from ..errors import CorruptBCFError, FieldShapeError
+from ..errors import CorruptBCFError, FieldShapeError, VcfVirtualError
+from ..io import remote as storage
+from ..io.fingerprint import Fingerprint
 from ..scan.results import ScanResult
 
 VCF_ZARR_VERSION = "0.3"
@@ -387,3 +390,30 @@ def build_group(
     if extra_attributes:
         attributes.update(extra_attributes)
     return ManifestGroup(arrays=arrays, attributes=attributes)
+
+
+def build_store_group(scan, sources, fingerprints, local_cache_url, tmp_cache, layout, ranges, zero_copy):
+    """The store's arrays and attributes; ``local_cache_url`` is where the cache is
+    (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
+    or the URL it is uploaded to)."""
+    # A chunk longer than the array only makes the chunk grid irregular; with at
+    # most one chunk, the per-chunk summaries hold for any longer N.
+    chunk_length = max(1, min(scan.chunk_length, scan.num_records))
+    attrs = {
+        "vcfvirtual": {
+            # Fingerprints let readers refuse a cache or source that has changed.
+            "sources": [
+                {"path": p if storage.is_url(p) else os.path.abspath(p), **f.to_json()}
+                for p, f in zip(sources, fingerprints)
+            ],
+            "cache": {"url": local_cache_url, "layout": layout, **Fingerprint.of(tmp_cache).to_json()},
+            "variants_chunk_size": chunk_length,
+            "zero_copy": zero_copy,
+        }
+    }
+    try:
+        return build_group(scan, local_cache_url, chunk_length, ranges=ranges, layout=layout, extra_attributes=attrs)
+    except VcfVirtualError as e:
+        if e.path is None:  # pure builders do not know the file: name it here
+            raise type(e)(sources[0], e.problem, offset=e.offset, hint=e.hint) from None
+        raise
