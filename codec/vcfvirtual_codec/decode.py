@@ -158,10 +158,13 @@ def filters(buf, offsets, column_of_key, out):
             return R.ERR_UNKNOWN_FILTER, np.int64(0)
     for k in range(offsets.shape[0]):
         pos = offsets[k]
-        t, n, d = R.filter_vector(buf, pos)
-        if d < 0 or (n > 0 and (t < R.BT_INT8 or t > R.BT_INT32)):
+        i, end = R.filter_start(buf, pos)
+        if i < 0:
             return R.ERR_OVERRUN, pos
+        t, n, d = R.typed_descriptor(buf, i, end)
         size = R.type_size(t)
+        if d < 0 or d + n * size > end or (n > 0 and (t < R.BT_INT8 or t > R.BT_INT32)):
+            return R.ERR_OVERRUN, pos
         for j in range(n):
             key = R.read_int(buf, d + j * size, t)
             if key < 0 or key >= n_columns or column_of_key[key] < 0:
@@ -175,8 +178,10 @@ def _locate(buf, pos, key, is_format, n_vectors):
     """Field ``key`` of the record at ``pos``: (type, count, data_start, error), data_start
     -1 when absent. A FORMAT field of a record whose own sample count is not the array's
     ``n_vectors`` is ERR_SAMPLES: its vectors are laid out by the record's count."""
-    t, n, d, err = R.find_field(buf, pos, key, is_format)
-    if err == R.OK and is_format and d >= 0 and R.n_sample(buf, pos) != n_vectors:
+    if not is_format:
+        return R.find_info(buf, pos, key)
+    t, n, d, err = R.find_format(buf, pos, key)
+    if err == R.OK and d >= 0 and R.n_sample(buf, pos) != n_vectors:
         return t, n, d, R.ERR_SAMPLES
     return t, n, d, err
 
@@ -201,9 +206,11 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
     with_phase = out_phased.shape[0] > 0
     for k in range(offsets.shape[0]):
         pos = offsets[k]
-        t, n, d, err = _locate(buf, pos, gt_key, True, n_samples)
+        t, n, d, err = R.find_format(buf, pos, gt_key)
         if err != R.OK:
             return err, pos
+        if d >= 0 and R.n_sample(buf, pos) != n_samples:
+            return R.ERR_SAMPLES, pos
         if d < 0:
             out_gt[k, :, :] = -1
             # bio2zarr marks every call of an all-haploid dataset phased, even absent ones.

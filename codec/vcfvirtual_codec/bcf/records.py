@@ -299,33 +299,10 @@ def find_info(buf, pos, key):
 
 
 @_jit
-def find_field(buf, pos, key, is_format):
-    """Locate INFO or FORMAT field ``key``: :func:`find_format` or :func:`find_info`."""
-    if is_format:
-        return find_format(buf, pos, key)
-    return find_info(buf, pos, key)
-
-
-@_jit
 def n_sample(buf, pos):
     """The record's own sample count (24 bits of n_fmt_sample). FORMAT vectors are laid
     out by it, so reading another number of samples (an array's) would read past a field."""
     return np.int64(u32(buf, pos + OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
-
-
-@_jit
-def filter_vector(buf, pos):
-    """The FILTER vector of the record at ``pos``: (type, count, data_start).
-
-    data_start is -1 when the vector (or what precedes it) runs past the shared part;
-    the type is the caller's to check (an integer type, when the count is above 0)."""
-    i, end = filter_start(buf, pos)
-    if i < 0:
-        return np.int64(0), np.int64(0), np.int64(-1)
-    t, n, d = typed_descriptor(buf, i, end)
-    if d < 0 or d + n * type_size(t) > end:
-        return t, n, np.int64(-1)
-    return t, n, d
 
 
 @_jit
