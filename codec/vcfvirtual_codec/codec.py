@@ -27,8 +27,10 @@ from numcodecs.compat import ensure_contiguous_ndarray, ndarray_copy
 
 try:
     from zarr.abc.codec import BytesBytesCodec
+
+    HAVE_ZARR3 = True
 except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alone reads Kerchunk JSON
-    BytesBytesCodec = None
+    HAVE_ZARR3 = False
 
 from . import decode
 from .bcf import bgzf, records
@@ -263,7 +265,8 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
         # (pysam and bio2zarr pass it through a double): 0x7F800002 would otherwise be
         # taken for VCF Zarr's fill.
         bits = out.view("<u4")[:n]
-        bits[((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0) & (bits != records.FLOAT_MISSING_BITS)] |= 0x400000
+        nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
+        bits[nan & (bits != records.FLOAT_MISSING_BITS)] |= 0x400000
         return out
     if kind == "filter":
         out = np.zeros(full, dtype=bool)
@@ -370,7 +373,7 @@ class BCFRecordsCodec(Codec):
         return f"BCFRecordsCodec(array={self.spec.array!r}, kind={self.spec.kind!r})"
 
 
-if BytesBytesCodec is not None:
+if HAVE_ZARR3:
 
     @dataclass(frozen=True)
     class BCFRecordsZarrCodec(BytesBytesCodec):
@@ -420,7 +423,7 @@ def register() -> None:
     import numcodecs
 
     numcodecs.register_codec(BCFRecordsCodec)
-    if BytesBytesCodec is not None:
+    if HAVE_ZARR3:
         from zarr.registry import register_codec
 
         register_codec(CODEC_ID, BCFRecordsZarrCodec)

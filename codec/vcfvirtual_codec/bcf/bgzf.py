@@ -124,7 +124,8 @@ def inflate_block(raw, path, offset: int) -> bytes:
         data = isal_zlib.decompress(
             raw[12 + xlen : len(raw) - 8], wbits=-15, bufsize=min(max(isize, 1), MAX_BLOCK_SIZE)
         )
-    except isal_zlib.error as e:
+    # isal's stubs declare ``error`` an Exception instance; it is the class IsalError.
+    except isal_zlib.error as e:  # type: ignore[misc]
         raise CorruptBCFError(path, f"BGZF block does not inflate ({e})", offset=offset) from None
     if len(data) != isize:
         raise CorruptBCFError(
