@@ -180,8 +180,30 @@ MAX_POOLED_BUFFER_BYTES = 96 << 20
 
 
 def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
-    """Decode the records of one chunk (inflating them first in the bgzf layout) into
-    the serialised, padded chunk."""
+    """Decode the records of one chunk into the serialised, padded chunk.
+
+    Parameters
+    ----------
+    data : bytes-like or numpy.ndarray
+        The chunk's bytes in the transcode cache: whole records (``raw`` layout) or the
+        whole BGZF blocks holding them (``bgzf`` layout, inflated first).
+    spec : ChunkSpec
+        The array's codec configuration.
+
+    Returns
+    -------
+    numpy.ndarray or bytes
+        The full chunk (``spec.chunk_length`` rows, rows past the last record filled):
+        numeric and boolean values as an array of the array's dtype, strings as
+        ``vlen-utf8`` bytes.
+
+    Raises
+    ------
+    ChunkDecodeError
+        The bytes are not the records the configuration describes (damaged blocks or
+        records, another record count, values outside the dtype, a decode larger than
+        the records justify); the offset is within the chunk where known.
+    """
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
     with _DECODE_SLOTS:
         if spec.layout != "bgzf":
@@ -338,7 +360,18 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
 
 
 class BCFRecordsCodec(Codec):
-    """numcodecs codec (Zarr v2 / Kerchunk filters). Decode-only: the BCF is the source."""
+    """numcodecs codec for Zarr v2 / Kerchunk ``filters``; decode-only (the BCF is the source).
+
+    Parameters
+    ----------
+    **config
+        The JSON configuration, as :meth:`ChunkSpec.from_config` reads it.
+
+    Raises
+    ------
+    CodecConfigError
+        A configuration value the index would never write (a ``ValueError``).
+    """
 
     codec_id = CODEC_ID
 
@@ -377,7 +410,20 @@ if HAVE_ZARR3:
 
     @dataclass(frozen=True)
     class BCFRecordsZarrCodec(BytesBytesCodec):
-        """zarr v3 bytes-to-bytes codec with the same configuration and decode."""
+        """zarr v3 bytes-to-bytes codec with the configuration and decode of :class:`BCFRecordsCodec`.
+
+        Parameters
+        ----------
+        spec : ChunkSpec, optional
+            The configuration, already checked; else it is read from ``**config``.
+        **config
+            The JSON configuration, as :meth:`ChunkSpec.from_config` reads it.
+
+        Raises
+        ------
+        CodecConfigError
+            A configuration value the index would never write (a ``ValueError``).
+        """
 
         is_fixed_size = False
         spec: ChunkSpec
@@ -419,7 +465,14 @@ if HAVE_ZARR3:
 
 
 def register() -> None:
-    """Register both codecs (entry points do the same for processes that never import us)."""
+    """Register both codecs with numcodecs and (zarr 3) zarr's codec registry.
+
+    Entry points do the same for processes that never import this module.
+
+    Returns
+    -------
+    None
+    """
     import numcodecs
 
     numcodecs.register_codec(BCFRecordsCodec)
