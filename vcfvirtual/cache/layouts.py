@@ -2,4 +2,5 @@
 
 from __future__ import annotations
 
-LAYOUTS = ("raw", "bgzf")
+# The codec decodes every layout, so its list is the one list (the codec is the lower layer).
+from vcfvirtual_codec.spec import LAYOUTS as LAYOUTS
