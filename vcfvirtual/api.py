@@ -201,7 +201,7 @@ def index_with_summary(
     """
     plan = plan_index(bcf_path, options)
     _prepare_outputs(plan)
-    with _staging(plan) as staging, _temporary_references(plan) as tmp_refs, _outputs_named(plan):
+    with _staging(plan) as staging, _temporary_references(plan) as tmp_refs, _outputs_named(plan, tmp_refs):
         with as_bcf(_scan_inputs(plan), plan.cache_path) as scan_paths, _cache_output(plan) as tmp_cache:
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
             _refuse_changed_sources(plan)
@@ -279,17 +279,17 @@ def _temporary_references(plan: IndexPlan) -> Iterator[Path | None]:
 
 
 @contextlib.contextmanager
-def _outputs_named(plan: IndexPlan) -> Iterator[None]:
-    """A write error names the output the user asked for, not its temporary: the
-    references' writer names them already; the cache's names its temporary. An upload's
-    error names its URL already."""
+def _outputs_named(plan: IndexPlan, tmp_refs: Path | None) -> Iterator[None]:
+    """A write error names the output the user asked for, not its temporary (the cache's
+    writers name its temporary, or the file converted from a VCF next to it). An
+    upload's error names its URL already."""
     try:
         yield
     except OutputWriteError as e:
         if plan.remote is not None and storage.is_url(e.path or ""):
             raise
-        named = plan.refs_path is not None and e.path == str(plan.refs_path)
-        raise OutputWriteError(plan.refs_path if named else plan.cache_path, e.problem, hint=e.hint) from None
+        refs = plan.refs_path is not None and e.path in (str(plan.refs_path), str(tmp_refs))
+        raise OutputWriteError(plan.refs_path if refs else plan.cache_path, e.problem, hint=e.hint) from None
 
 
 def _cache_output(plan: IndexPlan) -> contextlib.AbstractContextManager[Path]:
