@@ -205,16 +205,7 @@ def index_with_summary(
         with as_bcf(_scan_inputs(plan), plan.cache_path) as scan_paths, _cache_output(plan) as tmp_cache:
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
             _refuse_changed_sources(plan)
-            group = build_store_group(
-                scan,
-                plan.sources,
-                plan.fingerprints,
-                plan.cache_location,
-                tmp_cache,
-                plan.cache_layout,
-                ranges,
-                plan.zero_copy,
-            )
+            group = _build_manifests(plan, scan, tmp_cache, ranges)
             _write_references(plan, group, tmp_refs)
         staging.publish(_placer(tmp_refs, plan.refs_path))
     summary = _summary(plan, scan, group)
@@ -334,6 +325,21 @@ def _refuse_changed_sources(plan: IndexPlan) -> None:
             raise StaleCacheError(
                 path, "the BCF changed while it was being indexed", hint="index it again once nothing writes to it"
             )
+
+
+def _build_manifests(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges: ChunkRanges) -> ManifestGroup:
+    """The manifests stage: the store's arrays over the cache, and its attributes
+    (fingerprints of the sources and of the cache just written)."""
+    return build_store_group(
+        scan,
+        plan.sources,
+        plan.fingerprints,
+        plan.cache_location,
+        tmp_cache,
+        plan.cache_layout,
+        ranges,
+        plan.zero_copy,
+    )
 
 
 def _write_references(plan: IndexPlan, group: ManifestGroup, tmp_refs: Path | None) -> None:

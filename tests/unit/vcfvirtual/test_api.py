@@ -48,6 +48,7 @@ def test_index_keeps_its_public_signature():
     # IndexOptions holds the same options, with the same defaults.
     defaults = {name: p.default for name, p in params.items() if name != "bcf_path"}
     assert {name: getattr(IndexOptions(), name) for name in defaults} == defaults
+    assert vcfvirtual.IndexOptions is IndexOptions and vcfvirtual.index_with_summary is index_with_summary
 
 
 def test_index_returns_a_store_of_the_records(small_bcf, tmp_path):
