@@ -19,7 +19,7 @@ from .checks import (
     check_cache,
 )
 from .icechunk import is_icechunk_repo, open_icechunk
-from .kerchunk import CACHE_TEMPLATE, _load
+from .kerchunk import CACHE_TEMPLATE, load_references
 from .relocate import relocate
 
 
@@ -50,7 +50,7 @@ def open_store(refs_path, *, check: bool = True, cache_url: str | None = None, s
                 hint="write it again with vcfvirtual index --format icechunk",
             )
         return open_icechunk(refs_path, check=check)
-    refs = _load(refs_path)
+    refs = load_references(refs_path)
     if not isinstance(refs, dict) or not isinstance(refs.get("refs"), dict):
         raise UntrustedReferenceError(refs_path, "not Kerchunk references: no 'refs' map")
     if refs.get("parquet"):

@@ -11,7 +11,7 @@ from ..errors import StaleCacheError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
 from .checks import _attributes, _copy_differs
-from .kerchunk import CACHE_TEMPLATE, _load, public_cache_url
+from .kerchunk import CACHE_TEMPLATE, load_references, public_cache_url
 
 
 def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
@@ -103,7 +103,7 @@ def relocate_file(
 
     refs_path = Path(refs_path)
     output = Path(output) if output else refs_path
-    refs = relocate(_load(refs_path), cache_url, refs_path)
+    refs = relocate(load_references(refs_path), cache_url, refs_path)
     if check:
         check_relocated_cache(refs, refs_path, storage_options)
     if output.is_symlink():
