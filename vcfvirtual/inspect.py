@@ -220,8 +220,7 @@ def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
     summaries = [_array_summary(name, a, stored[name]) for name, a in arrays.items()]
     summaries.sort(key=lambda s: (-s.stored_bytes, s.name))
     cache = info.get("cache") or {}
-    # "source" (one file) is how references before several-file stores named it.
-    sources = info.get("sources") or ([info["source"]] if isinstance(info.get("source"), dict) else [])
+    sources = info.get("sources") or []
     position = arrays.get("variant_position")
     samples = arrays.get("sample_id")
     return StoreSummary(

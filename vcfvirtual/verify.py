@@ -215,8 +215,7 @@ def _declared_type(definition) -> str:
 
 def _source_paths(refs_path: str, info: dict, source) -> list[str]:
     if source is None:
-        # "source" (one file) is how references before several-file stores named it.
-        recorded = info.get("sources") or ([info["source"]] if isinstance(info.get("source"), dict) else [])
+        recorded = info.get("sources") or []
         paths = [s.get("path") for s in recorded if s.get("path")]
         if not paths:
             raise VcfVirtualError(

@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 from ..errors import StaleCacheError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
-from .checks import _attributes, _copy_differs
+from .checks import copy_differs, group_attributes
 from .kerchunk import CACHE_TEMPLATE, load_references, public_cache_url
 
 
@@ -43,7 +43,7 @@ def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
         raise VcfVirtualError(
             refs_path,
             "these references name the cache in every chunk, not by a template",
-            hint="re-index with vcfvirtual >= 0.2 to make them relocatable",
+            hint="write them again with vcfvirtual index --format json, whose chunks name the cache by a template",
         )
     try:
         attrs = json.loads(refs["refs"][".zattrs"])
@@ -67,7 +67,7 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
     """Refuse to point references at a cache that is not there, or not theirs: its size
     and sampled hash must be those recorded when it was indexed (its mtime is a copy's)."""
 
-    cache = _attributes(refs)["vcfvirtual"]["cache"]
+    cache = group_attributes(refs)["vcfvirtual"]["cache"]
     url = cache["url"]
     expected = Fingerprint.from_json(cache)
     try:
@@ -82,7 +82,7 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
             f"cannot read the cache at {url}: {problem}",
             hint="put the cache there first, or pass check=False",
         ) from None
-    problem = _copy_differs(expected, found)
+    problem = copy_differs(expected, found)
     if problem:
         raise StaleCacheError(
             refs_path,
