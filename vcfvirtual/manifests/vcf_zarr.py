@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 import numpy as np
 from numcodecs import VLenUTF8
@@ -74,7 +75,8 @@ def _fill_value(dtype: np.dtype):
     return ""
 
 
-def _codecs(dtype, spec: ChunkSpec | None):
+def _codecs(dtype, spec: ChunkSpec | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]]
     if dtype is str:
         out = [{"name": "vlen-utf8"}]
     elif np.dtype(dtype).itemsize > 1:
@@ -211,7 +213,7 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
         if not g_max:
             g_max = [int(scan.info_stats[f.key, 0]) for f in header.info if f.number == "G"]
         genotypes = max(g_max) if g_max else None
-    out = {}
+    out: dict[tuple[str, str], tuple[int, str | None]] = {}
     for field in (*header.info, *header.formats):
         if field.type == "Flag":
             # A flag is present or not: values a record attaches to it (htslib reads
@@ -241,8 +243,8 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
             max_number = max(max_number, int(field.number))
         # bio2zarr always gives FORMAT/LAA (local alleles) its own dimension.
         always = field.category == "FORMAT" and field.name == "LAA"
-        dim = f"{field.category}_{field.name}_dim" if max_number > 1 or always else None
-        out[(field.category, field.name)] = (max_number, dim)
+        field_dim = f"{field.category}_{field.name}_dim" if max_number > 1 or always else None
+        out[(field.category, field.name)] = (max_number, field_dim)
     return out
 
 

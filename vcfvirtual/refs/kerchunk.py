@@ -5,6 +5,7 @@ template so the references can be moved with it.
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import os
 from pathlib import Path
@@ -107,12 +108,12 @@ def _zarray(marr: ManifestArray) -> dict[str, Any]:
     Zarr v2 has no array-to-bytes codec: the v3 ``bytes`` codec becomes the dtype's byte
     order, and ``vlen-utf8`` becomes the object dtype's first filter, which reading it needs."""
     codecs = marr.metadata.codecs
-    filters = [{"id": "vlen-utf8"}] if any(isinstance(c, VLenUTF8Codec) for c in codecs) else []
+    filters: list[dict[str, Any]] = [{"id": "vlen-utf8"}] if any(isinstance(c, VLenUTF8Codec) for c in codecs) else []
     for codec in codecs:
         if isinstance(codec, ArrayBytesCodec):
             continue
-        config = codec.to_dict()
-        filters.append({"id": config["name"], **dict(config.get("configuration") or {})})
+        config: dict[str, Any] = dict(codec.to_dict())
+        filters.append({"id": config["name"], **(config.get("configuration") or {})})
     return {
         "shape": list(marr.shape),
         "chunks": list(marr.metadata.chunks),
@@ -141,7 +142,8 @@ def _v2_dtype(marr: ManifestArray) -> str:
     endian = "little"
     for codec in marr.metadata.codecs:
         if isinstance(codec, ArrayBytesCodec):
-            endian = (codec.to_dict().get("configuration") or {}).get("endian", endian)
+            config: dict[str, Any] = dict(codec.to_dict())
+            endian = (config.get("configuration") or {}).get("endian", endian)
     return dtype.newbyteorder("<" if endian == "little" else ">").str
 
 
@@ -192,9 +194,9 @@ def require_parquet(path: Any) -> None:
     VcfVirtualError
         kerchunk, fastparquet or pandas is not installed (the ``parquet`` extra)."""
     try:
-        import fastparquet  # noqa: F401 - fsspec and kerchunk read and write Parquet with it
-        import kerchunk.df  # noqa: F401
-        import pandas  # noqa: F401
+        # fsspec and kerchunk read and write Parquet with fastparquet, through pandas.
+        for module in ("fastparquet", "pandas", "kerchunk.df"):
+            importlib.import_module(module)
     except ImportError as e:
         raise VcfVirtualError(
             path, f"Kerchunk Parquet references need a library that is not installed ({e})", hint=PARQUET_HINT
