@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from ..errors import StaleCacheError, VcfVirtualError
@@ -92,13 +93,44 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
 
 
 def relocate_file(
-    refs_path, cache_url: str, output=None, *, check: bool = True, storage_options: dict | None = None
+    refs_path: str | os.PathLike[str],
+    cache_url: str,
+    output: str | os.PathLike[str] | None = None,
+    *,
+    check: bool = True,
+    storage_options: dict[str, Any] | None = None,
 ) -> Path:
     """Rewrite a Kerchunk JSON to name its cache at ``cache_url`` (atomically).
 
-    ``cache_url`` is normalised as :func:`cache_target` says. Unless ``check=False``, the
-    cache must be there and match the fingerprint the references record. ``output``
-    writes a new file instead; an existing one there must be vcfvirtual references too."""
+    Parameters
+    ----------
+    refs_path
+        Kerchunk JSON references that ``vcfvirtual index`` wrote.
+    cache_url
+        Where the cache now is: a URL (``s3://``, ``https://``...) or a local path,
+        normalised as :func:`cache_target` says (a folder gets the cache's file name).
+    output
+        Write the relocated references here instead of replacing ``refs_path``; an
+        existing file there must be vcfvirtual references too.
+    check
+        Refuse unless the cache is there and matches the size and sampled hash the
+        references record (default).
+    storage_options
+        fsspec's options for reaching a remote cache.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    StaleCacheError
+        With ``check``: the cache cannot be read at ``cache_url``, or is another file.
+    VcfVirtualError
+        The references cannot be read or name their cache by no template (Parquet);
+        ``cache_url`` names no file; ``output`` is a symbolic link or a file that is not
+        references; writing fails (``OutputWriteError``)."""
     from ..io import outputs as cache_mod
 
     refs_path = Path(refs_path)
