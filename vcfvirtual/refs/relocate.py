@@ -153,5 +153,6 @@ def relocate_file(
             json.dump(refs, f, separators=(",", ":"))
         cache_mod.replace_output(tmp, output)
     finally:
-        cache_mod._delete(tmp)
+        # Gone once replace_output renamed it; still there if writing failed.
+        tmp.unlink(missing_ok=True)
     return output
