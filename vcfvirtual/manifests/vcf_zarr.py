@@ -17,7 +17,7 @@ import numpy as np
 from numcodecs import VLenUTF8
 from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
-from virtualizarr.manifests.utils import create_v3_array_metadata
+from zarr.dtype import parse_data_type
 
 from .. import __version__
 from ..errors import CorruptBCFError, FieldShapeError, VcfVirtualError
@@ -89,6 +89,32 @@ def _codecs(dtype, spec: ChunkSpec | None) -> list[dict[str, Any]]:
     return out
 
 
+def _array_metadata(
+    *,
+    shape: tuple[int, ...],
+    data_type: np.dtype,
+    chunk_shape: tuple[int, ...],
+    fill_value: Any,
+    codecs: list[dict[str, Any]],
+    attributes: dict[str, Any],
+    dimension_names: list[str] | tuple[str, ...],
+) -> dict[str, Any]:
+    """Zarr v3 array metadata, in the dict form ManifestArray's constructor takes (its
+    documented alternative to a zarr ArrayV3Metadata object): regular chunks, default
+    chunk keys."""
+    return {
+        "shape": tuple(shape),
+        "data_type": parse_data_type(data_type, zarr_format=3),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": tuple(chunk_shape)}},
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": fill_value,
+        "codecs": codecs,
+        "attributes": attributes,
+        "dimension_names": tuple(dimension_names),
+        "storage_transformers": None,
+    }
+
+
 def _zarr_dtype(dtype):
     return np.dtypes.StringDType() if dtype is str else np.dtype(dtype)
 
@@ -118,7 +144,7 @@ def _variant_array(
     attributes = {}
     if description is not None:
         attributes["description"] = description
-    metadata = create_v3_array_metadata(
+    metadata = _array_metadata(
         shape=(n_records, *per_variant_shape),
         data_type=_zarr_dtype(dtype),
         chunk_shape=(chunk_length, *[max(1, s) for s in per_variant_shape]),
@@ -152,7 +178,7 @@ def _inline_array(values, dtype, dims, description=None) -> ManifestArray:
         data = values.tobytes()
     shape = values.shape
     attributes = {} if description is None else {"description": description}
-    metadata = create_v3_array_metadata(
+    metadata = _array_metadata(
         shape=shape,
         data_type=_zarr_dtype(dtype),
         chunk_shape=tuple(max(1, s) for s in shape),

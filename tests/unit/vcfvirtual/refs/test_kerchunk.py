@@ -14,7 +14,7 @@ import pytest
 import zarr
 from numcodecs import VLenUTF8
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
-from virtualizarr.manifests.utils import create_v3_array_metadata
+from zarr.dtype import parse_data_type
 
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.refs import kerchunk
@@ -23,6 +23,21 @@ from vcfvirtual.refs import kerchunk
 # (little-endian) in one file after a 7-byte prefix, second chunk first.
 VALUES = np.arange(10, dtype="<i4").reshape(5, 2) * 1000 - 3
 NAMES = ["chr1", "chrÅ/2", ""]
+
+
+def _metadata(*, shape, data_type, chunk_shape, fill_value, codecs, dimension_names, attributes=None):
+    """Zarr v3 array metadata in the dict form ManifestArray takes."""
+    return {
+        "shape": shape,
+        "data_type": parse_data_type(data_type, zarr_format=3),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": fill_value,
+        "codecs": codecs,
+        "attributes": attributes or {},
+        "dimension_names": dimension_names,
+        "storage_transformers": None,
+    }
 
 
 @pytest.fixture
@@ -35,7 +50,7 @@ def group(tmp_path):
     data.write_bytes(b"PREFIX!" + chunk1_bytes + chunk0)
     url = "file://" + str(data)
     ints = ManifestArray(
-        metadata=create_v3_array_metadata(
+        metadata=_metadata(
             shape=(5, 2),
             data_type=np.dtype("int32"),
             chunk_shape=(3, 2),
@@ -53,7 +68,7 @@ def group(tmp_path):
     )
     encoded = bytes(VLenUTF8().encode(np.array(NAMES, dtype=object)))
     names = ManifestArray(
-        metadata=create_v3_array_metadata(
+        metadata=_metadata(
             shape=(3,),
             data_type=np.dtypes.StringDType(),
             chunk_shape=(3,),
@@ -113,7 +128,7 @@ def test_codec_filters_keep_their_configuration(tmp_path):
 
     spec = ChunkSpec(array="x", kind="position", dtype="<i4", shape=(), chunk_length=4, num_records=4)
     marr = ManifestArray(
-        metadata=create_v3_array_metadata(
+        metadata=_metadata(
             shape=(4,),
             data_type=np.dtype("int32"),
             chunk_shape=(4,),
