@@ -15,6 +15,7 @@ import itertools
 import math
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import zarr
 
@@ -220,8 +221,7 @@ def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
     summaries = [_array_summary(name, a, stored[name]) for name, a in arrays.items()]
     summaries.sort(key=lambda s: (-s.stored_bytes, s.name))
     cache = info.get("cache") or {}
-    # "source" (one file) is how references before several-file stores named it.
-    sources = info.get("sources") or ([info["source"]] if isinstance(info.get("source"), dict) else [])
+    sources = info.get("sources") or []
     position = arrays.get("variant_position")
     samples = arrays.get("sample_id")
     return StoreSummary(
@@ -275,10 +275,11 @@ def _array_summary(name: str, array: zarr.Array, stored: tuple[int, int]) -> Arr
         codecs = [f.get_config()["id"] for f in (meta.filters or ())]
         if meta.compressor is not None:
             codecs.append(meta.compressor.get_config()["id"])
-        dims = array.attrs.get("_ARRAY_DIMENSIONS") or ()
+        named: Any = array.attrs.get("_ARRAY_DIMENSIONS") or ()
+        dims = [str(d) for d in named]
     else:
         codecs = [c.to_dict()["name"] for c in meta.codecs]
-        dims = meta.dimension_names or ()
+        dims = [str(d) for d in meta.dimension_names or ()]
     return ArraySummary(
         name=name,
         dtype=str(array.dtype),

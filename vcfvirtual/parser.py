@@ -28,6 +28,14 @@ class BCFParser:
     force
         Overwrite an existing cache (default True: opening the same BCF twice rewrites the
         same bytes, so the parser stays stateless, as VirtualiZarr's parsers are).
+    progress
+        Show progress bars while indexing (default False; None shows them on a terminal).
+
+    Examples
+    --------
+    >>> from virtualizarr import open_virtual_dataset  # doctest: +SKIP
+    >>> vds = open_virtual_dataset("file:///data/x.bcf", registry=registry, parser=BCFParser())  # doctest: +SKIP
+    >>> vds.vz.to_kerchunk("x.json", format="json")  # doctest: +SKIP
     """
 
     def __init__(
@@ -48,9 +56,31 @@ class BCFParser:
         self.progress = progress
 
     def __call__(self, url: str, registry: ObjectStoreRegistry) -> ManifestStore:
-        from .api import index, local_registry
+        """Index the BCF at ``url`` and return its store.
 
-        store = index(
+        Parameters
+        ----------
+        url
+            A local path or ``file://`` URL of the BCF (or VCF).
+        registry
+            The caller's object store registry. The store reads the cache this call
+            writes, always a local file, through a local-file registry of its own, so
+            the caller's registry need not reach local files.
+
+        Returns
+        -------
+        ManifestStore
+            The virtual VCF Zarr store, its arrays decoding through ``vcfvirtual.bcf``.
+
+        Raises
+        ------
+        VcfVirtualError
+            ``url`` is remote, or indexing fails (an unreadable or malformed BCF, an
+            output that cannot be written: the subclasses :func:`vcfvirtual.index` raises).
+        """
+        from .api import index
+
+        return index(
             _local_path(url),
             refs_path=False,
             cache_path=self.cache_path,
@@ -60,13 +90,6 @@ class BCFParser:
             force=self.force,
             progress=self.progress,
         )
-        # Read the cache through the caller's registry when it reaches local files.
-        cache_url = store._group.metadata.attributes["vcfvirtual"]["cache"]["url"]
-        try:
-            registry.resolve(cache_url)
-        except Exception:  # noqa: BLE001 - any failure to resolve means "not this registry"
-            registry = local_registry()
-        return ManifestStore(store._group, registry=registry)
 
 
 def _local_path(url: str) -> str:

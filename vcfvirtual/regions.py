@@ -54,5 +54,35 @@ def overlapping_variants(ds: xr.Dataset, region: str) -> np.ndarray:
 
 
 def select_region(ds: xr.Dataset, region: str) -> xr.Dataset:
-    """The dataset restricted to the variants overlapping ``region``."""
+    """The dataset restricted to the variants overlapping ``region``.
+
+    Only the chunks the region index names are read; their rows are then filtered
+    exactly, so a record starting before the region but reaching into it is kept.
+
+    Parameters
+    ----------
+    ds
+        A VCF Zarr dataset with ``region_index``, ``contig_id`` and the variant
+        contig/position/length arrays (what ``xr.open_zarr(vcfvirtual.open_store(...))``
+        gives).
+    region
+        ``contig``, ``contig:start``, ``contig:start-`` or ``contig:start-end``:
+        1-based and inclusive, as bcftools and tabix take it; commas in numbers allowed.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ds`` restricted along ``variants``, in store order (possibly empty).
+
+    Raises
+    ------
+    ValueError
+        ``region`` cannot be parsed, or ends before it starts.
+    KeyError
+        The contig is not in the store.
+
+    Examples
+    --------
+    >>> sub = select_region(ds, "chr20:1,000-2,000")  # doctest: +SKIP
+    """
     return ds.isel(variants=overlapping_variants(ds, region))

@@ -215,8 +215,7 @@ def _declared_type(definition) -> str:
 
 def _source_paths(refs_path: str, info: dict, source) -> list[str]:
     if source is None:
-        # "source" (one file) is how references before several-file stores named it.
-        recorded = info.get("sources") or ([info["source"]] if isinstance(info.get("source"), dict) else [])
+        recorded = info.get("sources") or []
         paths = [s.get("path") for s in recorded if s.get("path")]
         if not paths:
             raise VcfVirtualError(
@@ -276,8 +275,9 @@ class _Verifier:
         self.found: dict[str, _Found] = {}
         self.region_rows: list[np.ndarray] = []
 
-    def _builders(self):
-        builders, not_compared = {}, []
+    def _builders(self) -> tuple[dict[str, _Field | None], list[str]]:
+        builders: dict[str, _Field | None] = {}
+        not_compared: list[str] = []
         header = self.header
         for name, array in self.arrays.items():
             if name in _HEADER or name == "region_index":
@@ -387,12 +387,14 @@ class _Verifier:
                 diff &= ~accepted
             if name in _GENOTYPE:
                 diff[genotype.skip[:m]] = False
+            builder = self.builders[name]
+            overflow: np.ndarray | None
             if name in _GENOTYPE:
                 overflow = genotype.overflow
             elif name == "variant_allele":
                 overflow = fixed.allele_overflow
-            elif isinstance(self.builders[name], _Field):
-                overflow = self.builders[name].overflow
+            elif isinstance(builder, _Field):
+                overflow = builder.overflow
             else:
                 overflow = None
             self._record(name, start, diff, ours, exp, None if overflow is None else overflow[:m])
@@ -746,7 +748,7 @@ def _info_from_text(rec, key: str, vcf_type: str):
             continue
         if vcf_type == "Flag":
             return True
-        parts = [None if t == "." else t for t in text.split(",")]
+        parts: list[str | int | float | None] = [None if t == "." else t for t in text.split(",")]
         if vcf_type == "Integer":
             parts = [None if t is None else int(t) for t in parts]
         elif vcf_type == "Float":

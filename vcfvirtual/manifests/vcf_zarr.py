@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numcodecs import VLenUTF8
 from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
-from virtualizarr.manifests.utils import create_v3_array_metadata
+from zarr.dtype import parse_data_type
 
 from .. import __version__
 from ..errors import CorruptBCFError, FieldShapeError, VcfVirtualError
@@ -74,7 +76,8 @@ def _fill_value(dtype: np.dtype):
     return ""
 
 
-def _codecs(dtype, spec: ChunkSpec | None):
+def _codecs(dtype, spec: ChunkSpec | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]]
     if dtype is str:
         out = [{"name": "vlen-utf8"}]
     elif np.dtype(dtype).itemsize > 1:
@@ -84,6 +87,32 @@ def _codecs(dtype, spec: ChunkSpec | None):
     if spec is not None:
         out.append({"name": CODEC_ID, "configuration": spec.to_config()})
     return out
+
+
+def _array_metadata(
+    *,
+    shape: tuple[int, ...],
+    data_type: np.dtype,
+    chunk_shape: tuple[int, ...],
+    fill_value: Any,
+    codecs: list[dict[str, Any]],
+    attributes: dict[str, Any],
+    dimension_names: list[str] | tuple[str, ...],
+) -> dict[str, Any]:
+    """Zarr v3 array metadata, in the dict form ManifestArray's constructor takes (its
+    documented alternative to a zarr ArrayV3Metadata object): regular chunks, default
+    chunk keys."""
+    return {
+        "shape": tuple(shape),
+        "data_type": parse_data_type(data_type, zarr_format=3),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": tuple(chunk_shape)}},
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": fill_value,
+        "codecs": codecs,
+        "attributes": attributes,
+        "dimension_names": tuple(dimension_names),
+        "storage_transformers": None,
+    }
 
 
 def _zarr_dtype(dtype):
@@ -115,7 +144,7 @@ def _variant_array(
     attributes = {}
     if description is not None:
         attributes["description"] = description
-    metadata = create_v3_array_metadata(
+    metadata = _array_metadata(
         shape=(n_records, *per_variant_shape),
         data_type=_zarr_dtype(dtype),
         chunk_shape=(chunk_length, *[max(1, s) for s in per_variant_shape]),
@@ -149,7 +178,7 @@ def _inline_array(values, dtype, dims, description=None) -> ManifestArray:
         data = values.tobytes()
     shape = values.shape
     attributes = {} if description is None else {"description": description}
-    metadata = create_v3_array_metadata(
+    metadata = _array_metadata(
         shape=shape,
         data_type=_zarr_dtype(dtype),
         chunk_shape=tuple(max(1, s) for s in shape),
@@ -211,7 +240,7 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
         if not g_max:
             g_max = [int(scan.info_stats[f.key, 0]) for f in header.info if f.number == "G"]
         genotypes = max(g_max) if g_max else None
-    out = {}
+    out: dict[tuple[str, str], tuple[int, str | None]] = {}
     for field in (*header.info, *header.formats):
         if field.type == "Flag":
             # A flag is present or not: values a record attaches to it (htslib reads
@@ -241,8 +270,8 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
             max_number = max(max_number, int(field.number))
         # bio2zarr always gives FORMAT/LAA (local alleles) its own dimension.
         always = field.category == "FORMAT" and field.name == "LAA"
-        dim = f"{field.category}_{field.name}_dim" if max_number > 1 or always else None
-        out[(field.category, field.name)] = (max_number, dim)
+        field_dim = f"{field.category}_{field.name}_dim" if max_number > 1 or always else None
+        out[(field.category, field.name)] = (max_number, field_dim)
     return out
 
 
@@ -261,19 +290,45 @@ def build_group(
     the raw layout, where the cache is the uncompressed stream itself.
     """
     h = scan.header
-    n = scan.num_records
-    n_samples = len(h.samples)
     if ranges is None:
         ranges = chunk_byte_ranges(scan.chunk_offsets, scan.stream_size)
+    variant = _variant_factory(scan.num_records, chunk_length, cache_url, ranges, layout)
+    _refuse_undefined_contigs(scan)
+    position_dtype = min_int_dtype(*scan.pos_range) if scan.num_records else np.dtype("i1")
+    n_alleles = max(scan.max_alleles, 2)
+    ploidy = max(scan.max_ploidy, 1)
+    arrays = _fixed_arrays(variant, scan, position_dtype, n_alleles)
+    arrays.update(_field_arrays(variant, scan, n_alleles, ploidy))
+    if h.gt_key >= 0:
+        arrays.update(_genotype_arrays(variant, h.gt_key, len(h.samples), n_alleles, ploidy))
+    arrays.update(_header_arrays(scan, position_dtype))
+    attributes = {
+        "vcf_zarr_version": VCF_ZARR_VERSION,
+        "vcf_header": h.text,
+        "vcf_meta_information": h.meta_information(),
+        "source": f"vcfvirtual {__version__}",
+    }
+    if extra_attributes:
+        attributes.update(extra_attributes)
+    return ManifestGroup(arrays=arrays, attributes=attributes)
 
-    def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra):
+
+# variant(name, kind, dtype, dims=("variants",), shape=(), description="", **spec_extra):
+# one variants-dimension array of the store being built.
+VariantArrayFactory = Callable[..., ManifestArray]
+
+
+def _variant_factory(n_records: int, chunk_length: int, cache_url: str, ranges, layout: str) -> VariantArrayFactory:
+    """What every variants-dimension array of one store shares: its records, chunks, cache and layout."""
+
+    def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra) -> ManifestArray:
         return _variant_array(
             name,
             kind,
             dtype,
             list(dims),
             shape,
-            n,
+            n_records,
             chunk_length,
             cache_url,
             ranges,
@@ -282,19 +337,30 @@ def build_group(
             **extra,
         )
 
-    if h.unused_contig_ids and n:
-        named = set(np.unique(scan.region_rows[:, 1]).tolist()) & set(h.unused_contig_ids)
-        if named:
-            raise CorruptBCFError(
-                None,
-                f"a record names contig id {min(named)}, which the header does not define "
-                "(its ##contig IDX= values skip it); htslib refuses such records too",
-                hint="the file is damaged, or its header was edited: check it with bcftools view",
-            )
-    position_dtype = min_int_dtype(*scan.pos_range) if n else np.dtype("i1")
-    length_dtype = min_int_dtype(*scan.rlen_range) if n else np.dtype("i1")
-    n_alleles = max(scan.max_alleles, 2)
-    arrays = {
+    return variant
+
+
+def _refuse_undefined_contigs(scan: ScanResult) -> None:
+    h = scan.header
+    if not (h.unused_contig_ids and scan.num_records):
+        return
+    named = set(np.unique(scan.region_rows[:, 1]).tolist()) & set(h.unused_contig_ids)
+    if named:
+        raise CorruptBCFError(
+            None,
+            f"a record names contig id {min(named)}, which the header does not define "
+            "(its ##contig IDX= values skip it); htslib refuses such records too",
+            hint="the file is damaged, or its header was edited: check it with bcftools view",
+        )
+
+
+def _fixed_arrays(
+    variant: VariantArrayFactory, scan: ScanResult, position_dtype: np.dtype, n_alleles: int
+) -> dict[str, ManifestArray]:
+    """The arrays of the VCF's fixed columns: CHROM, POS, rlen, ID, REF/ALT, QUAL, FILTER."""
+    h = scan.header
+    length_dtype = min_int_dtype(*scan.rlen_range) if scan.num_records else np.dtype("i1")
+    return {
         "variant_contig": variant(
             "variant_contig",
             "contig",
@@ -330,8 +396,16 @@ def build_group(
             filter_columns=h.filter_column_map(),
         ),
     }
-    ploidy = max(scan.max_ploidy, 1)
+
+
+def _field_arrays(
+    variant: VariantArrayFactory, scan: ScanResult, n_alleles: int, ploidy: int
+) -> dict[str, ManifestArray]:
+    """One array per INFO and FORMAT field but GT, sized and typed by bio2zarr's rules."""
+    h = scan.header
+    n_samples = len(h.samples)
     dims = field_dimensions(h, scan, n_alleles, ploidy)
+    arrays = {}
     for field in (*h.info, *h.formats):
         if field.category == "FORMAT" and field.name == "GT":
             continue
@@ -351,24 +425,35 @@ def build_group(
             key=field.key,
             vcf_type=field.type,
         )
-    if h.gt_key >= 0:
-        gt = dict(key=h.gt_key, ploidy=ploidy)
-        arrays["call_genotype"] = variant(
+    return arrays
+
+
+def _genotype_arrays(
+    variant: VariantArrayFactory, gt_key: int, n_samples: int, n_alleles: int, ploidy: int
+) -> dict[str, ManifestArray]:
+    gt = dict(key=gt_key, ploidy=ploidy)
+    return {
+        "call_genotype": variant(
             "call_genotype",
             "genotype",
             min_int_dtype(-2, n_alleles - 1),
             ("variants", "samples", "ploidy"),
             (n_samples, ploidy),
             **gt,
-        )
-        arrays["call_genotype_phased"] = variant(
+        ),
+        "call_genotype_phased": variant(
             "call_genotype_phased", "genotype_phased", bool, ("variants", "samples"), (n_samples,), **gt
-        )
-        arrays["call_genotype_mask"] = variant(
+        ),
+        "call_genotype_mask": variant(
             "call_genotype_mask", "genotype_mask", bool, ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt
-        )
+        ),
+    }
 
-    arrays["contig_id"] = _inline_array(list(h.contigs), str, ["contigs"])
+
+def _header_arrays(scan: ScanResult, position_dtype: np.dtype) -> dict[str, ManifestArray]:
+    """The small arrays from the header and the scan, inlined in the manifest."""
+    h = scan.header
+    arrays = {"contig_id": _inline_array(list(h.contigs), str, ["contigs"])}
     if any(x is not None for x in h.contig_lengths):
         lengths = [-1 if x is None else x for x in h.contig_lengths]
         arrays["contig_length"] = _inline_array(lengths, np.int64, ["contigs"])
@@ -380,16 +465,7 @@ def build_group(
         position_dtype,
         ["region_index_values", "region_index_fields"],
     )
-
-    attributes = {
-        "vcf_zarr_version": VCF_ZARR_VERSION,
-        "vcf_header": h.text,
-        "vcf_meta_information": h.meta_information(),
-        "source": f"vcfvirtual {__version__}",
-    }
-    if extra_attributes:
-        attributes.update(extra_attributes)
-    return ManifestGroup(arrays=arrays, attributes=attributes)
+    return arrays
 
 
 def build_store_group(scan, sources, fingerprints, local_cache_url, tmp_cache, layout, ranges, zero_copy):

@@ -7,16 +7,30 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
-from .kerchunk import CACHE_TEMPLATE
+from .kerchunk import CACHE_TEMPLATE, KerchunkRefs
+
+if TYPE_CHECKING:
+    from vcfvirtual_codec.codec import ChunkSpec
+
+    from ..bcf.header import BCFHeader
+
+PathLike = str | os.PathLike[str] | None
 
 
-def _attributes(refs: dict, refs_path=None) -> dict:
+def group_attributes(refs: KerchunkRefs, refs_path: PathLike = None) -> dict[str, Any]:
+    """The references' group attributes (their ``.zattrs``), as a dict.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        There are none, or they are not a JSON object."""
     try:
         value = refs["refs"][".zattrs"]
         attrs = json.loads(value) if isinstance(value, (str, bytes)) else value
@@ -27,10 +41,15 @@ def _attributes(refs: dict, refs_path=None) -> dict:
     return attrs
 
 
-def _declared_cache(refs: dict, refs_path) -> dict | None:
+def declared_cache(refs: KerchunkRefs, refs_path: PathLike) -> dict[str, Any] | None:
     """The ``vcfvirtual.cache`` attribute (url, size...), checked for shape; None when
-    the references carry none (not written by vcfvirtual)."""
-    info = _attributes(refs, refs_path).get("vcfvirtual")
+    the references carry none (not written by vcfvirtual).
+
+    Raises
+    ------
+    UntrustedReferenceError
+        The attribute names no cache URL, or no byte count for its size."""
+    info = group_attributes(refs, refs_path).get("vcfvirtual")
     if info is None:
         return None
     cache = info.get("cache") if isinstance(info, dict) else None
@@ -42,16 +61,23 @@ def _declared_cache(refs: dict, refs_path) -> dict | None:
     return cache
 
 
-def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> None:
+def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[str, Any] | None = None) -> None:
     """Refuse a store whose cache, or reachable source BCF, has changed since indexing.
 
     A remote cache (``s3://``, ``https://``...) is checked through range reads: its size
     and sampled hash (its modification time is the upload's, not the indexing's). A source
     that is not reachable (a collaborator without the BCF) is not checked: the cache alone
     holds the data. A reachable source is hashed (sampled) at every open, as the cache
-    is: a same-size rewrite with its mtime put back no longer describes these references."""
-    info = _attributes(refs, refs_path).get("vcfvirtual", {})
-    cache = _declared_cache(refs, refs_path)
+    is: a same-size rewrite with its mtime put back no longer describes these references.
+
+    Raises
+    ------
+    StaleCacheError
+        The cache is missing, unreachable or differs from its fingerprint, or a reachable
+        source differs from its own.
+    UntrustedReferenceError
+        The cache attribute is malformed, or its URL neither ``file://`` nor remote."""
+    cache = declared_cache(refs, refs_path)
     if not cache:
         return
     url = cache["url"]
@@ -79,8 +105,11 @@ def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> N
             f"the transcode cache {path} does not match the references: " + "; ".join(problems),
             hint="re-run vcfvirtual index --force",
         )
-    # "source" (one file) is how references before several-file stores named it.
-    sources = info.get("sources") or [info.get("source") or {}]
+    _check_sources(group_attributes(refs, refs_path)["vcfvirtual"].get("sources"), refs_path)
+
+
+def _check_sources(sources: Any, refs_path: PathLike) -> None:
+    """Each recorded source BCF that is here, as a regular file, still matches its fingerprint."""
     for source in sources if isinstance(sources, list) else []:
         if not isinstance(source, dict) or not isinstance(source.get("path"), str) or "size" not in source:
             continue
@@ -95,7 +124,7 @@ def check_cache(refs: dict, refs_path, storage_options: dict | None = None) -> N
             )
 
 
-def _local_differences(recorded: dict, path: str) -> list[str]:
+def _local_differences(recorded: dict[str, Any], path: str) -> list[str]:
     """How the local file at ``path`` differs from the fingerprint the references record
     for it (always hashed); a recorded fingerprint that is not one, or a file that cannot be
     read, is a difference too."""
@@ -105,7 +134,9 @@ def _local_differences(recorded: dict, path: str) -> list[str]:
         return [f"cannot be fingerprinted ({e})"]
 
 
-def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> None:
+def _check_remote_cache(
+    url: str, cache: dict[str, Any], refs_path: PathLike, storage_options: dict[str, Any] | None
+) -> None:
     expected = Fingerprint.from_json(cache)
     try:
         found = storage.fingerprint(url, storage_options)
@@ -119,7 +150,7 @@ def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> No
             if e.hint and e.hint.startswith("pip install")
             else "check the URL and storage_options=, or vcfvirtual relocate",
         ) from None
-    problem = _copy_differs(expected, found)
+    problem = copy_differs(expected, found)
     if problem:
         raise StaleCacheError(
             refs_path,
@@ -134,32 +165,101 @@ def _check_remote_cache(url: str, cache: dict, refs_path, storage_options) -> No
 # the one cache the attributes declare and fingerprint, within its size, through
 # metadata that agrees with the codec configuration.
 
-_UNTRUSTED_HINT = "open_store(..., check=False) reads them as plain Kerchunk would, if you trust their author"
+UNTRUSTED_HINT = "open_store(..., check=False) reads them as plain Kerchunk would, if you trust their author"
 
 
-def _check_chunk_ref(key, value, cache_url: str, cache_size: int, refs_path) -> None:
+def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, Any]) -> None:
+    """Refuse references that would make a reader fetch or decode anything but the cache.
+
+    Parameters
+    ----------
+    refs
+        Kerchunk references as :func:`vcfvirtual.refs.kerchunk.load_references` returns them
+        (for Parquet, their metadata only: chunks are then checked as they are fetched, by
+        :func:`guarded_reference_fs`).
+    refs_path
+        The references, as errors name them.
+    cache
+        The cache they declare (:func:`declared_cache`), whose fingerprint was checked.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        A chunk names another URL or reads past the cache; an array's metadata disagrees
+        with its codec configuration, or a configuration with the store's own header;
+        the references hold keys vcfvirtual never writes."""
+    header = _store_header(refs, refs_path)
+    layout = cache.get("layout")
+    if refs.get("parquet"):
+        for key, value in refs["refs"].items():
+            if isinstance(key, str) and key.endswith(".zarray"):
+                _check_array_metadata(key, value, refs_path, header, layout)
+        return
+    templates = _check_top_level(refs, refs_path, cache["url"])
+    template = "{{" + CACHE_TEMPLATE + "}}"
+    for key, value in refs["refs"].items():
+        if not isinstance(key, str):
+            raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
+        if isinstance(value, list):
+            # The URL as written, not as resolved here: Kerchunk resolves templates its own
+            # way (str.format), so only the exact template or the cache URL itself pass.
+            if value and value[0] == template and templates.get(CACHE_TEMPLATE) == cache["url"]:
+                value = [cache["url"], *value[1:]]
+            _check_chunk_ref(key, value, cache["url"], cache["size"], refs_path)
+        elif key.endswith(".zarray"):
+            _check_array_metadata(key, value, refs_path, header, layout)
+        elif not isinstance(value, (str, dict)):
+            raise UntrustedReferenceError(refs_path, f"reference {key!r} is neither data nor [url, offset, length]")
+
+
+def _check_top_level(refs: KerchunkRefs, refs_path: PathLike, cache_url: str) -> dict[str, str]:
+    """A Kerchunk JSON holds only version, templates and refs; its one template names the
+    declared cache. Returns the templates."""
+    extra = set(refs) - {"version", "templates", "refs"}
+    if extra:  # "gen" would generate references from templates we never see here
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the references hold {sorted(map(str, extra))}, which vcfvirtual never writes",
+            hint=UNTRUSTED_HINT,
+        )
+    templates = refs.get("templates", {})
+    if not isinstance(templates, dict) or not all(isinstance(v, str) for v in templates.values()):
+        raise UntrustedReferenceError(refs_path, "the references' templates are not a map of names to URLs")
+    if CACHE_TEMPLATE in templates and templates[CACHE_TEMPLATE] != cache_url:
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the cache template names {templates[CACHE_TEMPLATE][:200]!r}, the attributes (whose "
+            f"fingerprint is checked) name {cache_url}",
+            hint="vcfvirtual relocate, or open_store(..., cache_url=...)",
+        )
+    if not isinstance(refs.get("refs"), dict):
+        raise UntrustedReferenceError(refs_path, "the references hold no 'refs' map")
+    return templates
+
+
+def _check_chunk_ref(key: str, value: list[Any], cache_url: str, cache_size: int, refs_path: PathLike) -> None:
     """One ``[url, offset, length]`` chunk reference must stay inside the cache."""
     if len(value) != 3:
         raise UntrustedReferenceError(
-            refs_path, f"reference {key!r} is not [url, offset, length]: {value!r}"[:300], hint=_UNTRUSTED_HINT
+            refs_path, f"reference {key!r} is not [url, offset, length]: {value!r}"[:300], hint=UNTRUSTED_HINT
         )
     url, offset, length = value
     if url != cache_url:
         raise UntrustedReferenceError(
             refs_path,
             f"reference {key!r} points at {str(url)[:200]!r}, not at the cache {cache_url} the references declare",
-            hint=_UNTRUSTED_HINT,
+            hint=UNTRUSTED_HINT,
         )
     for what, x in (("offset", offset), ("length", length)):
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
             raise UntrustedReferenceError(
-                refs_path, f"reference {key!r} has {what} {x!r}, not a byte count", hint=_UNTRUSTED_HINT
+                refs_path, f"reference {key!r} has {what} {x!r}, not a byte count", hint=UNTRUSTED_HINT
             )
     if int(offset) + int(length) > cache_size:
         raise UntrustedReferenceError(
             refs_path,
             f"reference {key!r} reads bytes {offset}..{int(offset) + int(length)}, past the cache's {cache_size} bytes",
-            hint=_UNTRUSTED_HINT,
+            hint=UNTRUSTED_HINT,
         )
 
 
@@ -180,27 +280,29 @@ _KIND_OF_ARRAY = {
 }
 
 
-def _store_header(refs: dict, refs_path):
+def _store_header(refs: KerchunkRefs, refs_path: PathLike) -> BCFHeader:
     """The VCF header the store was indexed from (its ``vcf_header`` attribute), parsed
     as htslib parses it: the dictionary keys every codec config must agree with."""
     from ..bcf.header import parse_header_text
 
-    text = _attributes(refs, refs_path).get("vcf_header")
+    text = group_attributes(refs, refs_path).get("vcf_header")
     if not isinstance(text, str):
         raise UntrustedReferenceError(
             refs_path,
             "the references carry no vcf_header attribute to check their codec configurations against",
-            hint=_UNTRUSTED_HINT,
+            hint=UNTRUSTED_HINT,
         )
     try:
         return parse_header_text(text.encode("utf-8"), refs_path, 0)
     except VcfVirtualError as e:
         raise UntrustedReferenceError(
-            refs_path, f"the vcf_header attribute is not a header htslib reads: {e.problem}", hint=_UNTRUSTED_HINT
+            refs_path, f"the vcf_header attribute is not a header htslib reads: {e.problem}", hint=UNTRUSTED_HINT
         ) from None
 
 
-def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str]:
+def _agrees_with_header(
+    name: str, spec: ChunkSpec, meta: dict[str, Any], header: BCFHeader, layout: str | None
+) -> list[str]:
     """How ``spec`` differs from what the index writes for array ``name`` of this header."""
     problems = []
     if spec.array != name:
@@ -210,50 +312,55 @@ def _agrees_with_header(name: str, spec, meta: dict, header, layout) -> list[str
     shape = meta.get("shape")
     if spec.num_records and isinstance(shape, list) and shape and shape[0] != spec.num_records:
         problems.append(f"{spec.num_records} records in its config, {shape[0]} in its shape")
-    n_samples = len(header.samples)
     if name in _KIND_OF_ARRAY:
-        if spec.kind != _KIND_OF_ARRAY[name]:
-            problems.append(f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}")
-        elif spec.kind.startswith("genotype") and (spec.key != header.gt_key or spec.shape[0] != n_samples):
-            problems.append(
-                f"GT key {spec.key} and {spec.shape[0]} samples, the header's are {header.gt_key} and {n_samples}"
-            )
-        elif spec.kind == "length" and spec.key != header.end_key:
-            problems.append(f"END key {spec.key}, the header's INFO/END key is {header.end_key}")
-        elif spec.kind == "filter" and (
-            list(spec.filter_columns) != header.filter_column_map() or spec.shape[0] != len(header.filters)
-        ):
-            problems.append(
-                f"filter_columns {list(spec.filter_columns)}, the header's are {header.filter_column_map()}"
-            )
-        return problems
+        return problems + _fixed_array_problems(name, spec, header)
+    return problems + _field_array_problems(name, spec, header)
+
+
+def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list[str]:
+    """A fixed-field array's config: its kind, and the header keys it decodes with."""
+    n_samples = len(header.samples)
+    if spec.kind != _KIND_OF_ARRAY[name]:
+        return [f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}"]
+    if spec.kind.startswith("genotype") and (spec.key != header.gt_key or spec.shape[0] != n_samples):
+        return [f"GT key {spec.key} and {spec.shape[0]} samples, the header's are {header.gt_key} and {n_samples}"]
+    if spec.kind == "length" and spec.key != header.end_key:
+        return [f"END key {spec.key}, the header's INFO/END key is {header.end_key}"]
+    if spec.kind == "filter" and (
+        list(spec.filter_columns) != header.filter_column_map() or spec.shape[0] != len(header.filters)
+    ):
+        return [f"filter_columns {list(spec.filter_columns)}, the header's are {header.filter_column_map()}"]
+    return []
+
+
+def _field_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list[str]:
+    """An INFO/FORMAT array's config: a field the header declares, with its key and type."""
     category = {"info": "INFO", "format": "FORMAT"}.get(spec.kind)
+    if category is None:
+        return [f"kind {spec.kind!r} is not that of an INFO or FORMAT field the header declares"]
     fields = header.info if category == "INFO" else header.formats
     prefix = "variant_" if category == "INFO" else "call_"
-    field = next((f for f in fields if prefix + f.name == name), None) if category else None
+    field = next((f for f in fields if prefix + f.name == name), None)
     if field is None:
-        problems.append(f"kind {spec.kind!r} is not that of an INFO or FORMAT field the header declares")
-    elif spec.key != field.key or spec.vcf_type != field.type:
-        problems.append(
+        return [f"kind {spec.kind!r} is not that of an INFO or FORMAT field the header declares"]
+    if spec.key != field.key or spec.vcf_type != field.type:
+        return [
             f"key {spec.key} and type {spec.vcf_type!r}, the header's {category}/{field.name} has "
             f"{field.key} and {field.type!r}"
-        )
-    elif category == "FORMAT" and spec.shape[0] != n_samples:
-        problems.append(f"{spec.shape[0]} samples, the header has {n_samples}")
-    return problems
+        ]
+    if category == "FORMAT" and spec.shape[0] != len(header.samples):
+        return [f"{spec.shape[0]} samples, the header has {len(header.samples)}"]
+    return []
 
 
-def _check_array_metadata(key: str, value, refs_path, header=None, layout=None) -> None:
+def _check_array_metadata(
+    key: str, value: Any, refs_path: PathLike, header: BCFHeader | None = None, layout: str | None = None
+) -> None:
     """An array decoded by our codec: its metadata must agree with the codec's config,
     or zarr would reshape the decoded bytes into another shape (an untyped error)."""
-    from vcfvirtual_codec.codec import CODEC_ID, ChunkSpec
+    from vcfvirtual_codec.codec import CODEC_ID
 
-    try:
-        meta = json.loads(value) if isinstance(value, (str, bytes)) else value
-    except json.JSONDecodeError as e:
-        raise UntrustedReferenceError(refs_path, f"{key} is not JSON ({e})") from None
-    if not isinstance(meta, dict):
-        raise UntrustedReferenceError(refs_path, f"{key} is not a JSON object")
+    meta = _array_metadata(key, value, refs_path)
     filters = meta.get("filters") or []
     if not isinstance(filters, list) or not all(isinstance(f, dict) for f in filters):
         raise UntrustedReferenceError(refs_path, f"{key}: filters are not a list of codec configs")
@@ -261,17 +368,43 @@ def _check_array_metadata(key: str, value, refs_path, header=None, layout=None) 
     if not ours:
         return
     name = key.rsplit("/", 1)[0]
-    try:
-        spec = ChunkSpec.from_config(ours[-1])
-    except VcfVirtualError as e:
-        raise UntrustedReferenceError(refs_path, f"array {name}: {e.problem}", hint=_UNTRUSTED_HINT) from None
-    except (TypeError, ValueError) as e:
-        raise UntrustedReferenceError(
-            refs_path, f"array {name}: bad vcfvirtual.bcf config ({e})", hint=_UNTRUSTED_HINT
-        ) from None
+    spec = _chunk_spec(name, ours[-1], refs_path)
     problems = []
     if filters[-1] is not ours[-1] or len(ours) != 1:
         problems.append("the vcfvirtual.bcf codec is not the one, last filter")
+    problems += _metadata_problems(meta, filters, spec)
+    if header is not None:
+        problems += _agrees_with_header(name, spec, meta, header, layout)
+    if problems:
+        raise UntrustedReferenceError(refs_path, f"array {name}: " + "; ".join(problems), hint=UNTRUSTED_HINT)
+
+
+def _array_metadata(key: str, value: Any, refs_path: PathLike) -> dict[str, Any]:
+    try:
+        meta = json.loads(value) if isinstance(value, (str, bytes)) else value
+    except json.JSONDecodeError as e:
+        raise UntrustedReferenceError(refs_path, f"{key} is not JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise UntrustedReferenceError(refs_path, f"{key} is not a JSON object")
+    return meta
+
+
+def _chunk_spec(name: str, config: dict[str, Any], refs_path: PathLike) -> ChunkSpec:
+    from vcfvirtual_codec.codec import ChunkSpec
+
+    try:
+        return ChunkSpec.from_config(config)
+    except VcfVirtualError as e:
+        raise UntrustedReferenceError(refs_path, f"array {name}: {e.problem}", hint=UNTRUSTED_HINT) from None
+    except (TypeError, ValueError) as e:
+        raise UntrustedReferenceError(
+            refs_path, f"array {name}: bad vcfvirtual.bcf config ({e})", hint=UNTRUSTED_HINT
+        ) from None
+
+
+def _metadata_problems(meta: dict[str, Any], filters: list[dict[str, Any]], spec: ChunkSpec) -> list[str]:
+    """How the .zarray's filters, compressor, chunks, shape and dtype differ from what the codec decodes."""
+    problems = []
     others = [f.get("id") for f in filters[:-1]]
     if others not in ([], ["vlen-utf8"]) or (others == ["vlen-utf8"]) != (spec.dtype == "str"):
         problems.append(f"filters {others} do not fit dtype {spec.dtype}")
@@ -290,55 +423,31 @@ def _check_array_metadata(key: str, value, refs_path, header=None, layout=None) 
         same_dtype = False
     if not same_dtype:
         problems.append(f"dtype {dtype!r} differs from the codec's {spec.dtype!r}")
-    if header is not None:
-        problems += _agrees_with_header(name, spec, meta, header, layout)
-    if problems:
-        raise UntrustedReferenceError(refs_path, f"array {name}: " + "; ".join(problems), hint=_UNTRUSTED_HINT)
+    return problems
 
 
-def _check_references(refs: dict, refs_path, cache_url: str, cache_size: int, header=None, layout=None) -> None:
-    """Every reference of a Kerchunk JSON names the declared cache (inline data aside)."""
-    extra = set(refs) - {"version", "templates", "refs"}
-    if extra:  # "gen" would generate references from templates we never see here
-        raise UntrustedReferenceError(
-            refs_path,
-            f"the references hold {sorted(map(str, extra))}, which vcfvirtual never writes",
-            hint=_UNTRUSTED_HINT,
-        )
-    templates = refs.get("templates", {})
-    if not isinstance(templates, dict) or not all(isinstance(v, str) for v in templates.values()):
-        raise UntrustedReferenceError(refs_path, "the references' templates are not a map of names to URLs")
-    if CACHE_TEMPLATE in templates and templates[CACHE_TEMPLATE] != cache_url:
-        raise UntrustedReferenceError(
-            refs_path,
-            f"the cache template names {templates[CACHE_TEMPLATE][:200]!r}, the attributes (whose "
-            f"fingerprint is checked) name {cache_url}",
-            hint="vcfvirtual relocate, or open_store(..., cache_url=...)",
-        )
-    if not isinstance(refs.get("refs"), dict):
-        raise UntrustedReferenceError(refs_path, "the references hold no 'refs' map")
-    template = "{{" + CACHE_TEMPLATE + "}}"
-    for key, value in refs["refs"].items():
-        if not isinstance(key, str):
-            raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
-        if isinstance(value, list):
-            # The URL as written, not as resolved here: Kerchunk resolves templates its own
-            # way (str.format), so only the exact template or the cache URL itself pass.
-            if value and value[0] == template and templates.get(CACHE_TEMPLATE) == cache_url:
-                value = [cache_url, *value[1:]]
-            _check_chunk_ref(key, value, cache_url, cache_size, refs_path)
-        elif key.endswith(".zarray"):
-            _check_array_metadata(key, value, refs_path, header, layout)
-        elif not isinstance(value, (str, dict)):
-            raise UntrustedReferenceError(refs_path, f"reference {key!r} is neither data nor [url, offset, length]")
-
-
-def _guarded_reference_fs(cache_url: str, cache_size: int, refs_path, **kwargs):
+def guarded_reference_fs(cache_url: str, cache_size: int, refs_path: PathLike, **kwargs: Any) -> Any:
     """A Kerchunk reference filesystem that fetches only ranges of the declared cache:
-    what is checked eagerly for JSON is checked per fetch for lazily loaded Parquet."""
+    what is checked eagerly for JSON is checked per fetch for lazily loaded Parquet.
+
+    Parameters
+    ----------
+    cache_url, cache_size
+        The declared cache, whose fingerprint was checked.
+    refs_path
+        The references, as errors name them.
+    **kwargs
+        fsspec's ``ReferenceFileSystem`` arguments (``fo``, ``remote_protocol``...).
+
+    Returns
+    -------
+    fsspec.implementations.reference.ReferenceFileSystem
+        Raising ``UntrustedReferenceError`` on a fetch outside the cache."""
     from fsspec.implementations.reference import ReferenceFileSystem
 
     class GuardedReferenceFileSystem(ReferenceFileSystem):
+        # fsspec's async hook for reading one reference (what zarr's reads go through);
+        # ReferenceFileSystem has no public per-reference hook to guard.
         def _cat_common(self, path, start=None, end=None):
             key = self._strip_protocol(path)
             part = self.references.get(key) if hasattr(self.references, "get") else None
@@ -349,9 +458,9 @@ def _guarded_reference_fs(cache_url: str, cache_size: int, refs_path, **kwargs):
     return GuardedReferenceFileSystem(skip_instance_cache=True, **kwargs)
 
 
-def _copy_differs(expected: Fingerprint, found: Fingerprint) -> str | None:
+def copy_differs(expected: Fingerprint, found: Fingerprint) -> str | None:
     """How a copy of the cache (uploaded, served, relocated) differs from the indexed one:
-    size and sampled hash only, as a copy's modification time is its own."""
+    size and sampled hash only, as a copy's modification time is its own; None when it does not."""
     if found.size != expected.size:
         return f"it is {found.size} bytes, it was {expected.size} when indexed"
     if expected.digest is not None and found.digest != expected.digest:

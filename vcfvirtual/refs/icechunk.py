@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 from virtualizarr.manifests import ManifestGroup, ManifestStore
 
@@ -66,7 +67,7 @@ def open_icechunk(path, *, check: bool = True, branch: str = "main"):
 
     storage = icechunk.local_filesystem_storage(os.fspath(path))
     probe = icechunk.Repository.open(storage)
-    attrs = dict(zarr.open_group(probe.readonly_session(branch).store, mode="r", zarr_format=3).attrs)
+    attrs: dict[str, Any] = dict(zarr.open_group(probe.readonly_session(branch).store, mode="r", zarr_format=3).attrs)
     cache_url = attrs["vcfvirtual"]["cache"]["url"]
     if check:
         check_cache({"refs": {".zattrs": attrs}}, path)

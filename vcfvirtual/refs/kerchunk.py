@@ -4,52 +4,147 @@ template so the references can be moved with it.
 
 from __future__ import annotations
 
-import dataclasses
+import base64
+import importlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from virtualizarr.manifests import ManifestArray, ManifestGroup
-from virtualizarr.writers.kerchunk import variable_to_kerchunk_arr_refs
+from zarr.abc.codec import ArrayBytesCodec
+from zarr.codecs import VLenUTF8Codec
 
 from ..errors import VcfVirtualError
 
+# Kerchunk reference sets as vcfvirtual writes them: {"version": 1, "templates": ..., "refs": {key: value}},
+# a value being JSON text (metadata), "base64:..." (an inlined chunk) or [url, offset, length].
+KerchunkRefs = dict[str, Any]
 
-def kerchunk_refs(group: ManifestGroup) -> dict:
-    """Kerchunk references (Zarr v2 metadata) for ``group`` through VirtualiZarr's writer.
+PARQUET_HINT = "pip install 'vcfvirtual[parquet]'"
 
-    Each array goes through VirtualiZarr's per-array writer directly. Going through a
-    virtual xarray Dataset (``ManifestStore.to_virtual_dataset``, then
-    ``dataset_to_kerchunk_refs``) gives the same references but costs time quadratic in
-    the number of arrays (zarr lists the whole store, and formats it, for every array it
-    opens): 20-40 s for a header of 1,000 INFO fields, 0.6 s this way
-    (benchmarks/wide_header.py)."""
-    import ujson
-    import xarray as xr
 
-    arrays = {}
+def kerchunk_refs(group: ManifestGroup) -> KerchunkRefs:
+    """Kerchunk references (Zarr v2 metadata) for ``group``, array by array.
+
+    Parameters
+    ----------
+    group
+        The store's arrays (each a ManifestArray) and group attributes.
+
+    Returns
+    -------
+    dict
+        Kerchunk version-1 references: ``.zgroup`` and ``.zattrs``, then per array its
+        ``.zarray``, ``.zattrs`` (with ``_ARRAY_DIMENSIONS``) and one key per chunk.
+
+    Notes
+    -----
+    Written from the arrays' public metadata and chunk manifests. They are what VirtualiZarr's
+    Dataset route (``ManifestStore.to_virtual_dataset`` then ``dataset_to_kerchunk_refs``)
+    writes, but without its cost, quadratic in the number of arrays (zarr lists the whole
+    store for every array it opens): 20-40 s for a header of 1,000 INFO fields
+    (benchmarks/wide_header.py), 0.05 s here."""
+    refs: dict[str, Any] = {".zgroup": '{"zarr_format":2}', ".zattrs": _group_attributes_json(group)}
     for name, marr in group.arrays.items():
-        dims = [str(d) for d in (marr.metadata.dimension_names or ())]
-        # The attributes go to the array's .zattrs, as a virtual Dataset's variable holds
-        # them; its metadata (.zarray) keeps none.
-        bare = ManifestArray(metadata=dataclasses.replace(marr.metadata, attributes={}), chunkmanifest=marr.manifest)
-        var = xr.Variable(dims, bare, attrs=dict(marr.metadata.attributes or {}))
-        arrays.update(
-            {f"{name}/{key}": value for key, value in variable_to_kerchunk_arr_refs(var, name, zarr_format=2).items()}
-        )
-    refs = {
-        "version": 1,
-        "refs": {".zgroup": '{"zarr_format":2}', ".zattrs": ujson.dumps(dict(group.metadata.attributes)), **arrays},
+        refs.update({f"{name}/{key}": value for key, value in array_refs(marr).items()})
+    return {"version": 1, "refs": refs}
+
+
+def _group_attributes_json(group: ManifestGroup) -> str:
+    # Compact, ASCII-only and with "/" escaped as "\/": the bytes VirtualiZarr's Dataset
+    # route writes (with ujson), so both routes give identical references. "/" only occurs
+    # inside JSON strings, where "\/" is the same character.
+    text = json.dumps(dict(group.metadata.attributes), separators=(",", ":"), default=_json_default)
+    return text.replace("/", "\\/")
+
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars and arrays in attributes, as JSON numbers and lists."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def array_refs(marr: ManifestArray) -> dict[str, Any]:
+    """The Kerchunk references of one array: ``.zarray``, ``.zattrs`` and its chunks.
+
+    Parameters
+    ----------
+    marr
+        A ManifestArray whose metadata is Zarr v3 with regular chunks.
+
+    Returns
+    -------
+    dict
+        Keys relative to the array: chunk keys (``"0.0"``) mapping to ``[path, offset,
+        length]`` or to ``"base64:..."`` for a chunk inlined in the manifest, and the
+        ``.zarray``/``.zattrs`` JSON texts."""
+    out: dict[str, Any] = {}
+    for key, entry in marr.manifest.dict().items():
+        if "data" in entry:
+            out[key] = "base64:" + base64.b64encode(entry["data"]).decode("ascii")
+        else:
+            out[key] = [_local_path(entry["path"]), entry["offset"], entry["length"]]
+    meta = marr.metadata
+    out[".zarray"] = json.dumps(_zarray(marr), separators=(",", ":"))
+    dims = [str(d) for d in (meta.dimension_names or ())]
+    zattrs = {**dict(meta.attributes or {}), "_ARRAY_DIMENSIONS": dims}
+    out[".zattrs"] = json.dumps(zattrs, separators=(",", ":"), default=_json_default)
+    return out
+
+
+def _local_path(path: str) -> str:
+    # Kerchunk names local files by path (as VirtualiZarr's writer does); URLs stay URLs.
+    return path.removeprefix("file://") if path.startswith("file:///") else path
+
+
+def _zarray(marr: ManifestArray) -> dict[str, Any]:
+    """Zarr v2 array metadata (the Zarr v2 spec's ``.zarray``) for a v3 ManifestArray.
+
+    Zarr v2 has no array-to-bytes codec: the v3 ``bytes`` codec becomes the dtype's byte
+    order, and ``vlen-utf8`` becomes the object dtype's first filter, which reading it needs."""
+    codecs = marr.metadata.codecs
+    filters: list[dict[str, Any]] = [{"id": "vlen-utf8"}] if any(isinstance(c, VLenUTF8Codec) for c in codecs) else []
+    for codec in codecs:
+        if isinstance(codec, ArrayBytesCodec):
+            continue
+        config: dict[str, Any] = dict(codec.to_dict())
+        filters.append({"id": config["name"], **(config.get("configuration") or {})})
+    return {
+        "shape": list(marr.shape),
+        "chunks": list(marr.metadata.chunks),
+        "dtype": _v2_dtype(marr),
+        # xarray turns a Zarr v2 fill_value into a mask, which would make the genotype 0
+        # or the allele "" read as NaN; our values carry the spec's own missing and fill
+        # sentinels, so the arrays declare no fill value.
+        "fill_value": None,
+        "order": "C",
+        "filters": filters or None,
+        "dimension_separator": ".",
+        "compressor": None,
+        # zarr's own v2 metadata writes its (here empty) attributes key; kept, so these
+        # references stay identical to VirtualiZarr's.
+        "attributes": {},
+        "zarr_format": 2,
     }
-    for key, value in refs["refs"].items():
-        if key.endswith(".zarray"):
-            meta = json.loads(value)
-            # xarray turns a Zarr v2 fill_value into a mask, which would make the
-            # genotype 0 or the allele "" read as NaN; our values carry the spec's own
-            # missing and fill sentinels, so the arrays declare no fill value.
-            meta["fill_value"] = None
-            refs["refs"][key] = json.dumps(meta, separators=(",", ":"))
-    return refs
+
+
+def _v2_dtype(marr: ManifestArray) -> str:
+    dtype = np.dtype(marr.dtype)
+    if dtype.kind in "OT":
+        return "|O"  # variable-length strings: objects, decoded by the vlen-utf8 filter
+    if dtype.itemsize == 1:
+        return dtype.str  # no byte order
+    endian = "little"
+    for codec in marr.metadata.codecs:
+        if isinstance(codec, ArrayBytesCodec):
+            config: dict[str, Any] = dict(codec.to_dict())
+            endian = (config.get("configuration") or {}).get("endian", endian)
+    return dtype.newbyteorder("<" if endian == "little" else ">").str
 
 
 # Kerchunk template naming the cache: every chunk reference is ["{{cache}}", offset,
@@ -57,7 +152,7 @@ def kerchunk_refs(group: ManifestGroup) -> dict:
 CACHE_TEMPLATE = "cache"
 
 
-def with_cache_template(refs: dict, cache_url: str | None = None) -> dict:
+def with_cache_template(refs: KerchunkRefs, cache_url: str | None = None) -> KerchunkRefs:
     """Kerchunk version-1 references whose chunks name the cache through a template
     pointing at ``cache_url`` (by default where it was written); the group attributes
     record the URL too."""
@@ -86,6 +181,28 @@ def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None 
         json.dump(refs, f, separators=(",", ":"))
 
 
+def require_parquet(path: Any) -> None:
+    """Refuse Kerchunk Parquet references, to write or read, without the libraries they need.
+
+    Parameters
+    ----------
+    path
+        The references the error names.
+
+    Raises
+    ------
+    VcfVirtualError
+        kerchunk, fastparquet or pandas is not installed (the ``parquet`` extra)."""
+    try:
+        # fsspec and kerchunk read and write Parquet with fastparquet, through pandas.
+        for module in ("fastparquet", "pandas", "kerchunk.df"):
+            importlib.import_module(module)
+    except ImportError as e:
+        raise VcfVirtualError(
+            path, f"Kerchunk Parquet references need a library that is not installed ({e})", hint=PARQUET_HINT
+        ) from None
+
+
 def write_kerchunk_parquet(
     group: ManifestGroup, path: Path, cache_url: str | None = None, record_size: int = 100_000
 ) -> None:
@@ -93,13 +210,14 @@ def write_kerchunk_parquet(
 
     Parquet references have no templates, so chunks name the cache's URL itself;
     relocating them means writing them again (or ``open_store(..., cache_url=...)``)."""
+    require_parquet(path)
     from kerchunk.df import refs_to_dataframe
 
     refs = with_cache_template(kerchunk_refs(group), cache_url)
     refs_to_dataframe({"version": 1, "refs": _resolve_templates(refs)}, str(path), record_size=record_size)
 
 
-def _resolve_templates(refs: dict) -> dict:
+def _resolve_templates(refs: KerchunkRefs) -> dict[str, Any]:
     templates = refs.get("templates", {})
     out = {}
     for key, value in refs["refs"].items():
@@ -117,8 +235,24 @@ def public_cache_url(cache_url: str, cache_name: str) -> str:
     return cache_url + cache_name if cache_url.endswith("/") else cache_url
 
 
-def _load(refs_path) -> dict:
-    """Kerchunk references from a JSON file, or the metadata of a Parquet directory."""
+def load_references(refs_path: str | os.PathLike[str]) -> KerchunkRefs:
+    """Kerchunk references from a JSON file, or the metadata of a Parquet directory.
+
+    Parameters
+    ----------
+    refs_path
+        A Kerchunk JSON file, or a Kerchunk Parquet directory.
+
+    Returns
+    -------
+    dict
+        The JSON as written; for Parquet, ``{"refs": <its metadata keys>, "parquet": True}``
+        (the chunk references stay in the Parquet files, read lazily).
+
+    Raises
+    ------
+    VcfVirtualError
+        The file cannot be read, or is not Kerchunk JSON / a Kerchunk Parquet directory."""
     if os.path.isdir(refs_path):
         try:
             with open(os.path.join(refs_path, ".zmetadata"), encoding="utf-8") as f:
@@ -128,7 +262,8 @@ def _load(refs_path) -> dict:
         return {"refs": meta["metadata"], "parquet": True}
     try:
         with open(refs_path, encoding="utf-8") as f:
-            return json.load(f)
+            loaded: KerchunkRefs = json.load(f)
+            return loaded
     except OSError as e:
         raise VcfVirtualError(refs_path, f"cannot read references: {e.strerror}") from None
     except json.JSONDecodeError as e:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from ..errors import StaleCacheError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
-from .checks import _attributes, _copy_differs
-from .kerchunk import CACHE_TEMPLATE, _load, public_cache_url
+from .checks import copy_differs, group_attributes
+from .kerchunk import CACHE_TEMPLATE, load_references, public_cache_url
 
 
 def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
@@ -43,7 +44,7 @@ def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
         raise VcfVirtualError(
             refs_path,
             "these references name the cache in every chunk, not by a template",
-            hint="re-index with vcfvirtual >= 0.2 to make them relocatable",
+            hint="write them again with vcfvirtual index --format json, whose chunks name the cache by a template",
         )
     try:
         attrs = json.loads(refs["refs"][".zattrs"])
@@ -67,7 +68,7 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
     """Refuse to point references at a cache that is not there, or not theirs: its size
     and sampled hash must be those recorded when it was indexed (its mtime is a copy's)."""
 
-    cache = _attributes(refs)["vcfvirtual"]["cache"]
+    cache = group_attributes(refs)["vcfvirtual"]["cache"]
     url = cache["url"]
     expected = Fingerprint.from_json(cache)
     try:
@@ -82,7 +83,7 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
             f"cannot read the cache at {url}: {problem}",
             hint="put the cache there first, or pass check=False",
         ) from None
-    problem = _copy_differs(expected, found)
+    problem = copy_differs(expected, found)
     if problem:
         raise StaleCacheError(
             refs_path,
@@ -92,18 +93,49 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
 
 
 def relocate_file(
-    refs_path, cache_url: str, output=None, *, check: bool = True, storage_options: dict | None = None
+    refs_path: str | os.PathLike[str],
+    cache_url: str,
+    output: str | os.PathLike[str] | None = None,
+    *,
+    check: bool = True,
+    storage_options: dict[str, Any] | None = None,
 ) -> Path:
     """Rewrite a Kerchunk JSON to name its cache at ``cache_url`` (atomically).
 
-    ``cache_url`` is normalised as :func:`cache_target` says. Unless ``check=False``, the
-    cache must be there and match the fingerprint the references record. ``output``
-    writes a new file instead; an existing one there must be vcfvirtual references too."""
+    Parameters
+    ----------
+    refs_path
+        Kerchunk JSON references that ``vcfvirtual index`` wrote.
+    cache_url
+        Where the cache now is: a URL (``s3://``, ``https://``...) or a local path,
+        normalised as :func:`cache_target` says (a folder gets the cache's file name).
+    output
+        Write the relocated references here instead of replacing ``refs_path``; an
+        existing file there must be vcfvirtual references too.
+    check
+        Refuse unless the cache is there and matches the size and sampled hash the
+        references record (default).
+    storage_options
+        fsspec's options for reaching a remote cache.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    StaleCacheError
+        With ``check``: the cache cannot be read at ``cache_url``, or is another file.
+    VcfVirtualError
+        The references cannot be read or name their cache by no template (Parquet);
+        ``cache_url`` names no file; ``output`` is a symbolic link or a file that is not
+        references; writing fails (``OutputWriteError``)."""
     from ..io import outputs as cache_mod
 
     refs_path = Path(refs_path)
     output = Path(output) if output else refs_path
-    refs = relocate(_load(refs_path), cache_url, refs_path)
+    refs = relocate(load_references(refs_path), cache_url, refs_path)
     if check:
         check_relocated_cache(refs, refs_path, storage_options)
     if output.is_symlink():
@@ -121,5 +153,6 @@ def relocate_file(
             json.dump(refs, f, separators=(",", ":"))
         cache_mod.replace_output(tmp, output)
     finally:
-        cache_mod._delete(tmp)
+        # Gone once replace_output renamed it; still there if writing failed.
+        tmp.unlink(missing_ok=True)
     return output
