@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io.outputs import temporary_name
 from ..scan import parallel
 from . import bgzf as bgzf_cache
 from . import raw as raw_cache
@@ -49,7 +50,7 @@ def write_cache_partitioned(
     # The raw layout is the partitions' inflated bytes, which workers write as they scan.
     segment_dir = None
     if layout == "raw":
-        segment_dir = cache_path.with_name(f".{cache_path.name}.tmp-parts-{os.getpid()}")
+        segment_dir = temporary_name(cache_path, "parts")
         segment_dir.mkdir()
     try:
         with parallel.executor_for(workers, dask_client) as executor:
