@@ -163,7 +163,7 @@ def _record_rlen(buf, pos, end_key, rlen_needs_more):
 
 
 @numba.njit(nogil=True, cache=True)
-def _scan_kernel(
+def scan_records(
     buf,
     n_samples,
     n_contigs,

@@ -24,6 +24,7 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -32,6 +33,7 @@ from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader, compatibility_problems
 from ..errors import CorruptBCFError, HeaderError, OutputWriteError
 from ..io.outputs import write_hint
+from .kernel import new_stats
 from .results import PartitionScan, RecordSummary, ScanResult
 from .scanner import scan_partition
 
@@ -66,12 +68,19 @@ class Piece:
         return self.compressed_size > 0 and self.lo == 0 and self.hi == self.inflated_size
 
 
+class Segment(NamedTuple):
+    """A partition's inflated stream bytes, written by its worker: ``path`` from byte
+    ``skip`` on (a later file's header is dropped) is its part of the merged stream."""
+
+    path: Path
+    skip: int
+
+
 @dataclasses.dataclass
 class Merged:
     scan: ScanResult
     pieces: list[Piece]  # in stream order, for the BGZF cache
-    segments: list[Path]  # in stream order, for the raw cache (when segments were written)
-    header_bytes: bytes  # the first file's header, which the merged stream starts with
+    segments: list[Segment]  # in stream order, for the raw cache (when segments were written)
 
 
 def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStart]] | None) -> list[Partition]:
@@ -324,8 +333,9 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
     check_compatible([(path, items[0][1].header) for path, items in files.items()])
     first_scan = scanned[0][1]
     summary = RecordSummary(chunk_length)
-    info_stats = _stats_like(first_scan.info_stats)
-    format_stats = _stats_like(first_scan.format_stats)
+    first_path = scanned[0][0].path
+    info_stats = new_stats(first_scan.info_stats.shape[0])
+    format_stats = new_stats(first_scan.format_stats.shape[0])
     pieces: list[Piece] = []
     merged_end = 0  # merged stream offset where the next file's records go
     for file_index, (path, items) in enumerate(files.items()):
@@ -365,14 +375,13 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         format_stats=format_stats,
         **summary.arrays(),
     )
-    return Merged(result, pieces, [seg for _, _, seg in scanned if seg is not None], first_scan.header_bytes)
-
-
-def _stats_like(stats: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(stats)
-    out[:, 1] = np.iinfo(np.int64).max
-    out[:, 2] = np.iinfo(np.int64).min
-    return out
+    segments = [
+        # A file's first partition holds its header: the merged stream keeps the first file's only.
+        Segment(seg, scan.header.size if part.start is None and part.path != first_path else 0)
+        for part, scan, seg in scanned
+        if seg is not None
+    ]
+    return Merged(result, pieces, segments)
 
 
 def _fold_stats(into: np.ndarray, stats: np.ndarray) -> None:

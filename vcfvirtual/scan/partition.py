@@ -26,7 +26,7 @@ from vcfvirtual_codec.bcf import bgzf, records
 from ..bcf.csi import RecordStart, csi_record_starts
 from ..bcf.header import BCFHeader
 from ..errors import VcfVirtualError
-from .kernel import _scan_kernel, declared_kinds, new_stats
+from .kernel import scan_records, declared_kinds, new_stats
 from .scanner import read_header
 
 logger = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ def _first_checked(buf, candidates, header, kinds, stats, out, at_eof) -> int:
     n_samples, n_contigs = len(header.samples), len(header.contigs)
     n = buf.shape[0]
     for i in candidates.tolist():
-        k, consumed, err, _, _ = _scan_kernel(buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds)
+        k, consumed, err, _, _ = scan_records(buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds)
         whole = k == MIN_RECORDS or (k >= 2 and 2 * consumed >= n - i) or (at_eof and k >= 1 and i + consumed == n)
         if err != records.OK or not whole:
             continue

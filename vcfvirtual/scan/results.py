@@ -130,10 +130,10 @@ class PartitionScan:
 
     Record offsets count from the partition's first record byte (where that byte lies in
     the file's stream is only known once every block before it is measured), or, for a
-    partition that starts the file, are stream offsets."""
+    partition that starts the file, are stream offsets (its segment, when written,
+    starts with the file's header)."""
 
     header: BCFHeader
-    header_bytes: bytes  # the file's header as stored in its stream (magic, l_text, text)
     records: dict[str, np.ndarray]  # RecordCollector.FIELDS
     stream_length: int  # bytes of records in the partition
     blocks: np.ndarray  # (n, 3) int64: compressed offset, compressed size (0: not BGZF), inflated size
