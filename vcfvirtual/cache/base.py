@@ -133,4 +133,3 @@ class CacheLayout(Protocol):
             The cache could not be written.
         """
         ...
-

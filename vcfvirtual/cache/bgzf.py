@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import errno
+import functools
 import logging
 import os
 from collections.abc import Callable
@@ -50,7 +51,8 @@ Compressed = bytes | memoryview | SourceRange | None
 
 
 class ChunkAlignedBGZFWriter:
-    """Sink for the scan (a :class:`~vcfvirtual.scan.sink.RecordSink`) that writes the stream as BGZF with chunk-aligned blocks.
+    """A scan's sink (:class:`~vcfvirtual.scan.sink.RecordSink`) writing the stream as
+    BGZF with chunk-aligned blocks.
 
     The header gets blocks of its own; each variants chunk (``chunk_length`` records)
     starts a new block, so chunk k is a byte range of whole BGZF blocks; an EOF block
@@ -224,8 +226,7 @@ class BGZFLayout:
                 length = piece.hi - piece.lo
                 raw: Compressed = None
                 if piece.compressed_size == 0:
-                    uncompressed = os.pread(fd, length, piece.offset + piece.lo)
-                    inflate: Inflate = lambda uncompressed=uncompressed: uncompressed  # noqa: E731
+                    inflate: Inflate = functools.partial(bytes, os.pread(fd, length, piece.offset + piece.lo))
                 else:
 
                     def inflate(fd: int = fd, piece: Piece = piece) -> bytes:

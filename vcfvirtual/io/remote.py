@@ -12,7 +12,7 @@ import contextlib
 import re
 
 from ..errors import OutputWriteError, VcfVirtualError
-from .fingerprint import Fingerprint, _digest
+from .fingerprint import Fingerprint, digest_of
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 # Large reads: each request to an object store costs a round trip.
@@ -72,7 +72,7 @@ def fingerprint(url: str, storage_options: dict | None = None) -> Fingerprint:
         info = fs.info(path)
         with fs.open(path, "rb", block_size=1 << 20) as f:
             size = int(info["size"])
-            return Fingerprint(size=size, mtime_ns=_version(info), digest=_digest(f, size))
+            return Fingerprint(size=size, mtime_ns=_version(info), digest=digest_of(f, size))
     except FileNotFoundError:
         raise VcfVirtualError(url, "cannot read: no such object") from None
     except OSError as e:

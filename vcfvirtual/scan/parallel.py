@@ -86,9 +86,9 @@ class Merged:
 def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStart]] | None) -> list[Partition]:
     """Partitions of each file in order: ``plan_file(path)`` gives the record starts to
     cut a file at, ascending, after its first record; None: whole files."""
-    partitions = []
+    partitions: list[Partition] = []
     for path in paths:
-        cuts = [None, *(plan_file(path) if plan_file is not None else []), None]
+        cuts: list[RecordStart | None] = [None, *(plan_file(path) if plan_file is not None else []), None]
         partitions.extend(Partition(os.fspath(path), a, b) for a, b in zip(cuts[:-1], cuts[1:]))
     return partitions
 
@@ -115,7 +115,7 @@ class InlineExecutor(concurrent.futures.Executor):
     """Runs each task when submitted, in this process: one worker needs no pool."""
 
     def submit(self, fn, /, *args, **kwargs):
-        future = concurrent.futures.Future()
+        future: concurrent.futures.Future = concurrent.futures.Future()
         try:
             future.set_result(fn(*args, **kwargs))
         except BaseException as e:  # handed to the caller through the future, as a pool would
@@ -134,11 +134,13 @@ def executor_for(workers: int, dask_client=None):
         # loaded (forkserver costs ~0.4 s re-importing them); but forking a process in
         # which other threads run can copy a lock one of them holds and deadlock, so
         # then workers come from a clean forkserver process instead.
+        context: multiprocessing.context.BaseContext
         if threading.active_count() == 1:
             context = multiprocessing.get_context("fork")
         else:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["vcfvirtual.scan.scanner"])
+            forkserver = multiprocessing.get_context("forkserver")
+            forkserver.set_forkserver_preload(["vcfvirtual.scan.scanner"])
+            context = forkserver
         pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_signals)
         try:
             yield pool
@@ -240,7 +242,7 @@ def scan_all(
             if bar is not None:
                 bar.update(sizes[i])
     inline_bar, bar = bar, bar or new_bar()
-    results: list[PartitionScan | BaseException | None] = [None] * len(partitions)
+    results: list[PartitionScan | CorruptBCFError | None] = [None] * len(partitions)
     try:
         for future in concurrent.futures.as_completed(futures):
             i = futures[future]
@@ -259,10 +261,11 @@ def scan_all(
         by_file.setdefault(p.path, []).append(i)
     out: list[Scanned] = []
     for path, indices in by_file.items():
-        errors = [results[i] for i in indices if isinstance(results[i], BaseException)]
+        scans = [r for r in (results[i] for i in indices) if isinstance(r, PartitionScan)]
+        errors = [r for r in (results[i] for i in indices) if isinstance(r, CorruptBCFError)]
         if errors and len(indices) == 1:
             raise errors[0]
-        if errors or not _joined_up([results[i] for i in indices], [partitions[i] for i in indices]):
+        if len(scans) < len(indices) or not _joined_up(scans, [partitions[i] for i in indices]):
             logger.warning("%s: partitions did not meet at record boundaries; scanning it whole", path)
             for i in indices[1:]:
                 if segment_dir is not None:
@@ -270,7 +273,7 @@ def scan_all(
             whole = Partition(path)
             out.append((whole, _scan_task(whole, segment(indices[0])), segment(indices[0])))
         else:
-            out.extend((partitions[i], results[i], segment(i)) for i in indices)
+            out.extend((partitions[i], scan, segment(i)) for i, scan in zip(indices, scans))
     return out
 
 
@@ -289,6 +292,7 @@ def _joined_up(scans: list[PartitionScan], partitions: list[Partition]) -> bool:
     starts = _block_stream_starts(scans)
     position = scans[0].header.size + scans[0].stream_length
     for scan, part in zip(scans[1:], partitions[1:]):
+        assert part.start is not None  # only a file's first partition starts at its first record
         begin = starts[part.start.block_offset] + part.start.within_block
         if begin != position:
             return False

@@ -26,7 +26,7 @@ from vcfvirtual_codec.bcf import bgzf, records
 from ..bcf.csi import RecordStart, csi_record_starts
 from ..bcf.header import BCFHeader
 from ..errors import VcfVirtualError
-from .kernel import scan_records, declared_kinds, new_stats
+from .kernel import declared_kinds, new_stats, scan_records
 from .scanner import read_header
 
 logger = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ def plan_partitions(bcf_path, n: int) -> list[RecordStart]:
 def _nearest_after(starts: list[RecordStart], targets: list[int]) -> list[RecordStart]:
     """For each target offset, the first record start in a block at or after it."""
     blocks = np.array([s.block_offset for s in starts])
-    cuts = []
+    cuts: list[RecordStart] = []
     for target in targets:
         i = int(np.searchsorted(blocks, target))
         if i < len(starts) and i > 0 and (not cuts or starts[i].virtual_offset > cuts[-1].virtual_offset):

@@ -35,8 +35,8 @@ class Piece(NamedTuple):
     """Bytes of a source as read: a BGZF block, or a run of an uncompressed file."""
 
     offset: int  # in the file: the block's first compressed byte, or the run's first byte
-    raw: bytes | None  # the compressed block (None: uncompressed source)
-    data: bytes  # its inflated bytes (the bytes themselves for an uncompressed source)
+    raw: bytes | memoryview | None  # the compressed block (None: uncompressed source, or a cut block)
+    data: bytes | memoryview  # its inflated bytes (the bytes themselves for an uncompressed source)
 
 
 def _open_stream(fileobj: BinaryIO, path: str, threads: int, start: int = 0) -> tuple[Iterator[Piece], bool]:
@@ -64,7 +64,12 @@ class _RecordAccumulator:
     """Runs the record kernel over staged batches and folds what it finds per chunk."""
 
     def __init__(
-        self, header: BCFHeader, path: str, summary: RecordSummary | RecordCollector, sink: RecordSink, base: int | None = None
+        self,
+        header: BCFHeader,
+        path: str,
+        summary: RecordSummary | RecordCollector,
+        sink: RecordSink,
+        base: int | None = None,
     ):
         self.path = path
         self.summary = summary
@@ -125,7 +130,8 @@ class _RecordAccumulator:
             view = buf[consumed_total:]
             # Capacity: no record is shorter than 32 bytes.
             cap = max(1, view.shape[0] // 32 + 1)
-            out = [np.empty(cap, np.int64)] + [np.empty(cap, np.int32) for _ in range(5)]
+            chrom, pos, rlen, n_allele, ploidy = (np.empty(cap, np.int32) for _ in range(5))
+            out = (np.empty(cap, np.int64), chrom, pos, rlen, n_allele, ploidy)
             k, consumed, err, err_pos, err_key = scan_records(
                 view,
                 self.n_samples,
@@ -297,7 +303,7 @@ def scan_bcf(
     sink = sink or NullSink()
     with fileobj:
         pieces, compressed = _open_stream(fileobj, path, threads)
-        last_piece = [b"x"]  # the last block read: BGZF's EOF block is empty
+        last_piece: list[bytes | memoryview] = [b"x"]  # the last block read: BGZF's EOF block is empty
 
         def remember(stream: Iterator[Piece]) -> Iterator[Piece]:
             for piece in stream:
@@ -389,7 +395,7 @@ def _bounded(
                 return
             hi = end.within_block
         if (lo, hi) != (0, len(data)):
-            piece = Piece(offset, None, memoryview(data)[lo:hi])  # type: ignore[arg-type]  # a view, not copied
+            piece = Piece(offset, None, memoryview(data)[lo:hi])  # a view, not a copy
         yield piece
         if end is not None and offset == end.block_offset:
             return

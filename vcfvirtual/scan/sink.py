@@ -10,7 +10,7 @@ the header). ``add_block`` runs ahead of the others by at most one batch of infl
 
 from __future__ import annotations
 
-from typing import BinaryIO, Protocol
+from typing import IO, Any, Protocol
 
 import numpy as np
 
@@ -83,7 +83,7 @@ class FileSink(NullSink):
     """Writes the inflated stream, as read, to a binary file (the raw cache, a partition's
     segment)."""
 
-    def __init__(self, fileobj: BinaryIO):
+    def __init__(self, fileobj: IO[Any]):
         self.fileobj = fileobj
 
     def add_block(self, raw: bytes | memoryview | None, data: bytes | memoryview) -> None:
