@@ -83,7 +83,16 @@ class ChunkAlignedBGZFWriter:
         self.run: SourceRange | None = None  # source bytes to copy as they are, not yet copied
 
     def cut_at(self, header_size: int, chunk_offsets: np.ndarray) -> None:
-        """Cut at the header's end and at these chunks' first records (all known ahead)."""
+        """Cut at the header's end and at these chunks' first records, all known ahead
+        (instead of learning them from a scan as a sink).
+
+        Parameters
+        ----------
+        header_size : int
+            Stream offset of the first record.
+        chunk_offsets : numpy.ndarray
+            Stream offset of each chunk's first record, ascending.
+        """
         self.cuts.append((header_size, False))
         self.cuts.extend((int(o), True) for o in chunk_offsets)
 
@@ -104,9 +113,19 @@ class ChunkAlignedBGZFWriter:
         self.records_seen += len(offsets)
 
     def add_piece(self, start: int, length: int, raw: Compressed, inflate: Inflate) -> None:
-        """Queue ``length`` stream bytes at ``start``: ``raw``, their whole compressed
-        block (None: there is none to copy), and ``inflate()``, their inflated bytes,
-        called only if a cut splits the piece or ``raw`` is None."""
+        """Queue stream bytes to write once the cuts inside them are known.
+
+        Parameters
+        ----------
+        start, length : int
+            Where the bytes are in the stream; pieces come in stream order.
+        raw : bytes, memoryview, SourceRange or None
+            Their whole compressed block, copied as it is if no cut splits it (None:
+            there is none to copy).
+        inflate : callable
+            Returns the inflated bytes; called only if a cut splits the piece or
+            ``raw`` is None.
+        """
         self.pending.append((start, length, raw, inflate))
         self.stream_end = start + length
 
@@ -172,7 +191,13 @@ class ChunkAlignedBGZFWriter:
             self.blocks_recompressed += 1
 
     def close(self) -> int:
-        """Write what is left and the EOF block; returns where the last chunk ends."""
+        """Write what is left and the EOF block.
+
+        Returns
+        -------
+        int
+            Cache offset where the last chunk ends (the EOF block's start).
+        """
         self.scanned_to(self.stream_end)
         end = self.written
         self._write(bgzf.EOF_BLOCK)

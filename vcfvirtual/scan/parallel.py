@@ -84,8 +84,21 @@ class Merged:
 
 
 def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStart]] | None) -> list[Partition]:
-    """Partitions of each file in order: ``plan_file(path)`` gives the record starts to
-    cut a file at, ascending, after its first record; None: whole files."""
+    """The partitions of each file, in order.
+
+    Parameters
+    ----------
+    paths : sequence of str
+        The files, in store order.
+    plan_file : callable or None
+        ``plan_file(path)`` gives the record starts to cut a file at, ascending, after
+        its first record; None: whole files.
+
+    Returns
+    -------
+    list of Partition
+        Each file's partitions, first to last.
+    """
     partitions: list[Partition] = []
     for path in paths:
         cuts: list[RecordStart | None] = [None, *(plan_file(path) if plan_file is not None else []), None]
@@ -125,8 +138,21 @@ class InlineExecutor(concurrent.futures.Executor):
 
 @contextlib.contextmanager
 def executor_for(workers: int, dask_client=None):
-    """Where partitions are scanned: a Dask client's cluster, ``workers`` local
-    processes, or this process."""
+    """Where partitions are scanned: a Dask client's cluster, local processes, or this
+    process.
+
+    Parameters
+    ----------
+    workers : int
+        Local worker processes; 1: this process (no pool).
+    dask_client : distributed.Client, optional
+        Scan on its cluster instead.
+
+    Yields
+    ------
+    concurrent.futures.Executor
+        Stopped (its workers killed) if the block fails or is interrupted.
+    """
     if dask_client is not None:
         yield dask_client.get_executor()
     elif workers > 1:
@@ -178,8 +204,19 @@ def _signals_held():
 
 
 def hold_signal(signum: int) -> bool:
-    """For a signal handler that raises: True when it must not act now (workers are being
-    forked); the signal is then raised again as soon as it may act."""
+    """Whether a signal handler that raises must wait: workers are being forked.
+
+    Parameters
+    ----------
+    signum : int
+        The signal being handled.
+
+    Returns
+    -------
+    bool
+        True when the handler must not act now; the signal is then raised again as
+        soon as it may act.
+    """
     if _forking:
         _held_signals.append(signum)
         return True
@@ -216,7 +253,31 @@ def scan_all(
     A partition planned from a heuristic record start may begin in the middle of a
     record: the partition before it then cannot end there and fails. The file is then
     scanned as one partition, which is right by construction (and reports any real
-    corruption with its true offset)."""
+    corruption with its true offset).
+
+    Parameters
+    ----------
+    partitions : list of Partition
+        From :func:`split_files`.
+    executor : concurrent.futures.Executor
+        From :func:`executor_for`.
+    segment_dir : Path or None
+        Where workers write their partitions' inflated bytes (``part-NNNNNN``); None: not written.
+    progress : bool, optional
+        Show a progress bar (None: when on a terminal).
+
+    Returns
+    -------
+    list of (Partition, PartitionScan, Path or None)
+        In file and record order, with each partition's segment.
+
+    Raises
+    ------
+    CorruptBCFError, NotBCFError, HeaderError
+        A file is not a readable BCF.
+    OutputWriteError
+        A worker could not write its segment.
+    """
 
     def segment(i):
         return None if segment_dir is None else segment_dir / f"part-{i:06d}"
@@ -315,7 +376,18 @@ def _block_stream_starts(scans: list[PartitionScan]) -> dict[int, int]:
 
 
 def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
-    """Refuse files whose records cannot be read with the first file's header."""
+    """Refuse files whose records cannot be read with the first file's header.
+
+    Parameters
+    ----------
+    headers : list of (str, BCFHeader)
+        Each file's name and header, the first file first.
+
+    Raises
+    ------
+    HeaderError
+        Naming the first file that differs and how.
+    """
     first_path, first = headers[0]
     for path, header in headers[1:]:
         problems = compatibility_problems(first, header)
@@ -330,7 +402,26 @@ def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
 
 
 def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
-    """Fold partition scans, in file and record order as :func:`scan_all` returns them."""
+    """Fold partition scans into what one serial scan of their records learns.
+
+    Parameters
+    ----------
+    scanned : list of (Partition, PartitionScan, Path or None)
+        In file and record order, as :func:`scan_all` returns them.
+    chunk_length : int
+        Records per variants chunk.
+
+    Returns
+    -------
+    Merged
+        The merged scan, the source pieces the BGZF cache is assembled from and the
+        segments the raw cache is joined from, in stream order.
+
+    Raises
+    ------
+    HeaderError
+        The files' headers are not compatible (:func:`check_compatible`).
+    """
     files: dict[str, list[Scanned]] = {}
     for item in scanned:
         files.setdefault(item[0].path, []).append(item)
