@@ -174,12 +174,11 @@ class _RecordAccumulator:
 class _HeaderReader:
     """Gathers a stream's first bytes until the whole BCF header has arrived."""
 
-    def __init__(self, path):
+    def __init__(self, path: str):
         self.path = path
         self.head = b""
-        self.header_bytes = b""
 
-    def feed(self, data) -> tuple[BCFHeader | None, bytes]:
+    def feed(self, data: bytes | memoryview) -> tuple[BCFHeader | None, bytes]:
         """(header, the bytes after it) once the header is whole, else (None, b"")."""
         self.head += data
         head = self.head
@@ -196,10 +195,9 @@ class _HeaderReader:
         )
         logger.info("%s: %d samples, %d contigs", self.path, len(header.samples), len(header.contigs))
         self.head = b""
-        self.header_bytes = head[: BCF_PREFIX_SIZE + l_text]
         return header, head[BCF_PREFIX_SIZE + l_text :]
 
-    def fail(self):
+    def fail(self) -> None:
         """The stream ended before the header did."""
         if not self.head:
             raise NotBCFError(self.path, "file is empty (no BCF data)")
