@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, NoReturn
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -197,7 +197,7 @@ class _HeaderReader:
         self.head = b""
         return header, head[BCF_PREFIX_SIZE + l_text :]
 
-    def fail(self) -> None:
+    def fail(self) -> NoReturn:
         """The stream ended before the header did."""
         if not self.head:
             raise NotBCFError(self.path, "file is empty (no BCF data)")
@@ -237,7 +237,6 @@ def _walk(
             on_piece(len(piece.data), 0 if acc is None else acc.base)
     if acc is None or header is None:
         reader.fail()
-        raise AssertionError("unreachable: fail() raises")
     acc.scan_staged(final=True)
     return header, acc
 
@@ -373,7 +372,6 @@ def read_header(path: str | os.PathLike) -> BCFHeader:
             if header is not None:
                 return header
         reader.fail()
-    raise AssertionError("unreachable: fail() raises")
 
 
 def _bounded(
