@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 SCAN_BATCH = 8 * 1024 * 1024
 
 
-class Piece(NamedTuple):
+class StreamPiece(NamedTuple):
     """Bytes of a source as read: a BGZF block, or a run of an uncompressed file."""
 
     offset: int  # in the file: the block's first compressed byte, or the run's first byte
@@ -39,7 +39,7 @@ class Piece(NamedTuple):
     data: bytes | memoryview  # its inflated bytes (the bytes themselves for an uncompressed source)
 
 
-def _open_stream(fileobj: BinaryIO, path: str, threads: int, start: int = 0) -> tuple[Iterator[Piece], bool]:
+def _open_stream(fileobj: BinaryIO, path: str, threads: int, start: int = 0) -> tuple[Iterator[StreamPiece], bool]:
     """The pieces of a BGZF or uncompressed BCF from file offset ``start`` (a block's
     first byte, for BGZF), and whether it is compressed."""
     fileobj.seek(0)
@@ -49,12 +49,12 @@ def _open_stream(fileobj: BinaryIO, path: str, threads: int, start: int = 0) -> 
     fileobj.seek(start)
     if head == bgzf.GZIP_MAGIC:
         blocks = bgzf.read_blocks(fileobj, path, start=start, threads=threads)
-        return (Piece(b.offset, b.raw, b.data) for b in blocks), True
+        return (StreamPiece(b.offset, b.raw, b.data) for b in blocks), True
 
-    def runs() -> Iterator[Piece]:
+    def runs() -> Iterator[StreamPiece]:
         offset = start
         while chunk := fileobj.read(bgzf.READ_SIZE):
-            yield Piece(offset, None, chunk)
+            yield StreamPiece(offset, None, chunk)
             offset += len(chunk)
 
     return runs(), False
@@ -210,7 +210,7 @@ RecordFolder = RecordSummary | RecordCollector
 
 def _walk(
     path: str,
-    pieces: Iterator[Piece],
+    pieces: Iterator[StreamPiece],
     sink: RecordSink,
     begin: Callable[[BCFHeader], RecordFolder],
     header: BCFHeader | None = None,
@@ -302,7 +302,7 @@ def scan_bcf(
         pieces, compressed = _open_stream(fileobj, path, threads)
         last_piece: list[bytes | memoryview] = [b"x"]  # the last block read: BGZF's EOF block is empty
 
-        def remember(stream: Iterator[Piece]) -> Iterator[Piece]:
+        def remember(stream: Iterator[StreamPiece]) -> Iterator[StreamPiece]:
             for piece in stream:
                 last_piece[0] = piece.data
                 yield piece
@@ -375,8 +375,8 @@ def read_header(path: str | os.PathLike) -> BCFHeader:
 
 
 def _bounded(
-    pieces: Iterator[Piece], start: RecordStart | None, end: RecordStart | None, blocks: list[tuple[int, int, int]]
-) -> Iterator[Piece]:
+    pieces: Iterator[StreamPiece], start: RecordStart | None, end: RecordStart | None, blocks: list[tuple[int, int, int]]
+) -> Iterator[StreamPiece]:
     """The pieces from ``start`` up to, not including, ``end``: the first and last blocks
     cut at the bounds (a cut block has no ``raw``); ``blocks`` gets each block read
     (offset, compressed size or 0, inflated size)."""
@@ -391,7 +391,7 @@ def _bounded(
                 return
             hi = end.within_block
         if (lo, hi) != (0, len(data)):
-            piece = Piece(offset, None, memoryview(data)[lo:hi])  # a view, not a copy
+            piece = StreamPiece(offset, None, memoryview(data)[lo:hi])  # a view, not a copy
         yield piece
         if end is not None and offset == end.block_offset:
             return
