@@ -375,7 +375,10 @@ def read_header(path: str | os.PathLike) -> BCFHeader:
 
 
 def _bounded(
-    pieces: Iterator[StreamPiece], start: RecordStart | None, end: RecordStart | None, blocks: list[tuple[int, int, int]]
+    pieces: Iterator[StreamPiece],
+    start: RecordStart | None,
+    end: RecordStart | None,
+    blocks: list[tuple[int, int, int]],
 ) -> Iterator[StreamPiece]:
     """The pieces from ``start`` up to, not including, ``end``: the first and last blocks
     cut at the bounds (a cut block has no ``raw``); ``blocks`` gets each block read
