@@ -297,7 +297,7 @@ def scan_bcf(
         total = os.fstat(fileobj.fileno()).st_size
     else:
         total = getattr(fileobj, "size", None) or 0  # an fsspec file knows its size
-    sink = sink or NullSink()
+    sink = NullSink() if sink is None else sink
     with fileobj:
         pieces, compressed = _open_stream(fileobj, path, threads)
         last_piece: list[bytes | memoryview] = [b"x"]  # the last block read: BGZF's EOF block is empty
