@@ -499,7 +499,6 @@ def reference_mutations(draw, doc, cache_size):
                 draw(
                     st.sampled_from(
                         [
-                            ("config", arrays[0], "num_records", 0),
                             ("config", arrays[-1], "version", 1),
                             ("range", chunks[0], 1, 0, True),
                             ("template", "same"),

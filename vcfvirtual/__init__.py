@@ -17,12 +17,23 @@ from vcfvirtual_codec import codec as _codec  # noqa: E402
 # an environment whose entry points are stale (e.g. an un-reinstalled editable build).
 _codec.register()
 
-__all__ = ["index", "open_store", "select_region", "BCFParser", "VcfVirtualError", "__version__"]
+__all__ = [
+    "index",
+    "index_with_summary",
+    "IndexOptions",
+    "open_store",
+    "select_region",
+    "BCFParser",
+    "VcfVirtualError",
+    "__version__",
+]
 
 # The library API loads VirtualiZarr and xarray; a reader that only needs the codec
 # (resolved through entry points) should not pay for them, so they load on first use.
 _LAZY = {
     "index": ("api", "index"),
+    "index_with_summary": ("api", "index_with_summary"),
+    "IndexOptions": ("plan", "IndexOptions"),
     "open_store": ("refs.open", "open_store"),
     "select_region": ("regions", "select_region"),
     "BCFParser": ("parser", "BCFParser"),

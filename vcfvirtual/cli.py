@@ -9,11 +9,16 @@ import signal
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from . import __version__
 from .errors import VcfVirtualError
+from .plan import LAYOUTS, REFS_FORMATS
+
+if TYPE_CHECKING:
+    from .api import IndexSummary
 
 
 class Interrupted(KeyboardInterrupt):
@@ -131,7 +136,7 @@ def main():
 )
 @click.option(
     "--cache-layout",
-    type=click.Choice(["bgzf", "raw"]),
+    type=click.Choice(LAYOUTS),
     default=None,
     help="How records are laid out in the cache. 'bgzf' (default for a compressed BCF): "
     "the BCF's own compressed blocks, re-cut so each variants chunk starts a block "
@@ -152,7 +157,7 @@ def main():
 @click.option(
     "--format",
     "refs_format",
-    type=click.Choice(["json", "parquet", "icechunk"]),
+    type=click.Choice(REFS_FORMATS),
     default="json",
     show_default=True,
     help="References to write: Kerchunk JSON; Kerchunk Parquet (a directory, default "
@@ -230,14 +235,13 @@ def index_command(
     Open the result with vcfvirtual.open_store("<BCF>.vcz.json") and xarray.open_zarr.
     """
     _setup_logging(verbose)
-    from .api import index
+    from .api import IndexOptions, index_with_summary
 
     start = time.perf_counter()
     try:
-        options = _storage_options(storage_options)
+        storage = _storage_options(storage_options)  # a typo fails before a cluster is reached
         with _cleanup_on_signals(), _dask_client(dask_scheduler) as client:
-            store = index(
-                bcf[0] if len(bcf) == 1 else list(bcf),
+            options = IndexOptions(
                 refs_path=refs_path,
                 cache_path=cache_path,
                 variants_chunk_size=variants_chunk_size,
@@ -249,15 +253,12 @@ def index_command(
                 refs_format=refs_format,
                 workers=workers,
                 dask_client=client,
-                storage_options=options,
+                storage_options=storage,
             )
+            _, summary = index_with_summary(bcf[0] if len(bcf) == 1 else list(bcf), options)
     except (VcfVirtualError, OSError) as e:
         _fail(e)
-    from .api import references_path
-
-    inputs = bcf[0] if len(bcf) == 1 else list(bcf)
-    refs = references_path(inputs, refs_path, cache_path, refs_format)
-    click.echo(_summary(store, refs, refs_format, time.perf_counter() - start), err=True)
+    click.echo(_summary(summary, time.perf_counter() - start), err=True)
 
 
 _FORMAT_NAMES = {
@@ -267,20 +268,18 @@ _FORMAT_NAMES = {
 }
 
 
-def _summary(store, refs, refs_format: str, seconds: float) -> str:
+def _summary(summary: IndexSummary, seconds: float) -> str:
     """What was written and how to open it."""
-    attrs = store._group.metadata.attributes["vcfvirtual"]
-    n = store._group.arrays["variant_position"].shape[0]
-    cache = attrs["cache"]
-    cache_at = cache["url"].removeprefix("file://")
+    refs = summary.references
+    cache_at = summary.cache.removeprefix("file://")
     lines = [
-        f"indexed {n:,} records in {seconds:.2f}s, in chunks of {attrs['variants_chunk_size']:,} variants",
-        f"wrote  {refs}  ({_FORMAT_NAMES[refs_format]})",
+        f"indexed {summary.records:,} records in {seconds:.2f}s, in chunks of {summary.variants_chunk_size:,} variants",
+        f"wrote  {refs}  ({_FORMAT_NAMES[summary.refs_format]})",
     ]
-    if attrs.get("zero_copy"):
+    if summary.zero_copy:
         lines.append(f"       no cache: the references point into {cache_at} itself (an uncompressed BCF)")
     else:
-        lines.append(f"       {cache_at}  (transcode cache, {cache['layout']} layout)")
+        lines.append(f"       {cache_at}  (transcode cache, {summary.cache_layout} layout)")
     lines.append(f"open:  xr.open_zarr(vcfvirtual.open_store({str(refs)!r}), consolidated=False)")
     return "\n".join(lines)
 

@@ -16,7 +16,6 @@ because numcodecs never tells a codec the chunk shape.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import threading
 from dataclasses import dataclass
@@ -28,202 +27,38 @@ from numcodecs.compat import ensure_contiguous_ndarray, ndarray_copy
 
 try:
     from zarr.abc.codec import BytesBytesCodec
+
+    HAVE_ZARR3 = True
 except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alone reads Kerchunk JSON
-    BytesBytesCodec = None
+    HAVE_ZARR3 = False
 
 from . import decode
 from .bcf import bgzf, records
-from .errors import ChunkDecodeError, CodecConfigError, VcfVirtualError
+from .errors import ChunkDecodeError, VcfVirtualError
+from .spec import CODEC_ID, KINDS, LAYOUTS, MAX_SAMPLES, ChunkSpec
 
-CODEC_ID = "vcfvirtual.bcf"
-FORMAT_VERSION = 1
-LAYOUTS = ("raw", "bgzf")
+__all__ = [
+    "CODEC_ID",
+    "FLOAT32_FILL",
+    "KINDS",
+    "LAYOUTS",
+    "MAX_SAMPLES",
+    "BCFRecordsCodec",
+    "BCFRecordsZarrCodec",
+    "ChunkSpec",
+    "decode_chunk",
+    "register",
+]
 
-# Value kinds: which part of a record an array reads.
-KINDS = (
-    "contig",
-    "position",
-    "length",
-    "quality",
-    "id",
-    "id_mask",
-    "allele",
-    "filter",
-    "genotype",
-    "genotype_phased",
-    "genotype_mask",
-    "info",
-    "format",
-)
-FLOAT32_FILL = np.array([0x7F800002], dtype="<u4").view("<f4")[0]
-
-
-# What a configuration may say, per kind: the dtypes the index writes (manifest.py) and
-# the rank of the per-variant shape. A JSON config is untrusted input (references are
-# shared), and the kernels size and index their buffers from it, so anything else is
-# refused before a decode rather than trusted.
-_INTS = frozenset({"|i1", "<i2", "<i4", "<i8"})
-_BOOL = frozenset({"|b1"})
-_KIND_RULES = {  # kind: (dtypes, allowed ranks of shape)
-    "contig": (_INTS, (0,)),
-    "position": (_INTS, (0,)),
-    "length": (_INTS, (0,)),
-    "quality": (frozenset({"<f4"}), (0,)),
-    "id": (frozenset({"str"}), (0,)),
-    "id_mask": (_BOOL, (0,)),
-    "allele": (frozenset({"str"}), (1,)),
-    "filter": (_BOOL, (1,)),
-    "genotype": (frozenset({"|i1", "<i2", "<i4"}), (2,)),
-    "genotype_phased": (_BOOL, (1,)),
-    "genotype_mask": (_BOOL, (2,)),
-}
-_FIELD_DTYPES = {
-    "Integer": _INTS,
-    "Float": frozenset({"<f4"}),
-    "Flag": _BOOL,
-    "Character": frozenset({"<U1"}),
-    "String": frozenset({"str"}),
-}
-# BCF's own limits: n_sample is 24 bits, n_allele 16 bits. Other dimensions (ploidy,
-# value widths, variants per chunk) are capped where int64 index arithmetic stays exact.
-MAX_SAMPLES = (1 << 24) - 1
-MAX_ALLELES = (1 << 16) - 1
-MAX_DIMENSION = (1 << 31) - 1
-
-
-def _int(value, name: str, lo: int, hi: int) -> int:
-    # bool is an int to Python but never a count; floats and strings would make numba
-    # compile (or fail to compile) another specialisation of every kernel.
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise CodecConfigError(None, f"vcfvirtual.bcf config {name} must be an integer, got {value!r}")
-    value = int(value)
-    if not lo <= value <= hi:
-        raise CodecConfigError(None, f"vcfvirtual.bcf config {name} is {value}, outside [{lo}, {hi}]")
-    return value
-
-
-def _validate(spec) -> None:
-    """Refuse a configuration the index would never write (CodecConfigError, a ValueError)."""
-
-    def bad(problem):
-        raise CodecConfigError(
-            None,
-            f"vcfvirtual.bcf config for {spec.array!r}: {problem}",
-            hint="the references are damaged or were not written by vcfvirtual index",
-        )
-
-    if not isinstance(spec.array, str):
-        bad(f"array name {spec.array!r} is not a string")
-    if not isinstance(spec.kind, str) or spec.kind not in KINDS:
-        raise CodecConfigError(None, f"unknown vcfvirtual.bcf kind {spec.kind!r}; expected one of {KINDS}")
-    if not isinstance(spec.layout, str) or spec.layout not in LAYOUTS:
-        raise CodecConfigError(None, f"unknown cache layout {spec.layout!r}; expected one of {LAYOUTS}")
-    version = _int(spec.version, "version", 1, 1 << 31)
-    if version > FORMAT_VERSION:
-        raise CodecConfigError(
-            None,
-            f"vcfvirtual.bcf config version {version} is newer than this vcfvirtual "
-            f"understands ({FORMAT_VERSION}); upgrade vcfvirtual",
-        )
-    if not isinstance(spec.shape, (list, tuple)) or not isinstance(spec.filter_columns, (list, tuple)):
-        bad("shape and filter_columns must be lists")
-    shape = tuple(_int(x, "shape", 0, MAX_DIMENSION) for x in spec.shape)
-    columns = tuple(_int(x, "filter_columns", -1, MAX_DIMENSION) for x in spec.filter_columns)
-    object.__setattr__(spec, "shape", shape)
-    object.__setattr__(spec, "filter_columns", columns)
-    for name in ("chunk_length", "num_records", "key", "ploidy"):
-        lo = {"chunk_length": 1, "key": -1}.get(name, 0)
-        object.__setattr__(spec, name, _int(getattr(spec, name), name, lo, MAX_DIMENSION))
-    if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
-        bad("dtype and vcf_type must be strings")
-    kind = spec.kind
-    if kind in ("info", "format"):
-        dtypes = _FIELD_DTYPES.get(spec.vcf_type)
-        if dtypes is None or (kind == "format" and spec.vcf_type == "Flag"):
-            bad(f"vcf_type {spec.vcf_type!r} is not a {kind.upper()} type")
-        ranks = (0,) if spec.vcf_type == "Flag" else ((0, 1) if kind == "info" else (1, 2))
-        if spec.key < 0:
-            bad(f"an {kind.upper()} field needs its dictionary key, got {spec.key}")
-    else:
-        dtypes, ranks = _KIND_RULES[kind]
-        if spec.vcf_type:
-            bad(f"kind {kind!r} takes no vcf_type, got {spec.vcf_type!r}")
-    if not kind.startswith("genotype"):
-        if spec.ploidy:
-            bad(f"kind {kind!r} takes no ploidy, got {spec.ploidy}")
-        # variant_length carries INFO/END's key (or -1): htslib derives a record's length
-        # from END when its stored rlen is out of range.
-        if kind not in ("info", "format", "length") and spec.key != -1:
-            bad(f"kind {kind!r} takes no dictionary key, got {spec.key}")
-        if kind == "length" and spec.key < -1:
-            bad(f"kind 'length' takes INFO/END's dictionary key or -1, got {spec.key}")
-    if spec.dtype not in dtypes:
-        bad(f"dtype {spec.dtype!r} is not one the index writes for kind {kind!r} ({sorted(dtypes)})")
-    if len(shape) not in ranks:
-        bad(f"shape {list(shape)} has rank {len(shape)}; kind {kind!r} has rank {' or '.join(map(str, ranks))}")
-    if kind in ("format", "genotype", "genotype_phased", "genotype_mask") and shape[0] > MAX_SAMPLES:
-        bad(f"{shape[0]} samples is more than a BCF record can hold ({MAX_SAMPLES})")
-    if kind == "allele" and shape[0] > MAX_ALLELES:
-        bad(f"{shape[0]} alleles is more than a BCF record can hold ({MAX_ALLELES})")
-    if kind.startswith("genotype"):
-        if spec.key < 0 or spec.ploidy < 1:
-            bad(f"a genotype array needs GT's key and a ploidy >= 1, got key {spec.key}, ploidy {spec.ploidy}")
-        if len(shape) == 2 and shape[1] != spec.ploidy:
-            bad(f"shape {list(shape)} does not end in the ploidy {spec.ploidy}")
-    if kind == "filter":
-        if any(c >= shape[0] for c in columns):
-            bad(f"filter_columns {list(columns)} name a column past the {shape[0]} filters")
-    elif columns:
-        bad(f"kind {kind!r} takes no filter_columns")
-
-
-@dataclass(frozen=True)
-class ChunkSpec:
-    """What one array's codec needs to decode any of its chunks. JSON-only values."""
-
-    array: str
-    kind: str
-    dtype: str  # numpy dtype string, or "str" for vlen-utf8 strings
-    shape: tuple[int, ...]  # per-variant shape (every dimension but variants)
-    chunk_length: int  # variants per chunk; the last chunk may hold fewer records
-    key: int = -1  # BCF dictionary key of the field (GT) or -1
-    ploidy: int = 0  # ploidy dimension, for the genotype kinds
-    vcf_type: str = ""  # Integer, Float, Flag, String or Character, for info/format kinds
-    filter_columns: tuple[int, ...] = ()  # filter_id column of each FILTER key
-    layout: str = "raw"
-    version: int = FORMAT_VERSION
-    # Records in the whole array, so a chunk's record count can be checked exactly
-    # (chunk_length, or the remainder in the last chunk); 0 in configs written before.
-    num_records: int = 0
-
-    def __post_init__(self):
-        _validate(self)
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any]) -> ChunkSpec:
-        if not isinstance(config, dict):
-            raise CodecConfigError(None, f"a vcfvirtual.bcf config is a JSON object, got {type(config).__name__}")
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(config) - fields - {"id"}
-        if unknown:
-            raise CodecConfigError(None, f"unknown vcfvirtual.bcf config keys {sorted(map(str, unknown))}")
-        missing = {"array", "kind", "dtype", "shape", "chunk_length"} - set(config)
-        if missing:
-            raise CodecConfigError(None, f"vcfvirtual.bcf config lacks {sorted(missing)}")
-        return cls(**{k: v for k, v in config.items() if k in fields})
-
-    def to_config(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["shape"] = list(self.shape)
-        d["filter_columns"] = list(self.filter_columns)
-        return d
+# VCF Zarr's float fill is BCF's end-of-vector bit pattern.
+FLOAT32_FILL = np.array([records.FLOAT_END_BITS], dtype="<i4").view("<f4")[0]
 
 
 def _check(err, err_pos, spec: ChunkSpec, what: str):
     if err != records.OK:
         raise ChunkDecodeError(
             None,
-            f"cannot decode {spec.array} chunk: {decode.ERROR_TEXT[int(err)]} ({what})",
+            f"cannot decode {spec.array} chunk: {records.ERROR_TEXT[int(err)]} ({what})",
             offset=int(err_pos),
             hint="offset is within the chunk; the cache may not match the references",
         )
@@ -261,7 +96,7 @@ def _check_utf8(buf, starts, lengths, spec: ChunkSpec):
 
 def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     """Offsets of the records in the chunk: exactly chunk_length whole records, or the
-    remainder in the last chunk (1..chunk_length when the array's count is unknown)."""
+    remainder in the last chunk."""
     # A record is at least 32 bytes (l_shared >= 24), so the offsets array need never be
     # longer than the chunk can hold, whatever chunk_length the config claims.
     limit = min(spec.chunk_length, buf.shape[0] // 32 + 1)
@@ -273,15 +108,14 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
             hint="the cache may not match the references",
         )
     _check(err, err_pos, spec, "walking records")
-    if spec.num_records:
-        last = spec.num_records - (spec.num_records - 1) // spec.chunk_length * spec.chunk_length
-        if n not in (spec.chunk_length, last):
-            expected = f"{spec.chunk_length}" + (f" (or {last} in the last chunk)" if last != spec.chunk_length else "")
-            raise ChunkDecodeError(
-                None,
-                f"cannot decode {spec.array} chunk: it holds {n} records, expected {expected}",
-                hint="the cache may not match the references",
-            )
+    last = spec.num_records - (spec.num_records - 1) // spec.chunk_length * spec.chunk_length
+    if n not in (spec.chunk_length, last):
+        expected = f"{spec.chunk_length}" + (f" (or {last} in the last chunk)" if last != spec.chunk_length else "")
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: it holds {n} records, expected {expected}",
+            hint="the cache may not match the references",
+        )
     return offsets
 
 
@@ -346,8 +180,30 @@ MAX_POOLED_BUFFER_BYTES = 96 << 20
 
 
 def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
-    """Decode the records of one chunk (inflating them first in the bgzf layout) into
-    the serialised, padded chunk."""
+    """Decode the records of one chunk into the serialised, padded chunk.
+
+    Parameters
+    ----------
+    data : bytes-like or numpy.ndarray
+        The chunk's bytes in the transcode cache: whole records (``raw`` layout) or the
+        whole BGZF blocks holding them (``bgzf`` layout, inflated first).
+    spec : ChunkSpec
+        The array's codec configuration.
+
+    Returns
+    -------
+    numpy.ndarray or bytes
+        The full chunk (``spec.chunk_length`` rows, rows past the last record filled):
+        numeric and boolean values as an array of the array's dtype, strings as
+        ``vlen-utf8`` bytes.
+
+    Raises
+    ------
+    ChunkDecodeError
+        The bytes are not the records the configuration describes (damaged blocks or
+        records, another record count, values outside the dtype, a decode larger than
+        the records justify); the offset is within the chunk where known.
+    """
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
     with _DECODE_SLOTS:
         if spec.layout != "bgzf":
@@ -356,9 +212,9 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
             scratch = _inflate_buffers.pop() if _inflate_buffers else None
         try:
             try:
-                records = bgzf.inflate_chunk(buf, buffer=scratch)
-                if records.base is None:  # too big for the pooled buffer: it replaces it
-                    scratch = records
+                inflated = bgzf.inflate_chunk(buf, buffer=scratch)
+                if inflated.base is None:  # too big for the pooled buffer: it replaces it
+                    scratch = inflated
             except VcfVirtualError as e:
                 raise ChunkDecodeError(
                     None,
@@ -367,7 +223,7 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
                     hint="the cache may not match the references",
                 ) from None
             # Nothing returned is a view of the records, so the buffer can be reused.
-            return _decode_records(records, spec)
+            return _decode_records(inflated, spec)
         finally:
             if scratch is not None and scratch.shape[0] <= MAX_POOLED_BUFFER_BYTES:
                 with _inflate_buffers_lock:
@@ -431,7 +287,8 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
         # (pysam and bio2zarr pass it through a double): 0x7F800002 would otherwise be
         # taken for VCF Zarr's fill.
         bits = out.view("<u4")[:n]
-        bits[((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0) & (bits != 0x7F800001)] |= 0x400000
+        nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
+        bits[nan & (bits != records.FLOAT_MISSING_BITS)] |= 0x400000
         return out
     if kind == "filter":
         out = np.zeros(full, dtype=bool)
@@ -486,7 +343,7 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
         return out
     if spec.vcf_type in ("Integer", "Float"):
         is_float = spec.vcf_type == "Float"
-        out = np.full(inner, decode.FLOAT_END_BITS if is_float else -2, dtype=np.int32)
+        out = np.full(inner, records.FLOAT_END_BITS if is_float else -2, dtype=np.int32)
         err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, out)
         _check(err, at, spec, spec.vcf_type)
         if is_float:
@@ -503,7 +360,18 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
 
 
 class BCFRecordsCodec(Codec):
-    """numcodecs codec (Zarr v2 / Kerchunk filters). Decode-only: the BCF is the source."""
+    """numcodecs codec for Zarr v2 / Kerchunk ``filters``; decode-only (the BCF is the source).
+
+    Parameters
+    ----------
+    **config
+        The JSON configuration, as :meth:`ChunkSpec.from_config` reads it.
+
+    Raises
+    ------
+    CodecConfigError
+        A configuration value the index would never write (a ``ValueError``).
+    """
 
     codec_id = CODEC_ID
 
@@ -538,11 +406,24 @@ class BCFRecordsCodec(Codec):
         return f"BCFRecordsCodec(array={self.spec.array!r}, kind={self.spec.kind!r})"
 
 
-if BytesBytesCodec is not None:
+if HAVE_ZARR3:
 
     @dataclass(frozen=True)
     class BCFRecordsZarrCodec(BytesBytesCodec):
-        """zarr v3 bytes-to-bytes codec with the same configuration and decode."""
+        """zarr v3 bytes-to-bytes codec with the configuration and decode of :class:`BCFRecordsCodec`.
+
+        Parameters
+        ----------
+        spec : ChunkSpec, optional
+            The configuration, already checked; else it is read from ``**config``.
+        **config
+            The JSON configuration, as :meth:`ChunkSpec.from_config` reads it.
+
+        Raises
+        ------
+        CodecConfigError
+            A configuration value the index would never write (a ``ValueError``).
+        """
 
         is_fixed_size = False
         spec: ChunkSpec
@@ -584,11 +465,18 @@ if BytesBytesCodec is not None:
 
 
 def register() -> None:
-    """Register both codecs (entry points do the same for processes that never import us)."""
+    """Register both codecs with numcodecs and (zarr 3) zarr's codec registry.
+
+    Entry points do the same for processes that never import this module.
+
+    Returns
+    -------
+    None
+    """
     import numcodecs
 
     numcodecs.register_codec(BCFRecordsCodec)
-    if BytesBytesCodec is not None:
+    if HAVE_ZARR3:
         from zarr.registry import register_codec
 
         register_codec(CODEC_ID, BCFRecordsZarrCodec)

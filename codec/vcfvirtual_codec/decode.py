@@ -3,7 +3,8 @@
 Each kernel takes the chunk's bytes and the offsets of its records and fills
 preallocated output arrays of the *full* chunk shape; rows past the last record keep
 the fill the caller put there. Kernels return ``(error_code, byte_position)`` so that
-Python can raise a typed error naming where the bytes stop making sense.
+Python can raise a typed error naming where the bytes stop making sense; the codes and
+their texts are :mod:`vcfvirtual_codec.bcf.records`' (``ERR_*``, ``ERROR_TEXT``).
 """
 
 from __future__ import annotations
@@ -14,18 +15,6 @@ import numpy as np
 from .bcf import records as R
 
 _njit = numba.njit(nogil=True, cache=True)
-
-# Extra error code local to decoding: a record holds more values than the array's
-# dimension allows, which means the index and the cache disagree.
-ERR_SHAPE = 7
-# A GT value that encodes no allele: negative, yet neither missing nor end-of-vector.
-# (Codes 1-6 and 8-10 are records.py's; the two sets share ERROR_TEXT.)
-ERR_GT_VALUE = 11
-ERROR_TEXT = {
-    **R.ERROR_TEXT,
-    ERR_SHAPE: "record holds more values than the array's dimension",
-    ERR_GT_VALUE: "a GT value encodes no allele (negative, not missing or end-of-vector)",
-}
 
 # Span lengths with a special meaning in string kernels.
 SPAN_FILL = -1  # the empty string "" (VCF Zarr fill)
@@ -102,7 +91,7 @@ def allele_spans(buf, offsets, starts, lengths):
         end = pos + 8 + np.int64(R.u32(buf, pos))
         n_allele = np.int64(R.u32(buf, pos + R.OFF_N_ALLELE_INFO) >> np.uint32(16))
         if n_allele > max_alleles:
-            return ERR_SHAPE, pos
+            return R.ERR_SHAPE, pos
         if n_allele == 0:  # htslib: "No REF allele"
             return R.ERR_NO_REF, pos
         i = R.skip_typed(buf, pos + R.OFF_ID, end)
@@ -185,20 +174,16 @@ def filters(buf, offsets, column_of_key, out):
 
 
 @numba.njit(nogil=True, cache=True)
-def _int_sentinels(t):
-    """(missing, vector_end) of BCF integer type ``t``."""
-    if t == R.BT_INT8:
-        return np.int64(-128), np.int64(-127)
-    if t == R.BT_INT16:
-        return np.int64(-32768), np.int64(-32767)
-    return np.int64(-2147483648), np.int64(-2147483647)
-
-
-@numba.njit(nogil=True, cache=True)
-def _n_sample(buf, pos):
-    """The record's own sample count. FORMAT vectors are laid out by it, so reading a
-    different number of samples (the array's) would read past the field."""
-    return np.int64(R.u32(buf, pos + R.OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
+def _locate(buf, pos, key, is_format, n_vectors):
+    """Field ``key`` of the record at ``pos``: (type, count, data_start, error), data_start
+    -1 when absent. A FORMAT field of a record whose own sample count is not the array's
+    ``n_vectors`` is ERR_SAMPLES: its vectors are laid out by the record's count."""
+    if not is_format:
+        return R.find_info(buf, pos, key)
+    t, n, d, err = R.find_format(buf, pos, key)
+    if err == R.OK and d >= 0 and R.n_sample(buf, pos) != n_vectors:
+        return t, n, d, R.ERR_SAMPLES
+    return t, n, d, err
 
 
 @_njit
@@ -224,7 +209,7 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
         t, n, d, err = R.find_format(buf, pos, gt_key)
         if err != R.OK:
             return err, pos
-        if d >= 0 and _n_sample(buf, pos) != n_samples:
+        if d >= 0 and R.n_sample(buf, pos) != n_samples:
             return R.ERR_SAMPLES, pos
         if d < 0:
             out_gt[k, :, :] = -1
@@ -233,7 +218,7 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
                 out_phased[k, :] = ploidy == 1
             continue
         if n > ploidy:
-            return ERR_SHAPE, pos
+            return R.ERR_SHAPE, pos
         if n == 0:
             # GT present with no values (typed NULL, count 0, which htslib accepts):
             # every call is empty, as pysam reads it (()), and so unphased.
@@ -273,15 +258,15 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
                         early_end |= buf[d + s * n + a] == 0x81
             if not early_end:
                 if negative:
-                    return ERR_GT_VALUE, pos
+                    return R.ERR_GT_VALUE, pos
                 if too_big:
-                    return ERR_SHAPE, pos
+                    return R.ERR_SHAPE, pos
                 if with_phase:
                     for s in range(n_samples):
                         out_phased[k, s] = n < 2 or (buf[d + s * n + 1] & 1) == 1
                 continue
         size = R.type_size(t)
-        missing, vector_end = _int_sentinels(t)
+        missing, vector_end = R.int_sentinels(t)
         for s in range(n_samples):
             base = d + s * n * size
             ended = False
@@ -297,11 +282,11 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
                 elif raw == missing:
                     out_gt[k, s, a] = -1
                 elif raw < 0:
-                    return ERR_GT_VALUE, base + a * size
+                    return R.ERR_GT_VALUE, base + a * size
                 else:
                     value = (raw >> 1) - 1
                     if value > max_allele:
-                        return ERR_SHAPE, base + a * size
+                        return R.ERR_SHAPE, base + a * size
                     out_gt[k, s, a] = value
             if not with_phase:
                 continue
@@ -310,17 +295,6 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
             else:
                 out_phased[k, s] = True
     return R.OK, np.int64(0)
-
-
-FLOAT_MISSING_BITS = np.int32(0x7F800001)
-FLOAT_END_BITS = np.int32(0x7F800002)
-
-
-@numba.njit(nogil=True, cache=True)
-def _locate(buf, pos, key, is_format):
-    if is_format:
-        return R.find_format(buf, pos, key)
-    return R.find_info(buf, pos, key)
 
 
 @_njit
@@ -335,20 +309,18 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
     """
     n_vectors = out.shape[1]
     width = out.shape[2]
-    missing_out = FLOAT_MISSING_BITS if is_float else np.int32(-1)
-    fill_out = FLOAT_END_BITS if is_float else np.int32(-2)
+    missing_out = R.FLOAT_MISSING_BITS if is_float else np.int32(-1)
+    fill_out = R.FLOAT_END_BITS if is_float else np.int32(-2)
     for k in range(offsets.shape[0]):
         pos = offsets[k]
-        t, n, d, err = _locate(buf, pos, key, is_format)
+        t, n, d, err = _locate(buf, pos, key, is_format, n_vectors)
         if err != R.OK:
             return err, pos
-        if is_format and d >= 0 and _n_sample(buf, pos) != n_vectors:
-            return R.ERR_SAMPLES, pos
         if d < 0:
             out[k, :, :] = missing_out
             continue
         if n > width:
-            return ERR_SHAPE, pos
+            return R.ERR_SHAPE, pos
         if is_float:
             if t != R.BT_FLOAT and n > 0:
                 return R.ERR_BAD_TYPE, pos
@@ -364,7 +336,7 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
             and n == 1
             and width > 1
             and d + size <= buf.shape[0]
-            and ((R.i32(buf, d) == FLOAT_MISSING_BITS) if is_float else (R.read_int(buf, d, t) == missing))
+            and ((R.i32(buf, d) == R.FLOAT_MISSING_BITS) if is_float else (R.read_int(buf, d, t) == missing))
         ):
             out[k, 0, :] = missing_out
             continue
@@ -385,7 +357,7 @@ def field_numeric(buf, offsets, key, is_format, is_float, out):
                     # is stored as missing, as bio2zarr does; infinities are values.
                     is_nan = (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF) != 0
                     out[k, s, j] = missing_out if is_nan else bits
-                    ended = bits == FLOAT_END_BITS
+                    ended = bits == R.FLOAT_END_BITS
                 else:
                     v = R.read_int(buf, base + j * size, t)
                     if v == missing:
@@ -420,11 +392,9 @@ def field_string_spans(buf, offsets, key, is_format, starts, lengths):
     width = starts.shape[2]
     for k in range(offsets.shape[0]):
         pos = offsets[k]
-        t, n, d, err = _locate(buf, pos, key, is_format)
+        t, n, d, err = _locate(buf, pos, key, is_format, n_vectors)
         if err != R.OK:
             return err, pos
-        if is_format and d >= 0 and _n_sample(buf, pos) != n_vectors:
-            return R.ERR_SAMPLES, pos
         if d < 0:
             lengths[k, :, :] = SPAN_MISSING
             continue

@@ -142,6 +142,16 @@ def test_help_explains_every_option():
         assert option in out
 
 
+def test_the_choices_offered_are_the_ones_index_accepts():
+    # Each format and layout is accepted by the library (a refused one would raise before
+    # writing), and the command offers exactly those.
+    from vcfvirtual.plan import LAYOUTS, REFS_FORMATS
+
+    choices = {p.name: list(p.type.choices) for p in main.commands["index"].params if hasattr(p.type, "choices")}
+    assert choices == {"cache_layout": list(LAYOUTS), "refs_format": list(REFS_FORMATS)}
+    assert set(LAYOUTS) == {"raw", "bgzf"} and set(REFS_FORMATS) == {"json", "parquet", "icechunk"}
+
+
 def _positions_in_fresh_process(refs):
     """Read through plain xarray and fsspec, in a process that never imports vcfvirtual."""
     script = f"""
@@ -243,6 +253,8 @@ def test_summary_names_every_output_and_a_line_that_opens_them(small_bcf, tmp_pa
     result = run_index("s.bcf", "--format", fmt)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
+    with pysam.VariantFile(str(bcf)) as vf:
+        assert lines[0].startswith(f"indexed {sum(1 for _ in vf):,} records in ")
     refs = {"json": "s.bcf.vcz.json", "parquet": "s.bcf.vcz.parq", "icechunk": "s.bcf.vcz.icechunk"}[fmt]
     assert lines[1].startswith(f"wrote  {refs}") and (tmp_path / refs).exists()
     assert str(tmp_path / "s.bcf.vcz.cache.bcf") in lines[2] and "bgzf layout" in lines[2]

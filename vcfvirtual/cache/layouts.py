@@ -5,7 +5,7 @@ codec, which must decode it, lists it in its ``LAYOUTS``)."""
 from __future__ import annotations
 
 # The codec decodes every layout, so its list is the one list (the codec is the lower layer).
-from vcfvirtual_codec.codec import LAYOUTS as LAYOUTS
+from vcfvirtual_codec.spec import LAYOUTS as LAYOUTS
 
 from .base import CacheLayout
 from .bgzf import BGZFLayout

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import re
+from typing import TYPE_CHECKING
 
 from ..errors import OutputWriteError, VcfVirtualError
 from .fingerprint import Fingerprint, digest_of
+
+if TYPE_CHECKING:  # obstore's config types exist for type checkers only
+    from obstore.store import ClientConfig, S3Config
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 # Large reads: each request to an object store costs a round trip.
@@ -121,25 +125,30 @@ def object_store_registry(url: str, storage_options: dict | None = None):
     from obstore.store import from_url
 
     options = storage_options or {}
-    config = {}
     endpoint = options.get("endpoint_url") or options.get("client_kwargs", {}).get("endpoint_url")
-    if url.startswith(("s3://", "s3a://")):
-        for ours, theirs in (
-            ("key", "aws_access_key_id"),
-            ("secret", "aws_secret_access_key"),
-            ("token", "aws_session_token"),
-        ):
-            if options.get(ours):
-                config[theirs] = options[ours]
-        region = options.get("client_kwargs", {}).get("region_name")
-        if region:
-            config["aws_region"] = region
-        if endpoint:
-            config["aws_endpoint"] = endpoint
-        if options.get("anon"):
-            config["aws_skip_signature"] = "true"
+    config = _s3_config(options, endpoint) if url.startswith(("s3://", "s3a://")) else None
     scheme, rest = url.split("://", 1)
     root = f"{scheme}://{rest.split('/', 1)[0]}"
-    client = {"allow_http": True} if url.startswith("http://") or (endpoint or "").startswith("http://") else None
+    plain_http = url.startswith("http://") or (endpoint or "").startswith("http://")
+    client: ClientConfig | None = {"allow_http": True} if plain_http else None
     store = from_url(root, config=config or None, client_options=client)
     return ObjectStoreRegistry({root: store})
+
+
+def _s3_config(options: dict, endpoint: str | None) -> S3Config:
+    """obstore's S3 settings named by fsspec's (s3fs) storage options."""
+    config: S3Config = {}
+    if options.get("key"):
+        config["access_key_id"] = options["key"]
+    if options.get("secret"):
+        config["secret_access_key"] = options["secret"]
+    if options.get("token"):
+        config["session_token"] = options["token"]
+    region = options.get("client_kwargs", {}).get("region_name")
+    if region:
+        config["region"] = region
+    if endpoint:
+        config["endpoint"] = endpoint
+    if options.get("anon"):
+        config["skip_signature"] = True
+    return config

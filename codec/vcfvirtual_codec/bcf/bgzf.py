@@ -124,7 +124,8 @@ def inflate_block(raw, path, offset: int) -> bytes:
         data = isal_zlib.decompress(
             raw[12 + xlen : len(raw) - 8], wbits=-15, bufsize=min(max(isize, 1), MAX_BLOCK_SIZE)
         )
-    except isal_zlib.error as e:
+    # isal's stubs declare ``error`` an Exception instance; it is the class IsalError.
+    except isal_zlib.error as e:  # type: ignore[misc]
         raise CorruptBCFError(path, f"BGZF block does not inflate ({e})", offset=offset) from None
     if len(data) != isize:
         raise CorruptBCFError(
@@ -236,8 +237,29 @@ def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None) 
     """Inflate a byte range made of whole BGZF blocks (one cache chunk) into one array.
 
     Block boundaries are walked first, so the output's final size is known (the ISIZE
-    fields) and each block is inflated straight into place: into the front of ``buffer``
-    when it is large enough (the result is then a view of it), else into a new array.
+    fields) and each block is inflated straight into place.
+
+    Parameters
+    ----------
+    buf : numpy.ndarray
+        The compressed bytes: whole BGZF blocks, nothing else.
+    path : str or path-like, optional
+        The file the bytes come from, for error messages.
+    buffer : numpy.ndarray, optional
+        A uint8 array to inflate into when it is large enough.
+
+    Returns
+    -------
+    numpy.ndarray
+        The inflated bytes (uint8): a view of the front of ``buffer`` when it was
+        large enough, else a new array.
+
+    Raises
+    ------
+    CorruptBCFError
+        A block that is not BGZF, is truncated, claims an ISIZE more than its
+        compressed bytes can hold, does not inflate, or fails its ISIZE or CRC32 check;
+        the offset is the block's within ``buf``.
     """
     view = memoryview(np.ascontiguousarray(buf, dtype=np.uint8)).cast("B")
     spans, total = _chunk_blocks(view, path)

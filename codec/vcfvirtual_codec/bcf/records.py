@@ -34,7 +34,9 @@ OFF_N_FMT_SAMPLE = 28
 OFF_ID = 32
 MIN_L_SHARED = 24
 
-# Error codes returned by kernels; translated into exceptions with the offset in Python.
+# Error codes returned by every kernel (the scan's and the codec's), translated into
+# exceptions with the offset in Python: one table, so that no two meanings share a
+# number. The values are kept as first assigned (messages may have recorded them).
 OK = 0
 ERR_SHORT_SHARED = 1  # l_shared smaller than the fixed part
 ERR_OVERRUN = 2  # a typed value runs past its record
@@ -42,9 +44,11 @@ ERR_BAD_TYPE = 3  # unknown typed-value type code
 ERR_SAMPLES = 4  # record sample count differs from the header
 ERR_TRAILING = 5  # bytes left that do not form a whole record
 ERR_COUNT = 6  # record count differs from what the codec was configured for
+ERR_SHAPE = 7  # a record holds more values than the array's dimension (index and cache disagree)
 ERR_UNKNOWN_KEY = 8  # an INFO/FORMAT key that the header does not define
 ERR_UNKNOWN_FILTER = 9  # a FILTER key that the header does not define
 ERR_TYPE_MISMATCH = 10  # values typed otherwise than the header's Type (e.g. floats in an Integer)
+ERR_GT_VALUE = 11  # a GT value that encodes no allele: negative, yet neither missing nor end-of-vector
 ERR_UNKNOWN_CONTIG = 12  # a CHROM index the header does not define
 ERR_NEGATIVE_POS = 13  # POS below -1 (VCF POS 0 is -1); htslib reads it as a huge uint32
 # Records htslib's bcf_record_check refuses (pysam raises), or whose value htslib derives
@@ -61,9 +65,11 @@ ERROR_TEXT = {
     ERR_SAMPLES: "record's sample count differs from the header's",
     ERR_TRAILING: "data ends inside a record (truncated)",
     ERR_COUNT: "number of records differs from the index",
+    ERR_SHAPE: "record holds more values than the array's dimension",
     ERR_UNKNOWN_KEY: "record uses an INFO/FORMAT key the header does not define",
     ERR_UNKNOWN_FILTER: "record uses a FILTER key the header does not define",
     ERR_TYPE_MISMATCH: "record holds values of another type than the header declares",
+    ERR_GT_VALUE: "a GT value encodes no allele (negative, not missing or end-of-vector)",
     ERR_UNKNOWN_CONTIG: "record's CHROM is not a contig the header defines",
     ERR_NEGATIVE_POS: "record's POS is negative",
     ERR_ID_TYPE: "record's ID is not a character string (htslib: Invalid ID type)",
@@ -75,6 +81,11 @@ ERROR_TEXT = {
         "exceeds int32"
     ),
 }
+
+# BCF's float sentinels (BCF spec, section 6.3.3) as int32 bit patterns: missing, and
+# end-of-vector, which VCF Zarr also takes as its float fill.
+FLOAT_MISSING_BITS = np.int32(0x7F800001)
+FLOAT_END_BITS = np.int32(0x7F800002)
 
 _jit = numba.njit(nogil=True, cache=True)
 
@@ -285,6 +296,13 @@ def find_info(buf, pos, key):
             return t, n, d, OK
         i = d + n * type_size(t)
     return 0, 0, np.int64(-1), OK
+
+
+@_jit
+def n_sample(buf, pos):
+    """The record's own sample count (24 bits of n_fmt_sample). FORMAT vectors are laid
+    out by it, so reading another number of samples (an array's) would read past a field."""
+    return np.int64(u32(buf, pos + OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
 
 
 @_jit

@@ -1,0 +1,261 @@
+"""The ``vcfvirtual.bcf`` codec configuration: :class:`ChunkSpec` and its validation.
+
+A configuration is JSON inside shared references, so it is untrusted input: the kernels
+size and index their buffers from it, and anything the index would never write is
+refused here, before a decode, with a :class:`~vcfvirtual_codec.errors.CodecConfigError`
+naming the value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import numpy as np
+
+from .errors import CodecConfigError
+
+CODEC_ID = "vcfvirtual.bcf"
+# The one released configuration format. A newer one is refused with a hint to upgrade.
+FORMAT_VERSION = 1
+# Transcode cache layouts: the records as they are ("raw") or in chunk-aligned BGZF blocks.
+LAYOUTS = ("raw", "bgzf")
+
+# Value kinds: which part of a record an array reads.
+KINDS = (
+    "contig",
+    "position",
+    "length",
+    "quality",
+    "id",
+    "id_mask",
+    "allele",
+    "filter",
+    "genotype",
+    "genotype_phased",
+    "genotype_mask",
+    "info",
+    "format",
+)
+
+# What a configuration may say, per kind: the dtypes the index writes (manifests) and
+# the rank of the per-variant shape.
+_INTS = frozenset({"|i1", "<i2", "<i4", "<i8"})
+_BOOL = frozenset({"|b1"})
+_KIND_RULES: dict[str, tuple[frozenset[str], tuple[int, ...]]] = {  # kind: (dtypes, ranks of shape)
+    "contig": (_INTS, (0,)),
+    "position": (_INTS, (0,)),
+    "length": (_INTS, (0,)),
+    "quality": (frozenset({"<f4"}), (0,)),
+    "id": (frozenset({"str"}), (0,)),
+    "id_mask": (_BOOL, (0,)),
+    "allele": (frozenset({"str"}), (1,)),
+    "filter": (_BOOL, (1,)),
+    "genotype": (frozenset({"|i1", "<i2", "<i4"}), (2,)),
+    "genotype_phased": (_BOOL, (1,)),
+    "genotype_mask": (_BOOL, (2,)),
+}
+_FIELD_DTYPES = {
+    "Integer": _INTS,
+    "Float": frozenset({"<f4"}),
+    "Flag": _BOOL,
+    "Character": frozenset({"<U1"}),
+    "String": frozenset({"str"}),
+}
+# BCF's own limits: n_sample is 24 bits, n_allele 16 bits. Other dimensions (ploidy,
+# value widths, variants per chunk) are capped where int64 index arithmetic stays exact.
+MAX_SAMPLES = (1 << 24) - 1
+MAX_ALLELES = (1 << 16) - 1
+MAX_DIMENSION = (1 << 31) - 1
+# Keys a configuration must hold; the others have defaults meaning "not used by this kind".
+REQUIRED_KEYS = frozenset({"array", "kind", "dtype", "shape", "chunk_length", "num_records"})
+
+
+def _int(value: object, name: str, lo: int, hi: int) -> int:
+    # bool is an int to Python but never a count; floats and strings would make numba
+    # compile (or fail to compile) another specialisation of every kernel.
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise CodecConfigError(None, f"vcfvirtual.bcf config {name} must be an integer, got {value!r}")
+    number = int(value)
+    if not lo <= number <= hi:
+        raise CodecConfigError(None, f"vcfvirtual.bcf config {name} is {number}, outside [{lo}, {hi}]")
+    return number
+
+
+def _validate(spec: ChunkSpec) -> None:
+    """Refuse a configuration the index would never write; normalise lists to tuples."""
+
+    def bad(problem: str) -> NoReturn:
+        raise CodecConfigError(
+            None,
+            f"vcfvirtual.bcf config for {spec.array!r}: {problem}",
+            hint="the references are damaged or were not written by vcfvirtual index",
+        )
+
+    if not isinstance(spec.array, str):
+        bad(f"array name {spec.array!r} is not a string")
+    if not isinstance(spec.kind, str) or spec.kind not in KINDS:
+        raise CodecConfigError(None, f"unknown vcfvirtual.bcf kind {spec.kind!r}; expected one of {KINDS}")
+    if not isinstance(spec.layout, str) or spec.layout not in LAYOUTS:
+        raise CodecConfigError(None, f"unknown cache layout {spec.layout!r}; expected one of {LAYOUTS}")
+    version = _int(spec.version, "version", 1, 1 << 31)
+    if version > FORMAT_VERSION:
+        raise CodecConfigError(
+            None,
+            f"vcfvirtual.bcf config version {version} is newer than this vcfvirtual "
+            f"understands ({FORMAT_VERSION}); upgrade vcfvirtual",
+        )
+    if not isinstance(spec.shape, (list, tuple)) or not isinstance(spec.filter_columns, (list, tuple)):
+        bad("shape and filter_columns must be lists")
+    shape = tuple(_int(x, "shape", 0, MAX_DIMENSION) for x in spec.shape)
+    columns = tuple(_int(x, "filter_columns", -1, MAX_DIMENSION) for x in spec.filter_columns)
+    object.__setattr__(spec, "shape", shape)
+    object.__setattr__(spec, "filter_columns", columns)
+    for name, lo in (("chunk_length", 1), ("num_records", 1), ("key", -1), ("ploidy", 0)):
+        object.__setattr__(spec, name, _int(getattr(spec, name), name, lo, MAX_DIMENSION))
+    if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
+        bad("dtype and vcf_type must be strings")
+    kind = spec.kind
+    if kind in ("info", "format"):
+        field_dtypes = _FIELD_DTYPES.get(spec.vcf_type)
+        if field_dtypes is None or (kind == "format" and spec.vcf_type == "Flag"):
+            bad(f"vcf_type {spec.vcf_type!r} is not a {kind.upper()} type")
+        dtypes = field_dtypes
+        ranks: tuple[int, ...] = (0,) if spec.vcf_type == "Flag" else ((0, 1) if kind == "info" else (1, 2))
+        if spec.key < 0:
+            bad(f"an {kind.upper()} field needs its dictionary key, got {spec.key}")
+    else:
+        dtypes, ranks = _KIND_RULES[kind]
+        if spec.vcf_type:
+            bad(f"kind {kind!r} takes no vcf_type, got {spec.vcf_type!r}")
+    if not kind.startswith("genotype"):
+        if spec.ploidy:
+            bad(f"kind {kind!r} takes no ploidy, got {spec.ploidy}")
+        # variant_length carries INFO/END's key (or -1): htslib derives a record's length
+        # from END when its stored rlen is out of range.
+        if kind not in ("info", "format", "length") and spec.key != -1:
+            bad(f"kind {kind!r} takes no dictionary key, got {spec.key}")
+    if spec.dtype not in dtypes:
+        bad(f"dtype {spec.dtype!r} is not one the index writes for kind {kind!r} ({sorted(dtypes)})")
+    if len(shape) not in ranks:
+        bad(f"shape {list(shape)} has rank {len(shape)}; kind {kind!r} has rank {' or '.join(map(str, ranks))}")
+    if kind in ("format", "genotype", "genotype_phased", "genotype_mask") and shape[0] > MAX_SAMPLES:
+        bad(f"{shape[0]} samples is more than a BCF record can hold ({MAX_SAMPLES})")
+    if kind == "allele" and shape[0] > MAX_ALLELES:
+        bad(f"{shape[0]} alleles is more than a BCF record can hold ({MAX_ALLELES})")
+    if kind.startswith("genotype"):
+        if spec.key < 0 or spec.ploidy < 1:
+            bad(f"a genotype array needs GT's key and a ploidy >= 1, got key {spec.key}, ploidy {spec.ploidy}")
+        if len(shape) == 2 and shape[1] != spec.ploidy:
+            bad(f"shape {list(shape)} does not end in the ploidy {spec.ploidy}")
+    if kind == "filter":
+        if any(c >= shape[0] for c in columns):
+            bad(f"filter_columns {list(columns)} name a column past the {shape[0]} filters")
+    elif columns:
+        bad(f"kind {kind!r} takes no filter_columns")
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    """What one array's codec needs to decode any of its chunks (JSON-only values).
+
+    numcodecs never tells a codec the chunk shape, so the configuration carries it.
+    Every value is checked on construction.
+
+    Parameters
+    ----------
+    array : str
+        The array's name, for messages.
+    kind : str
+        Which part of a record the array reads: one of :data:`KINDS`.
+    dtype : str
+        The array's numpy dtype string, or ``"str"`` for vlen-utf8 strings.
+    shape : tuple of int
+        The per-variant shape: every dimension of the array but variants.
+    chunk_length : int
+        Variants per chunk; the last chunk may hold fewer records.
+    num_records : int
+        Records in the whole array, so that each chunk's record count is checked
+        exactly (``chunk_length``, or the remainder in the last chunk).
+    key : int, default -1
+        BCF dictionary key of the field read (INFO/FORMAT fields, GT; INFO/END for the
+        ``length`` kind), or -1.
+    ploidy : int, default 0
+        The ploidy dimension, for the genotype kinds.
+    vcf_type : str, default ""
+        ``Integer``, ``Float``, ``Flag``, ``String`` or ``Character``, for the ``info``
+        and ``format`` kinds.
+    filter_columns : tuple of int, default ()
+        The ``filter_id`` column of each FILTER dictionary key (-1: none), for the
+        ``filter`` kind.
+    layout : str, default "raw"
+        The transcode cache layout the chunks are stored in: one of :data:`LAYOUTS`.
+    version : int, default FORMAT_VERSION
+        The configuration format version.
+
+    Raises
+    ------
+    CodecConfigError
+        A value of the wrong type, out of range, or one the index would never write for
+        the kind; the message names the value.
+    """
+
+    array: str
+    kind: str
+    dtype: str
+    shape: tuple[int, ...]
+    chunk_length: int
+    num_records: int
+    key: int = -1
+    ploidy: int = 0
+    vcf_type: str = ""
+    filter_columns: tuple[int, ...] = ()
+    layout: str = "raw"
+    version: int = FORMAT_VERSION
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> ChunkSpec:
+        """The spec of a codec configuration as numcodecs hands it over.
+
+        Parameters
+        ----------
+        config : dict
+            The JSON configuration; an ``"id"`` key (numcodecs' codec id) is ignored.
+
+        Returns
+        -------
+        ChunkSpec
+
+        Raises
+        ------
+        CodecConfigError
+            ``config`` is not a dict, lacks a required key, holds an unknown key or a
+            bad value.
+        """
+        if not isinstance(config, dict):
+            raise CodecConfigError(None, f"a vcfvirtual.bcf config is a JSON object, got {type(config).__name__}")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(config) - fields - {"id"}
+        if unknown:
+            raise CodecConfigError(None, f"unknown vcfvirtual.bcf config keys {sorted(map(str, unknown))}")
+        missing = REQUIRED_KEYS - set(config)
+        if missing:
+            raise CodecConfigError(None, f"vcfvirtual.bcf config lacks {sorted(missing)}")
+        return cls(**{k: v for k, v in config.items() if k in fields})
+
+    def to_config(self) -> dict[str, Any]:
+        """The JSON configuration (lists, not tuples), without numcodecs' ``"id"``.
+
+        Returns
+        -------
+        dict
+            What :meth:`from_config` turns back into an equal spec.
+        """
+        config = dataclasses.asdict(self)
+        config["shape"] = list(self.shape)
+        config["filter_columns"] = list(self.filter_columns)
+        return config
