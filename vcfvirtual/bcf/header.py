@@ -241,22 +241,26 @@ def _contigs(h: pysam.VariantHeader) -> tuple[list[str], list[int | None], tuple
     for rec in h.records:
         if rec.type != "CONTIG" or "ID" not in rec:
             continue
-        name = rec["ID"]
+        name = str(rec["ID"])
         try:
             contig = h.contigs[name]
         except KeyError:
             continue  # a line htslib did not register (a repeated ID keeps the first)
-        if contig.id not in by_id:
-            length = rec.get("length")
-            try:
-                length = int(length) if length is not None else None
-            except ValueError:
-                length = None
-            by_id[contig.id] = (name, length)
+        contig_id = int(contig.id)
+        if contig_id not in by_id:
+            by_id[contig_id] = (name, _int_or_none(rec.get("length")))
     size = max(by_id, default=-1) + 1
     names = [by_id.get(i, ("", None))[0] for i in range(size)]
     lengths = [by_id.get(i, ("", None))[1] for i in range(size)]
     return names, lengths, tuple(i for i in range(size) if i not in by_id)
+
+
+def _int_or_none(value: str | None) -> int | None:
+    """A header attribute as a number, or None when absent or not a number."""
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHeader:
@@ -269,7 +273,7 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
                 continue
             filters.append(fid)
             descriptions.append(_strip_quotes(rec.get("Description")))
-            filter_keys.append(h.filters[fid].id)
+            filter_keys.append(h.filters[fid].id)  # type: ignore[attr-defined]  # pysam's stubs lack VariantMetadata.id
     if "PASS" in filters and filters[0] != "PASS":
         i = filters.index("PASS")
         for seq in (filters, descriptions, filter_keys):
@@ -360,9 +364,9 @@ def compatibility_problems(first: BCFHeader, other: BCFHeader) -> list[str]:
             if a != b:
                 problems.append(f"contig {name!r} has length {b} where the first file has {a}")
                 break
-    ours = {(f.category, f.name): f for f in (*first.info, *first.formats)}
+    declared = {(f.category, f.name): f for f in (*first.info, *first.formats)}
     for f in (*other.info, *other.formats):
-        mine = ours.get((f.category, f.name))
+        mine = declared.get((f.category, f.name))
         if mine is None:
             problems.append(f"it declares {f.category}/{f.name}, which the first file does not")
         elif (mine.number, mine.type) != (f.number, f.type):

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from pathlib import Path
 
 from ..errors import NotBCFError, OutputWriteError
+from ..io.outputs import temporary_name
 
 VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz")
 
@@ -71,7 +71,7 @@ def as_bcf(sources: list[Path], cache_path: Path):
     try:
         for i, path in enumerate(sources):
             if is_vcf_path(path):
-                bcf = cache_path.with_name(f".{cache_path.name}.tmp-vcf{i}-{os.getpid()}")
+                bcf = temporary_name(cache_path, f"vcf{i}")
                 converted.append(bcf)
                 logger.info("%s: VCF input, converting to BCF with htslib", path)
                 vcf_to_bcf(path, bcf)

@@ -1,11 +1,6 @@
-"""The transcode cache: the BCF's records laid out so each variants chunk is one range.
-
-Layout ``bgzf`` (the default) is the BCF's own BGZF blocks, re-cut so that every
-variants chunk starts a block: chunk k is a range of whole blocks holding whole records,
-and the cache is itself a valid BCF. Layout ``raw`` is the uncompressed BCF stream
-(header then records): bigger, but decoding needs no inflate. Files are written under a temporary name and
-renamed only when complete, so a failed or killed run never leaves a partial cache
-under the final name.
+"""Layout ``bgzf`` (the default): the BCF's own BGZF blocks, re-cut so that every
+variants chunk starts a block. Chunk k is a range of whole blocks holding whole records,
+and the cache is itself a valid BCF.
 """
 
 from __future__ import annotations
@@ -13,16 +8,21 @@ from __future__ import annotations
 import collections
 import contextlib
 import errno
+import functools
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, Any, BinaryIO, NamedTuple
 
 import numpy as np
 from vcfvirtual_codec.bcf import bgzf
 
+from ..bcf.header import BCFHeader
+from ..scan.parallel import Merged, Piece
+from ..scan.results import ScanResult
 from ..scan.scanner import scan_bcf
-from .raw import _cache_file
+from .base import ChunkLengthFor, ChunkRanges, chunk_byte_ranges, open_cache
 
 logger = logging.getLogger(__name__)
 # ISA-L level (0 fastest to 3 smallest) for the blocks we compress: only those a chunk
@@ -42,8 +42,17 @@ class SourceRange(NamedTuple):
         return self.offset + self.size
 
 
+# The inflated bytes of a piece, produced only when needed (a cut splits the piece, or
+# it has no compressed block to copy).
+Inflate = Callable[[], bytes | memoryview]
+# A piece's compressed bytes: a whole block in memory, a whole block still in its file,
+# or None (there is none to copy).
+Compressed = bytes | memoryview | SourceRange | None
+
+
 class ChunkAlignedBGZFWriter:
-    """Sink for the scan that writes the stream as BGZF with chunk-aligned blocks.
+    """A scan's sink (:class:`~vcfvirtual.scan.sink.RecordSink`) writing the stream as
+    BGZF with chunk-aligned blocks.
 
     The header gets blocks of its own; each variants chunk (``chunk_length`` records)
     starts a new block, so chunk k is a byte range of whole BGZF blocks; an EOF block
@@ -55,17 +64,17 @@ class ChunkAlignedBGZFWriter:
     uncompressed source is compressed whole.
     """
 
-    def __init__(self, fileobj, level: int = BGZF_LEVEL):
+    def __init__(self, fileobj: IO[Any], level: int = BGZF_LEVEL):
         self.fileobj = fileobj
         self.level = level
-        self.chunk_length = None
-        # Blocks read but not yet written: (stream offset, length, compressed block or None, data).
-        # A block is written once the scan has passed its end, when every cut inside it
+        self.chunk_length = 0
+        # Pieces read but not yet written: (stream offset, length, compressed, inflate).
+        # A piece is written once the scan has passed its end, when every cut inside it
         # is known; the scan's batch size bounds how many wait here.
-        self.pending: collections.deque = collections.deque()
-        self.stream_end = 0  # stream offset where the next block starts
+        self.pending: collections.deque[tuple[int, int, Compressed, Inflate]] = collections.deque()
+        self.stream_end = 0  # stream offset where the next piece starts
         # Stream offsets still to cut at, ascending: (offset, starts a chunk).
-        self.cuts: collections.deque = collections.deque()
+        self.cuts: collections.deque[tuple[int, bool]] = collections.deque()
         self.records_seen = 0
         self.written = 0  # cache bytes written so far
         self.chunk_starts: list[int] = []  # cache offset where each chunk begins
@@ -73,14 +82,29 @@ class ChunkAlignedBGZFWriter:
         self.blocks_recompressed = 0
         self.run: SourceRange | None = None  # source bytes to copy as they are, not yet copied
 
-    def header_parsed(self, header, chunk_length: int) -> None:
+    def cut_at(self, header_size: int, chunk_offsets: np.ndarray) -> None:
+        """Cut at the header's end and at these chunks' first records, all known ahead
+        (instead of learning them from a scan as a sink).
+
+        Parameters
+        ----------
+        header_size : int
+            Stream offset of the first record.
+        chunk_offsets : numpy.ndarray
+            Stream offset of each chunk's first record, ascending.
+        """
+        self.cuts.append((header_size, False))
+        self.cuts.extend((int(o), True) for o in chunk_offsets)
+
+    def header_parsed(self, header: BCFHeader, chunk_length: int) -> None:
         self.chunk_length = chunk_length
         self.cuts.append((header.size, False))  # the header ends in a block of its own
 
-    def add_block(self, raw, data) -> None:
+    def add_block(self, raw: bytes | memoryview | None, data: bytes | memoryview) -> None:
         if not data:
             return  # empty blocks (the source's EOF marker among them) hold nothing
-        self.add_piece(self.stream_end, len(data), raw, data)
+        # The scan reuses nothing it hands over; the bytes are kept until written.
+        self.add_piece(self.stream_end, len(data), raw, lambda: data)
 
     def records_scanned(self, offsets: np.ndarray) -> None:
         n = self.chunk_length
@@ -88,18 +112,28 @@ class ChunkAlignedBGZFWriter:
         self.cuts.extend((int(o), True) for o in offsets[first::n])
         self.records_seen += len(offsets)
 
-    def add_piece(self, start: int, length: int, raw, data) -> None:
-        """Queue ``length`` stream bytes at ``start``, given as a whole compressed block
-        ``raw`` (or None) and ``data``, the inflated bytes or a function returning them,
-        called only if a cut splits the piece or ``raw`` is None."""
-        self.pending.append((start, length, raw, data))
+    def add_piece(self, start: int, length: int, raw: Compressed, inflate: Inflate) -> None:
+        """Queue stream bytes to write once the cuts inside them are known.
+
+        Parameters
+        ----------
+        start, length : int
+            Where the bytes are in the stream; pieces come in stream order.
+        raw : bytes, memoryview, SourceRange or None
+            Their whole compressed block, copied as it is if no cut splits it (None:
+            there is none to copy).
+        inflate : callable
+            Returns the inflated bytes; called only if a cut splits the piece or
+            ``raw`` is None.
+        """
+        self.pending.append((start, length, raw, inflate))
         self.stream_end = start + length
 
     def scanned_to(self, stream_offset: int) -> None:
         while self.pending and self.pending[0][0] + self.pending[0][1] <= stream_offset:
             self._emit(*self.pending.popleft())
 
-    def _write(self, data) -> None:
+    def _write(self, data: bytes | memoryview | SourceRange) -> None:
         if isinstance(data, SourceRange):
             if self.run is not None and self.run.fd == data.fd and self.run.end == data.offset:
                 self.run = self.run._replace(size=self.run.size + data.size)
@@ -132,7 +166,7 @@ class ChunkAlignedBGZFWriter:
             offset += n
             left -= n
 
-    def _emit(self, start: int, length: int, raw, data) -> None:
+    def _emit(self, start: int, length: int, raw: Compressed, inflate: Inflate) -> None:
         end = start + length
         edges = [start]
         chunk_edges = set()
@@ -149,7 +183,7 @@ class ChunkAlignedBGZFWriter:
             self._write(raw)
             self.blocks_copied += 1
             return
-        view = memoryview(data() if callable(data) else data)
+        view = memoryview(inflate())
         for lo, hi in zip(edges[:-1], edges[1:]):
             if lo in chunk_edges:
                 self.chunk_starts.append(self.written)
@@ -157,7 +191,13 @@ class ChunkAlignedBGZFWriter:
             self.blocks_recompressed += 1
 
     def close(self) -> int:
-        """Write what is left and the EOF block; returns where the last chunk ends."""
+        """Write what is left and the EOF block.
+
+        Returns
+        -------
+        int
+            Cache offset where the last chunk ends (the EOF block's start).
+        """
         self.scanned_to(self.stream_end)
         end = self.written
         self._write(bgzf.EOF_BLOCK)
@@ -165,55 +205,67 @@ class ChunkAlignedBGZFWriter:
         return end
 
 
-def write_bgzf_cache(
-    bcf_path, tmp_cache: Path, chunk_length_for, progress: bool | None = None, threads: int = 0, fileobj=None
-):
-    """Scan ``bcf_path`` once, writing a chunk-aligned BGZF cache to ``tmp_cache``.
+class BGZFLayout:
+    """The chunk-aligned BGZF cache, written as the scan reads, or assembled from the
+    source blocks of partitions scanned apart (cut where a serial run cuts, so it is the
+    same cache byte for byte)."""
 
-    Returns (scan result, chunk start offsets, end of the last chunk).
-    """
-    with _cache_file(tmp_cache) as f:
-        writer = ChunkAlignedBGZFWriter(f)
-        result = scan_bcf(bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj)
-        end = writer.close()
-    logger.info(
-        "%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
-        bcf_path,
-        writer.blocks_copied,
-        writer.blocks_recompressed,
-    )
-    starts = np.asarray(writer.chunk_starts, dtype=np.uint64)
-    return result, starts, end
+    name = "bgzf"
+    needs_segments = False
 
+    def write_serial(
+        self,
+        bcf_path: str | Path,
+        tmp_cache: Path,
+        chunk_length_for: ChunkLengthFor,
+        progress: bool | None = None,
+        threads: int = 0,
+        fileobj: BinaryIO | None = None,
+    ) -> tuple[ScanResult, ChunkRanges]:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
+        with open_cache(tmp_cache) as f:
+            writer = ChunkAlignedBGZFWriter(f)
+            scan = scan_bcf(
+                bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj
+            )
+            end = writer.close()
+        logger.info(
+            "%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
+            bcf_path,
+            writer.blocks_copied,
+            writer.blocks_recompressed,
+        )
+        return scan, chunk_byte_ranges(np.asarray(writer.chunk_starts, dtype=np.uint64), end)
 
-def assemble_bgzf_cache(tmp_cache: Path, pieces, header_size: int, chunk_offsets: np.ndarray):
-    """Write a chunk-aligned BGZF cache from source blocks already scanned (``pieces``:
-    :class:`vcfvirtual.scan.parallel.Piece`, in stream order), cut where a serial run cuts: at
-    the header's end and at every chunk's first record. Blocks no cut splits are copied;
-    only split ones are read inflated. Returns (chunk start offsets, end of the last chunk)."""
-    with _cache_file(tmp_cache) as f, contextlib.ExitStack() as stack:
-        writer = ChunkAlignedBGZFWriter(f)
-        writer.cuts.append((header_size, False))
-        writer.cuts.extend((int(o), True) for o in chunk_offsets)
-        files = {}
-        for piece in pieces:
-            if piece.path not in files:
-                files[piece.path] = stack.enter_context(open(piece.path, "rb")).fileno()
-            fd = files[piece.path]
-            length = piece.hi - piece.lo
-            if piece.compressed_size == 0:
-                raw, data = None, os.pread(fd, length, piece.offset + piece.lo)
-            else:
+    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`. Blocks no cut
+        splits are copied; only split ones are read and inflated."""
+        with open_cache(tmp_cache) as f, contextlib.ExitStack() as stack:
+            writer = ChunkAlignedBGZFWriter(f)
+            writer.cut_at(merged.scan.header.size, merged.scan.chunk_offsets)
+            files: dict[str, int] = {}
+            for piece in merged.pieces:
+                if piece.path not in files:
+                    files[piece.path] = stack.enter_context(open(piece.path, "rb")).fileno()
+                fd = files[piece.path]
+                length = piece.hi - piece.lo
+                raw: Compressed = None
+                if piece.compressed_size == 0:
+                    inflate: Inflate = functools.partial(bytes, os.pread(fd, length, piece.offset + piece.lo))
+                else:
 
-                def data(fd=fd, piece=piece):
-                    block = os.pread(fd, piece.compressed_size, piece.offset)
-                    return bgzf.inflate_block(block, piece.path, piece.offset)[piece.lo : piece.hi]
+                    def inflate(fd: int = fd, piece: Piece = piece) -> bytes:
+                        block = os.pread(fd, piece.compressed_size, piece.offset)
+                        return bgzf.inflate_block(block, piece.path, piece.offset)[piece.lo : piece.hi]
 
-                raw = SourceRange(fd, piece.offset, piece.compressed_size) if piece.whole else None
-            writer.add_piece(piece.stream_start, length, raw, data)
-            writer.scanned_to(piece.stream_start + length)
-        end = writer.close()
-    logger.info(
-        "%d BGZF blocks copied, %d re-compressed at chunk boundaries", writer.blocks_copied, writer.blocks_recompressed
-    )
-    return np.asarray(writer.chunk_starts, dtype=np.uint64), end
+                    if piece.whole:
+                        raw = SourceRange(fd, piece.offset, piece.compressed_size)
+                writer.add_piece(piece.stream_start, length, raw, inflate)
+                writer.scanned_to(piece.stream_start + length)
+            end = writer.close()
+        logger.info(
+            "%d BGZF blocks copied, %d re-compressed at chunk boundaries",
+            writer.blocks_copied,
+            writer.blocks_recompressed,
+        )
+        return chunk_byte_ranges(np.asarray(writer.chunk_starts, dtype=np.uint64), end)

@@ -1,6 +1,14 @@
-"""The transcode cache's layouts."""
+"""The transcode cache's layouts, by name: a layout is one module implementing
+:class:`~vcfvirtual.cache.base.CacheLayout` and one entry in ``LAYOUT_WRITERS`` (and the
+codec, which must decode it, lists it in its ``LAYOUTS``)."""
 
 from __future__ import annotations
 
 # The codec decodes every layout, so its list is the one list (the codec is the lower layer).
 from vcfvirtual_codec.spec import LAYOUTS as LAYOUTS
+
+from .base import CacheLayout
+from .bgzf import BGZFLayout
+from .raw import RawLayout
+
+LAYOUT_WRITERS: dict[str, CacheLayout] = {layout.name: layout for layout in (RawLayout(), BGZFLayout())}

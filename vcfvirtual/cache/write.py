@@ -1,32 +1,70 @@
 """Writing the transcode cache in one of its layouts, from one serial pass or from
-partitions scanned apart and merged."""
+partitions scanned apart and merged. The cache is written under a temporary name the
+caller renames into place when complete, so a failed or killed run never leaves a
+partial cache under the final name."""
 
 from __future__ import annotations
 
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, BinaryIO
 
-import numpy as np
-
-from ..scan import parallel
-from . import bgzf as bgzf_cache
-from . import raw as raw_cache
+from ..bcf.csi import RecordStart
+from ..io.outputs import temporary_name
+from ..scan import parallel, partition
+from ..scan.results import ScanResult
+from .base import ChunkLengthFor, ChunkRanges
+from .layouts import LAYOUT_WRITERS
 
 logger = logging.getLogger(__name__)
 
 
-def write_cache_serial(bcf_path, tmp_cache: Path, layout: str, chunk_length_for, progress, threads, fileobj=None):
-    """One pass over one BCF, writing the cache as it goes: (scan, chunk byte ranges or None)."""
-    if layout == "bgzf":
-        scan, starts, end = bgzf_cache.write_bgzf_cache(
-            bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
-        )
-        return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
-    return raw_cache.write_raw_cache(
+def write_cache_serial(
+    bcf_path: str | Path,
+    tmp_cache: Path,
+    layout: str,
+    chunk_length_for: ChunkLengthFor,
+    progress: bool | None,
+    threads: int,
+    fileobj: BinaryIO | None = None,
+) -> tuple[ScanResult, ChunkRanges]:
+    """One pass over one BCF, writing the cache as it goes.
+
+    Parameters
+    ----------
+    bcf_path : str or Path
+        The BCF (with ``fileobj``, only its name in messages).
+    tmp_cache : Path
+        The cache's temporary name.
+    layout : str
+        One of :data:`vcfvirtual.cache.layouts.LAYOUTS`.
+    chunk_length_for : callable
+        Records per variants chunk, given the header.
+    progress : bool or None
+        Show a progress bar (None: when on a terminal).
+    threads : int
+        Threads inflating blocks ahead of the scan (0: none).
+    fileobj : file object, optional
+        The BCF already open (a URL's stream), closed when done.
+
+    Returns
+    -------
+    tuple of (ScanResult, ChunkRanges)
+        What the scan learnt, and each chunk's byte range in the cache.
+
+    Raises
+    ------
+    OutputWriteError
+        The cache could not be written.
+    NotBCFError, HeaderError, CorruptBCFError
+        The input is not a readable BCF.
+    """
+    return LAYOUT_WRITERS[layout].write_serial(
         bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
-    ), None
+    )
 
 
 def write_cache_partitioned(
@@ -34,50 +72,76 @@ def write_cache_partitioned(
     tmp_cache: Path,
     cache_path: Path,
     layout: str,
-    chunk_length_for,
+    chunk_length_for: ChunkLengthFor,
     workers: int,
-    dask_client,
-    progress,
-):
-    """Scan files (and parts of large ones) apart, merge, then assemble the cache."""
+    dask_client: Any,
+    progress: bool | None,
+) -> tuple[ScanResult, ChunkRanges]:
+    """Scan files (and parts of large ones) apart, merge, then write the cache.
+
+    Parameters
+    ----------
+    bcf_paths : list of Path
+        The BCFs, in the order their records go into the store.
+    tmp_cache, cache_path : Path
+        The cache's temporary name, and its final name (working files go next to it).
+    layout : str
+        One of :data:`vcfvirtual.cache.layouts.LAYOUTS`.
+    chunk_length_for : callable
+        Records per variants chunk, given the first file's header.
+    workers : int
+        Local worker processes (1: scan in this process).
+    dask_client : distributed.Client or None
+        Scan on this Dask cluster instead.
+    progress : bool or None
+        Show a progress bar (None: when on a terminal).
+
+    Returns
+    -------
+    tuple of (ScanResult, ChunkRanges)
+        The merged scan (as one serial scan of the records would be), and each chunk's
+        byte range in the cache.
+
+    Raises
+    ------
+    OutputWriteError
+        The cache or a worker's segment could not be written.
+    HeaderError
+        The files' headers are not compatible.
+    NotBCFError, CorruptBCFError
+        An input is not a readable BCF.
+    """
+    writer = LAYOUT_WRITERS[layout]
     # Twice as many parts as workers, so one slow part (denser records) does not leave
     # the others idle at the end.
     n_parts = 2 * (workers if dask_client is None else max(workers, _dask_threads(dask_client)))
     plan = _file_planner(n_parts) if n_parts > 2 else None
     # Absolute paths: Dask workers (and spawned processes) need not share our working directory.
     partitions = parallel.split_files([os.path.abspath(p) for p in bcf_paths], plan)
-    # The raw layout is the partitions' inflated bytes, which workers write as they scan.
+    # The workers write their partitions' inflated bytes when the layout is made of them.
     segment_dir = None
-    if layout == "raw":
-        segment_dir = cache_path.with_name(f".{cache_path.name}.tmp-parts-{os.getpid()}")
+    if writer.needs_segments:
+        segment_dir = temporary_name(cache_path, "parts")
         segment_dir.mkdir()
     try:
         with parallel.executor_for(workers, dask_client) as executor:
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
-        header = scanned[0][1].header
-        chunk_length = int(chunk_length_for(header))
+        chunk_length = int(chunk_length_for(scanned[0][1].header))
         merged = parallel.merge(scanned, chunk_length)
-        scan = merged.scan
-        if layout == "bgzf":
-            starts, end = bgzf_cache.assemble_bgzf_cache(tmp_cache, merged.pieces, header.size, scan.chunk_offsets)
-            return scan, (starts, np.append(starts[1:], np.uint64(end)) - starts)
-        with raw_cache._cache_file(tmp_cache) as out:
-            raw_cache.write_raw(merged, out)
-        return scan, None
+        return merged.scan, writer.write_partitioned(merged, tmp_cache)
     finally:
         if segment_dir is not None:
             shutil.rmtree(segment_dir, ignore_errors=True)
 
 
-def _dask_threads(client) -> int:
+def _dask_threads(client: Any) -> int:
     return sum(client.nthreads().values())
 
 
-def _file_planner(n_parts: int):
+def _file_planner(n_parts: int) -> Callable[[str], list[RecordStart]]:
     """Record starts cutting a BGZF file into up to ``n_parts`` partitions."""
-    from ..scan import partition
 
-    def plan(path):
+    def plan(path: str) -> list[RecordStart]:
         return partition.plan_partitions(path, n_parts)
 
     return plan

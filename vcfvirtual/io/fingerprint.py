@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import os
 import stat
+from typing import BinaryIO
 
 HEAD_BYTES = 1 << 20  # the header (large with many samples) and the first records
 WINDOW_BYTES = 64 * 1024
@@ -44,14 +45,14 @@ def open_regular(path):
         raise
 
 
-def sampled_digest(path, size: int | None = None) -> str:
+def sampled_digest(path: str | os.PathLike) -> str:
     """blake2b of the head, the last window and ``WINDOWS`` evenly spaced windows."""
     with open_regular(path) as f:
-        size = os.fstat(f.fileno()).st_size if size is None else size
-        return _digest(f, size)
+        return digest_of(f, os.fstat(f.fileno()).st_size)
 
 
-def _digest(f, size: int) -> str:
+def digest_of(f: BinaryIO, size: int) -> str:
+    """The sampled digest of an open file of ``size`` bytes (see :func:`sampled_digest`)."""
     h = hashlib.blake2b(digest_size=16)
     h.update(size.to_bytes(8, "little"))
     for offset, length in _windows(size):
@@ -77,13 +78,13 @@ class Fingerprint:
 
     size: int
     mtime_ns: int
-    digest: str | None = None  # None in references written before digests
+    digest: str | None = None  # None: the references record a digest of another kind, not comparable
 
     @classmethod
     def of(cls, path) -> Fingerprint:
         with open_regular(path) as f:
             st = os.fstat(f.fileno())
-            return cls(size=st.st_size, mtime_ns=st.st_mtime_ns, digest=_digest(f, st.st_size))
+            return cls(size=st.st_size, mtime_ns=st.st_mtime_ns, digest=digest_of(f, st.st_size))
 
     def to_json(self) -> dict:
         return {"size": self.size, "mtime_ns": self.mtime_ns, "digest": self.digest, "digest_kind": DIGEST}

@@ -9,8 +9,9 @@ import errno
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from vcfvirtual_codec.bcf import bgzf
 
@@ -27,13 +28,41 @@ def default_paths(bcf_path) -> tuple[Path, Path]:
     return bcf_path.with_name(bcf_path.name + REFS_SUFFIX), bcf_path.with_name(bcf_path.name + CACHE_SUFFIX)
 
 
-def temporary_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+# Names of what a run writes before it is complete, all next to the output they
+# become or belong to and all ending in the writer's pid, so that a later run can tell a
+# dead writer's leftovers (remove_stale_temporaries) from a live one's:
+#   .<name>.tmp-<pid>            the output itself, renamed into place when complete
+#   .<name>.tmp-<purpose>-<pid>  a run's working files for the output (the partitions'
+#                                records "parts", a converted VCF "vcf<i>")
+#   .<name>.old-<pid>            an output set aside while its successor is renamed in
+TEMPORARY = "tmp"
+SET_ASIDE = "old"
+
+
+def temporary_name(path: Path, purpose: str = "") -> Path:
+    """The name ``path`` is written under until it is complete, or, with ``purpose``, a
+    working file of the run writing ``path`` (removed by the same stale-run cleanup).
+
+    Parameters
+    ----------
+    path : Path
+        The output's final name.
+    purpose : str
+        Empty for the output itself; else a word naming the working file (no ``-``).
+
+    Returns
+    -------
+    Path
+        ``.<name>.tmp-<pid>`` or ``.<name>.tmp-<purpose>-<pid>`` in ``path``'s folder.
+    """
+    path = Path(path)
+    tag = f"{TEMPORARY}-{purpose}" if purpose else TEMPORARY
+    return path.with_name(f".{path.name}.{tag}-{os.getpid()}")
 
 
 def _set_aside_name(path: Path) -> Path:
     """Where an output being replaced waits until its successor is in place."""
-    return path.with_name(f".{path.name}.old-{os.getpid()}")
+    return path.with_name(f".{path.name}.{SET_ASIDE}-{os.getpid()}")
 
 
 def remove_stale_temporaries(path: Path) -> list[Path]:
@@ -46,7 +75,7 @@ def remove_stale_temporaries(path: Path) -> list[Path]:
     its successor is in place: the only copy is never deleted. Returns what was removed."""
     path = Path(path)
     removed = []
-    for old in path.parent.glob(f".{path.name}.old-*"):
+    for old in path.parent.glob(f".{path.name}.{SET_ASIDE}-*"):
         if not _dead_writer(old):
             continue
         if not os.path.lexists(path):
@@ -56,7 +85,7 @@ def remove_stale_temporaries(path: Path) -> list[Path]:
                 continue
         _delete(old)
         removed.append(old)
-    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+    for tmp in path.parent.glob(f".{path.name}.{TEMPORARY}-*"):
         if _dead_writer(tmp):
             _delete(tmp)
             removed.append(tmp)
@@ -113,17 +142,72 @@ def replace_output(tmp: Path, path: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_output(path: Path, *, force: bool) -> Iterator[Path]:
-    """Yield a temporary path that becomes ``path`` only if the block completes."""
+    """A temporary path that becomes ``path`` only if the block completes.
+
+    For outputs written by name (the cache, a references directory): the block writes
+    the temporary, flushing a file to disk itself (:func:`output_file`).
+
+    Parameters
+    ----------
+    path : Path
+        The output's final name.
+    force : bool
+        Replace what stands at ``path``; callers have checked it is an output of this
+        tool (:func:`refuse_foreign_output`).
+
+    Yields
+    ------
+    Path
+        The temporary name to write (see :func:`temporary_name`).
+
+    Raises
+    ------
+    OutputExistsError
+        ``path`` exists and ``force`` is false.
+    """
     path = Path(path)
     if os.path.lexists(path) and not force:
         raise OutputExistsError(path, "output already exists", hint="pass force=True to overwrite it")
     tmp = temporary_name(path)
     try:
         yield tmp
+        replace_output(tmp, path)
     except BaseException:
         _delete(tmp)
         raise
-    replace_output(tmp, path)
+
+
+@contextlib.contextmanager
+def atomic_file(
+    path: Path, what: str, option: str, mode: str = "wb", opener: Callable[..., IO[Any]] | None = None
+) -> Iterator[IO[Any]]:
+    """``path`` opened for writing under its temporary name; flushed to disk and renamed
+    into place when the block completes, deleted if it fails.
+
+    Parameters
+    ----------
+    path : Path
+        The output's final name; what stands there is replaced (callers decide whether
+        it may be, see :func:`refuse_foreign_output`).
+    what, option : str
+        The output and the argument that moves it, for error messages.
+    mode : str
+        ``"wb"`` or ``"w"`` (UTF-8 text).
+    opener : callable, optional
+        Opens the file (the caller module's ``open``, which tests replace); ``open``.
+
+    Yields
+    ------
+    file object
+        Open on :func:`temporary_name` of ``path``.
+
+    Raises
+    ------
+    OutputWriteError
+        The temporary could not be written (full disk, read-only folder).
+    """
+    with atomic_output(path, force=True) as tmp, output_file(tmp, what, option, mode, opener) as f:
+        yield f
 
 
 # --------------------------------------------------------------- whose outputs
@@ -232,7 +316,9 @@ def is_vcfvirtual_cache(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def output_file(tmp: Path, what: str, option: str, mode: str = "wb", opener=None):
+def output_file(
+    tmp: Path, what: str, option: str, mode: str = "wb", opener: Callable[..., IO[Any]] | None = None
+) -> Iterator[IO[Any]]:
     """``tmp`` opened for writing, flushed to disk on success; OS errors made one typed
     error. On an error the file is closed with its own errors dropped: closing flushes
     the buffer, which fails again on a full disk and would bury the first error under a

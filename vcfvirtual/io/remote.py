@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..errors import OutputWriteError, VcfVirtualError
-from .fingerprint import Fingerprint, _digest
+from .fingerprint import Fingerprint, digest_of
 
 if TYPE_CHECKING:  # obstore's config types exist for type checkers only
     from obstore.store import ClientConfig, S3Config
@@ -76,7 +76,7 @@ def fingerprint(url: str, storage_options: dict | None = None) -> Fingerprint:
         info = fs.info(path)
         with fs.open(path, "rb", block_size=1 << 20) as f:
             size = int(info["size"])
-            return Fingerprint(size=size, mtime_ns=_version(info), digest=_digest(f, size))
+            return Fingerprint(size=size, mtime_ns=_version(info), digest=digest_of(f, size))
     except FileNotFoundError:
         raise VcfVirtualError(url, "cannot read: no such object") from None
     except OSError as e:

@@ -147,12 +147,6 @@ def relocate_file(
     if output != refs_path:
         cache_mod.refuse_foreign_output(output, cache_mod.REFS, force=True, option="-o")
     cache_mod.remove_stale_temporaries(output)
-    tmp = cache_mod.temporary_name(output)
-    try:
-        with cache_mod.output_file(tmp, "the references", "-o", mode="w", opener=open) as f:
-            json.dump(refs, f, separators=(",", ":"))
-        cache_mod.replace_output(tmp, output)
-    finally:
-        # Gone once replace_output renamed it; still there if writing failed.
-        tmp.unlink(missing_ok=True)
+    with cache_mod.atomic_file(output, "the references", "-o", mode="w", opener=open) as f:
+        json.dump(refs, f, separators=(",", ":"))
     return output

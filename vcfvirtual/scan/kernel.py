@@ -25,7 +25,21 @@ _KIND_OF_TYPE = {
 
 
 def declared_kinds(header: BCFHeader, n_keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(INFO kind, FORMAT kind, FILTER declared) indexed by dictionary key."""
+    """What the header declares each dictionary key to be, for :func:`scan_records`.
+
+    Parameters
+    ----------
+    header : BCFHeader
+        The BCF's header.
+    n_keys : int
+        Size of the tables: one more than the largest key declared.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        INFO kind and FORMAT kind (int8, ``KIND_*``; ``KIND_NONE`` where not declared)
+        and FILTER declared (bool), each indexed by dictionary key.
+    """
     info = np.zeros(n_keys, np.int8)
     fmt = np.zeros(n_keys, np.int8)
     filters = np.zeros(n_keys, np.bool_)
@@ -163,7 +177,7 @@ def _record_rlen(buf, pos, end_key, rlen_needs_more):
 
 
 @numba.njit(nogil=True, cache=True)
-def _scan_kernel(
+def scan_records(
     buf,
     n_samples,
     n_contigs,
@@ -183,10 +197,34 @@ def _scan_kernel(
     end_key=-1,
     rlen_needs_more=False,
 ):
-    """Walk whole records in ``buf`` until it or the output capacity runs out.
+    """Walk whole records in ``buf`` until it or the output capacity runs out,
+    checking each as htslib's ``bcf_record_check`` does.
 
-    Returns (records written, bytes consumed, error code, error position, dictionary key
-    the error concerns or -1).
+    Parameters
+    ----------
+    buf : numpy.ndarray
+        uint8 inflated bytes starting at a record; a record cut by its end is left.
+    n_samples, n_contigs, gt_key : int
+        From the header (``gt_key`` -1: no GT).
+    base : int
+        Stream offset of ``buf[0]``, added to the offsets written.
+    out_offset, out_chrom, out_pos, out_rlen, out_n_allele, out_ploidy : numpy.ndarray
+        Per-record facts written here (int64 offsets, int32 others); their common
+        length is the capacity.
+    info_stats, fmt_stats : numpy.ndarray
+        (n_keys, 3) int64 per-key (max values per vector, min, max), folded into.
+    info_kind, fmt_kind, filter_declared : numpy.ndarray
+        From :func:`declared_kinds`.
+    end_key : int
+        INFO/END's dictionary key (-1: none), for htslib's rlen replacement.
+    rlen_needs_more : bool
+        The header declares SVLEN or FORMAT/LEN: an rlen of 2^31 or more is refused.
+
+    Returns
+    -------
+    tuple of int
+        (records written, bytes consumed, error code (``records.OK`` or an ``ERR_*``),
+        error position in ``buf``, dictionary key the error concerns or -1).
     """
     cap = out_offset.shape[0]
     end = np.int64(buf.shape[0])
@@ -241,6 +279,19 @@ def _scan_kernel(
 
 
 def new_stats(n_keys: int) -> np.ndarray:
+    """Per-key value statistics before any value is seen.
+
+    Parameters
+    ----------
+    n_keys : int
+        Rows: one per dictionary key.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n_keys, 3) int64: max values per vector 0, min int64 max, max int64 min (so any
+        value folded in replaces them).
+    """
     stats = np.zeros((n_keys, 3), dtype=np.int64)
     stats[:, 1] = np.iinfo(np.int64).max
     stats[:, 2] = np.iinfo(np.int64).min

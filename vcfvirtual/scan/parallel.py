@@ -24,6 +24,7 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -32,6 +33,7 @@ from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader, compatibility_problems
 from ..errors import CorruptBCFError, HeaderError, OutputWriteError
 from ..io.outputs import write_hint
+from .kernel import new_stats
 from .results import PartitionScan, RecordSummary, ScanResult
 from .scanner import scan_partition
 
@@ -66,20 +68,40 @@ class Piece:
         return self.compressed_size > 0 and self.lo == 0 and self.hi == self.inflated_size
 
 
+class Segment(NamedTuple):
+    """A partition's inflated stream bytes, written by its worker: ``path`` from byte
+    ``skip`` on (a later file's header is dropped) is its part of the merged stream."""
+
+    path: Path
+    skip: int
+
+
 @dataclasses.dataclass
 class Merged:
     scan: ScanResult
     pieces: list[Piece]  # in stream order, for the BGZF cache
-    segments: list[Path]  # in stream order, for the raw cache (when segments were written)
-    header_bytes: bytes  # the first file's header, which the merged stream starts with
+    segments: list[Segment]  # in stream order, for the raw cache (when segments were written)
 
 
 def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStart]] | None) -> list[Partition]:
-    """Partitions of each file in order: ``plan_file(path)`` gives the record starts to
-    cut a file at, ascending, after its first record; None: whole files."""
-    partitions = []
+    """The partitions of each file, in order.
+
+    Parameters
+    ----------
+    paths : sequence of str
+        The files, in store order.
+    plan_file : callable or None
+        ``plan_file(path)`` gives the record starts to cut a file at, ascending, after
+        its first record; None: whole files.
+
+    Returns
+    -------
+    list of Partition
+        Each file's partitions, first to last.
+    """
+    partitions: list[Partition] = []
     for path in paths:
-        cuts = [None, *(plan_file(path) if plan_file is not None else []), None]
+        cuts: list[RecordStart | None] = [None, *(plan_file(path) if plan_file is not None else []), None]
         partitions.extend(Partition(os.fspath(path), a, b) for a, b in zip(cuts[:-1], cuts[1:]))
     return partitions
 
@@ -106,7 +128,7 @@ class InlineExecutor(concurrent.futures.Executor):
     """Runs each task when submitted, in this process: one worker needs no pool."""
 
     def submit(self, fn, /, *args, **kwargs):
-        future = concurrent.futures.Future()
+        future: concurrent.futures.Future = concurrent.futures.Future()
         try:
             future.set_result(fn(*args, **kwargs))
         except BaseException as e:  # handed to the caller through the future, as a pool would
@@ -116,8 +138,21 @@ class InlineExecutor(concurrent.futures.Executor):
 
 @contextlib.contextmanager
 def executor_for(workers: int, dask_client=None):
-    """Where partitions are scanned: a Dask client's cluster, ``workers`` local
-    processes, or this process."""
+    """Where partitions are scanned: a Dask client's cluster, local processes, or this
+    process.
+
+    Parameters
+    ----------
+    workers : int
+        Local worker processes; 1: this process (no pool).
+    dask_client : distributed.Client, optional
+        Scan on its cluster instead.
+
+    Yields
+    ------
+    concurrent.futures.Executor
+        Stopped (its workers killed) if the block fails or is interrupted.
+    """
     if dask_client is not None:
         yield dask_client.get_executor()
     elif workers > 1:
@@ -125,11 +160,13 @@ def executor_for(workers: int, dask_client=None):
         # loaded (forkserver costs ~0.4 s re-importing them); but forking a process in
         # which other threads run can copy a lock one of them holds and deadlock, so
         # then workers come from a clean forkserver process instead.
+        context: multiprocessing.context.BaseContext
         if threading.active_count() == 1:
             context = multiprocessing.get_context("fork")
         else:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["vcfvirtual.scan.scanner"])
+            forkserver = multiprocessing.get_context("forkserver")
+            forkserver.set_forkserver_preload(["vcfvirtual.scan.scanner"])
+            context = forkserver
         pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_signals)
         try:
             yield pool
@@ -167,8 +204,19 @@ def _signals_held():
 
 
 def hold_signal(signum: int) -> bool:
-    """For a signal handler that raises: True when it must not act now (workers are being
-    forked); the signal is then raised again as soon as it may act."""
+    """Whether a signal handler that raises must wait: workers are being forked.
+
+    Parameters
+    ----------
+    signum : int
+        The signal being handled.
+
+    Returns
+    -------
+    bool
+        True when the handler must not act now; the signal is then raised again as
+        soon as it may act.
+    """
     if _forking:
         _held_signals.append(signum)
         return True
@@ -205,7 +253,31 @@ def scan_all(
     A partition planned from a heuristic record start may begin in the middle of a
     record: the partition before it then cannot end there and fails. The file is then
     scanned as one partition, which is right by construction (and reports any real
-    corruption with its true offset)."""
+    corruption with its true offset).
+
+    Parameters
+    ----------
+    partitions : list of Partition
+        From :func:`split_files`.
+    executor : concurrent.futures.Executor
+        From :func:`executor_for`.
+    segment_dir : Path or None
+        Where workers write their partitions' inflated bytes (``part-NNNNNN``); None: not written.
+    progress : bool, optional
+        Show a progress bar (None: when on a terminal).
+
+    Returns
+    -------
+    list of (Partition, PartitionScan, Path or None)
+        In file and record order, with each partition's segment.
+
+    Raises
+    ------
+    CorruptBCFError, NotBCFError, HeaderError
+        A file is not a readable BCF.
+    OutputWriteError
+        A worker could not write its segment.
+    """
 
     def segment(i):
         return None if segment_dir is None else segment_dir / f"part-{i:06d}"
@@ -231,7 +303,7 @@ def scan_all(
             if bar is not None:
                 bar.update(sizes[i])
     inline_bar, bar = bar, bar or new_bar()
-    results: list[PartitionScan | BaseException | None] = [None] * len(partitions)
+    results: list[PartitionScan | CorruptBCFError | None] = [None] * len(partitions)
     try:
         for future in concurrent.futures.as_completed(futures):
             i = futures[future]
@@ -250,10 +322,11 @@ def scan_all(
         by_file.setdefault(p.path, []).append(i)
     out: list[Scanned] = []
     for path, indices in by_file.items():
-        errors = [results[i] for i in indices if isinstance(results[i], BaseException)]
+        scans = [r for r in (results[i] for i in indices) if isinstance(r, PartitionScan)]
+        errors = [r for r in (results[i] for i in indices) if isinstance(r, CorruptBCFError)]
         if errors and len(indices) == 1:
             raise errors[0]
-        if errors or not _joined_up([results[i] for i in indices], [partitions[i] for i in indices]):
+        if len(scans) < len(indices) or not _joined_up(scans, [partitions[i] for i in indices]):
             logger.warning("%s: partitions did not meet at record boundaries; scanning it whole", path)
             for i in indices[1:]:
                 if segment_dir is not None:
@@ -261,7 +334,7 @@ def scan_all(
             whole = Partition(path)
             out.append((whole, _scan_task(whole, segment(indices[0])), segment(indices[0])))
         else:
-            out.extend((partitions[i], results[i], segment(i)) for i in indices)
+            out.extend((partitions[i], scan, segment(i)) for i, scan in zip(indices, scans))
     return out
 
 
@@ -280,6 +353,7 @@ def _joined_up(scans: list[PartitionScan], partitions: list[Partition]) -> bool:
     starts = _block_stream_starts(scans)
     position = scans[0].header.size + scans[0].stream_length
     for scan, part in zip(scans[1:], partitions[1:]):
+        assert part.start is not None  # only a file's first partition starts at its first record
         begin = starts[part.start.block_offset] + part.start.within_block
         if begin != position:
             return False
@@ -302,7 +376,18 @@ def _block_stream_starts(scans: list[PartitionScan]) -> dict[int, int]:
 
 
 def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
-    """Refuse files whose records cannot be read with the first file's header."""
+    """Refuse files whose records cannot be read with the first file's header.
+
+    Parameters
+    ----------
+    headers : list of (str, BCFHeader)
+        Each file's name and header, the first file first.
+
+    Raises
+    ------
+    HeaderError
+        Naming the first file that differs and how.
+    """
     first_path, first = headers[0]
     for path, header in headers[1:]:
         problems = compatibility_problems(first, header)
@@ -317,15 +402,35 @@ def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
 
 
 def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
-    """Fold partition scans, in file and record order as :func:`scan_all` returns them."""
+    """Fold partition scans into what one serial scan of their records learns.
+
+    Parameters
+    ----------
+    scanned : list of (Partition, PartitionScan, Path or None)
+        In file and record order, as :func:`scan_all` returns them.
+    chunk_length : int
+        Records per variants chunk.
+
+    Returns
+    -------
+    Merged
+        The merged scan, the source pieces the BGZF cache is assembled from and the
+        segments the raw cache is joined from, in stream order.
+
+    Raises
+    ------
+    HeaderError
+        The files' headers are not compatible (:func:`check_compatible`).
+    """
     files: dict[str, list[Scanned]] = {}
     for item in scanned:
         files.setdefault(item[0].path, []).append(item)
     check_compatible([(path, items[0][1].header) for path, items in files.items()])
     first_scan = scanned[0][1]
     summary = RecordSummary(chunk_length)
-    info_stats = _stats_like(first_scan.info_stats)
-    format_stats = _stats_like(first_scan.format_stats)
+    first_path = scanned[0][0].path
+    info_stats = new_stats(first_scan.info_stats.shape[0])
+    format_stats = new_stats(first_scan.format_stats.shape[0])
     pieces: list[Piece] = []
     merged_end = 0  # merged stream offset where the next file's records go
     for file_index, (path, items) in enumerate(files.items()):
@@ -365,14 +470,13 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         format_stats=format_stats,
         **summary.arrays(),
     )
-    return Merged(result, pieces, [seg for _, _, seg in scanned if seg is not None], first_scan.header_bytes)
-
-
-def _stats_like(stats: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(stats)
-    out[:, 1] = np.iinfo(np.int64).max
-    out[:, 2] = np.iinfo(np.int64).min
-    return out
+    segments = [
+        # A file's first partition holds its header: the merged stream keeps the first file's only.
+        Segment(seg, scan.header.size if part.start is None and part.path != first_path else 0)
+        for part, scan, seg in scanned
+        if seg is not None
+    ]
+    return Merged(result, pieces, segments)
 
 
 def _fold_stats(into: np.ndarray, stats: np.ndarray) -> None:

@@ -26,7 +26,7 @@ from vcfvirtual_codec.bcf import bgzf, records
 from ..bcf.csi import RecordStart, csi_record_starts
 from ..bcf.header import BCFHeader
 from ..errors import VcfVirtualError
-from .kernel import _scan_kernel, declared_kinds, new_stats
+from .kernel import declared_kinds, new_stats, scan_records
 from .scanner import read_header
 
 logger = logging.getLogger(__name__)
@@ -43,8 +43,23 @@ SEARCH_BYTES = 2 * 1024 * 1024
 
 
 def block_near(fileobj, offset: int, size: int, path) -> int | None:
-    """File offset of the first BGZF block starting at or after ``offset``, told by its
-    magic and by the next block starting where its size field says; None if none."""
+    """The first BGZF block starting at or after a file offset, told by its magic and
+    by the next block starting where its size field says.
+
+    Parameters
+    ----------
+    fileobj : file object
+        The BGZF file, open for reading (seekable).
+    offset, size : int
+        Where to start looking, and the file's size.
+    path : str
+        The file's name, for messages.
+
+    Returns
+    -------
+    int or None
+        The block's file offset; None if no block starts after ``offset``.
+    """
     window = 4 * bgzf.MAX_BLOCK_SIZE
     while offset < size:
         fileobj.seek(offset)
@@ -116,7 +131,7 @@ def _first_checked(buf, candidates, header, kinds, stats, out, at_eof) -> int:
     n_samples, n_contigs = len(header.samples), len(header.contigs)
     n = buf.shape[0]
     for i in candidates.tolist():
-        k, consumed, err, _, _ = _scan_kernel(buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds)
+        k, consumed, err, _, _ = scan_records(buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds)
         whole = k == MIN_RECORDS or (k >= 2 and 2 * consumed >= n - i) or (at_eof and k >= 1 and i + consumed == n)
         if err != records.OK or not whole:
             continue
@@ -126,8 +141,32 @@ def _first_checked(buf, candidates, header, kinds, stats, out, at_eof) -> int:
 
 
 def find_record_start(path, fileobj, block_offset: int, header: BCFHeader, file_size: int) -> RecordStart | None:
-    """The first record starting in the block at ``block_offset`` or after it (within
-    SEARCH_BYTES of inflated data), found by trying offsets with the record checks."""
+    """The first record starting in a block or after it, found by trying offsets with
+    the record checks (within ``SEARCH_BYTES`` of inflated data).
+
+    Parameters
+    ----------
+    path : str
+        The BCF's name, for messages.
+    fileobj : file object
+        The BCF, open for reading (seekable).
+    block_offset : int
+        File offset of a BGZF block (see :func:`block_near`).
+    header : BCFHeader
+        The file's header, which the records must agree with.
+    file_size : int
+        The file's size.
+
+    Returns
+    -------
+    RecordStart or None
+        The record start found; None if none was (the caller cuts elsewhere).
+
+    Raises
+    ------
+    CorruptBCFError
+        A block there does not inflate.
+    """
     fileobj.seek(block_offset)
     offsets, pieces, total = [], [], 0
     at_eof = True
@@ -151,9 +190,29 @@ def find_record_start(path, fileobj, block_offset: int, header: BCFHeader, file_
 
 
 def plan_partitions(bcf_path, n: int) -> list[RecordStart]:
-    """Record starts at which to cut ``bcf_path`` into up to ``n`` parts of about equal
-    compressed size (the first part starts at the first record and is not listed).
-    Empty for a small or uncompressed file."""
+    """Record starts at which to cut a BCF into parts of about equal compressed size.
+
+    From its CSI index when there is a usable one, else by a block scan. Either may be
+    wrong; a partition that does not end where the next one starts is caught by the scan.
+
+    Parameters
+    ----------
+    bcf_path : str or os.PathLike
+        The BCF.
+    n : int
+        At most this many parts (fewer for files under ``MIN_PARTITION_BYTES`` a part).
+
+    Returns
+    -------
+    list of RecordStart
+        Ascending cuts after the first record (the first part starts at it and is not
+        listed); empty for a small or uncompressed file.
+
+    Raises
+    ------
+    NotBCFError, HeaderError, CorruptBCFError
+        The file is not a readable BGZF BCF.
+    """
     bcf_path = os.fspath(bcf_path)
     size = os.path.getsize(bcf_path)
     parts = min(n, size // MIN_PARTITION_BYTES)
@@ -183,7 +242,7 @@ def plan_partitions(bcf_path, n: int) -> list[RecordStart]:
 def _nearest_after(starts: list[RecordStart], targets: list[int]) -> list[RecordStart]:
     """For each target offset, the first record start in a block at or after it."""
     blocks = np.array([s.block_offset for s in starts])
-    cuts = []
+    cuts: list[RecordStart] = []
     for target in targets:
         i = int(np.searchsorted(blocks, target))
         if i < len(starts) and i > 0 and (not cuts or starts[i].virtual_offset > cuts[-1].virtual_offset):

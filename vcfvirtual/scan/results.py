@@ -49,7 +49,24 @@ class RecordSummary:
         self.max_alleles = 0
         self.max_ploidy = 0
 
-    def add(self, offset, chrom, pos, rlen, n_allele, ploidy) -> None:
+    def add(
+        self,
+        offset: np.ndarray,
+        chrom: np.ndarray,
+        pos: np.ndarray,
+        rlen: np.ndarray,
+        n_allele: np.ndarray,
+        ploidy: np.ndarray,
+    ) -> None:
+        """Fold the next records, in stream order.
+
+        Parameters
+        ----------
+        offset : numpy.ndarray
+            int64 stream offset of each record.
+        chrom, pos, rlen, n_allele, ploidy : numpy.ndarray
+            int32 contig id, 0-based POS, rlen, allele count and GT values per sample.
+        """
         k = offset.shape[0]
         if k == 0:
             return
@@ -92,6 +109,14 @@ class RecordSummary:
             self.region_rows.append(rows)
 
     def arrays(self) -> dict:
+        """The summaries so far, as :class:`ScanResult` fields.
+
+        Returns
+        -------
+        dict
+            ``chunk_length``, ``num_records``, ``chunk_offsets``, ``region_rows``,
+            ``pos_range``, ``rlen_range``, ``max_alleles``, ``max_ploidy``.
+        """
         n = self.num_records
         return dict(
             chunk_length=self.chunk_length,
@@ -114,11 +139,25 @@ class RecordCollector:
     def __init__(self):
         self.parts: list[tuple[np.ndarray, ...]] = []
 
-    def add(self, *columns) -> None:
+    def add(self, *columns: np.ndarray) -> None:
+        """Keep the next records' facts (copied), one array per ``FIELDS`` entry.
+
+        Parameters
+        ----------
+        *columns : numpy.ndarray
+            As :meth:`RecordSummary.add` takes them.
+        """
         if columns[0].shape[0]:
             self.parts.append(tuple(c.copy() for c in columns))
 
     def arrays(self) -> dict[str, np.ndarray]:
+        """Every record's facts, by ``FIELDS`` name.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            One array per field (int64 offsets, int32 others), in record order.
+        """
         if not self.parts:
             return {name: np.empty(0, np.int64 if name == "offset" else np.int32) for name in self.FIELDS}
         return {name: np.concatenate([p[i] for p in self.parts]) for i, name in enumerate(self.FIELDS)}
@@ -130,10 +169,10 @@ class PartitionScan:
 
     Record offsets count from the partition's first record byte (where that byte lies in
     the file's stream is only known once every block before it is measured), or, for a
-    partition that starts the file, are stream offsets."""
+    partition that starts the file, are stream offsets (its segment, when written,
+    starts with the file's header)."""
 
     header: BCFHeader
-    header_bytes: bytes  # the file's header as stored in its stream (magic, l_text, text)
     records: dict[str, np.ndarray]  # RecordCollector.FIELDS
     stream_length: int  # bytes of records in the partition
     blocks: np.ndarray  # (n, 3) int64: compressed offset, compressed size (0: not BGZF), inflated size

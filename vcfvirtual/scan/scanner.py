@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple, NoReturn
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -21,8 +21,9 @@ from vcfvirtual_codec.bcf import bgzf, records
 from ..bcf.csi import RecordStart
 from ..bcf.header import BCF_PREFIX_SIZE, BCFHeader, classify_prefix, parse_header_text, read_prefix
 from ..errors import CorruptBCFError, HeaderError, NotBCFError
-from .kernel import _scan_kernel, declared_kinds, new_stats
+from .kernel import declared_kinds, new_stats, scan_records
 from .results import PartitionScan, RecordCollector, RecordSummary, ScanResult
+from .sink import FileSink, NullSink, RecordSink
 
 logger = logging.getLogger(__name__)
 
@@ -30,44 +31,51 @@ logger = logging.getLogger(__name__)
 SCAN_BATCH = 8 * 1024 * 1024
 
 
-def _open_stream(fileobj: BinaryIO, path, threads: int) -> tuple[Iterator[tuple], bool, Callable[[], bool]]:
-    """``(compressed block or None, inflated bytes)`` pairs over a BGZF or uncompressed
-    BCF, plus whether it is compressed.
+class StreamPiece(NamedTuple):
+    """Bytes of a source as read: a BGZF block, or a run of an uncompressed file."""
 
-    The third value tells, once the iterator is exhausted, whether the BGZF EOF block
-    was the last block.
-    """
-    head = fileobj.read(2)
+    offset: int  # in the file: the block's first compressed byte, or the run's first byte
+    raw: bytes | memoryview | None  # the compressed block (None: uncompressed source, or a cut block)
+    data: bytes | memoryview  # its inflated bytes (the bytes themselves for an uncompressed source)
+
+
+def _open_stream(fileobj: BinaryIO, path: str, threads: int, start: int = 0) -> tuple[Iterator[StreamPiece], bool]:
+    """The pieces of a BGZF or uncompressed BCF from file offset ``start`` (a block's
+    first byte, for BGZF), and whether it is compressed."""
     fileobj.seek(0)
+    head = fileobj.read(2)
     if not head:
         raise NotBCFError(path, "file is empty")
+    fileobj.seek(start)
     if head == bgzf.GZIP_MAGIC:
-        state = {"last_empty": False}
+        blocks = bgzf.read_blocks(fileobj, path, start=start, threads=threads)
+        return (StreamPiece(b.offset, b.raw, b.data) for b in blocks), True
 
-        def inflated():
-            for block in bgzf.read_blocks(fileobj, path, threads=threads):
-                state["last_empty"] = not block.data
-                yield block.raw, block.data
-
-        return inflated(), True, lambda: state["last_empty"]
-
-    def raw():
+    def runs() -> Iterator[StreamPiece]:
+        offset = start
         while chunk := fileobj.read(bgzf.READ_SIZE):
-            yield None, chunk
+            yield StreamPiece(offset, None, chunk)
+            offset += len(chunk)
 
-    return raw(), False, lambda: True
+    return runs(), False
 
 
 class _RecordAccumulator:
     """Runs the record kernel over staged batches and folds what it finds per chunk."""
 
-    def __init__(self, header: BCFHeader, path, summary, sink=None, base: int | None = None):
+    def __init__(
+        self,
+        header: BCFHeader,
+        path: str,
+        summary: RecordSummary | RecordCollector,
+        sink: RecordSink,
+        base: int | None = None,
+    ):
         self.path = path
         self.summary = summary
-        # A sink that lays records out by chunk (the BGZF cache) is told where records
-        # start, and how far the scan has got (every record before that is known).
-        self.on_records = getattr(sink, "records_scanned", None)
-        self.on_scanned_to = getattr(sink, "scanned_to", None)
+        # The sink is told where records start, and how far the scan has got (every
+        # record before that is known): a cache laid out by chunk cuts there.
+        self.sink = sink
         self.n_samples = len(header.samples)
         self.n_contigs = len(header.contigs)
         self.gt_key = header.gt_key
@@ -87,7 +95,7 @@ class _RecordAccumulator:
         self.fill = 0
         self.base = header.size if base is None else base  # stream offset of stage[0]
 
-    def add(self, data) -> None:
+    def add(self, data: bytes | memoryview) -> None:
         """Stage inflated bytes, scanning the staged records whenever the stage fills."""
         n = len(data)
         if self.fill + n > self.stage.shape[0]:
@@ -122,8 +130,9 @@ class _RecordAccumulator:
             view = buf[consumed_total:]
             # Capacity: no record is shorter than 32 bytes.
             cap = max(1, view.shape[0] // 32 + 1)
-            out = [np.empty(cap, np.int64)] + [np.empty(cap, np.int32) for _ in range(5)]
-            k, consumed, err, err_pos, err_key = _scan_kernel(
+            chrom, pos, rlen, n_allele, ploidy = (np.empty(cap, np.int32) for _ in range(5))
+            out = (np.empty(cap, np.int64), chrom, pos, rlen, n_allele, ploidy)
+            k, consumed, err, err_pos, err_key = scan_records(
                 view,
                 self.n_samples,
                 self.n_contigs,
@@ -144,8 +153,7 @@ class _RecordAccumulator:
                     hint="offset is in the uncompressed stream",
                 )
             self.summary.add(*(arr[:k] for arr in out))
-            if self.on_records is not None:
-                self.on_records(out[0][:k])
+            self.sink.records_scanned(out[0][:k])
             consumed_total += int(consumed)
             if k < cap:
                 break
@@ -153,8 +161,7 @@ class _RecordAccumulator:
         self.stage[:rest] = self.stage[consumed_total : self.fill].copy()
         self.fill = rest
         self.base += consumed_total
-        if self.on_scanned_to is not None:
-            self.on_scanned_to(self.base)
+        self.sink.scanned_to(self.base)
         if final and rest:
             raise CorruptBCFError(
                 self.path,
@@ -167,12 +174,11 @@ class _RecordAccumulator:
 class _HeaderReader:
     """Gathers a stream's first bytes until the whole BCF header has arrived."""
 
-    def __init__(self, path):
+    def __init__(self, path: str):
         self.path = path
         self.head = b""
-        self.header_bytes = b""
 
-    def feed(self, data) -> tuple[BCFHeader | None, bytes]:
+    def feed(self, data: bytes | memoryview) -> tuple[BCFHeader | None, bytes]:
         """(header, the bytes after it) once the header is whole, else (None, b"")."""
         self.head += data
         head = self.head
@@ -189,10 +195,9 @@ class _HeaderReader:
         )
         logger.info("%s: %d samples, %d contigs", self.path, len(header.samples), len(header.contigs))
         self.head = b""
-        self.header_bytes = head[: BCF_PREFIX_SIZE + l_text]
         return header, head[BCF_PREFIX_SIZE + l_text :]
 
-    def fail(self):
+    def fail(self) -> NoReturn:
         """The stream ended before the header did."""
         if not self.head:
             raise NotBCFError(self.path, "file is empty (no BCF data)")
@@ -200,77 +205,135 @@ class _HeaderReader:
         raise HeaderError(self.path, "file ends inside the BCF header (truncated)")
 
 
+RecordFolder = RecordSummary | RecordCollector
+
+
+def _walk(
+    path: str,
+    pieces: Iterator[StreamPiece],
+    sink: RecordSink,
+    begin: Callable[[BCFHeader], RecordFolder],
+    header: BCFHeader | None = None,
+    on_piece: Callable[[int, int], None] | None = None,
+) -> tuple[BCFHeader, _RecordAccumulator]:
+    """The one loop of every scan: hand each piece to ``sink``, read the header from the
+    first ones (unless ``header`` is known: a partition inside the file, whose stream
+    offsets then count from its first byte), and walk the records of the rest.
+
+    ``begin(header)`` gives what the record facts are folded into; ``on_piece(inflated
+    bytes, stream offset scanned to)`` follows the progress."""
+    reader = _HeaderReader(path)
+    acc = None if header is None else _RecordAccumulator(header, path, begin(header), sink, base=0)
+    for piece in pieces:
+        sink.add_block(piece.raw, piece.data)
+        data = piece.data
+        if acc is None:
+            header, data = reader.feed(data)
+            if header is not None:
+                acc = _RecordAccumulator(header, path, begin(header), sink)
+        if acc is not None:
+            acc.add(data)
+        if on_piece is not None:
+            on_piece(len(piece.data), 0 if acc is None else acc.base)
+    if acc is None or header is None:
+        reader.fail()
+    acc.scan_staged(final=True)
+    return header, acc
+
+
+def _open_input(path: str) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise NotBCFError(path, f"cannot open: {e.strerror}") from None
+
+
 def scan_bcf(
     path: str | os.PathLike,
     chunk_length_for: Callable[[BCFHeader], int],
-    sink=None,
+    sink: RecordSink | None = None,
     progress: bool | None = None,
     threads: int = 0,
     fileobj: BinaryIO | None = None,
 ) -> ScanResult:
-    """Inflate and walk ``path`` once, handing every block to ``sink``.
+    """Inflate and walk a BCF once, handing every block to ``sink``.
 
-    ``chunk_length_for(header)`` gives the records per variants chunk, which the scan
-    must know to reduce what it learns per chunk (and the BGZF cache to lay chunks out).
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The BCF (BGZF-compressed or not); with ``fileobj``, only its name in messages.
+    chunk_length_for : callable
+        ``chunk_length_for(header)`` gives the records per variants chunk, which the scan
+        must know to reduce what it learns per chunk (and a sink to lay chunks out).
+    sink : RecordSink, optional
+        Gets every inflated byte and the record offsets (:mod:`vcfvirtual.scan.sink`);
+        :class:`~vcfvirtual.scan.sink.FileSink` writes the uncompressed stream.
+    progress : bool, optional
+        Show a progress bar (None: when on a terminal).
+    threads : int
+        Inflate blocks on that many worker threads ahead of the scan. Off by default: on
+        the 2-core benchmark machine it gained nothing (0.31 s serial, 0.30-0.33 s with
+        1-3 threads for a 21 MB BCF), as the per-block Python work between GIL-free
+        inflates serialises the threads.
+    fileobj : file object, optional
+        Read the BCF from this open file (e.g. fsspec's, for a URL), closed when done.
 
-    A sink with ``add_block(compressed_block_or_None, inflated)`` gets each block as read
-    (the chunk-aligned cache reuses the compressed bytes); any other sink is a binary
-    file that gets the uncompressed stream. ``threads`` > 0 inflate blocks on worker
-    threads ahead of the scan. Off by default: on the 2-core benchmark machine it gained
-    nothing (0.31 s serial, 0.30-0.33 s with 1-3 threads for a 21 MB BCF), as the
-    per-block Python work between GIL-free inflates serialises the threads. ``fileobj``
-    reads the BCF from an open file (e.g. fsspec's, for a URL), closed when done;
-    ``path`` then only names it in messages.
+    Returns
+    -------
+    ScanResult
+        What the pass learnt, reduced per variants chunk.
+
+    Raises
+    ------
+    NotBCFError, HeaderError, CorruptBCFError
+        The file cannot be read, is not a BCF, or a record is invalid (the error names
+        its offset in the uncompressed stream).
+    ValueError
+        ``chunk_length_for`` gave less than 1.
     """
     path = os.fspath(path)
     if fileobj is None:
-        try:
-            fileobj = open(path, "rb")
-        except OSError as e:
-            raise NotBCFError(path, f"cannot open: {e.strerror}") from None
+        fileobj = _open_input(path)
         total = os.fstat(fileobj.fileno()).st_size
     else:
         total = getattr(fileobj, "size", None) or 0  # an fsspec file knows its size
+    sink = NullSink() if sink is None else sink
     with fileobj:
-        stream, compressed, ended_with_eof = _open_stream(fileobj, path, threads)
-        add_block = getattr(sink, "add_block", None)
-        write = None if add_block is not None or sink is None else sink.write
+        pieces, compressed = _open_stream(fileobj, path, threads)
+        last_piece: list[bytes | memoryview] = [b"x"]  # the last block read: BGZF's EOF block is empty
+
+        def remember(stream: Iterator[StreamPiece]) -> Iterator[StreamPiece]:
+            for piece in stream:
+                last_piece[0] = piece.data
+                yield piece
+
+        def begin(header: BCFHeader) -> RecordSummary:
+            chunk_length = int(chunk_length_for(header))
+            if chunk_length < 1:
+                raise ValueError(f"variants chunk length must be at least 1, got {chunk_length}")
+            sink.header_parsed(header, chunk_length)
+            return RecordSummary(chunk_length)
+
         bar = tqdm(
             total=total, unit="B", unit_scale=True, desc="index", disable=None if progress is None else not progress
         )
-        reader = _HeaderReader(path)
-        header = None
-        acc = None
-        scanned_at = 0  # acc.base when the progress bar last moved
-        for raw_block, data in stream:
-            if add_block is not None:
-                add_block(raw_block, data)
-            elif write is not None:
-                write(data)
-            bar.update(len(data) if not compressed else 0)
-            if header is None:
-                header, data = reader.feed(data)
-                if header is None:
-                    continue
-                chunk_length = int(chunk_length_for(header))
-                if chunk_length < 1:
-                    raise ValueError(f"variants chunk length must be at least 1, got {chunk_length}")
-                if hasattr(sink, "header_parsed"):
-                    sink.header_parsed(header, chunk_length)
-                acc = _RecordAccumulator(header, path, RecordSummary(chunk_length), sink)
-            acc.add(data)
-            if compressed and acc.base != scanned_at:
-                scanned_at = acc.base
+        scanned_at = [0]  # stream offset when the progress bar last moved
+
+        def on_piece(inflated: int, scanned_to: int) -> None:
+            if not compressed:
+                bar.update(inflated)
+            elif scanned_to != scanned_at[0]:
+                scanned_at[0] = scanned_to
                 bar.n = fileobj.tell()
                 bar.refresh()
-        if header is None:
-            reader.fail()
-        acc.scan_staged(final=True)
+
+        header, acc = _walk(path, remember(pieces), sink, begin, on_piece=on_piece)
         bar.n = total
         bar.close()
-        has_eof = ended_with_eof()
-        if compressed and not has_eof:
+        has_eof = not compressed or not last_piece[0]
+        if not has_eof:
             logger.warning("%s: no BGZF EOF block at the end; every record read is whole", path)
+        assert isinstance(acc.summary, RecordSummary)
         return ScanResult(
             header=header,
             stream_size=acc.base,
@@ -282,17 +345,59 @@ def scan_bcf(
         )
 
 
-def read_header(path) -> BCFHeader:
-    """The header of a BCF, reading only the blocks that hold it."""
+def read_header(path: str | os.PathLike) -> BCFHeader:
+    """The header of a BCF, reading only the blocks that hold it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The BCF.
+
+    Returns
+    -------
+    BCFHeader
+        Its parsed header.
+
+    Raises
+    ------
+    NotBCFError, HeaderError
+        The file cannot be read, is not a BCF, or its header is damaged.
+    """
     path = os.fspath(path)
-    with open(path, "rb") as fileobj:
-        stream, _, _ = _open_stream(fileobj, path, 0)
+    with _open_input(path) as fileobj:
+        pieces, _ = _open_stream(fileobj, path, 0)
         reader = _HeaderReader(path)
-        for _raw, data in stream:
-            header, _ = reader.feed(data)
+        for piece in pieces:
+            header, _ = reader.feed(piece.data)
             if header is not None:
                 return header
         reader.fail()
+
+
+def _bounded(
+    pieces: Iterator[StreamPiece],
+    start: RecordStart | None,
+    end: RecordStart | None,
+    blocks: list[tuple[int, int, int]],
+) -> Iterator[StreamPiece]:
+    """The pieces from ``start`` up to, not including, ``end``: the first and last blocks
+    cut at the bounds (a cut block has no ``raw``); ``blocks`` gets each block read
+    (offset, compressed size or 0, inflated size)."""
+    for piece in pieces:
+        offset, raw, data = piece
+        blocks.append((offset, len(raw) if raw is not None else 0, len(data)))
+        lo = start.within_block if start is not None and offset == start.block_offset else 0
+        hi = len(data)
+        if end is not None and offset >= end.block_offset:
+            if offset > end.block_offset or end.within_block == 0:
+                blocks.pop()  # wholly after the partition
+                return
+            hi = end.within_block
+        if (lo, hi) != (0, len(data)):
+            piece = StreamPiece(offset, None, memoryview(data)[lo:hi])  # a view, not a copy
+        yield piece
+        if end is not None and offset == end.block_offset:
+            return
 
 
 def scan_partition(
@@ -301,74 +406,56 @@ def scan_partition(
     end: RecordStart | None = None,
     segment_path: str | os.PathLike | None = None,
 ) -> PartitionScan:
-    """Scan the records of ``path`` from ``start`` (default: the first record) up to, not
-    including, ``end`` (default: the end of the file), with the same checks as
-    :func:`scan_bcf`. ``segment_path`` receives the partition's record bytes, inflated.
+    """Scan the records of a BCF between two record starts, as :func:`scan_bcf` does.
 
-    A partition must end exactly where a record starts: if ``end`` is inside a record, a
-    :class:`CorruptBCFError` says the data ends inside a record. Runs in worker processes.
+    Runs in worker processes. A partition must end exactly where a record starts.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The BCF; BGZF-compressed unless the partition is the whole file.
+    start, end : RecordStart, optional
+        The partition's first record (None: the file's first) and the record after its
+        last (None: to the end of the file).
+    segment_path : str or os.PathLike, optional
+        Receives the partition's stream bytes, inflated: for a partition that starts the
+        file, its header too.
+
+    Returns
+    -------
+    PartitionScan
+        Its records' facts, offsets counted from the partition's first byte (for a
+        partition that starts the file, stream offsets).
+
+    Raises
+    ------
+    CorruptBCFError
+        A record is invalid, or ``end`` falls inside a record ("ends inside a record").
+    NotBCFError, HeaderError
+        The file cannot be read or is not a BCF.
+    ValueError
+        ``start`` is given for an uncompressed file.
     """
     path = os.fspath(path)
-    try:
-        fileobj = open(path, "rb")
-    except OSError as e:
-        raise NotBCFError(path, f"cannot open: {e.strerror}") from None
     collector = RecordCollector()
     blocks: list[tuple[int, int, int]] = []
-    with fileobj, contextlib.ExitStack() as stack:
-        segment = stack.enter_context(open(segment_path, "wb")) if segment_path is not None else None
-        stream, compressed, _ = _open_stream(fileobj, path, 0)
-        reader = _HeaderReader(path)
+    with _open_input(path) as fileobj, contextlib.ExitStack() as stack:
+        sink: RecordSink = NullSink()
+        if segment_path is not None:
+            sink = FileSink(stack.enter_context(open(segment_path, "wb")))
         header = None
         if start is not None:
-            if not compressed:
-                raise ValueError("only a BGZF-compressed BCF can start a partition inside the file")
-            # The header is read from the file's first blocks, then the scan moves to start.
-            for _raw, data in stream:
-                header, _ = reader.feed(data)
-                if header is not None:
-                    break
-            else:
-                reader.fail()
-            fileobj.seek(start.block_offset)
-            stream = ((b.raw, b.data, b.offset) for b in bgzf.read_blocks(fileobj, path, start=start.block_offset))
-        else:
-            stream = _with_offsets(stream)
-        # Offsets count from the partition's first record, or, for a partition that starts
-        # the file, from the file's first byte (so errors name true stream offsets).
-        acc = None
-        if header is not None:
-            acc = _RecordAccumulator(header, path, collector, sink=None, base=0)
-        length = 0
-        for raw_block, data, offset in stream:
-            blocks.append((offset, len(raw_block) if raw_block is not None else 0, len(data)))
-            lo = start.within_block if start is not None and offset == start.block_offset else 0
-            hi = len(data)
-            if end is not None and offset >= end.block_offset:
-                if offset > end.block_offset or end.within_block == 0:
-                    blocks.pop()  # wholly after the partition
-                    break
-                hi = end.within_block
-            data = memoryview(data)[lo:hi]
-            if acc is None:
-                header, data = reader.feed(bytes(data))
-                if header is None:
-                    continue
-                acc = _RecordAccumulator(header, path, collector, sink=None)
-            if segment is not None:
-                segment.write(data)
-            length += len(data)
-            acc.add(data)
-            if end is not None and offset == end.block_offset:
-                break
-        if acc is None:
-            reader.fail()
-        acc.scan_staged(final=True)
+            # The header comes from the file's first blocks, then the scan moves to start.
+            header = read_header(path)
+        pieces, compressed = _open_stream(fileobj, path, 0, 0 if start is None else start.block_offset)
+        if start is not None and not compressed:
+            raise ValueError("only a BGZF-compressed BCF can start a partition inside the file")
+        header, acc = _walk(path, _bounded(pieces, start, end, blocks), sink, lambda _: collector, header)
+    header_size = 0 if start is not None else header.size
     return PartitionScan(
         header=header,
-        header_bytes=reader.header_bytes,
         records=collector.arrays(),
-        stream_length=length,
+        stream_length=acc.base - header_size,
         blocks=np.array(blocks, dtype=np.int64).reshape(-1, 3),
         compressed=compressed,
         # As scan_bcf: the file's last block must be BGZF's empty EOF block.
@@ -376,12 +463,3 @@ def scan_partition(
         info_stats=acc.info_stats,
         format_stats=acc.fmt_stats,
     )
-
-
-def _with_offsets(stream):
-    """(raw, data, offset) from _open_stream's (raw, data): for BGZF the block's file
-    offset, for an uncompressed file the piece's."""
-    offset = 0
-    for raw, data in stream:
-        yield raw, data, offset
-        offset += len(raw) if raw is not None else len(data)
