@@ -324,7 +324,9 @@ def output_file(
     the buffer, which fails again on a full disk and would bury the first error under a
     second one (a traceback)."""
     try:
-        f = (opener or open)(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"}))  # noqa: SIM115 closed below
+        # Text mode writes UTF-8 whatever the locale; binary mode takes no encoding.
+        open_file = opener or open
+        f = open_file(tmp, mode) if "b" in mode else open_file(tmp, mode, encoding="utf-8")
     except OSError as e:
         raise OutputWriteError(tmp, f"cannot write {what}: {e.strerror}", hint=write_hint(e, option)) from None
     try:
