@@ -108,6 +108,12 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
             hint="the cache may not match the references",
         )
     _check(err, err_pos, spec, "walking records")
+    if spec.num_records == 0:
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: the configuration says the array has no records",
+            hint="the cache may not match the references",
+        )
     last = spec.num_records - (spec.num_records - 1) // spec.chunk_length * spec.chunk_length
     if n not in (spec.chunk_length, last):
         expected = f"{spec.chunk_length}" + (f" (or {last} in the last chunk)" if last != spec.chunk_length else "")

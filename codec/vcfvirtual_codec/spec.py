@@ -112,7 +112,8 @@ def _validate(spec: ChunkSpec) -> None:
     columns = tuple(_int(x, "filter_columns", -1, MAX_DIMENSION) for x in spec.filter_columns)
     object.__setattr__(spec, "shape", shape)
     object.__setattr__(spec, "filter_columns", columns)
-    for name, lo in (("chunk_length", 1), ("num_records", 1), ("key", -1), ("ploidy", 0)):
+    # num_records 0 is a store of no records: its arrays carry configs but no chunk to decode.
+    for name, lo in (("chunk_length", 1), ("num_records", 0), ("key", -1), ("ploidy", 0)):
         object.__setattr__(spec, name, _int(getattr(spec, name), name, lo, MAX_DIMENSION))
     if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
         bad("dtype and vcf_type must be strings")

@@ -310,7 +310,7 @@ def _agrees_with_header(
     if layout is not None and spec.layout != layout:
         problems.append(f"layout {spec.layout!r}, the cache's is {layout!r}")
     shape = meta.get("shape")
-    if spec.num_records and isinstance(shape, list) and shape and shape[0] != spec.num_records:
+    if isinstance(shape, list) and shape and shape[0] != spec.num_records:
         problems.append(f"{spec.num_records} records in its config, {shape[0]} in its shape")
     if name in _KIND_OF_ARRAY:
         return problems + _fixed_array_problems(name, spec, header)

@@ -110,8 +110,14 @@ def test_config_without_num_records_is_refused():
     old = {k: v for k, v in CONFIG.items() if k not in ("id", "num_records")}
     with pytest.raises(CodecConfigError, match="lacks \\['num_records'\\]"):
         BCFRecordsCodec(**old)
-    with pytest.raises(CodecConfigError, match="num_records is 0"):
-        BCFRecordsCodec(**old, num_records=0)
+
+
+def test_a_chunk_of_an_array_with_no_records_is_refused(small_bcf, tmp_path):
+    """num_records 0 is an empty store's config (valid); no chunk of it can be decoded."""
+    data, config = _chunk(small_bcf, tmp_path, "bgzf", array="variant_position")
+    codec = BCFRecordsCodec(**{**config, "num_records": 0})
+    with pytest.raises(ChunkDecodeError, match="has no records"):
+        codec.decode(data)
 
 
 @pytest.mark.parametrize("layout", ["bgzf", "raw"])

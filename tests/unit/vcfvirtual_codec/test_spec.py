@@ -42,7 +42,7 @@ INFO = {"array": "variant_DP", "kind": "info", "dtype": "<i2", "shape": [], "chu
         (GENOTYPE, {"chunk_length": 2.5}, "chunk_length must be an integer, got 2.5"),
         (GENOTYPE, {"chunk_length": "4"}, "chunk_length must be an integer, got '4'"),
         (GENOTYPE, {"chunk_length": 2**40}, f"chunk_length is {2**40}"),
-        (GENOTYPE, {"num_records": 0}, "num_records is 0"),
+        (GENOTYPE, {"num_records": -1}, "num_records is -1"),
         (GENOTYPE, {"num_records": -6}, "num_records is -6"),
         (GENOTYPE, {"key": -2}, "key is -2"),
         (GENOTYPE, {"key": -1}, "needs GT's key"),
