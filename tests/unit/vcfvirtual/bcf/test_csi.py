@@ -27,7 +27,7 @@ def multi_block_bcf(tmp_path_factory):
 
 def pysam_starts(path):
     """(virtual offset, contig) before each record, as htslib's reader reports it."""
-    out = []
+    out: list[tuple[int, str]] = []
     with pysam.VariantFile(str(path)) as f:
         while True:
             at = f.tell()
@@ -47,7 +47,7 @@ def test_offsets_are_record_starts_htslib_reports(which, small_bcf, multi_block_
     assert offsets == sorted(set(offsets))
     tells = pysam_starts(path)
     assert set(offsets) <= {t for t, _ in tells}
-    first_of_contig = {}
+    first_of_contig: dict[str, int] = {}
     for t, chrom in tells:
         first_of_contig.setdefault(chrom, t)
     assert set(first_of_contig.values()) <= set(offsets)
@@ -99,5 +99,6 @@ def test_index_of_a_larger_file_gives_none(tmp_path, small_bcf, multi_block_bcf)
     copy = tmp_path / "x.bcf"
     shutil.copy(small_bcf, copy)
     shutil.copy(str(multi_block_bcf) + ".csi", tmp_path / "x.bcf.csi")
-    assert max(s.block_offset for s in csi_record_starts(multi_block_bcf)) >= os.path.getsize(copy)
+    larger = csi_record_starts(multi_block_bcf)
+    assert larger is not None and max(s.block_offset for s in larger) >= os.path.getsize(copy)
     assert csi_record_starts(copy) is None

@@ -31,7 +31,7 @@ def two_files(tmp_path_factory):
 
 def htslib_records(path):
     """(virtual offset, contig index, 0-based POS, rlen) of each record, from pysam."""
-    out = []
+    out: list[tuple[int, int, int, int]] = []
     with pysam.VariantFile(path) as f:
         contigs = list(f.header.contigs)
         while True:
