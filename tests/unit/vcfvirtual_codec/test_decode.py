@@ -336,3 +336,74 @@ def test_qual_bit_patterns(chunk, htslib):
     decode.fixed_bytes4(buf, offsets, R.OFF_QUAL, out)
     assert out.view("<i4").tolist() == [M, bits(30.0), M, M]
     assert [rec.qual for rec in htslib] == [None, 30.0, None, None]
+
+
+# -- sentinels at the edges, one record each ---------------------------------------------
+
+
+def one_record(tmp_path, rec):
+    """The record's chunk, and pysam's reading of it (INFO dict, per-sample dicts)."""
+    path = H.write(tmp_path / "one.bcf", [rec])
+    with pysam.VariantFile(str(path)) as f:
+        r = next(f)
+        return H.chunk([rec]), dict(r.info), [dict(s) for s in r.samples.values()]
+
+
+def test_lone_int16_end_of_vector_is_a_value(tmp_path):
+    (buf, offsets), info, _ = one_record(tmp_path, H.record(info=[(H.KEY["DP"], H.ints(I16, [H.INT16_END]))]))
+    out = np.zeros((1, 1, 1), np.int32)
+    decode.field_numeric(buf, offsets, H.KEY["DP"], False, False, out)
+    assert out.ravel().tolist() == [-32767] == [info["DP"]]
+
+
+def test_lone_int32_end_of_vector_is_fill(tmp_path):
+    # The one documented disagreement with pysam (tests/README.md): bio2zarr's fill.
+    (buf, offsets), info, _ = one_record(tmp_path, H.record(info=[(H.KEY["DP"], H.ints(I32, [H.INT32_END]))]))
+    out = np.zeros((1, 1, 1), np.int32)
+    decode.field_numeric(buf, offsets, H.KEY["DP"], False, False, out)
+    assert out.ravel().tolist() == [-2]
+    assert info["DP"] == H.INT32_END
+
+
+def test_values_after_an_end_of_vector_are_fill(tmp_path):
+    rec = H.record(
+        info=[(H.KEY["XI"], H.ints(I8, [H.INT8_END, 5]))],
+        fmt=[
+            (H.KEY["AD"], H.fmt_ints(I8, [[H.INT8_END, 5], [1, 2]])),
+            (H.KEY["FF"], H.fmt_floats([[F, 1.0], [1.0, 2.0]])),
+        ],
+    )
+    (buf, offsets), info, samples = one_record(tmp_path, rec)
+    xi = np.zeros((1, 1, 2), np.int32)
+    decode.field_numeric(buf, offsets, H.KEY["XI"], False, False, xi)
+    assert xi.tolist() == [[[-2, -2]]] and info["XI"] == ()  # htslib: no values
+    ad = np.zeros((1, 2, 2), np.int32)
+    decode.field_numeric(buf, offsets, H.KEY["AD"], True, False, ad)
+    assert ad.tolist() == [[[-2, -2], [1, 2]]]
+    assert [s["AD"] for s in samples] == [(), (1, 2)]
+    ff = np.zeros((1, 2, 2), np.int32)
+    decode.field_numeric(buf, offsets, H.KEY["FF"], True, True, ff)
+    # Float slots inside the record's width read missing after an end (bio2zarr's choice).
+    assert ff.tolist() == [[[M, M], [bits(1.0), bits(2.0)]]]
+    assert [s["FF"] for s in samples] == [(), (1.0, 2.0)]
+
+
+def test_a_nan_value_reads_missing(tmp_path):
+    (buf, offsets), info, _ = one_record(tmp_path, H.record(info=[(H.KEY["XF"], H.floats([0x7FC00000, 2.0]))]))
+    out = np.zeros((1, 1, 2), np.int32)
+    decode.field_numeric(buf, offsets, H.KEY["XF"], False, True, out)
+    assert out.tolist() == [[[M, bits(2.0)]]]
+    assert np.isnan(info["XF"][0]) and info["XF"][1] == 2.0
+
+
+def test_a_call_of_end_of_vector_only_is_empty(tmp_path):
+    rec = H.record(fmt=[(H.KEY["GT"], H.fmt_ints(I8, [[H.INT8_END, H.INT8_END], [0x00, 0x01]]))])
+    (buf, offsets), _, samples = one_record(tmp_path, rec)
+    gt = np.zeros((1, 2, 2), np.int8)
+    phased = np.zeros((1, 2), bool)
+    decode.genotypes(buf, offsets, H.KEY["GT"], gt, phased, 127)
+    assert gt.tolist() == [[[-2, -2], [-1, -1]]]
+    assert [s["GT"] for s in samples] == [(), (None, None)]
+    # ".|." (the second allele's phase bit set) is phased, as htslib prints it. The empty
+    # call's phase follows the end-of-vector's low bit, as bio2zarr reads it (pysam: False).
+    assert phased.tolist() == [[True, True]]
