@@ -37,14 +37,14 @@ def kinds():
     return info, fmt, filters
 
 
-def scan(records, *, capacity=16, base=0, cut=0, n_contigs=2):
+def scan(records, *, capacity=16, base=0, cut=0, n_contigs=2, rlen_needs_more=False):
     buf, _ = H.chunk(records)
     if cut:
         buf = buf[:-cut]
     out = [np.zeros(capacity, np.int64)] + [np.zeros(capacity, np.int32) for _ in range(5)]
     stats = kernel.new_stats(N_KEYS), kernel.new_stats(N_KEYS)
     n, consumed, err, err_pos, err_key = kernel.scan_records(
-        buf, 2, n_contigs, K["GT"], base, *out, *stats, *kinds(), K["END"], False
+        buf, 2, n_contigs, K["GT"], base, *out, *stats, *kinds(), K["END"], rlen_needs_more
     )
     return {"n": n, "consumed": consumed, "err": err, "err_pos": err_pos, "key": err_key, "out": out, "stats": stats}
 
@@ -153,6 +153,14 @@ REFUSED = {
     "null_values": (H.record(info=[(K["DP"], H.descriptor(H.BT_NULL, 1))]), R.ERR_NULL_VALUES, K["DP"], True),
     "no_ref": (H.record(alleles=()), R.ERR_NO_REF, -1, True),
     "id_not_a_string": (H.record(id_=H.ints(I8, [1])), R.ERR_ID_TYPE, -1, True),
+    # Even a NULL of count 0: htslib's "Invalid ID type 0".
+    "id_null": (H.record(id_=H.descriptor(H.BT_NULL, 0)), R.ERR_ID_TYPE, -1, True),
+    "format_null_values": (
+        H.record(fmt=[(K["AD"], H.descriptor(H.BT_NULL, 1))]),
+        R.ERR_NULL_VALUES,
+        K["AD"],
+        True,
+    ),
     "unknown_filter": (H.record(filters=H.ints(I8, [K["DP"]])), R.ERR_UNKNOWN_FILTER, K["DP"], False),
     "negative_pos": (H.record(pos=-5), R.ERR_NEGATIVE_POS, -1, False),
     "samples": (H.record(n_sample=1, fmt=[(K["AD"], H.fmt_ints(I8, [[1]]))]), R.ERR_SAMPLES, -1, False),
@@ -183,3 +191,12 @@ def test_l_shared_shorter_than_the_fixed_part_is_refused():
     bad = b"\x10\x00\x00\x00\x00\x00\x00\x00" + b"\x00" * 16
     r = scan([GOOD, bad])
     assert (r["n"], r["err"]) == (1, R.ERR_SHORT_SHARED)
+
+
+def test_rlen_of_2_31_is_replaced_or_refused():
+    # Stored rlen 2^31 (negative as int32): htslib computes END - POS = 60 - 9 = 51; with
+    # SVLEN or FORMAT/LEN in the header that computation needs them, so the scan refuses.
+    rec = H.record(pos=9, rlen=-(2**31), info=[(K["END"], H.ints(I8, [60]))])
+    r = scan([rec])
+    assert (r["n"], r["err"]) == (1, R.OK) and r["out"][3][0] == 51
+    assert scan([rec], rlen_needs_more=True)["err"] == R.ERR_RLEN
