@@ -30,7 +30,11 @@ def args_for(command, tmp_path):
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize(
     "text,message",
-    [("{not json", "--storage-options is not JSON"), ('["a list"]', "--storage-options must be a JSON object")],
+    [
+        ("{not json", "--storage-options is not JSON"),
+        ('["a list"]', "--storage-options must be a JSON object"),
+        ("null", "--storage-options must be a JSON object"),
+    ],
 )
 def test_storage_options_errors(command, text, message, tmp_path):
     result = CliRunner().invoke(main, [command, *args_for(command, tmp_path), "--storage-options", text])

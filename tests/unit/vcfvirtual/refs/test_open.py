@@ -119,3 +119,25 @@ def test_values_are_equal_across_formats(stores):
             if a.dtype.kind == "f":
                 a, b = a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}")
             assert np.array_equal(a, b), (fmt, name)
+
+
+@pytest.mark.parametrize(
+    "name,content",
+    [
+        ("absent.json", None),
+        ("a-folder", "dir"),
+        ("empty.json", ""),
+        ("bad.json", "{bad"),
+        ("no-attrs.json", '{"refs": {}}'),
+        ("bad-attrs.json", '{"version": 1, "refs": {".zattrs": "not json"}}'),
+    ],
+)
+def test_unreadable_references_are_a_typed_error_naming_them(tmp_path, name, content):
+    path = tmp_path / name
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(VcfVirtualError) as info:
+        open_store(path)
+    assert info.value.path == str(path)
