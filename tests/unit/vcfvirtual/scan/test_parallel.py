@@ -18,7 +18,7 @@ from vcfvirtual.scan.scanner import scan_bcf
 from .... import bcfdata
 from .. import bcf_spec
 
-CHUNK = 64
+CHUNK = 64  # records per chunk; not a divisor of any file's record count
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +70,11 @@ def rows_by_loop(recs, chunk_length):
     return rows
 
 
-def run(paths, plan, tmp_path):
+def run(paths, plan, tmp_path, chunk_length=CHUNK):
     partitions = parallel.split_files(list(paths), plan)
     with parallel.executor_for(1) as executor:
         scanned = parallel.scan_all(partitions, executor, tmp_path, progress=False)
-    return partitions, parallel.merge(scanned, CHUNK)
+    return partitions, parallel.merge(scanned, chunk_length)
 
 
 @pytest.mark.parametrize("cut", ["whole", "records", "mid_record"])
@@ -132,3 +132,20 @@ def test_incompatible_headers_are_refused(two_files, tmp_path):
     other = bcfdata.write_bcf(bcfdata.random_cohort_vcf(10, 5, seed=1), tmp_path / "other.bcf", index=False)
     with pytest.raises(HeaderError):
         run([two_files[0], str(other)], None, tmp_path)
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_a_file_without_records_adds_nothing(tmp_path, where):
+    a = bcfdata.write_bcf(bcfdata.random_cohort_vcf(30, 4, seed=5), tmp_path / "a.bcf", index=False)
+    b = bcfdata.write_bcf(bcfdata.random_cohort_vcf(20, 4, seed=6), tmp_path / "b.bcf", index=False)
+    samples = [f"sample_{j}" for j in range(4)]
+    empty = bcfdata.write_bcf(bcfdata.vcf_text([], samples=samples), tmp_path / "e.bcf", index=False)
+    files = {"first": [empty, a, b], "middle": [a, empty, b], "last": [a, b, empty]}[where]
+    paths = [str(p) for p in files]
+    _, merged = run(paths, None, tmp_path, chunk_length=7)
+    recs = [r for p in paths for r in htslib_records(p)]
+    assert merged.scan.num_records == len(recs) == 50
+    stream = merged_stream(paths)
+    assert merged.scan.chunk_offsets.tolist() == bcf_spec.record_offsets(stream)[::7]
+    assert merged.scan.region_rows.tolist() == rows_by_loop(recs, 7)
+    assert b"".join(s.path.read_bytes()[s.skip :] for s in merged.segments) == stream
