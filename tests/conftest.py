@@ -94,8 +94,17 @@ def assert_matches_bio2zarr(ds: xr.Dataset, ref: zarr.Group):
     assert not problems, "\n".join(problems)
 
 
-# Filled by test_corpus.py, printed at the end of the run.
+# Filled from test_corpus.py's ("corpus", (file, outcome)) user properties, printed at the
+# end of the run. They travel with the test reports, so a run split over pytest-xdist
+# workers still prints every file's outcome.
 CORPUS_RESULTS: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report):
+    for key, value in report.user_properties:
+        if key == "corpus":
+            name, outcome = value
+            CORPUS_RESULTS[name] = outcome
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -22,7 +22,7 @@ import vcfvirtual
 from vcfvirtual.errors import VcfVirtualError
 
 from ..bcfdata import bcftools
-from ..conftest import CORPUS_RESULTS, bio2zarr_convert, differences_from_bio2zarr, open_both
+from ..conftest import bio2zarr_convert, differences_from_bio2zarr, open_both
 
 # Copies of files other projects publish; tests/data/corpus/README.md names each one's
 # repository and licence.
@@ -97,19 +97,24 @@ def test_corpus_is_present():
     assert listed <= {file_id(p) for p in corpus_files()}, "a listed file is no longer in the corpus"
 
 
+def _record(request, name: str, outcome: str) -> None:
+    """The file's outcome for the run's corpus table (conftest prints it at the end)."""
+    request.node.user_properties.append(("corpus", (name, outcome)))
+
+
 @pytest.mark.parametrize("path", corpus_files(), ids=file_id)
 def test_corpus_file(path, tmp_path, request):
     name = file_id(path)
     bcf = to_bcf(path, tmp_path / "input.bcf")
     if name in NOT_BCF:
         assert bcf is None, f"bcftools now converts {name}: remove it from NOT_BCF"
-        CORPUS_RESULTS[name] = f"not BCF: {NOT_BCF[name]}"
+        _record(request, name, f"not BCF: {NOT_BCF[name]}")
         return
     assert bcf is not None, "htslib (bcftools view) refuses this file"
     if name in BIO2ZARR_FAILS:
         with pytest.raises(Exception):  # noqa: B017 - each file fails bio2zarr its own way
             bio2zarr_convert(bcf, tmp_path / "ref.vcz", 1000)
-        CORPUS_RESULTS[name] = f"bio2zarr fails ({BIO2ZARR_FAILS[name]}); ours: " + _check_against_pysam(bcf, tmp_path)
+        _record(request, name, f"bio2zarr fails ({BIO2ZARR_FAILS[name]}); ours: " + _check_against_pysam(bcf, tmp_path))
         return
     reason = KNOWN_DIFFERENCES.get(name)
     if reason:
@@ -126,7 +131,7 @@ def test_corpus_file(path, tmp_path, request):
                 expected = [[call.phased for call in rec.samples.values()] for rec in vf]
             if ds["call_genotype_phased"].values.tolist() != expected:
                 problems.append("call_genotype_phased differs from pysam")
-    CORPUS_RESULTS[name] = "pass" if not problems else ("xfail: " + reason if reason else "FAIL")
+    _record(request, name, "pass" if not problems else ("xfail: " + reason if reason else "FAIL"))
     assert not problems, "\n".join(problems)
     if bcf.stat().st_size < 300_000 and name not in PYSAM_INSTEAD:
         # bio2zarr's own verifier walks the BCF with cyvcf2 and checks a store. Where it
