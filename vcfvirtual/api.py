@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-import numpy as np
 from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestGroup, ManifestStore
 
 from .bcf.vcf_input import as_bcf
+from .cache.base import ChunkRanges
+from .cache.raw import raw_ranges
 from .cache.write import write_cache_partitioned, write_cache_serial
 from .errors import OutputExistsError, OutputWriteError, StaleCacheError
 from .io import outputs
@@ -46,9 +47,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: The cache's chunk byte ranges (starts, lengths) when its layout has them, else None.
-ChunkRanges = tuple[np.ndarray, np.ndarray] | None
 
 
 @dataclass(frozen=True)
@@ -295,7 +293,9 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
     """The cache stage: scan the BCF(s), writing the cache as it goes."""
     o = plan.options
     if plan.zero_copy:
-        return scan_bcf(scan_paths[0], plan.chunk_length_for, progress=o.progress, threads=o.inflate_threads), None
+        # The uncompressed input is its own raw cache: the raw layout's ranges.
+        scan = scan_bcf(scan_paths[0], plan.chunk_length_for, progress=o.progress, threads=o.inflate_threads)
+        return scan, raw_ranges(scan)
     if plan.partitioned:
         return write_cache_partitioned(
             scan_paths,

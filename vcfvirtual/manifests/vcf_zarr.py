@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from zarr.dtype import parse_data_type
 
 from .. import __version__
+from ..cache.base import ChunkRanges
 from ..errors import CorruptBCFError, FieldShapeError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
@@ -57,13 +58,6 @@ def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1) -> int:
     """Variants per chunk so a decoded call_genotype chunk stays near 64 MiB."""
     per_variant = max(1, n_samples * max(ploidy, 1) * itemsize)
     return int(np.clip(TARGET_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, MAX_CHUNK_LENGTH))
-
-
-def chunk_byte_ranges(chunk_offsets: np.ndarray, stream_end: int):
-    """(offsets, lengths) of each chunk: from its first record to the next chunk's first."""
-    starts = chunk_offsets.astype(np.uint64)
-    ends = np.append(starts[1:], np.uint64(stream_end))
-    return starts, ends - starts
 
 
 def _fill_value(dtype: np.dtype):
@@ -280,18 +274,15 @@ def build_group(
     cache_url: str,
     chunk_length: int,
     *,
-    ranges=None,
+    ranges: ChunkRanges,
     layout: str = "raw",
     extra_attributes: dict | None = None,
 ) -> ManifestGroup:
     """Every VCF Zarr array for ``scan``, referencing ``cache_url``.
 
-    ``ranges`` are the (offsets, lengths) of the chunks in the cache; by default those of
-    the raw layout, where the cache is the uncompressed stream itself.
+    ``ranges`` are the (offsets, lengths) of the chunks in the cache, as its layout wrote them.
     """
     h = scan.header
-    if ranges is None:
-        ranges = chunk_byte_ranges(scan.chunk_offsets, scan.stream_size)
     variant = _variant_factory(scan.num_records, chunk_length, cache_url, ranges, layout)
     _refuse_undefined_contigs(scan)
     position_dtype = min_int_dtype(*scan.pos_range) if scan.num_records else np.dtype("i1")
@@ -468,7 +459,16 @@ def _header_arrays(scan: ScanResult, position_dtype: np.dtype) -> dict[str, Mani
     return arrays
 
 
-def build_store_group(scan, sources, fingerprints, local_cache_url, tmp_cache, layout, ranges, zero_copy):
+def build_store_group(
+    scan: ScanResult,
+    sources: Sequence[str | os.PathLike[str]],
+    fingerprints: Sequence[Fingerprint],
+    local_cache_url: str,
+    tmp_cache: str | os.PathLike[str],
+    layout: str,
+    ranges: ChunkRanges,
+    zero_copy: bool,
+) -> ManifestGroup:
     """The store's arrays and attributes; ``local_cache_url`` is where the cache is
     (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
     or the URL it is uploaded to)."""

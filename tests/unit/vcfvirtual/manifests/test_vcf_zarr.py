@@ -80,11 +80,6 @@ def test_min_int_dtype_past_64_bits_overflows():
         vcf_zarr.min_int_dtype(0, 2**63)
 
 
-def test_chunk_byte_ranges_run_from_one_chunk_start_to_the_next():
-    offsets, lengths = vcf_zarr.chunk_byte_ranges(np.array([0, 100, 250]), 400)
-    assert offsets.tolist() == [0, 100, 250] and lengths.tolist() == [100, 150, 150]
-
-
 @pytest.mark.parametrize(
     ("samples", "ploidy", "expected"),
     [(1, 2, vcf_zarr.MAX_CHUNK_LENGTH), (10**7, 2, vcf_zarr.MIN_CHUNK_LENGTH), (4096, 2, 8192)],
