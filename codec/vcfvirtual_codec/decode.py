@@ -187,7 +187,7 @@ def _locate(buf, pos, key, is_format, n_vectors):
 
 
 @_njit
-def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
+def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):  # noqa: C901 - one loop per record (kernel)
     """Decode FORMAT/GT into alleles (-1 missing, -2 fill) and per-call phasing.
 
     A call is phased when its second allele carries the phase bit, as htslib prints
@@ -298,7 +298,7 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):
 
 
 @_njit
-def field_numeric(buf, offsets, key, is_format, is_float, out):
+def field_numeric(buf, offsets, key, is_format, is_float, out):  # noqa: C901 - one loop per record (kernel)
     """INFO or FORMAT Integer/Float values into ``out`` (records, samples or 1, width).
 
     Integers: -1 missing, -2 end-of-vector and padding. Floats are written as their

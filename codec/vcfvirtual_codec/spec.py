@@ -83,18 +83,28 @@ def _int(value: object, name: str, lo: int, hi: int) -> int:
     return number
 
 
+def _bad(spec: ChunkSpec, problem: str) -> NoReturn:
+    raise CodecConfigError(
+        None,
+        f"vcfvirtual.bcf config for {spec.array!r}: {problem}",
+        hint="the references are damaged or were not written by vcfvirtual index",
+    )
+
+
 def _validate(spec: ChunkSpec) -> None:
     """Refuse a configuration the index would never write; normalise lists to tuples."""
+    _validate_identity(spec)
+    _normalise_numbers(spec)
+    dtypes, ranks = _kind_rules(spec)
+    if spec.dtype not in dtypes:
+        _bad(spec, f"dtype {spec.dtype!r} is not one the index writes for kind {spec.kind!r} ({sorted(dtypes)})")
+    _validate_shape(spec, ranks)
 
-    def bad(problem: str) -> NoReturn:
-        raise CodecConfigError(
-            None,
-            f"vcfvirtual.bcf config for {spec.array!r}: {problem}",
-            hint="the references are damaged or were not written by vcfvirtual index",
-        )
 
+def _validate_identity(spec: ChunkSpec) -> None:
+    """Names, kind, layout and format version: strings the codec knows."""
     if not isinstance(spec.array, str):
-        bad(f"array name {spec.array!r} is not a string")
+        _bad(spec, f"array name {spec.array!r} is not a string")
     if not isinstance(spec.kind, str) or spec.kind not in KINDS:
         raise CodecConfigError(None, f"unknown vcfvirtual.bcf kind {spec.kind!r}; expected one of {KINDS}")
     if not isinstance(spec.layout, str) or spec.layout not in LAYOUTS:
@@ -106,55 +116,65 @@ def _validate(spec: ChunkSpec) -> None:
             f"vcfvirtual.bcf config version {version} is newer than this vcfvirtual "
             f"understands ({FORMAT_VERSION}); upgrade vcfvirtual",
         )
+    if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
+        _bad(spec, "dtype and vcf_type must be strings")
+
+
+def _normalise_numbers(spec: ChunkSpec) -> None:
+    """Every number within its range (JSON ints, not bools); lists made tuples."""
     if not isinstance(spec.shape, (list, tuple)) or not isinstance(spec.filter_columns, (list, tuple)):
-        bad("shape and filter_columns must be lists")
-    shape = tuple(_int(x, "shape", 0, MAX_DIMENSION) for x in spec.shape)
+        _bad(spec, "shape and filter_columns must be lists")
+    object.__setattr__(spec, "shape", tuple(_int(x, "shape", 0, MAX_DIMENSION) for x in spec.shape))
     columns = tuple(_int(x, "filter_columns", -1, MAX_DIMENSION) for x in spec.filter_columns)
-    object.__setattr__(spec, "shape", shape)
     object.__setattr__(spec, "filter_columns", columns)
     # num_records 0 is a store of no records: its arrays carry configs but no chunk to decode.
     for name, lo in (("chunk_length", 1), ("num_records", 0), ("key", -1), ("ploidy", 0)):
         object.__setattr__(spec, name, _int(getattr(spec, name), name, lo, MAX_DIMENSION))
-    if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
-        bad("dtype and vcf_type must be strings")
+
+
+def _kind_rules(spec: ChunkSpec) -> tuple[frozenset[str], tuple[int, ...]]:
+    """(dtypes, ranks of shape) the index writes for this kind; refuses a key, ploidy or
+    vcf_type the kind does not take."""
     kind = spec.kind
+    if spec.ploidy and not kind.startswith("genotype"):
+        _bad(spec, f"kind {kind!r} takes no ploidy, got {spec.ploidy}")
     if kind in ("info", "format"):
         field_dtypes = _FIELD_DTYPES.get(spec.vcf_type)
         if field_dtypes is None or (kind == "format" and spec.vcf_type == "Flag"):
-            bad(f"vcf_type {spec.vcf_type!r} is not a {kind.upper()} type")
-        dtypes = field_dtypes
-        ranks: tuple[int, ...] = (0,) if spec.vcf_type == "Flag" else ((0, 1) if kind == "info" else (1, 2))
+            _bad(spec, f"vcf_type {spec.vcf_type!r} is not a {kind.upper()} type")
         if spec.key < 0:
-            bad(f"an {kind.upper()} field needs its dictionary key, got {spec.key}")
-    else:
-        dtypes, ranks = _KIND_RULES[kind]
-        if spec.vcf_type:
-            bad(f"kind {kind!r} takes no vcf_type, got {spec.vcf_type!r}")
-    if not kind.startswith("genotype"):
-        if spec.ploidy:
-            bad(f"kind {kind!r} takes no ploidy, got {spec.ploidy}")
-        # variant_length carries INFO/END's key (or -1): htslib derives a record's length
-        # from END when its stored rlen is out of range.
-        if kind not in ("info", "format", "length") and spec.key != -1:
-            bad(f"kind {kind!r} takes no dictionary key, got {spec.key}")
-    if spec.dtype not in dtypes:
-        bad(f"dtype {spec.dtype!r} is not one the index writes for kind {kind!r} ({sorted(dtypes)})")
-    if len(shape) not in ranks:
-        bad(f"shape {list(shape)} has rank {len(shape)}; kind {kind!r} has rank {' or '.join(map(str, ranks))}")
-    if kind in ("format", "genotype", "genotype_phased", "genotype_mask") and shape[0] > MAX_SAMPLES:
-        bad(f"{shape[0]} samples is more than a BCF record can hold ({MAX_SAMPLES})")
-    if kind == "allele" and shape[0] > MAX_ALLELES:
-        bad(f"{shape[0]} alleles is more than a BCF record can hold ({MAX_ALLELES})")
+            _bad(spec, f"an {kind.upper()} field needs its dictionary key, got {spec.key}")
+        ranks: tuple[int, ...] = (0,) if spec.vcf_type == "Flag" else ((0, 1) if kind == "info" else (1, 2))
+        return field_dtypes, ranks
+    if spec.vcf_type:
+        _bad(spec, f"kind {kind!r} takes no vcf_type, got {spec.vcf_type!r}")
     if kind.startswith("genotype"):
         if spec.key < 0 or spec.ploidy < 1:
-            bad(f"a genotype array needs GT's key and a ploidy >= 1, got key {spec.key}, ploidy {spec.ploidy}")
-        if len(shape) == 2 and shape[1] != spec.ploidy:
-            bad(f"shape {list(shape)} does not end in the ploidy {spec.ploidy}")
+            _bad(spec, f"a genotype array needs GT's key and a ploidy >= 1, got key {spec.key}, ploidy {spec.ploidy}")
+        return _KIND_RULES[kind]
+    # variant_length carries INFO/END's key (or -1): htslib derives a record's length
+    # from END when its stored rlen is out of range.
+    if kind != "length" and spec.key != -1:
+        _bad(spec, f"kind {kind!r} takes no dictionary key, got {spec.key}")
+    return _KIND_RULES[kind]
+
+
+def _validate_shape(spec: ChunkSpec, ranks: tuple[int, ...]) -> None:
+    """The per-variant shape: its rank, the BCF's limits, the ploidy and FILTER columns."""
+    kind, shape, columns = spec.kind, spec.shape, spec.filter_columns
+    if len(shape) not in ranks:
+        _bad(spec, f"shape {list(shape)} has rank {len(shape)}; kind {kind!r} has rank {' or '.join(map(str, ranks))}")
+    if kind in ("format", "genotype", "genotype_phased", "genotype_mask") and shape[0] > MAX_SAMPLES:
+        _bad(spec, f"{shape[0]} samples is more than a BCF record can hold ({MAX_SAMPLES})")
+    if kind == "allele" and shape[0] > MAX_ALLELES:
+        _bad(spec, f"{shape[0]} alleles is more than a BCF record can hold ({MAX_ALLELES})")
+    if kind.startswith("genotype") and len(shape) == 2 and shape[1] != spec.ploidy:
+        _bad(spec, f"shape {list(shape)} does not end in the ploidy {spec.ploidy}")
     if kind == "filter":
         if any(c >= shape[0] for c in columns):
-            bad(f"filter_columns {list(columns)} name a column past the {shape[0]} filters")
+            _bad(spec, f"filter_columns {list(columns)} name a column past the {shape[0]} filters")
     elif columns:
-        bad(f"kind {kind!r} takes no filter_columns")
+        _bad(spec, f"kind {kind!r} takes no filter_columns")
 
 
 @dataclass(frozen=True)

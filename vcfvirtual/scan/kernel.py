@@ -177,7 +177,7 @@ def _record_rlen(buf, pos, end_key, rlen_needs_more):
 
 
 @numba.njit(nogil=True, cache=True)
-def scan_records(
+def scan_records(  # noqa: C901 - one loop per record (kernel)
     buf,
     n_samples,
     n_contigs,
