@@ -1,0 +1,84 @@
+"""Stream a BCF as variants chunks of inflated records (what the raw cache holds per chunk).
+
+Research helper for demux/measure: BGZF blocks are inflated (ISA-L, on a worker thread,
+vcfvirtual_codec.bgzf.read_blocks), the header is parsed by vcfvirtual.header, and records
+are cut into chunks of ``chunk_length`` whole records; only the current chunk and the
+partial record after it are held in memory.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import numba
+import numpy as np
+from vcfvirtual_codec import bgzf
+from vcfvirtual_codec import records as R
+
+from vcfvirtual.header import BCF_PREFIX_SIZE, BCFHeader, parse_header_text
+
+
+@numba.njit(nogil=True, cache=True)
+def walk_records(buf, pos, end, offsets, count):
+    """Record whole records from ``pos`` while they fit in ``buf[:end]`` and ``offsets`` has room.
+
+    Returns (next position, count, error code)."""
+    while count < offsets.shape[0] and pos + 8 <= end:
+        total = 8 + np.int64(R.u32(buf, pos)) + np.int64(R.u32(buf, pos + 4))
+        if np.int64(R.u32(buf, pos)) < R.MIN_L_SHARED:
+            return pos, count, R.ERR_SHORT_SHARED
+        if pos + total > end:
+            break
+        offsets[count] = pos
+        count += 1
+        pos += total
+    return pos, count, R.OK
+
+
+def chunks(path: Path, chunk_length: int, threads: int = 1) -> Iterator[tuple[BCFHeader, np.ndarray, np.ndarray]]:
+    """(header, records bytes, record offsets) per variants chunk, in file order."""
+    header = None
+    buf = np.empty(1 << 24, np.uint8)
+    filled = 0  # bytes of buf holding data
+    scan = 0  # where the next record starts
+    offsets = np.empty(chunk_length, np.int64)
+    count = 0
+    with open(path, "rb") as f:
+        for block in bgzf.read_blocks(f, path, threads=threads):
+            data = block.data
+            if filled + len(data) > buf.shape[0]:
+                grown = np.empty(max(2 * buf.shape[0], filled + len(data)), np.uint8)
+                grown[:filled] = buf[:filled]
+                buf = grown
+            buf[filled : filled + len(data)] = np.frombuffer(data, np.uint8)
+            filled += len(data)
+            if header is None:
+                if filled < BCF_PREFIX_SIZE:
+                    continue
+                (l_text,) = struct.unpack_from("<I", buf, 5)
+                if filled < BCF_PREFIX_SIZE + l_text:
+                    continue
+                header = parse_header_text(bytes(buf[BCF_PREFIX_SIZE : BCF_PREFIX_SIZE + l_text]), path, 0)
+                scan = BCF_PREFIX_SIZE + l_text
+                # Keep record offsets relative to the chunk start from here on.
+                buf[: filled - scan] = buf[scan:filled].copy()
+                filled -= scan
+                scan = 0
+            while True:
+                scan, count, err = walk_records(buf, scan, filled, offsets, count)
+                if err != R.OK:
+                    raise ValueError(f"{path}: {R.ERROR_TEXT[int(err)]}")
+                if count < chunk_length:
+                    break
+                yield header, buf[:scan].copy(), offsets.copy()
+                rest = buf[scan:filled].copy()
+                buf[: rest.shape[0]] = rest
+                filled = rest.shape[0]
+                scan = 0
+                count = 0
+    if header is not None and count:
+        yield header, buf[:scan].copy(), offsets[:count].copy()
+    if scan != filled:
+        raise ValueError(f"{path}: data ends inside a record")
