@@ -1,0 +1,198 @@
+"""The "columns" cache prototype: write segments compressed one by one, read them back.
+
+File layout (research format, not final): ``<name>.columns`` holds every compressed segment
+back to back, chunk after chunk; ``<name>.columns.npz`` holds ``offsets`` and ``lengths``
+(int64, ``[n_chunks, n_segments]``), ``n_records`` (int64 per chunk) and the JSON meta
+(segment names, codec of each segment kind, samples_chunk_size, chunk_length). One
+segment of one chunk is one byte range: exactly what a Kerchunk reference to that Zarr
+chunk would point at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from isal import isal_zlib
+from numcodecs import Blosc, Zstd
+
+from . import demux as D
+from . import stream
+
+# ---------------------------------------------------------------------------- codecs
+
+
+@dataclass(frozen=True)
+class SegmentCodec:
+    """A compressor of one segment: ``name`` is isal-L, zstd-L or blosc-CNAME-SHUFFLE-L."""
+
+    name: str
+
+    def _blosc(self):
+        _, cname, shuffle, level = self.name.split("-")
+        return Blosc(cname=cname, clevel=int(level), shuffle={"byte": Blosc.SHUFFLE, "bit": Blosc.BITSHUFFLE}[shuffle])
+
+    def encode(self, data: np.ndarray, typesize: int = 1) -> bytes:
+        kind, _, level = self.name.partition("-")
+        if kind == "none":
+            return data.tobytes()
+        if kind == "isal":
+            return isal_zlib.compress(data, level=int(level), wbits=-15)
+        if kind == "zstd":
+            return Zstd(level=int(level)).encode(data)
+        if typesize > 1 and data.shape[0] % typesize == 0:
+            data = data.view(f"<u{typesize}")
+        return self._blosc().encode(data)
+
+    def decode(self, data, size: int) -> np.ndarray:
+        """Decompressed bytes of a segment whose decompressed length the index gives."""
+        kind, _, level = self.name.partition("-")
+        if kind == "none":
+            out = data
+        elif kind == "isal":
+            out = isal_zlib.decompress(data, wbits=-15, bufsize=max(size, 1))
+        elif kind == "zstd":
+            out = Zstd.decode(Zstd(), data)
+        else:
+            out = self._blosc().decode(data)
+        arr = np.frombuffer(out, np.uint8)
+        if arr.shape[0] != size:  # the check a ChunkSpec would carry: decompressed length
+            raise ValueError(f"segment decompresses to {arr.shape[0]} bytes, expected {size}")
+        return arr
+
+
+CANDIDATES = (
+    [f"isal-{lv}" for lv in (1, 2, 3)]
+    + [f"zstd-{lv}" for lv in (1, 2, 3, 4, 5)]
+    + [f"blosc-{c}-{s}-5" for c in ("zstd", "lz4") for s in ("byte", "bit")]
+)
+
+
+def segment_kind(name: str) -> str:
+    """Kind of a segment name: "position", "info/AF", "format/GT" (block suffix dropped)."""
+    return name.split("#", 1)[0]
+
+
+def typesize(name: str) -> int:
+    return 4 if name in ("contig", "position", "rlen", "qual") else 1
+
+
+# ---------------------------------------------------------------------------- writer
+
+
+@dataclass
+class Columns:
+    """An opened columns cache."""
+
+    path: Path
+    meta: dict
+    offsets: np.ndarray
+    lengths: np.ndarray
+    raw_lengths: np.ndarray
+    n_records: np.ndarray
+    fd: int = -1
+    codecs: dict = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, path: Path) -> Columns:
+        z = np.load(str(path) + ".npz")
+        meta = json.loads(str(z["meta"]))
+        c = cls(path, meta, z["offsets"], z["lengths"], z["raw_lengths"], z["n_records"])
+        c.fd = os.open(path, os.O_RDONLY)
+        c.codecs = {k: SegmentCodec(v) for k, v in meta["codecs"].items()}
+        return c
+
+    def segment_index(self, name: str) -> int:
+        return self.meta["segments"].index(name)
+
+    def read_segment(self, chunk: int, seg: int) -> np.ndarray:
+        """Read one segment's byte range and decompress it (checked against its length)."""
+        data = os.pread(self.fd, int(self.lengths[chunk, seg]), int(self.offsets[chunk, seg]))
+        name = self.meta["segments"][seg]
+        return self.codecs[segment_kind(name)].decode(data, int(self.raw_lengths[chunk, seg]))
+
+    def close(self):
+        os.close(self.fd)
+
+
+def segment_names(header, samples_chunk_size: int) -> list[str]:
+    nb = D.n_blocks(len(header.samples), samples_chunk_size)
+    names = list(D.FIXED_NAMES)
+    names += [f"info/{f.name}" for f in header.info]
+    names += [f"format/{f.name}#{b}" for f in header.formats for b in range(nb)]
+    return names
+
+
+def write(bcf: Path, out: Path, chunk_length: int, samples_chunk_size: int, codecs: dict[str, str]) -> dict:
+    """One streaming pass: inflate, demux and compress every chunk, append to ``out``.
+
+    Memory: one chunk of records and its segments at a time (plus the index). Returns
+    the seconds spent per stage and byte counts."""
+    t0 = time.perf_counter()
+    stages = dict(inflate=0.0, demux=0.0, compress=0.0, write=0.0)
+    offsets, lengths, raw_lengths, n_records = [], [], [], []
+    inflated = 0
+    names = None
+    pos = 0
+    with open(out, "wb") as f:
+        t = time.perf_counter()
+        for header, buf, offs in stream.chunks(bcf, chunk_length):
+            stages["inflate"] += time.perf_counter() - t
+            if names is None:
+                names = segment_names(header, samples_chunk_size)
+                islot, fslot = D.slot_maps([x.key for x in header.info], [x.key for x in header.formats])
+                kinds = [segment_kind(n) for n in names]
+                seg_codec = [SegmentCodec(codecs.get(k, codecs["*"])) for k in kinds]
+                sizes = [typesize(k) for k in kinds]
+            t = time.perf_counter()
+            segs, bounds, err, at = D.demux_chunk(
+                buf,
+                offs,
+                islot,
+                fslot,
+                len(header.info),
+                len(header.formats),
+                len(header.samples),
+                samples_chunk_size,
+                header.end_key,
+            )
+            if err:
+                raise ValueError(f"{bcf}: demux error {err} at {at}")
+            stages["demux"] += time.perf_counter() - t
+            inflated += buf.shape[0]
+            row_off, row_len = [], []
+            for s in range(len(names)):
+                t = time.perf_counter()
+                blob = seg_codec[s].encode(segs[bounds[s] : bounds[s + 1]], sizes[s])
+                t1 = time.perf_counter()
+                f.write(blob)
+                stages["write"] += time.perf_counter() - t1
+                stages["compress"] += t1 - t
+                row_off.append(pos)
+                row_len.append(len(blob))
+                pos += len(blob)
+            offsets.append(row_off)
+            lengths.append(row_len)
+            raw_lengths.append(np.diff(bounds))
+            n_records.append(len(offs))
+            t = time.perf_counter()
+    meta = dict(
+        segments=names,
+        codecs={k: codecs.get(k, codecs["*"]) for k in {segment_kind(n) for n in names}},
+        chunk_length=chunk_length,
+        samples_chunk_size=samples_chunk_size,
+        n_samples=len(header.samples),
+    )
+    np.savez(
+        str(out) + ".npz",
+        offsets=np.array(offsets, np.int64),
+        lengths=np.array(lengths, np.int64),
+        raw_lengths=np.array(raw_lengths, np.int64),
+        n_records=np.array(n_records, np.int64),
+        meta=json.dumps(meta),
+    )
+    return dict(seconds=time.perf_counter() - t0, inflated=inflated, cache_bytes=pos, **stages)
