@@ -152,6 +152,10 @@ class Decoder:
             check(X.filters(seg, n, self.filter_map, o))
             return o
         cat, name = kind.split("/")
+        if cat == "info" and dtype.kind == "b":
+            o = np.zeros(n, bool)
+            check(X.flag(seg, n, o))
+            return o
         if cat == "format" and name == "GT":
             o = out if out is not None else np.empty((n, self.block_samples(block), shape[2]), np.int8)
             check(X.genotypes(seg, n, o, np.empty((0, 0), bool), 127))
