@@ -18,6 +18,8 @@ import numpy as np
 from vcfvirtual_codec import records as R
 from vcfvirtual_codec.decode import ERR_GT_VALUE, ERR_SHAPE, FLOAT_END_BITS, FLOAT_MISSING_BITS, SPAN_MISSING
 
+from .demux import GT_SHIFT
+
 # A segment whose length disagrees with its header (counts, types, n).
 ERR_SEGMENT = 30
 
@@ -81,9 +83,20 @@ def column_starts(seg, n, n_vectors):
 
 
 @_njit
-def genotypes(seg, n, out_gt, out_phased, max_allele):
+def _gt_int(seg, i, t, shifted):
+    """A GT value of type ``t``; int8 values of a shifted segment get GT_SHIFT back."""
+    if shifted and t == R.BT_INT8:
+        return np.int64(np.int8(np.uint8((seg[i] + GT_SHIFT) & 0xFF)))
+    return R.read_int(seg, i, t)
+
+
+@_njit
+def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):
     """A GT block segment into call_genotype (n_rows, block_samples, ploidy) and
-    call_genotype_phased (same rows and samples; zero rows: alleles only)."""
+    call_genotype_phased (same rows and samples; zero rows: alleles only).
+
+    ``shifted``: the segment's int8 GT bytes were stored minus GT_SHIFT (demux ``gt_slot``)."""
+    add = np.uint8(GT_SHIFT if shifted else 0)
     n_samples = out_gt.shape[1]
     ploidy = out_gt.shape[2]
     if out_gt.shape[0] < n:
@@ -118,7 +131,7 @@ def genotypes(seg, n, out_gt, out_phased, max_allele):
             negative = False
             any_end = False
             for i in range(n_samples * c):
-                b = seg[d + i]
+                b = np.uint8(seg[d + i] + add)
                 value = (np.int64(np.int8(b)) >> 1) - 1
                 negative |= b > 0x81
                 any_end |= b == 0x81
@@ -129,7 +142,7 @@ def genotypes(seg, n, out_gt, out_phased, max_allele):
             if any_end:
                 for s in range(n_samples):
                     for a in range(c - 1):
-                        early_end |= seg[d + s * c + a] == 0x81
+                        early_end |= np.uint8(seg[d + s * c + a] + add) == 0x81
             if not early_end:
                 if negative:
                     return ERR_GT_VALUE, d
@@ -148,7 +161,7 @@ def genotypes(seg, n, out_gt, out_phased, max_allele):
                 if a >= c or ended:
                     out_gt[k, s, a] = -2
                     continue
-                raw = R.read_int(seg, base + a * size, t)
+                raw = _gt_int(seg, base + a * size, t, shifted)
                 if raw == vector_end:
                     out_gt[k, s, a] = -2
                     ended = True
@@ -163,7 +176,7 @@ def genotypes(seg, n, out_gt, out_phased, max_allele):
                     out_gt[k, s, a] = value
             if with_phase:
                 if c >= 2:
-                    out_phased[k, s] = (R.read_int(seg, base + size, t) & 1) == 1
+                    out_phased[k, s] = (_gt_int(seg, base + size, t, shifted) & 1) == 1
                 else:
                     out_phased[k, s] = True
     return R.OK, np.int64(0)

@@ -35,7 +35,13 @@ Segment slots (``segment_count`` gives the total):
   f * n_blocks + b``): a typed column whose ``count`` is the values *per sample* and whose
   values are, per record, the ``block_samples * count`` typed values of just the samples
   ``[b * samples_chunk_size, min((b + 1) * samples_chunk_size, n_samples))``. For GT
-  that is the int8/int16 allele bytes of those samples, phase bits and sentinels kept.
+  that is the int8/int16 allele bytes of those samples, phase bits and sentinels kept,
+  except one reversible byte map: in records whose GT is int8, each GT byte is stored
+  minus 2 (mod 256) (``GT_SHIFT``). BCF writes allele ``a`` as ``(a + 1) << 1 | phased``,
+  so alleles 0/1 are 0b01x/0b10x: two bit planes that change together, which a bit
+  shuffle then compresses twice. Minus 2 gives 0b00x/0b01x (one plane per allele bit);
+  missing 0x80 -> 0x7E, end-of-vector 0x81 -> 0x7F; the phase bit (bit 0) is unchanged.
+  The decoder adds 2 back (decode.genotypes ``shifted``); measured in FINDINGS.md.
 
 The kernel reads each record byte at most twice: a locate pass walks descriptors only
 (fixed part, ID, alleles, FILTER and INFO/FORMAT keys: O(fields) per record, never per
@@ -66,6 +72,7 @@ N_FIXED_SEGMENTS = 7
 FIXED_NAMES = ("contig", "position", "rlen", "qual", "id", "alleles", "filter")
 
 ABSENT = -1
+GT_SHIFT = 2  # subtracted from int8 GT bytes (see the module docstring)
 # Columns of the locate tables.
 _TYPE, _COUNT, _DATA = 0, 1, 2
 
@@ -102,8 +109,10 @@ def _put_i32(out, p, value):
 
 
 @_njit
-def demux_chunk(buf, offsets, info_slot, fmt_slot, n_info, n_fmt, n_samples, samples_chunk_size, end_key):
-    """Segments of one chunk: returns (out uint8, bounds int64, error code, error offset)."""
+def demux_chunk(buf, offsets, info_slot, fmt_slot, n_info, n_fmt, n_samples, samples_chunk_size, end_key, gt_slot=-1):
+    """Segments of one chunk: returns (out uint8, bounds int64, error code, error offset).
+
+    ``gt_slot``: FORMAT slot of GT, whose int8 values are stored minus GT_SHIFT; -1: none."""
     n = offsets.shape[0]
     nb = max(1, (n_samples + samples_chunk_size - 1) // samples_chunk_size)
     n_seg = N_FIXED_SEGMENTS + n_info + n_fmt * nb
@@ -267,20 +276,20 @@ def demux_chunk(buf, offsets, info_slot, fmt_slot, n_info, n_fmt, n_samples, sam
             p += c
             i = d + c
     # FILTER, INFO and FORMAT blocks: typed columns.
-    _typed_column(buf, out, bounds[SEG_FILTER], filt_loc, 0, 1, 0, 1)
+    _typed_column(buf, out, bounds[SEG_FILTER], filt_loc, 0, 1, 0, 1, False)
     for s in range(n_info):
-        _typed_column(buf, out, bounds[N_FIXED_SEGMENTS + s], info_loc[:, s, :], 0, 1, 0, 1)
+        _typed_column(buf, out, bounds[N_FIXED_SEGMENTS + s], info_loc[:, s, :], 0, 1, 0, 1, False)
     for f in range(n_fmt):
         for b in range(nb):
             s0 = b * samples_chunk_size
             s1 = min(s0 + samples_chunk_size, n_samples)
             start = bounds[N_FIXED_SEGMENTS + n_info + f * nb + b]
-            _typed_column(buf, out, start, fmt_loc[:, f, :], s0, s1, 1, n_samples)
+            _typed_column(buf, out, start, fmt_loc[:, f, :], s0, s1, 1, n_samples, f == gt_slot)
     return out, bounds, R.OK, np.int64(0)
 
 
 @_njit
-def _typed_column(buf, out, start, loc, s0, s1, per_sample, n_samples):
+def _typed_column(buf, out, start, loc, s0, s1, per_sample, n_samples, shift_gt):
     """Write one typed column at ``out[start:]`` from a locate table (type, count, data).
 
     With ``per_sample`` the field holds ``n_samples`` vectors of ``count`` values and only
@@ -302,5 +311,9 @@ def _typed_column(buf, out, start, loc, s0, s1, per_sample, n_samples):
             m = (s1 - s0) * width
         else:
             m = width
-        out[p : p + m] = buf[d : d + m]
+        if shift_gt and t == R.BT_INT8:
+            for i in range(m):
+                out[p + i] = (buf[d + i] - GT_SHIFT) & 0xFF
+        else:
+            out[p : p + m] = buf[d : d + m]
         p += m

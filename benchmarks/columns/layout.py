@@ -119,6 +119,11 @@ class Columns:
         os.close(self.fd)
 
 
+def gt_slot(header) -> int:
+    """FORMAT slot of GT (its segments store int8 bytes minus demux.GT_SHIFT), or -1."""
+    return next((i for i, f in enumerate(header.formats) if f.name == "GT"), -1)
+
+
 def segment_names(header, samples_chunk_size: int) -> list[str]:
     nb = D.n_blocks(len(header.samples), samples_chunk_size)
     names = list(D.FIXED_NAMES)
@@ -159,6 +164,7 @@ def write(bcf: Path, out: Path, chunk_length: int, samples_chunk_size: int, code
                 len(header.samples),
                 samples_chunk_size,
                 header.end_key,
+                gt_slot(header),
             )
             if err:
                 raise ValueError(f"{bcf}: demux error {err} at {at}")
@@ -186,6 +192,7 @@ def write(bcf: Path, out: Path, chunk_length: int, samples_chunk_size: int, code
         chunk_length=chunk_length,
         samples_chunk_size=samples_chunk_size,
         n_samples=len(header.samples),
+        gt_shift=D.GT_SHIFT,
     )
     np.savez(
         str(out) + ".npz",

@@ -102,7 +102,7 @@ def cohort(work: Path, label: str) -> tuple[Path, Path]:
 class Decoder:
     """Decodes segments of one cache (or of in-memory chunks) into bio2zarr-shaped chunks."""
 
-    def __init__(self, header, group, samples_chunk_size: int):
+    def __init__(self, header, group, samples_chunk_size: int, gt_shifted: bool = True):
         self.header = header
         self.group = group
         self.S = samples_chunk_size
@@ -110,6 +110,7 @@ class Decoder:
         self.filter_map = np.asarray(header.filter_column_map(), np.int64)
         self.shapes = {}
         self.dtypes = {}
+        self.gt_shifted = gt_shifted
 
     def _meta(self, arr):
         if arr not in self.shapes:
@@ -158,7 +159,7 @@ class Decoder:
             return o
         if cat == "format" and name == "GT":
             o = out if out is not None else np.empty((n, self.block_samples(block), shape[2]), np.int8)
-            check(X.genotypes(seg, n, o, np.empty((0, 0), bool), 127))
+            check(X.genotypes(seg, n, o, np.empty((0, 0), bool), 127, self.gt_shifted))
             return o
         is_format = cat == "format"
         vectors = self.block_samples(block) if is_format else 1
@@ -200,7 +201,16 @@ def codec_table(bcf: Path, store: Path, label: str, repeats: int, n_sample_chunk
             continue
         islot, fslot = D.slot_maps([x.key for x in header.info], [x.key for x in header.formats])
         segs, bounds, err, at = D.demux_chunk(
-            buf, offs, islot, fslot, len(header.info), len(header.formats), len(header.samples), S, header.end_key
+            buf,
+            offs,
+            islot,
+            fslot,
+            len(header.info),
+            len(header.formats),
+            len(header.samples),
+            S,
+            header.end_key,
+            L.gt_slot(header),
         )
         assert err == 0, (err, at)
         kept[i] = (segs, bounds, len(offs))

@@ -36,9 +36,10 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("gt_shift", [True, False])
 @pytest.mark.parametrize("samples_chunk_size", [2, 10_000])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_segments_decode_as_bio2zarr(tmp_path, case, samples_chunk_size):
+def test_segments_decode_as_bio2zarr(tmp_path, case, samples_chunk_size, gt_shift):
     from bio2zarr import vcf
 
     chunk_length = 3
@@ -59,11 +60,12 @@ def test_segments_decode_as_bio2zarr(tmp_path, case, samples_chunk_size):
             len(header.samples),
             samples_chunk_size,
             header.end_key,
+            L.gt_slot(header) if gt_shift else -1,
         )
         assert err == 0, (err, at)
         names = L.segment_names(header, samples_chunk_size)
         assert len(names) == bounds.shape[0] - 1
-        dec = Decoder(header, group, samples_chunk_size)
+        dec = Decoder(header, group, samples_chunk_size, gt_shifted=gt_shift)
         string_fields = {f"{d.category.lower()}/{d.name}" for d in (*header.info, *header.formats)}
         string_fields = {k for k in string_fields if _vcf_type(header, k) in ("String", "Character")} - {"format/GT"}
         for s, name in enumerate(names):
@@ -103,7 +105,10 @@ def test_phasing_decodes_as_bio2zarr(tmp_path):
     group = zarr.open_group(str(store), mode="r")
     header, buf, offs = next(stream.chunks(bcf, 100))
     islot, fslot = D.slot_maps([f.key for f in header.info], [f.key for f in header.formats])
-    segs, bounds, err, _ = D.demux_chunk(buf, offs, islot, fslot, len(header.info), len(header.formats), 3, 2, -1)
+    gt_index = L.gt_slot(header)
+    segs, bounds, err, _ = D.demux_chunk(
+        buf, offs, islot, fslot, len(header.info), len(header.formats), 3, 2, -1, gt_index
+    )
     assert err == 0
     names = L.segment_names(header, 2)
     for block in (0, 1):
@@ -111,7 +116,7 @@ def test_phasing_decodes_as_bio2zarr(tmp_path):
         width = min(2, 3 - 2 * block)
         gt = np.empty((len(offs), width, 2), np.int8)
         phased = np.empty((len(offs), width), bool)
-        assert X.genotypes(segs[bounds[s] : bounds[s + 1]], len(offs), gt, phased, 127)[0] == 0
+        assert X.genotypes(segs[bounds[s] : bounds[s + 1]], len(offs), gt, phased, 127, True)[0] == 0
         np.testing.assert_array_equal(phased, group["call_genotype_phased"][:, 2 * block : 2 * block + width])
         np.testing.assert_array_equal(gt, group["call_genotype"][:, 2 * block : 2 * block + width])
 
