@@ -312,8 +312,8 @@ def _typed_column(buf, out, start, loc, s0, s1, per_sample, n_samples, shift_gt)
         else:
             m = width
         if shift_gt and t == R.BT_INT8:
-            for i in range(m):
-                out[p + i] = (buf[d + i] - GT_SHIFT) & 0xFF
+            # uint8 array arithmetic wraps modulo 256 and vectorises.
+            out[p : p + m] = buf[d : d + m] - np.uint8(GT_SHIFT)
         else:
             out[p : p + m] = buf[d : d + m]
         p += m
