@@ -109,10 +109,15 @@ def _put_i32(out, p, value):
 
 
 @_njit
-def demux_chunk(buf, offsets, info_slot, fmt_slot, n_info, n_fmt, n_samples, samples_chunk_size, end_key, gt_slot=-1):
+def demux_chunk(
+    buf, offsets, info_slot, fmt_slot, n_info, n_fmt, n_samples, samples_chunk_size, end_key, gt_slot=-1, scratch=None
+):
     """Segments of one chunk: returns (out uint8, bounds int64, error code, error offset).
 
-    ``gt_slot``: FORMAT slot of GT, whose int8 values are stored minus GT_SHIFT; -1: none."""
+    ``gt_slot``: FORMAT slot of GT, whose int8 values are stored minus GT_SHIFT; -1: none.
+    ``scratch``: a uint8 buffer to reuse for ``out`` when it is large enough (``out`` is
+    then a view of it, valid until the caller reuses it): an index pass that allocates
+    each chunk's output afresh pays a page fault per 4 KiB of it."""
     n = offsets.shape[0]
     nb = max(1, (n_samples + samples_chunk_size - 1) // samples_chunk_size)
     n_seg = N_FIXED_SEGMENTS + n_info + n_fmt * nb
@@ -243,7 +248,10 @@ def demux_chunk(buf, offsets, info_slot, fmt_slot, n_info, n_fmt, n_samples, sam
         sizes[s] += 5 * n
     for s in range(n_seg):
         bounds[s + 1] = bounds[s] + sizes[s]
-    out = np.empty(bounds[n_seg], np.uint8)
+    if scratch is not None and scratch.shape[0] >= bounds[n_seg]:
+        out = scratch[: bounds[n_seg]]
+    else:
+        out = np.empty(bounds[n_seg], np.uint8)
     # Copy pass.
     for k in range(n):
         pos = offsets[k]

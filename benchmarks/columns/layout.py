@@ -153,7 +153,8 @@ def write(
     pos = 0
     with open(out, "wb") as f, ThreadPoolExecutor(threads) as pool:
         t = time.perf_counter()
-        for header, buf, offs in stream.chunks(bcf, chunk_length):
+        scratch = np.empty(0, np.uint8)
+        for header, buf, offs in stream.chunks(bcf, chunk_length, copy=False):
             stages["inflate"] += time.perf_counter() - t
             if names is None:
                 names = segment_names(header, samples_chunk_size)
@@ -173,7 +174,10 @@ def write(
                 samples_chunk_size,
                 header.end_key,
                 gt_slot(header),
+                scratch,
             )
+            if segs.shape[0] > scratch.shape[0]:
+                scratch = segs  # reused (its first bytes) by the next chunk
             if err:
                 raise ValueError(f"{bcf}: demux error {err} at {at}")
             stages["demux"] += time.perf_counter() - t

@@ -37,8 +37,14 @@ def walk_records(buf, pos, end, offsets, count):
     return pos, count, R.OK
 
 
-def chunks(path: Path, chunk_length: int, threads: int = 1) -> Iterator[tuple[BCFHeader, np.ndarray, np.ndarray]]:
-    """(header, records bytes, record offsets) per variants chunk, in file order."""
+def chunks(
+    path: Path, chunk_length: int, threads: int = 1, copy: bool = True
+) -> Iterator[tuple[BCFHeader, np.ndarray, np.ndarray]]:
+    """(header, records bytes, record offsets) per variants chunk, in file order.
+
+    With ``copy=False`` the bytes and offsets are views of buffers the next iteration
+    overwrites (no per-chunk copy: the index pass consumes each chunk before asking for
+    the next)."""
     header = None
     buf = np.empty(1 << 24, np.uint8)
     filled = 0  # bytes of buf holding data
@@ -72,10 +78,15 @@ def chunks(path: Path, chunk_length: int, threads: int = 1) -> Iterator[tuple[BC
                     raise ValueError(f"{path}: {R.ERROR_TEXT[int(err)]}")
                 if count < chunk_length:
                     break
-                yield header, buf[:scan].copy(), offsets.copy()
-                rest = buf[scan:filled].copy()
-                buf[: rest.shape[0]] = rest
-                filled = rest.shape[0]
+                if copy:
+                    yield header, buf[:scan].copy(), offsets.copy()
+                else:
+                    yield header, buf[:scan], offsets
+                # The partial record after the chunk moves to the front (less than a
+                # record, so the overlap-safe copy is small).
+                rest = filled - scan
+                buf[:rest] = buf[scan:filled].copy()
+                filled = rest
                 scan = 0
                 count = 0
     if header is not None and count:
