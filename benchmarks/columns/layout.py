@@ -49,18 +49,22 @@ class SegmentCodec:
             data = data.view(f"<u{typesize}")
         return self._blosc().encode(data)
 
-    def decode(self, data, size: int) -> np.ndarray:
-        """Decompressed bytes of a segment whose decompressed length the index gives."""
+    def decode(self, data, size: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Decompressed bytes of a segment whose decompressed length the index gives.
+
+        ``out``: a reusable uint8 buffer of at least ``size`` bytes for Zstd/Blosc to
+        decompress into (a fresh buffer per segment costs a page fault per 4 KiB)."""
         kind, _, level = self.name.partition("-")
+        target = out[:size] if out is not None and out.shape[0] >= size else None
         if kind == "none":
-            out = data
+            res = data
         elif kind == "isal":
-            out = isal_zlib.decompress(data, wbits=-15, bufsize=max(size, 1))
+            res = isal_zlib.decompress(data, wbits=-15, bufsize=max(size, 1))
         elif kind == "zstd":
-            out = Zstd.decode(Zstd(), data)
+            res = Zstd().decode(data, target)
         else:
-            out = self._blosc().decode(data)
-        arr = np.frombuffer(out, np.uint8)
+            res = self._blosc().decode(data, target)
+        arr = np.frombuffer(res, np.uint8) if not isinstance(res, np.ndarray) else res.view(np.uint8).reshape(-1)
         if arr.shape[0] != size:  # the check a ChunkSpec would carry: decompressed length
             raise ValueError(f"segment decompresses to {arr.shape[0]} bytes, expected {size}")
         return arr
@@ -110,11 +114,12 @@ class Columns:
     def segment_index(self, name: str) -> int:
         return self.meta["segments"].index(name)
 
-    def read_segment(self, chunk: int, seg: int) -> np.ndarray:
-        """Read one segment's byte range and decompress it (checked against its length)."""
+    def read_segment(self, chunk: int, seg: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Read one segment's byte range and decompress it (checked against its length),
+        into ``out`` when it is large enough."""
         data = os.pread(self.fd, int(self.lengths[chunk, seg]), int(self.offsets[chunk, seg]))
         name = self.meta["segments"][seg]
-        return self.codecs[segment_kind(name)].decode(data, int(self.raw_lengths[chunk, seg]))
+        return self.codecs[segment_kind(name)].decode(data, int(self.raw_lengths[chunk, seg]), out)
 
     def close(self):
         os.close(self.fd)

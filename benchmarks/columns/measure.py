@@ -32,6 +32,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -333,20 +334,27 @@ def read_ours(cols: L.Columns, dec: Decoder, kind: str, n_var: int, samples=None
         blocks = list(range(len(seg_ids)))
         out = np.empty(shape, dtype)
 
+    local = threading.local()  # per-thread buffers, reused chunk after chunk
+
     def one(task):
         i, b = task
         n = int(cols.n_records[i])
-        seg = cols.read_segment(i, seg_ids[b])
+        if not hasattr(local, "raw"):
+            local.raw = np.empty(int(cols.raw_lengths[:, seg_ids].max()), np.uint8)
+            local.gt = np.empty((CL, min(S, n_samples), *shape[2:]), np.int8) if kind == "format/GT" else None
+        seg = cols.read_segment(i, seg_ids[b], local.raw)
         rows = slice(i * CL, i * CL + n)
         if kind.startswith("format/"):
+            width = dec.block_samples(b)
+            scratch = local.gt[:n, :width] if local.gt is not None and width == local.gt.shape[1] else None
             if samples is not None:
-                got = dec.decode(kind, seg, n, b)
+                got = dec.decode(kind, seg, n, b, out=scratch)
                 lo = samples.start - b * S
                 out[rows] = got[:, lo : lo + samples.stop - samples.start]
             elif len(seg_ids) == 1 and kind == "format/GT":
                 dec.decode(kind, seg, n, b, out=out[rows])
             else:
-                got = dec.decode(kind, seg, n, b)
+                got = dec.decode(kind, seg, n, b, out=scratch)
                 out[rows, b * S : b * S + got.shape[1]] = got
         elif kind == "position":
             dec.decode(kind, seg, n, out=out[rows])
