@@ -126,12 +126,16 @@ def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):
             return R.ERR_BAD_TYPE, np.int64(4 * n + k)
         if t == R.BT_INT8 and c == ploidy:
             # The common case, branch-free so LLVM vectorises it (as the codec's kernel).
+            # Index a slice from 0: with seg[d + i] numba's negative-index wraparound
+            # check (d + i may be negative as far as LLVM knows) blocks vectorisation,
+            # measured 4x slower (2.3 vs 8.9 GB/s).
+            src = seg[d : d + n_samples * c]
             row = flat_gt[k]
             too_big = False
             negative = False
             any_end = False
-            for i in range(n_samples * c):
-                b = np.uint8(seg[d + i] + add)
+            for i in range(src.shape[0]):
+                b = np.uint8(src[i] + add)
                 value = (np.int64(np.int8(b)) >> 1) - 1
                 negative |= b > 0x81
                 any_end |= b == 0x81
@@ -225,9 +229,10 @@ def numeric(seg, n, is_format, is_float, out):
             # Common FORMAT case (DP, AD, GQ as int8 of the full width): no end-of-vector
             # bookkeeping unless one is seen, so the loop vectorises.
             flat = out[k].reshape(n_vectors * width)
+            src = seg[d : d + n_vectors * width]  # sliced for vectorisation, as in genotypes
             any_end = False
-            for i in range(n_vectors * width):
-                v = np.int32(np.int8(seg[d + i]))
+            for i in range(src.shape[0]):
+                v = np.int32(np.int8(src[i]))
                 any_end |= v == -127
                 flat[i] = np.int32(-1) if v == -128 else (np.int32(-2) if v == -127 else v)
             if not any_end:
