@@ -144,12 +144,20 @@ def segment_names(header, samples_chunk_size: int) -> list[str]:
 
 
 def write(
-    bcf: Path, out: Path, chunk_length: int, samples_chunk_size: int, codecs: dict[str, str], threads: int = 2
+    bcf: Path,
+    out: Path,
+    chunk_length: int,
+    samples_chunk_size: int,
+    codecs: dict[str, str],
+    threads: int = 2,
+    ahead: bool = False,
 ) -> dict:
     """One streaming pass: inflate, demux and compress every chunk, append to ``out``.
 
-    Memory: one chunk of records and its segments at a time (plus the index). Returns
-    the seconds spent per stage and byte counts."""
+    Memory: one chunk of records and its segments at a time (plus the index); with
+    ``ahead`` the next chunks are inflated on a thread meanwhile (three chunks of records
+    held). Returns the seconds spent per stage (``inflate``: waiting for a chunk) and
+    byte counts."""
     t0 = time.perf_counter()
     stages = dict(inflate=0.0, demux=0.0, compress=0.0, write=0.0)
     offsets, lengths, raw_lengths, n_records = [], [], [], []
@@ -159,7 +167,8 @@ def write(
     with open(out, "wb") as f, ThreadPoolExecutor(threads) as pool:
         t = time.perf_counter()
         scratch = np.empty(0, np.uint8)
-        for header, buf, offs in stream.chunks(bcf, chunk_length, copy=False):
+        source = stream.chunks_ahead(bcf, chunk_length) if ahead else stream.chunks(bcf, chunk_length, copy=False)
+        for header, buf, offs in source:
             stages["inflate"] += time.perf_counter() - t
             if names is None:
                 names = segment_names(header, samples_chunk_size)

@@ -93,3 +93,52 @@ def chunks(
         yield header, buf[:scan].copy(), offsets[:count].copy()
     if scan != filled:
         raise ValueError(f"{path}: data ends inside a record")
+
+
+def chunks_ahead(path: Path, chunk_length: int, buffers: int = 3) -> Iterator[tuple[BCFHeader, np.ndarray, np.ndarray]]:
+    """``chunks`` run on a producer thread, one chunk ahead of the consumer.
+
+    Inflating and cutting the next chunk overlaps the caller's work on this one (the
+    inflate releases the GIL, as do the numba kernels). Chunks are copied into ``buffers``
+    rotating buffers (3: one being consumed, one queued, one being filled), so a chunk
+    stays valid until the caller asks for the one after next; memory is three chunks."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=buffers - 2)
+    pool = [np.empty(0, np.uint8) for _ in range(buffers)]
+    stop = threading.Event()
+
+    def produce():
+        try:
+            for i, (header, buf, offs) in enumerate(chunks(path, chunk_length, copy=False)):
+                k = i % buffers
+                if pool[k].shape[0] < buf.shape[0]:
+                    pool[k] = np.empty(int(buf.shape[0] * 1.25), np.uint8)
+                pool[k][: buf.shape[0]] = buf
+                item = (header, pool[k][: buf.shape[0]], offs.copy())
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(None)
+        except BaseException as e:  # handed to the consumer, raised there
+            q.put(e)
+
+    thread = threading.Thread(target=produce, name="columns-inflate", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
