@@ -351,3 +351,41 @@ def allele_spans(seg, n, starts_out, lengths_out):
     if p != seg.shape[0]:
         return ERR_SEGMENT, p
     return R.OK, np.int64(0)
+
+
+@_njit
+def string_spans(seg, n, starts_out, lengths_out):
+    """An INFO String segment (spans: rows, 1, width) or a FORMAT String block segment
+    (rows, block samples, width) as comma-separated parts, as the codec's
+    ``field_string_spans``: absent -> "." in every slot; parts past a value's own count
+    keep the caller's fill ("" spans); parts past the width are dropped."""
+    n_vectors = starts_out.shape[1]
+    width = starts_out.shape[2]
+    if starts_out.shape[0] < n:
+        return ERR_SHAPE, np.int64(0)
+    starts, err, at = column_starts(seg, n, n_vectors)
+    if err != R.OK:
+        return err, at
+    for k in range(n):
+        c = np.int64(R.i32(seg, 4 * k))
+        if c < 0:
+            lengths_out[k, :, :] = SPAN_MISSING
+            continue
+        if c > 0 and seg[4 * n + k] != R.BT_CHAR:
+            return R.ERR_BAD_TYPE, np.int64(4 * n + k)
+        for s in range(n_vectors):
+            base = starts[k] + s * c
+            part = 0
+            part_start = base
+            b = 0
+            while b <= c and part < width:
+                at_end = b == c or seg[base + b] == 0
+                if at_end or seg[base + b] == 44:  # ","
+                    starts_out[k, s, part] = part_start
+                    lengths_out[k, s, part] = base + b - part_start
+                    part += 1
+                    part_start = base + b + 1
+                    if at_end:
+                        break
+                b += 1
+    return R.OK, np.int64(0)

@@ -165,6 +165,17 @@ class Decoder:
         is_format = cat == "format"
         vectors = self.block_samples(block) if is_format else 1
         width = shape[-1] if len(shape) == (3 if is_format else 2) else 1
+        full = (n, vectors, *shape[2:]) if is_format else (n, *shape[1:])
+        if dtype.kind in "OTU":  # String: comma-separated parts as vlen-utf8, as the codec
+            from numcodecs import VLenUTF8
+            from vcfvirtual_codec.decode import SPAN_FILL, first_invalid_utf8, vlen_utf8
+
+            starts = np.zeros((n, vectors, width), np.int64)
+            lengths = np.full((n, vectors, width), SPAN_FILL, np.int64)
+            check(X.string_spans(seg, n, starts, lengths))
+            if first_invalid_utf8(seg, starts.ravel(), lengths.ravel()) >= 0:
+                raise ValueError(f"{kind}: a string is not UTF-8")
+            return VLenUTF8().decode(vlen_utf8(seg, starts.ravel(), lengths.ravel())).reshape(full)
         is_float = dtype.kind == "f"
         o = np.empty((n, vectors, width), np.int32)
         check(X.numeric(seg, n, is_format, is_float, o))
@@ -172,7 +183,7 @@ class Decoder:
             o = o.view(np.float32)
         else:
             o = o.astype(dtype)
-        return o.reshape((n, vectors, *shape[2:]) if is_format else (n, *shape[1:]))
+        return o.reshape(full)
 
 
 def b2z_chunk_bytes(store: Path, arr: str, i: int) -> int:
