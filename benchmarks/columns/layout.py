@@ -1,7 +1,12 @@
 """The "columns" cache prototype: write segments compressed one by one, read them back.
 
-File layout (research format, not final): ``<name>.columns`` holds every compressed segment
-back to back, chunk after chunk; ``<name>.columns.npz`` holds ``offsets`` and ``lengths``
+File layout (research format, not final): ``<name>.columns`` holds every segment back to
+back, chunk after chunk, each as a 36-byte uncompressed preamble (``PREAMBLE``: magic
+``VVS1``, kind code, flags, BCF dictionary key, records, samples block, block samples,
+decompressed length, CRC32 of the decompressed segment) followed by the compressed segment.
+The reader checks every preamble field against what it expects for that (chunk, array,
+block) and the CRC32 after decompressing, so a damaged, stale or misplaced segment fails
+loudly (the checks a ``ChunkSpec``-driven codec would make); ``<name>.columns.npz`` holds ``offsets`` and ``lengths``
 (int64, ``[n_chunks, n_segments]``), ``n_records`` (int64 per chunk) and the JSON meta
 (segment names, codec of each segment kind, samples_chunk_size, chunk_length). One
 segment of one chunk is one byte range: exactly what a Kerchunk reference to that Zarr
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,6 +29,29 @@ from numcodecs import Blosc, Zstd
 
 from . import demux as D
 from . import stream
+
+# ---------------------------------------------------------------------------- preamble
+
+MAGIC = b"VVS1"
+PREAMBLE = struct.Struct("<4sBBHiIIIQI")  # magic, kind, flags, pad, key, n, block, block samples, raw, crc
+FLAG_GT_SHIFT = 1
+KIND_CODES = {name: i for i, name in enumerate(D.FIXED_NAMES)} | {"info": 7, "format": 8}
+
+
+class SegmentError(ValueError):
+    """A segment that is not the one its reference promises (a typed error in the product)."""
+
+
+def segment_identity(name: str, header) -> tuple[int, int, int]:
+    """(kind code, BCF dictionary key or -1, samples block) a segment name stands for."""
+    kind = segment_kind(name)
+    block = int(name.split("#")[1]) if "#" in name else 0
+    if "/" not in kind:
+        return KIND_CODES[kind], -1, block
+    cat, field_name = kind.split("/")
+    defs = header.info if cat == "info" else header.formats
+    return KIND_CODES[cat], next(d.key for d in defs if d.name == field_name), block
+
 
 # ---------------------------------------------------------------------------- codecs
 
@@ -114,12 +143,31 @@ class Columns:
     def segment_index(self, name: str) -> int:
         return self.meta["segments"].index(name)
 
-    def read_segment(self, chunk: int, seg: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Read one segment's byte range and decompress it (checked against its length),
-        into ``out`` when it is large enough."""
+    def read_segment(self, chunk: int, seg: int, out: np.ndarray | None = None, crc: bool = True) -> np.ndarray:
+        """Read one segment's byte range, check its preamble, decompress it (into ``out``
+        when large enough) and check its length and (with ``crc``) its CRC32."""
         data = os.pread(self.fd, int(self.lengths[chunk, seg]), int(self.offsets[chunk, seg]))
         name = self.meta["segments"][seg]
-        return self.codecs[segment_kind(name)].decode(data, int(self.raw_lengths[chunk, seg]), out)
+        where = f"{self.path}: segment {name} of chunk {chunk}"
+        if len(data) < PREAMBLE.size:
+            raise SegmentError(f"{where}: {len(data)} bytes, shorter than its preamble")
+        magic, kind, flags, _, key, n, block, width, raw, crc32 = PREAMBLE.unpack_from(data)
+        want_kind, want_key, want_block = self.meta["identities"][seg]
+        n_chunks = self.n_records.shape[0]
+        cl = self.meta["chunk_length"]
+        S, n_samples = self.meta["samples_chunk_size"], self.meta["n_samples"]
+        want_n = cl if chunk < n_chunks - 1 else self.meta["num_records"] - (n_chunks - 1) * cl
+        want_width = min(S, n_samples - want_block * S) if want_kind == KIND_CODES["format"] else 1
+        if (magic, kind, key, block, n, width) != (MAGIC, want_kind, want_key, want_block, want_n, want_width):
+            raise SegmentError(
+                f"{where}: preamble says {(magic, kind, key, block, n, width)}, expected "
+                f"{(MAGIC, want_kind, want_key, want_block, want_n, want_width)} (magic, kind, key, block, "
+                "records, block samples): the cache does not match its index"
+            )
+        body = self.codecs[segment_kind(name)].decode(data[PREAMBLE.size :], raw, out)
+        if crc and isal_zlib.crc32(body) != crc32:
+            raise SegmentError(f"{where}: CRC32 mismatch after decompressing (the cache is damaged)")
+        return body
 
     def close(self):
         os.close(self.fd)
@@ -130,9 +178,12 @@ def gt_slot(header) -> int:
     return next((i for i, f in enumerate(header.formats) if f.name == "GT"), -1)
 
 
-def _encode(job) -> bytes:
-    codec, data, size = job
-    return codec.encode(data, size)
+def _encode(job) -> tuple[bytes, bytes]:
+    """(preamble, compressed segment) of one segment."""
+    codec, data, size, identity, n, width, flags = job
+    kind, key, block = identity
+    preamble = PREAMBLE.pack(MAGIC, kind, flags, 0, key, n, block, width, data.shape[0], isal_zlib.crc32(data))
+    return preamble, codec.encode(data, size)
 
 
 def segment_names(header, samples_chunk_size: int) -> list[str]:
@@ -174,6 +225,20 @@ def write(
                 names = segment_names(header, samples_chunk_size)
                 islot, fslot = D.slot_maps([x.key for x in header.info], [x.key for x in header.formats])
                 kinds = [segment_kind(n) for n in names]
+                identities = [segment_identity(n, header) for n in names]
+                n_samples = len(header.samples)
+                widths = [
+                    min(samples_chunk_size, n_samples - ident[2] * samples_chunk_size)
+                    if ident[0] == KIND_CODES["format"]
+                    else 1
+                    for ident in identities
+                ]
+                gt = gt_slot(header)
+                gt_key = header.formats[gt].key if gt >= 0 else -2
+                flags = [
+                    FLAG_GT_SHIFT if ident[0] == KIND_CODES["format"] and ident[1] == gt_key else 0
+                    for ident in identities
+                ]
                 seg_codec = [SegmentCodec(codecs.get(k, codecs["*"])) for k in kinds]
                 sizes = [typesize(k) for k in kinds]
             t = time.perf_counter()
@@ -199,15 +264,20 @@ def write(
             row_off, row_len = [], []
             t = time.perf_counter()
             # Segments compress independently (the codecs release the GIL): on `threads`.
-            jobs = [(seg_codec[s], segs[bounds[s] : bounds[s + 1]], sizes[s]) for s in range(len(names))]
+            n_rec = len(offs)
+            jobs = [
+                (seg_codec[s], segs[bounds[s] : bounds[s + 1]], sizes[s], identities[s], n_rec, widths[s], flags[s])
+                for s in range(len(names))
+            ]
             blobs = list(pool.map(_encode, jobs))
             t1 = time.perf_counter()
             stages["compress"] += t1 - t
-            for blob in blobs:
+            for preamble, blob in blobs:
+                f.write(preamble)
                 f.write(blob)
                 row_off.append(pos)
-                row_len.append(len(blob))
-                pos += len(blob)
+                row_len.append(len(preamble) + len(blob))
+                pos += len(preamble) + len(blob)
             stages["write"] += time.perf_counter() - t1
             offsets.append(row_off)
             lengths.append(row_len)
@@ -221,6 +291,8 @@ def write(
         samples_chunk_size=samples_chunk_size,
         n_samples=len(header.samples),
         gt_shift=D.GT_SHIFT,
+        identities=identities,
+        num_records=int(sum(n_records)),
     )
     np.savez(
         str(out) + ".npz",

@@ -134,3 +134,55 @@ def test_damaged_segment_fails_loudly():
     gt = np.empty((2, 2, 2), np.int8)
     err, _ = X.genotypes(seg, 2, gt, np.empty((0, 0), bool), 127)
     assert err == X.ERR_SEGMENT
+
+
+def _small_cache(tmp_path, codecs):
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS, header=bcfdata.FUZZ_HEADER), tmp_path / "f.bcf")
+    cache = tmp_path / "f.columns"
+    L.write(bcf, cache, 4, 2, codecs)
+    return bcf, L.Columns.open(cache)
+
+
+def test_cache_segments_read_back_as_bio2zarr(tmp_path):
+    """Written, compressed, read back through the preamble checks: GT equals bio2zarr's."""
+    from bio2zarr import vcf
+
+    bcf, cols = _small_cache(tmp_path, {"*": "zstd-1", "format/GT": "blosc-lz4-bit-5"})
+    store = tmp_path / "b2z.vcz"
+    vcf.convert([str(bcf)], str(store), variants_chunk_size=4, samples_chunk_size=2)
+    group = zarr.open_group(str(store), mode="r")
+    header = next(stream.chunks(bcf, 4))[0]
+    dec = Decoder(header, group, 2)
+    names = cols.meta["segments"]
+    for i in range(cols.n_records.shape[0]):
+        n = int(cols.n_records[i])
+        for b in range(2):
+            got = dec.decode("format/GT", cols.read_segment(i, names.index(f"format/GT#{b}")), n, b)
+            np.testing.assert_array_equal(got, group["call_genotype"][4 * i : 4 * i + n, 2 * b : 2 * b + 2])
+    cols.close()
+
+
+def test_damaged_cache_segment_fails_crc(tmp_path):
+    """A flipped byte inside a stored (uncompressed) segment: the CRC32 check refuses it."""
+    _, cols = _small_cache(tmp_path, {"*": "none"})
+    s = cols.meta["segments"].index("format/GT#0")
+    at = int(cols.offsets[0, s]) + L.PREAMBLE.size + int(cols.raw_lengths[0, s]) - 1  # last GT value byte
+    data = bytearray(cols.path.read_bytes())
+    data[at] ^= 0x02
+    cols.path.write_bytes(bytes(data))
+    with pytest.raises(L.SegmentError, match="CRC32"):
+        cols.read_segment(0, s)
+    cols.read_segment(0, s, crc=False)  # the damage is only visible to the CRC
+    cols.close()
+
+
+@pytest.mark.parametrize("other", ["format/GT#1", "format/DP#0", "position"])
+def test_misplaced_segment_fails_preamble(tmp_path, other):
+    """A reference pointing at another array's or block's segment is refused, not decoded."""
+    _, cols = _small_cache(tmp_path, {"*": "zstd-1"})
+    names = cols.meta["segments"]
+    s, t = names.index("format/GT#0"), names.index(other)
+    cols.offsets[0, s], cols.lengths[0, s] = cols.offsets[0, t], cols.lengths[0, t]
+    with pytest.raises(L.SegmentError, match="preamble says"):
+        cols.read_segment(0, s)
+    cols.close()
