@@ -284,6 +284,8 @@ def write(
             raw_lengths.append(np.diff(bounds))
             n_records.append(len(offs))
             t = time.perf_counter()
+    if names is None:  # the prototype has no empty-array layout (the product's manifests do)
+        raise ValueError(f"{bcf}: no records to write")
     meta = dict(
         segments=names,
         codecs={k: codecs.get(k, codecs["*"]) for k in {segment_kind(n) for n in names}},
