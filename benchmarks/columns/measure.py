@@ -3,7 +3,8 @@
     PYTHONPATH=$PWD:$PWD/codec python benchmarks/columns/measure.py --work /work/cohorts
 
 Cohorts (bench.py's generators, made once in --work and reused): A, 10,000 samples
-genotype-only (msprime, 25 Mb, > 100 MB BCF); B, 1,000 samples with AD/DP/GQ/PL. bio2zarr's
+genotype-only (msprime, 25 Mb, > 100 MB BCF); B, 1,000 samples with AD/DP/GQ/PL; C (only when
+asked, --cohorts C), 100,000 samples genotype-only, 1 Mb. bio2zarr's
 store of each BCF (vcf2zarr convert) is cached beside it; A is converted with
 ``--samples-chunk-size 1000`` so that, as for cohort C of issue 12 (100,000 samples in
 blocks of 10,000), a 10-sample read touches one samples block of ten.
@@ -54,6 +55,8 @@ CHUNK_LENGTH = 1000  # bio2zarr's default variants chunk
 COHORTS = {
     "A": dict(samples=10_000, length=25e6, fields=False, samples_chunk_size=1000),
     "B": dict(samples=1_000, length=2e6, fields=True, samples_chunk_size=10_000),
+    # Issue 12's cohort C: 100,000 samples in bio2zarr's default blocks of 10,000, >= 5,000 variants.
+    "C": dict(samples=100_000, length=1e6, fields=False, samples_chunk_size=10_000),
 }
 # Picked from the codec table (FINDINGS.md); "*" for every other kind.
 DEFAULT_CODECS = {"*": "zstd-1", "format/GT": "blosc-lz4-bit-5"}
@@ -92,7 +95,7 @@ def cohort(work: Path, label: str) -> tuple[Path, Path]:
     store = work / f"{bcf.name}{suffix}.bio2zarr.vcz"
     if not (store / ".zgroup").exists() and not (store / "zarr.json").exists():
         shutil.rmtree(store, ignore_errors=True)
-        cmd = [BIN / "vcf2zarr", "convert", "-Q", "--force", "-w", str(c["samples_chunk_size"]), bcf, store]
+        cmd = [BIN / "vcf2zarr", "convert", "-Q", "--force", "-p", "2", "-w", str(c["samples_chunk_size"]), bcf, store]
         subprocess.run(cmd, check=True)
     return bcf, store
 
