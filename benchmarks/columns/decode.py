@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from vcfvirtual_codec import records as R
-from vcfvirtual_codec.decode import ERR_GT_VALUE, ERR_SHAPE, FLOAT_END_BITS, FLOAT_MISSING_BITS, SPAN_MISSING
 
+from ._compat import ERR_GT_VALUE, ERR_SHAPE, FLOAT_END_BITS, FLOAT_MISSING_BITS, SPAN_MISSING
+from ._compat import records as R
 from .demux import GT_SHIFT
 
 # A segment whose length disagrees with its header (counts, types, n).

@@ -59,7 +59,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from vcfvirtual_codec import records as R
+
+from ._compat import records as R
 
 SEG_CONTIG = 0
 SEG_POSITION = 1

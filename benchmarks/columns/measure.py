@@ -144,8 +144,8 @@ class Decoder:
             check(X.quality(seg, n, o))
             return o.view(np.float32)
         if kind in ("id", "alleles"):
+            from columns._compat import SPAN_FILL, vlen_utf8
             from numcodecs import VLenUTF8
-            from vcfvirtual_codec.decode import SPAN_FILL, vlen_utf8
 
             full = (n,) if kind == "id" else (n, shape[1])
             starts = np.zeros(full, np.int64)
@@ -170,8 +170,8 @@ class Decoder:
         width = shape[-1] if len(shape) == (3 if is_format else 2) else 1
         full = (n, vectors, *shape[2:]) if is_format else (n, *shape[1:])
         if dtype.kind in "OTU":  # String: comma-separated parts as vlen-utf8, as the codec
+            from columns._compat import SPAN_FILL, first_invalid_utf8, vlen_utf8
             from numcodecs import VLenUTF8
-            from vcfvirtual_codec.decode import SPAN_FILL, first_invalid_utf8, vlen_utf8
 
             starts = np.zeros((n, vectors, width), np.int64)
             lengths = np.full((n, vectors, width), SPAN_FILL, np.int64)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from vcfvirtual_codec import bgzf
-from vcfvirtual_codec import records as R
 
-from vcfvirtual.header import BCF_PREFIX_SIZE, BCFHeader, parse_header_text
+from ._compat import bgzf
+from ._compat import header as H
+from ._compat import records as R
 
 
 @numba.njit(nogil=True, cache=True)
@@ -39,7 +39,7 @@ def walk_records(buf, pos, end, offsets, count):
 
 def chunks(
     path: Path, chunk_length: int, threads: int = 1, copy: bool = True
-) -> Iterator[tuple[BCFHeader, np.ndarray, np.ndarray]]:
+) -> Iterator[tuple[H.BCFHeader, np.ndarray, np.ndarray]]:
     """(header, records bytes, record offsets) per variants chunk, in file order.
 
     With ``copy=False`` the bytes and offsets are views of buffers the next iteration
@@ -61,13 +61,13 @@ def chunks(
             buf[filled : filled + len(data)] = np.frombuffer(data, np.uint8)
             filled += len(data)
             if header is None:
-                if filled < BCF_PREFIX_SIZE:
+                if filled < H.BCF_PREFIX_SIZE:
                     continue
                 (l_text,) = struct.unpack_from("<I", buf, 5)
-                if filled < BCF_PREFIX_SIZE + l_text:
+                if filled < H.BCF_PREFIX_SIZE + l_text:
                     continue
-                header = parse_header_text(bytes(buf[BCF_PREFIX_SIZE : BCF_PREFIX_SIZE + l_text]), path, 0)
-                scan = BCF_PREFIX_SIZE + l_text
+                header = H.parse_header_text(bytes(buf[H.BCF_PREFIX_SIZE : H.BCF_PREFIX_SIZE + l_text]), path, 0)
+                scan = H.BCF_PREFIX_SIZE + l_text
                 # Keep record offsets relative to the chunk start from here on.
                 buf[: filled - scan] = buf[scan:filled].copy()
                 filled -= scan
@@ -95,7 +95,9 @@ def chunks(
         raise ValueError(f"{path}: data ends inside a record")
 
 
-def chunks_ahead(path: Path, chunk_length: int, buffers: int = 3) -> Iterator[tuple[BCFHeader, np.ndarray, np.ndarray]]:
+def chunks_ahead(
+    path: Path, chunk_length: int, buffers: int = 3
+) -> Iterator[tuple[H.BCFHeader, np.ndarray, np.ndarray]]:
     """``chunks`` run on a producer thread, one chunk ahead of the consumer.
 
     Inflating and cutting the next chunk overlaps the caller's work on this one (the
