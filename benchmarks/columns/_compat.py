@@ -1,24 +1,17 @@
-"""The read-only primitives this prototype uses, where they live before and after the
-restructure of issue 11 (``vcfvirtual_codec.bcf.*``, ``vcfvirtual.bcf.header``), so the
-prototype runs on either tree."""
+"""The read-only primitives this prototype uses from the package (one import site, so
+moving the prototype into the package is one file to change)."""
 
 from __future__ import annotations
 
-try:  # after the restructure
-    from vcfvirtual.bcf import header
-    from vcfvirtual_codec.bcf import bgzf, records
-except ImportError:  # before it
-    from vcfvirtual_codec import bgzf, records  # type: ignore[no-redef]
-
-    from vcfvirtual import header  # type: ignore[no-redef]
-
 from vcfvirtual_codec import decode as codec_decode
+from vcfvirtual_codec.bcf import bgzf, records
 
-# Error codes and float sentinels moved from vcfvirtual_codec.decode to the records module.
-ERR_SHAPE = getattr(records, "ERR_SHAPE", getattr(codec_decode, "ERR_SHAPE", None))
-ERR_GT_VALUE = getattr(records, "ERR_GT_VALUE", getattr(codec_decode, "ERR_GT_VALUE", None))
-FLOAT_MISSING_BITS = getattr(records, "FLOAT_MISSING_BITS", getattr(codec_decode, "FLOAT_MISSING_BITS", None))
-FLOAT_END_BITS = getattr(records, "FLOAT_END_BITS", getattr(codec_decode, "FLOAT_END_BITS", None))
+from vcfvirtual.bcf import header
+
+ERR_SHAPE = records.ERR_SHAPE
+ERR_GT_VALUE = records.ERR_GT_VALUE
+FLOAT_MISSING_BITS = records.FLOAT_MISSING_BITS
+FLOAT_END_BITS = records.FLOAT_END_BITS
 SPAN_FILL = codec_decode.SPAN_FILL
 SPAN_MISSING = codec_decode.SPAN_MISSING
 vlen_utf8 = codec_decode.vlen_utf8

@@ -91,7 +91,7 @@ def _gt_int(seg, i, t, shifted):
 
 
 @_njit
-def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):
+def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):  # noqa: C901 - one loop per record (kernel)
     """A GT block segment into call_genotype (n_rows, block_samples, ploidy) and
     call_genotype_phased (same rows and samples; zero rows: alleles only).
 
@@ -187,7 +187,7 @@ def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):
 
 
 @_njit
-def numeric(seg, n, is_format, is_float, out):
+def numeric(seg, n, is_format, is_float, out):  # noqa: C901 - one loop per record (kernel)
     """An INFO segment (out: rows, 1, width) or a FORMAT block segment (rows, block
     samples, width) of Integer/Float values into int32 (floats as bits), as the codec's
     ``field_numeric``: absent -> missing; past the record's count -> fill; after an

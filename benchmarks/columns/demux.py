@@ -110,7 +110,7 @@ def _put_i32(out, p, value):
 
 
 @_njit
-def demux_chunk(
+def demux_chunk(  # noqa: C901 - one loop per record (kernel)
     buf, offsets, info_slot, fmt_slot, n_info, n_fmt, n_samples, samples_chunk_size, end_key, gt_slot=-1, scratch=None
 ):
     """Segments of one chunk: returns (out uint8, bounds int64, error code, error offset).
