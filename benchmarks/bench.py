@@ -16,6 +16,11 @@ in the same run and prints one markdown table:
   of --repeats reads in one process after a first read that loads compiled kernels, each
   reading every chunk again; page cache warm; the first read is reported too), and a cyvcf2
   loop filling the same array; ratios.
+* reads (issue 12's targets), each in a fresh interpreter, best of --repeats after a warm-up,
+  from our store and from bio2zarr's: open + call_genotype of the first 1,000 variants, variant_position
+  alone, call_genotype of 10 samples, call_DP and call_AD (fields cohorts), and a 1 Mb region
+  in the middle of the contig (region_index, then the overlapping variants' genotypes) also
+  against `bcftools view -H -r` on the indexed BCF; checksums must match bio2zarr's.
 * af-dist (the VCF Zarr paper's benchmark): genotype-probability histogram computed chunk by
   chunk from our store and from bio2zarr's, against `bcftools +af-dist` on the BCF; the
   histograms must agree (printed as `match`).
@@ -190,6 +195,80 @@ print(json.dumps({{"seconds": best, "counts": counts.tolist()}}))
 """
 
 
+# Issue 12's read targets, in a fresh interpreter per store, each the best of --repeats after
+# one warm-up: open + call_genotype of the first 1,000 variants, variant_position alone, call_genotype of 10
+# samples, call_DP and call_AD (where present), and a region query (region_index, then the
+# overlapping variants' genotypes, as `bcftools view -H -r` prints whole records).
+READS = """
+import json, sys, time
+import numpy as np, xarray as xr, zarr
+store = {store!r}
+region = {region!r}
+
+def group():
+    if store.endswith(".json"):
+        import vcfvirtual
+        return zarr.open_group(vcfvirtual.open_store(store), mode="r", zarr_format=2)
+    return zarr.open_group(store, mode="r")
+
+def dataset():
+    if store.endswith(".json"):
+        import vcfvirtual
+        return xr.open_zarr(vcfvirtual.open_store(store), consolidated=False, zarr_format=2)
+    return xr.open_zarr(store)
+
+def first_chunk():
+    # The first 1,000 variants (bio2zarr's default chunk): the same rows from both stores,
+    # each paying for the chunk(s) its own layout must decode to give them.
+    return group()["call_genotype"][:1000]
+
+def region_query():
+    from vcfvirtual.regions import overlapping_variants
+    ds = dataset()
+    rows = overlapping_variants(ds, region)
+    return ds["call_genotype"][rows].values if len(rows) else np.zeros(0)
+
+ops = {{
+    "first_chunk": first_chunk,
+    "position": lambda: group()["variant_position"][:],
+    "gt10": lambda: group()["call_genotype"][:, :10],
+    "region": region_query,
+}}
+names = set(group().array_keys())
+for name in ("call_DP", "call_AD"):
+    if name in names:
+        ops[name] = lambda name=name: group()[name][:]
+out = {{}}
+for op, fn in ops.items():
+    value = fn()  # warm-up: compiled kernels, page cache
+    best = None
+    for _ in range({repeats}):
+        t = time.perf_counter()
+        value = fn()
+        elapsed = time.perf_counter() - t
+        best = elapsed if best is None else min(best, elapsed)
+    out[op] = best
+    out[op + "_checksum"] = int(np.asarray(value).astype("i8").sum())
+print(json.dumps(out))
+"""
+
+READ_OPS = ("first_chunk", "position", "gt10", "call_DP", "call_AD", "region")
+
+
+def bcftools_region(bcf: Path, region: str, repeats: int) -> float:
+    """`bcftools view -H -r` on the indexed BCF (the index made once, not timed)."""
+    if not Path(str(bcf) + ".csi").exists():
+        subprocess.run(["bcftools", "index", "-f", str(bcf)], check=True)
+    cmd = f"bcftools view -H -r {region} {bcf} > /dev/null"
+    return min(timed(cmd)[0] for _ in range(repeats + 1))
+
+
+def middle_megabase(length: float) -> str:
+    """A 1 Mb region in the middle of the simulated contig (the whole contig if shorter)."""
+    start = max(1, int(length / 2) - 500_000)
+    return f"chr1:{start}-{start + 999_999}"
+
+
 def bcftools_afdist(bcf: Path) -> tuple[float, list[int]]:
     start = time.perf_counter()
     out = subprocess.run(["bcftools", "+af-dist", str(bcf)], check=True, capture_output=True, text=True).stdout
@@ -245,6 +324,11 @@ def bench_cohort(bcf: Path, label: str, args, work: Path) -> list[dict]:
         b2z["size"] = du(b2z_store)
         b2z["read"] = run_python(READ_GT.format(here=str(HERE), repeats=args.repeats, store=str(b2z_store)))
         b2z["afdist"] = run_python(AFDIST.format(here=str(HERE), repeats=args.repeats, store=str(b2z_store)))
+    region = middle_megabase(args.length)
+    reads_of = {}  # store label -> READS result
+    if b2z:
+        reads_of["bio2zarr"] = run_python(READS.format(store=str(b2z_store), region=region, repeats=args.repeats))
+    region_bcftools_s = bcftools_region(bcf, region, args.repeats)
     cy = None if args.skip_cyvcf2 else run_python(CYVCF2_GT.format(bcf=str(bcf)))
     bt_s, bt_counts = bcftools_afdist(bcf)
     for layout in args.layouts:
@@ -267,7 +351,13 @@ def bench_cohort(bcf: Path, label: str, args, work: Path) -> list[dict]:
         index_s, rss = best_of(args.repeats, cmd)
         read = run_python(READ_GT.format(here=str(HERE), repeats=args.repeats, store=str(refs)))
         ours_af = run_python(AFDIST.format(here=str(HERE), repeats=args.repeats, store=str(refs)))
+        reads = run_python(READS.format(store=str(refs), region=region, repeats=args.repeats))
+        reads_of[layout] = reads
         checks = []
+        for op in READ_OPS:
+            theirs = reads_of.get("bio2zarr", {}).get(op + "_checksum")
+            if theirs is not None and reads.get(op + "_checksum") != theirs:
+                checks.append(f"{op} differs from bio2zarr")
         if b2z and read["checksum"] != b2z["read"]["checksum"]:
             checks.append("GT differs from bio2zarr")
         if cy is not None and read["checksum"] != cy["checksum"]:
@@ -294,6 +384,10 @@ def bench_cohort(bcf: Path, label: str, args, work: Path) -> list[dict]:
                 b2z_afdist_s=b2z["afdist"]["seconds"] if b2z else None,
                 bcftools_afdist_s=bt_s,
                 checks="; ".join(checks) or "match",
+                reads=reads,
+                b2z_reads=reads_of.get("bio2zarr"),
+                region=region,
+                region_bcftools_s=region_bcftools_s,
             )
         )
         print(
@@ -329,6 +423,28 @@ def table(rows: list[dict]) -> str:
             f"| {_fmt(r['cyvcf2_s'], '.2f')} ({_ratio(r['cyvcf2_s'], r['read_s'])}) "
             f"| {r['afdist_s']:.3f} | {r['bcftools_afdist_s']:.2f} ({_ratio(r['bcftools_afdist_s'], r['afdist_s'])}) "
             f"| {r['checks']} |"
+        )
+    return "\n".join(lines)
+
+
+def reads_table(rows: list[dict]) -> str:
+    """Issue 12's read targets: ours / bio2zarr (and the region query / bcftools) per layout."""
+    head = (
+        "| cohort | layout | open + GT of the first 1,000 variants s | variant_position s | GT 10 samples s "
+        "| call_DP s | call_AD s | 1 Mb region s | region: bcftools view -H -r s |"
+    )
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for r in rows:
+        ours, theirs = r["reads"], r["b2z_reads"] or {}
+        cells = []
+        for op in READ_OPS:
+            if op not in ours:
+                cells.append("-")
+                continue
+            cells.append(f"{ours[op]:.4f} ({_ratio(ours[op], theirs.get(op))})")
+        lines.append(
+            f"| {r['cohort']} | {r['layout']} | " + " | ".join(cells) + f" | {r['region_bcftools_s']:.3f} "
+            f"({_ratio(ours['region'], r['region_bcftools_s'])} of bcftools) |"
         )
     return "\n".join(lines)
 
@@ -388,7 +504,11 @@ def main(argv=None):
         label = f"{n:,} samples x {n_var:,} variants{' +AD/DP/GQ/PL' if fields else ''}"
         print(f"{label}: {bcf}", file=sys.stderr)
         rows += bench_cohort(bcf, label, args, work)
-    text = f"Machine: {machine()}\n\n{table(rows)}\n"
+    text = (
+        f"Machine: {machine()}\n\n{table(rows)}\n\n"
+        "Reads (best of --repeats after a warm-up; in brackets ours / bio2zarr's store of the same BCF, "
+        f"the region {rows[0]['region'] if rows else ''} also against bcftools):\n\n{reads_table(rows)}\n"
+    )
     print(text)
     if args.output:
         args.output.write_text(text)
