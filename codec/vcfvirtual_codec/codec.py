@@ -191,8 +191,10 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     Parameters
     ----------
     data : bytes-like or numpy.ndarray
-        The chunk's bytes in the transcode cache: whole records (``raw`` layout) or the
-        whole BGZF blocks holding them (``bgzf`` layout, inflated first).
+        The chunk's bytes in the transcode cache: whole records (``raw`` layout), the
+        whole BGZF blocks holding them (``bgzf`` layout, inflated first), or one
+        compressed segment behind its preamble (``columns`` layout, see
+        :mod:`vcfvirtual_codec.columns`).
     spec : ChunkSpec
         The array's codec configuration.
 
@@ -212,6 +214,11 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     """
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
     with _DECODE_SLOTS:
+        if spec.layout == "columns":
+            # Imported here: columns builds on this module's helpers.
+            from .columns import decode_columns_chunk
+
+            return decode_columns_chunk(buf, spec)
         if spec.layout != "bgzf":
             return _decode_records(buf, spec)
         with _inflate_buffers_lock:
@@ -447,7 +454,7 @@ if HAVE_ZARR3:
             return {"name": CODEC_ID, "configuration": self.spec.to_config()}
 
         def _decode_sync(self, chunk_bytes, chunk_spec):
-            expected = (self.spec.chunk_length, *[max(1, x) for x in self.spec.shape])
+            expected = tuple(max(1, x) for x in self.spec.chunk_shape)
             if tuple(chunk_spec.shape) != expected:
                 raise ChunkDecodeError(
                     None,
