@@ -205,8 +205,8 @@ def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):  # noqa: C
             for i in range(src.shape[0]):
                 b = np.uint8(src[i] + add)
                 value = (np.int64(np.int8(b)) >> 1) - 1
-                negative |= b > 0x81
-                any_end |= b == 0x81
+                negative |= bool(b > 0x81)
+                any_end |= bool(b == 0x81)
                 value = np.int64(-1) if b == 0x80 else (np.int64(-2) if b == 0x81 else value)
                 too_big |= value > max_allele
                 row[i] = value
@@ -348,8 +348,8 @@ def filters(seg, n, column_of_key, out):
     if err != R.OK:
         return err, at
     n_columns = column_of_key.shape[0]
-    for c in range(n_columns):
-        if column_of_key[c] >= out.shape[1]:
+    for column in range(n_columns):
+        if column_of_key[column] >= out.shape[1]:
             return R.ERR_UNKNOWN_FILTER, np.int64(0)
     for k in range(n):
         c = np.int64(R.i32(seg, 4 * k))
@@ -357,7 +357,7 @@ def filters(seg, n, column_of_key, out):
         if c > 0 and (t < R.BT_INT8 or t > R.BT_INT32):
             return R.ERR_BAD_TYPE, np.int64(4 * n + k)
         size = R.type_size(t)
-        for j in range(max(c, 0)):
+        for j in range(c if c > 0 else 0):
             key = R.read_int(seg, starts[k] + j * size, t)
             if key < 0 or key >= n_columns or column_of_key[key] < 0:
                 return R.ERR_UNKNOWN_FILTER, starts[k] + j * size
@@ -395,12 +395,12 @@ def allele_spans(seg, n, starts_out, lengths_out):
         return R.ERR_SEGMENT, np.int64(0)
     total = np.int64(0)
     for k in range(n):
-        a = np.int64(R.i32(seg, 4 * k))
-        if a < 1:
+        n_allele = np.int64(R.i32(seg, 4 * k))
+        if n_allele < 1:
             return R.ERR_NO_REF, np.int64(4 * k)
-        if a > starts_out.shape[1]:
+        if n_allele > starts_out.shape[1]:
             return R.ERR_SHAPE, np.int64(4 * k)
-        total += a
+        total += n_allele
     q = np.int64(4 * n)
     p = q + 4 * total
     if p > seg.shape[0]:
@@ -564,7 +564,9 @@ class _Segment:
                     16,
                 )
         elif (self.block, self.block_samples) != (0, 1):
-            raise _refuse(spec, f"samples block {self.block} of {self.block_samples} samples in a non-sample segment", 16)
+            raise _refuse(
+                spec, f"samples block {self.block} of {self.block_samples} samples in a non-sample segment", 16
+            )
 
 
 def _max_segment_length(spec: ChunkSpec, seg: _Segment) -> int:
@@ -652,9 +654,18 @@ def _check_budget(spec: ChunkSpec, seg: _Segment, raw: np.ndarray) -> None:
         per_row *= spec.ploidy + 1
     strings = spec.kind in ("id", "id_mask", "allele") or spec.vcf_type in ("String", "Character")
     cost = spec.chunk_length * max(per_row, 1) * (24 if strings else 8)
+    # A segment holds at least a count (and a type) per record, so a preamble claiming
+    # more records than its bytes can hold is refused before any output exists.
+    least = 4 * seg.records if spec.kind in ("contig", "position", "length", "quality", "allele") else 5 * seg.records
+    if raw.shape[0] < least:
+        raise _refuse(spec, f"{raw.shape[0]} bytes of segment cannot hold {seg.records} records")
     if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * raw.shape[0]:
         return
-    if spec.samples_chunk_size and cost <= spec.chunk_length * seg.block_samples * BYTES_PER_CLAIMED_SAMPLE:
+    # As the codec's records claim their samples: a few values per sample of the block and
+    # row, rows counted up to the array's records (a config's chunk_length may exceed them
+    # legitimately, never by 2^30).
+    rows = min(spec.chunk_length, spec.num_records)
+    if spec.samples_chunk_size and cost <= rows * seg.block_samples * BYTES_PER_CLAIMED_SAMPLE:
         return
     raise _refuse(
         spec,
