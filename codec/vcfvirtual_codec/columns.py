@@ -581,7 +581,10 @@ def _max_segment_length(spec: ChunkSpec, seg: _Segment) -> int:
     )
     if not numeric:
         return MIN_DECODE_BUDGET
-    width = spec.ploidy if spec.kind.startswith("genotype") else (spec.shape[-1] if len(spec.shape) else 1)
+    if spec.kind.startswith("genotype"):
+        width = spec.ploidy
+    else:  # the values dimension, after the samples one of a FORMAT field
+        width = spec.shape[-1] if len(spec.shape) == (2 if spec.kind == "format" else 1) else 1
     vectors = seg.block_samples if spec.samples_chunk_size else 1
     return max(5 * n + n * max(width, 1) * 4 * vectors, MIN_DECODE_BUDGET)
 

@@ -438,3 +438,63 @@ def test_an_oversized_config_is_refused_before_decoding(fuzz_cache):
     spec = ChunkSpec.from_config(gt_config(cache, chunk_length=1 << 30, num_records=3))
     with pytest.raises(ChunkDecodeError, match="refusing to allocate"):
         decode_chunk(cache.chunks["format/GT#0", 0], spec)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["call_genotype", "call_genotype_mask", "call_DP", "call_FT", "call_QS", "variant_allele", "variant_position"],
+)
+def test_zarr3_reads_whole_arrays_as_bio2zarr(fuzz_cache, name):
+    """Through zarr 3 (the codec as a bytes-to-bytes step): chunks of one samples block
+    each, the edge chunks trimmed by zarr, read as bio2zarr's arrays."""
+    from vcfvirtual_codec.codec import BCFRecordsZarrCodec
+    from zarr.codecs import BytesCodec, VLenUTF8Codec
+    from zarr.core.buffer import cpu
+    from zarr.storage import MemoryStore
+
+    cache, group = fuzz_cache
+    reference = group[name]
+    config = config_for(name, reference, group, cache.header, 2, PICKED)
+    assert config is not None
+    segment = config.pop("_segment")
+    spec = ChunkSpec.from_config(config)
+    strings = spec.dtype == "str"
+    store = MemoryStore()
+    array = zarr.create_array(
+        store,
+        name=name,
+        shape=reference.shape,
+        chunks=spec.chunk_shape,
+        dtype=str if strings else spec.dtype,
+        serializer=VLenUTF8Codec() if strings else BytesCodec(),
+        compressors=[BCFRecordsZarrCodec(spec=spec)],
+        fill_value="" if strings else None,
+    )
+    n_blocks = 2 if spec.samples_chunk_size else 1
+    for (key, i), chunk in cache.chunks.items():
+        for b in range(n_blocks):
+            if key == (f"{segment}#{b}" if spec.samples_chunk_size else segment):
+                coords = [i, b] if spec.samples_chunk_size else [i]
+                coords += [0] * (len(spec.chunk_shape) - len(coords))
+                store._store_dict[f"{name}/c/" + "/".join(map(str, coords))] = cpu.Buffer.from_bytes(chunk)
+    assert_same(np.asarray(array[:]), reference[:], name)
+
+
+def test_character_values_are_the_first_character_python_decodes():
+    """The Character kernel against Python's own UTF-8 decoder (errors="replace"): whole
+    characters of 1-4 bytes, and byte strings that start no whole character."""
+    from vcfvirtual_codec.columns import first_characters
+
+    values = ["a", "ab", "\u00e9x", "\u20ac", "\U0001f600z", "\u00e9"]
+    raw = [v.encode() for v in values]
+    raw += [b"\xc3", b"\xe2\x82", b"\xff", b"\x80a", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe0\x80\x80"]
+    seg = np.frombuffer(b"".join(raw), np.uint8)
+    starts = np.cumsum([0] + [len(r) for r in raw[:-1]]).astype(np.int64)
+    lengths = np.array([len(r) for r in raw], np.int64)
+    # Missing (".") and fill ("") spans after the values.
+    starts = np.concatenate([starts, [0, 0]])
+    lengths = np.concatenate([lengths, [-2, -1]])
+    out = np.empty(starts.shape[0], "<u4")
+    first_characters(seg, starts, lengths, out)
+    expected = [r.decode("utf-8", errors="replace")[0] for r in raw] + [".", ""]
+    assert out.view("<U1").tolist() == expected
