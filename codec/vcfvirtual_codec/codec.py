@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,6 +185,24 @@ _inflate_buffers: list[np.ndarray] = []
 _inflate_buffers_lock = threading.Lock()
 _MAX_POOLED_BUFFERS = max(1, min(os.cpu_count() or 1, 8))
 MAX_POOLED_BUFFER_BYTES = 96 << 20
+
+
+@contextmanager
+def pooled_buffer(size: int) -> Iterator[np.ndarray]:
+    """A uint8 buffer of ``size`` bytes from the inflate buffer pool, returned to it after
+    (the columns layout decompresses segments into these). Nothing the caller returns
+    may be a view of it."""
+    with _inflate_buffers_lock:
+        buffer = _inflate_buffers.pop() if _inflate_buffers else None
+    if buffer is None or buffer.shape[0] < size:
+        buffer = np.empty(size, np.uint8)  # replaces a smaller pooled one
+    try:
+        yield buffer[:size]
+    finally:
+        if buffer.shape[0] <= MAX_POOLED_BUFFER_BYTES:
+            with _inflate_buffers_lock:
+                if len(_inflate_buffers) < _MAX_POOLED_BUFFERS:
+                    _inflate_buffers.append(buffer)
 
 
 def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:

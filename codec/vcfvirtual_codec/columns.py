@@ -48,6 +48,7 @@ from .codec import (
     _check,
     _check_utf8,
     _narrow,
+    pooled_buffer,
 )
 from .errors import ChunkDecodeError
 from .spec import ChunkSpec
@@ -612,9 +613,9 @@ def blosc_sizes(frame: np.ndarray) -> tuple[int | None, int | None]:
     return nbytes, cbytes
 
 
-def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.ndarray:
-    """The segment's bytes, decompressed into a buffer of exactly the preamble's length,
-    which is bounded first: a preamble (or frame) claiming more allocates nothing."""
+def _check_length(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:
+    """The preamble's decompressed length, bounded before anything is allocated for it,
+    and equal to what the compressed frame's header declares."""
     limit = max(_max_segment_length(spec, seg), EXPANSION * body.shape[0]) if body.shape[0] else 0
     if seg.length > limit:
         raise _refuse(
@@ -636,7 +637,10 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.ndarray:
             f"the preamble says {seg.length} decompressed bytes, the {spec.compressor} frame {what}",
             PREAMBLE.size,
         )
-    out = np.empty(seg.length, np.uint8)
+
+
+def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarray) -> None:
+    """The segment decompressed into ``out`` (the preamble's length, checked), and its CRC32."""
     codec = Zstd() if spec.compressor == "zstd" else Blosc()
     try:
         codec.decode(body, out)
@@ -644,7 +648,6 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.ndarray:
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
     if zlib.crc32(out) != seg.crc:
         raise _refuse(spec, "the decompressed segment fails its CRC32 (the cache is damaged)")
-    return out
 
 
 def _check_budget(spec: ChunkSpec, seg: _Segment, raw: np.ndarray) -> None:
@@ -705,13 +708,18 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     """
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
     seg = _Segment(buf, spec)
-    raw = _decompress(buf[PREAMBLE.size :], seg, spec)
-    _check_budget(spec, seg, raw)
-    if spec.kind in ("info", "format"):
-        return _decode_field(raw, seg, spec)
-    if spec.kind.startswith("genotype"):
-        return _decode_genotypes(raw, seg, spec)
-    return _decode_variant_column(raw, seg.records, spec)
+    body = buf[PREAMBLE.size :]
+    _check_length(body, seg, spec)
+    # A pooled buffer: a fresh one per chunk costs a page fault per 4 KiB of segment.
+    # Every decode below writes fresh arrays, none a view of the segment.
+    with pooled_buffer(seg.length) as raw:
+        _decompress(body, seg, spec, raw)
+        _check_budget(spec, seg, raw)
+        if spec.kind in ("info", "format"):
+            return _decode_field(raw, seg, spec)
+        if spec.kind.startswith("genotype"):
+            return _decode_genotypes(raw, seg, spec)
+        return _decode_variant_column(raw, seg.records, spec)
 
 
 def _decode_variant_column(raw: np.ndarray, n: int, spec: ChunkSpec) -> bytes | np.ndarray:
