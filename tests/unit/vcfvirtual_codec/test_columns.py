@@ -498,3 +498,14 @@ def test_character_values_are_the_first_character_python_decodes():
     first_characters(seg, starts, lengths, out)
     expected = [r.decode("utf-8", errors="replace")[0] for r in raw] + [".", ""]
     assert out.view("<U1").tolist() == expected
+
+
+def test_variant_length_reads_the_resolved_rlen_whatever_end_key_the_config_carries(fuzz_cache):
+    """Other layouts' length configs carry INFO/END's key (the decode resolves rlen from
+    it); the columns rlen segment is resolved already and its preamble key is -1."""
+    cache, group = fuzz_cache
+    config = {"array": "variant_length", "kind": "length", "dtype": "<i4", "shape": [], "chunk_length": 3,
+              "num_records": sum(cache.records), "layout": "columns", "compressor": "zstd"}  # fmt: skip
+    for key in (-1, 7):
+        got = decoded(BCFRecordsCodec(**config, key=key), cache.chunks["rlen", 0])
+        np.testing.assert_array_equal(got, group["variant_length"][0:3])
