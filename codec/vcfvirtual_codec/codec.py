@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,14 +187,34 @@ _MAX_POOLED_BUFFERS = max(1, min(os.cpu_count() or 1, 8))
 MAX_POOLED_BUFFER_BYTES = 96 << 20
 
 
+@contextmanager
+def pooled_buffer(size: int) -> Iterator[np.ndarray]:
+    """A uint8 buffer of ``size`` bytes from the inflate buffer pool, returned to it after
+    (the columns layout decompresses segments into these). Nothing the caller returns
+    may be a view of it."""
+    with _inflate_buffers_lock:
+        buffer = _inflate_buffers.pop() if _inflate_buffers else None
+    if buffer is None or buffer.shape[0] < size:
+        buffer = np.empty(size, np.uint8)  # replaces a smaller pooled one
+    try:
+        yield buffer[:size]
+    finally:
+        if buffer.shape[0] <= MAX_POOLED_BUFFER_BYTES:
+            with _inflate_buffers_lock:
+                if len(_inflate_buffers) < _MAX_POOLED_BUFFERS:
+                    _inflate_buffers.append(buffer)
+
+
 def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     """Decode the records of one chunk into the serialised, padded chunk.
 
     Parameters
     ----------
     data : bytes-like or numpy.ndarray
-        The chunk's bytes in the transcode cache: whole records (``raw`` layout) or the
-        whole BGZF blocks holding them (``bgzf`` layout, inflated first).
+        The chunk's bytes in the transcode cache: whole records (``raw`` layout), the
+        whole BGZF blocks holding them (``bgzf`` layout, inflated first), or one
+        compressed segment behind its preamble (``columns`` layout, see
+        :mod:`vcfvirtual_codec.columns`).
     spec : ChunkSpec
         The array's codec configuration.
 
@@ -212,6 +234,11 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     """
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
     with _DECODE_SLOTS:
+        if spec.layout == "columns":
+            # Imported here: columns builds on this module's helpers.
+            from .columns import decode_columns_chunk
+
+            return decode_columns_chunk(buf, spec)
         if spec.layout != "bgzf":
             return _decode_records(buf, spec)
         with _inflate_buffers_lock:
@@ -447,7 +474,7 @@ if HAVE_ZARR3:
             return {"name": CODEC_ID, "configuration": self.spec.to_config()}
 
         def _decode_sync(self, chunk_bytes, chunk_spec):
-            expected = (self.spec.chunk_length, *[max(1, x) for x in self.spec.shape])
+            expected = tuple(max(1, x) for x in self.spec.chunk_shape)
             if tuple(chunk_spec.shape) != expected:
                 raise ChunkDecodeError(
                     None,

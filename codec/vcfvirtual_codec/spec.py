@@ -19,8 +19,13 @@ from .errors import CodecConfigError
 CODEC_ID = "vcfvirtual.bcf"
 # The one released configuration format. A newer one is refused with a hint to upgrade.
 FORMAT_VERSION = 1
-# Transcode cache layouts: the records as they are ("raw") or in chunk-aligned BGZF blocks.
-LAYOUTS = ("raw", "bgzf")
+# Transcode cache layouts: the records as they are ("raw"), in chunk-aligned BGZF blocks,
+# or demultiplexed into one compressed segment per array chunk ("columns").
+LAYOUTS = ("raw", "bgzf", "columns")
+# Segment compressors of the columns layout (numcodecs Zstd / Blosc; the frames say the level).
+COMPRESSORS = ("zstd", "blosc")
+# Kinds with a samples dimension: in the columns layout their chunks are samples blocks.
+SAMPLE_KINDS = ("format", "genotype", "genotype_phased", "genotype_mask")
 
 # Value kinds: which part of a record an array reads.
 KINDS = (
@@ -99,6 +104,25 @@ def _validate(spec: ChunkSpec) -> None:
     if spec.dtype not in dtypes:
         _bad(spec, f"dtype {spec.dtype!r} is not one the index writes for kind {spec.kind!r} ({sorted(dtypes)})")
     _validate_shape(spec, ranks)
+    _validate_columns(spec)
+
+
+def _validate_columns(spec: ChunkSpec) -> None:
+    """samples_chunk_size and compressor: set exactly where the columns layout needs them."""
+    columns = spec.layout == "columns"
+    if not isinstance(spec.compressor, str):
+        _bad(spec, f"compressor must be a string, got {spec.compressor!r}")
+    if columns and spec.compressor not in COMPRESSORS:
+        _bad(spec, f"compressor {spec.compressor!r} is not one of {COMPRESSORS} (the columns layout needs one)")
+    if not columns and spec.compressor:
+        _bad(spec, f"compressor {spec.compressor!r} is only for the columns layout, not {spec.layout!r}")
+    size = spec.samples_chunk_size
+    if columns and spec.kind in SAMPLE_KINDS:
+        # A zarr chunk is never 0 wide: an array of no samples still has chunks of 1.
+        if not 1 <= size <= max(spec.shape[0], 1):
+            _bad(spec, f"samples_chunk_size {size} is outside [1, {spec.shape[0]}] (the samples dimension)")
+    elif size:
+        _bad(spec, f"samples_chunk_size {size} is only for sample arrays in the columns layout")
 
 
 def _validate_identity(spec: ChunkSpec) -> None:
@@ -130,6 +154,7 @@ def _normalise_numbers(spec: ChunkSpec) -> None:
     # num_records 0 is a store of no records: its arrays carry configs but no chunk to decode.
     for name, lo in (("chunk_length", 1), ("num_records", 0), ("key", -1), ("ploidy", 0)):
         object.__setattr__(spec, name, _int(getattr(spec, name), name, lo, MAX_DIMENSION))
+    object.__setattr__(spec, "samples_chunk_size", _int(spec.samples_chunk_size, "samples_chunk_size", 0, MAX_SAMPLES))
 
 
 def _kind_rules(spec: ChunkSpec) -> tuple[frozenset[str], tuple[int, ...]]:
@@ -214,6 +239,13 @@ class ChunkSpec:
         The transcode cache layout the chunks are stored in: one of :data:`LAYOUTS`.
     version : int, default FORMAT_VERSION
         The configuration format version.
+    samples_chunk_size : int, default 0
+        In the ``columns`` layout, for the kinds with a samples dimension
+        (:data:`SAMPLE_KINDS`): the samples extent of a chunk (1 to ``shape[0]``); a chunk
+        then decodes to ``(chunk_length, samples_chunk_size, ...)``. 0 otherwise.
+    compressor : str, default ""
+        In the ``columns`` layout, the segments' compressor: one of :data:`COMPRESSORS`;
+        empty otherwise.
 
     Raises
     ------
@@ -234,9 +266,19 @@ class ChunkSpec:
     filter_columns: tuple[int, ...] = ()
     layout: str = "raw"
     version: int = FORMAT_VERSION
+    samples_chunk_size: int = 0
+    compressor: str = ""
 
     def __post_init__(self) -> None:
         _validate(self)
+
+    @property
+    def chunk_shape(self) -> tuple[int, ...]:
+        """The shape of one decoded chunk: all variants of a chunk, and for sample arrays
+        of the columns layout one samples block (edge chunks padded to it)."""
+        if self.samples_chunk_size:
+            return (self.chunk_length, self.samples_chunk_size, *self.shape[1:])
+        return (self.chunk_length, *self.shape)
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> ChunkSpec:
@@ -279,4 +321,12 @@ class ChunkSpec:
         config = dataclasses.asdict(self)
         config["shape"] = list(self.shape)
         config["filter_columns"] = list(self.filter_columns)
+        # The columns layout's fields only where set: configs of the other layouts stay
+        # byte for byte what earlier versions wrote (and read).
+        for name in _COLUMNS_FIELDS:
+            if not config[name]:
+                del config[name]
         return config
+
+
+_COLUMNS_FIELDS = ("samples_chunk_size", "compressor")

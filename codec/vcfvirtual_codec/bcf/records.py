@@ -57,6 +57,7 @@ ERR_ID_TYPE = 20  # ID not a character vector ("Invalid ID type", even a NULL of
 ERR_NULL_VALUES = 21  # INFO/FORMAT value typed NULL with a count > 0 ("Invalid INFO type 0")
 ERR_NO_REF = 22  # n_allele 0 ("No REF allele")
 ERR_RLEN = 23  # rlen >= 2^31 where htslib's replacement needs SVLEN/LEN, or exceeds int32
+ERR_SEGMENT = 30  # a columns-layout segment whose length disagrees with its counts and types
 
 ERROR_TEXT = {
     ERR_SHORT_SHARED: "record's l_shared is smaller than the 24-byte fixed part",
@@ -75,6 +76,7 @@ ERROR_TEXT = {
     ERR_ID_TYPE: "record's ID is not a character string (htslib: Invalid ID type)",
     ERR_NULL_VALUES: "an INFO/FORMAT value is typed NULL with a count above 0 (htslib: Invalid type 0)",
     ERR_NO_REF: "record has no REF allele (n_allele is 0)",
+    ERR_SEGMENT: "segment's length disagrees with its value counts and types",
     ERR_RLEN: (
         "record's rlen is 2^31 or more; htslib replaces it from REF, END, SVLEN and FORMAT/LEN, "
         "and vcfvirtual only from REF and END (the header defines SVLEN or LEN), or the result "

@@ -118,3 +118,45 @@ def test_numcodecs_get_codec_in_a_fresh_process():
     module, name, got = json.loads(done.stdout)
     assert (module, name) == ("vcfvirtual_codec.codec", "BCFRecordsCodec")
     assert got == config
+
+
+# The columns layout: a samples block of call_genotype, and a variants-only array.
+COLUMNS_GT = {**GENOTYPE, "layout": "columns", "samples_chunk_size": 2, "compressor": "blosc"}
+COLUMNS_INFO = {**INFO, "layout": "columns", "compressor": "zstd"}
+
+
+@pytest.mark.parametrize(
+    "base,change,named",
+    [
+        (COLUMNS_GT, {"samples_chunk_size": 0}, "samples_chunk_size 0 is outside [1, 3]"),
+        (COLUMNS_GT, {"samples_chunk_size": 4}, "samples_chunk_size 4 is outside [1, 3]"),
+        (COLUMNS_GT, {"samples_chunk_size": -1}, "samples_chunk_size is -1"),
+        (COLUMNS_GT, {"samples_chunk_size": 2**24}, "samples_chunk_size is 16777216"),
+        (COLUMNS_GT, {"samples_chunk_size": True}, "samples_chunk_size must be an integer, got True"),
+        (COLUMNS_GT, {"samples_chunk_size": 1.5}, "samples_chunk_size must be an integer, got 1.5"),
+        (COLUMNS_GT, {"compressor": ""}, "compressor '' is not one of ('zstd', 'blosc')"),
+        (COLUMNS_GT, {"compressor": "gzip"}, "compressor 'gzip' is not one of"),
+        (COLUMNS_GT, {"compressor": 1}, "compressor must be a string, got 1"),
+        (COLUMNS_INFO, {"samples_chunk_size": 2}, "samples_chunk_size 2 is only for sample arrays"),
+        (GENOTYPE, {"samples_chunk_size": 2}, "samples_chunk_size 2 is only for sample arrays in the columns"),
+        (GENOTYPE, {"compressor": "zstd"}, "compressor 'zstd' is only for the columns layout, not 'bgzf'"),
+    ],
+)
+def test_each_bad_columns_value_is_a_config_error_naming_it(base, change, named):
+    with pytest.raises(CodecConfigError) as e:
+        ChunkSpec.from_config({**base, **change})
+    assert named in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_columns_configs_round_trip_and_others_stay_unchanged():
+    for config in (COLUMNS_GT, COLUMNS_INFO):
+        spec = ChunkSpec.from_config(config)
+        assert ChunkSpec.from_config(json.loads(json.dumps(spec.to_config()))) == spec
+        assert {k: v for k, v in spec.to_config().items() if k in config} == config
+    # A config of the other layouts is written without the new keys, as before.
+    assert set(ChunkSpec.from_config(GENOTYPE).to_config()) == set(GENOTYPE)
+    # Sample arrays decode one samples block per chunk; the others whole variants chunks.
+    assert ChunkSpec.from_config(COLUMNS_GT).chunk_shape == (4, 2, 2)
+    assert ChunkSpec.from_config(GENOTYPE).chunk_shape == (4, 3, 2)
+    assert ChunkSpec.from_config(COLUMNS_INFO).chunk_shape == (4,)
