@@ -28,6 +28,7 @@ from vcfvirtual_codec.bcf import records
 
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
+from ..io.outputs import COLUMNS_CACHE_MAGIC
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from ..scan.scanner import scan_bcf
@@ -37,7 +38,7 @@ from .base import ChunkLengthFor, ChunkRanges, SegmentRanges, open_cache
 logger = logging.getLogger(__name__)
 
 NAME = "columns"
-FILE_MAGIC = b"VVCOLS1\n"
+FILE_MAGIC = COLUMNS_CACHE_MAGIC
 SEGMENT_MAGIC = b"VVS1"
 # magic, kind code, flags, 0, BCF dictionary key (-1: fixed column), records, samples block,
 # samples in the block (1 outside FORMAT), decompressed length, CRC32 of the decompressed bytes.
@@ -53,11 +54,6 @@ COMPRESSORS = {
     "zstd": Zstd(level=1),
 }
 COMPRESS_THREADS = 2
-
-
-def default_cache_suffix() -> str:
-    """The cache's default name ends in this (``<bcf>.vcz.cache.columns``): it is no BCF."""
-    return ".vcz.cache.columns"
 
 
 def compressor_of(segment: str, gt_name: str = "format/GT") -> str:
@@ -104,9 +100,7 @@ class SegmentPlan:
 def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
     """One segment's preamble and compressed bytes."""
     data, kind, flags, key, n, block, width, compressor = job
-    preamble = PREAMBLE.pack(
-        SEGMENT_MAGIC, kind, flags, 0, key, n, block, width, data.shape[0], isal_zlib.crc32(data)
-    )
+    preamble = PREAMBLE.pack(SEGMENT_MAGIC, kind, flags, 0, key, n, block, width, data.shape[0], isal_zlib.crc32(data))
     return preamble + bytes(COMPRESSORS[compressor].encode(data))
 
 
@@ -233,7 +227,9 @@ class ColumnsWriter:
         )
         if err:
             raise CorruptBCFError(
-                self.path, f"cannot split the record into columns: {records.ERROR_TEXT[int(err)]}", offset=start + int(at)
+                self.path,
+                f"cannot split the record into columns: {records.ERROR_TEXT[int(err)]}",
+                offset=start + int(at),
             )
         if segs.shape[0] > self.scratch.shape[0]:
             self.scratch = segs

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-
 from vcfvirtual_codec.bcf import records as R
 
 SEG_CONTIG = 0
