@@ -21,7 +21,7 @@ from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from zarr.dtype import parse_data_type
 
 from .. import __version__
-from ..cache.base import CacheRanges, SegmentRanges
+from ..cache.base import CacheRanges, ChunkRanges, SegmentRanges
 from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, compressor_of, effective_samples_chunk_size
 from ..errors import CorruptBCFError, FieldShapeError, VcfVirtualError
 from ..io import remote as storage
@@ -176,9 +176,9 @@ def _variant_array(
     **spec_extra,
 ) -> ManifestArray:
     per_variant_shape = tuple(per_variant_shape)
-    columns = isinstance(ranges, SegmentRanges)
     chunk_shape = [max(1, s) for s in per_variant_shape]
-    if columns:
+    array_ranges: ChunkRanges
+    if isinstance(ranges, SegmentRanges):
         segment = segment_of(name, kind)
         spec_extra["compressor"] = compressor_of(segment)
         if kind in SAMPLE_KINDS:
@@ -187,7 +187,9 @@ def _variant_array(
             chunk_shape[0] = samples_chunk_size
         if kind == "length":
             spec_extra["key"] = -1  # rlen was resolved from END when the cache was written
-        ranges = ranges.segments[segment]
+        array_ranges = ranges.segments[segment]
+    else:
+        array_ranges = ranges
     spec = _chunk_spec(
         array=name,
         kind=kind,
@@ -209,7 +211,7 @@ def _variant_array(
         attributes=attributes,
         dimension_names=dims,
     )
-    offsets, lengths = ranges
+    offsets, lengths = array_ranges
     n_chunks = offsets.shape[0]
     # A samples-blocked segment's ranges are (n_chunks, n_blocks): the grid's first two axes.
     grid = (*offsets.shape, *([1] * (1 + len(per_variant_shape) - offsets.ndim)))
