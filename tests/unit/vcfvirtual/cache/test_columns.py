@@ -317,3 +317,29 @@ def test_cli_samples_chunk_size(tmp_path):
     assert result.exit_code != 0 and "columns" in result.output and "Traceback" not in result.output
     result = CliRunner().invoke(main, ["index", str(bcf), "--samples-chunk-size", "0"])
     assert result.exit_code != 0 and "samples-chunk-size" in result.output
+
+
+NO_SAMPLES = (
+    bcfdata.HEADER + "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "chr1\t100\t.\tA\tT\t30\tPASS\tDP=5\n" * 5
+)
+
+
+@pytest.mark.parametrize("case", ["no_records", "no_samples"])
+def test_edge_stores_match_bio2zarr_shapes(tmp_path, codec_takes_columns, case):
+    """No records: arrays with no chunk referenced; no samples: the samples dimension empty.
+    Shapes as bio2zarr gives them (oracle); every reference inside the cache."""
+    text = bcfdata.vcf_text([]) if case == "no_records" else NO_SAMPLES
+    bcf = bcfdata.write_bcf(text, tmp_path / "e.bcf", index=True)
+    store = vcfvirtual.index(bcf, cache_layout="columns", variants_chunk_size=CHUNK, samples_chunk_size=2)
+    ours = zarr.open_group(store, mode="r", zarr_format=3)
+    size = (tmp_path / "e.bcf.vcz.cache.columns").stat().st_size
+    if case == "no_samples":
+        theirs = bio2zarr_store(bcf, tmp_path / "b2z.vcz", 2)
+        for name in ("variant_position", "variant_DP", "sample_id"):
+            assert ours[name].shape == theirs[name].shape, name
+    for name, array in ours.arrays():
+        if name.startswith(("variant_", "call_")):
+            assert array.shape[0] == (0 if case == "no_records" else 5)
+    for name in ("variant_position", "variant_DP"):
+        offsets = [e["offset"] + e["length"] for e in store._group.arrays[name].manifest.dict().values()]
+        assert len(offsets) == (0 if case == "no_records" else 2) and all(o <= size for o in offsets)
