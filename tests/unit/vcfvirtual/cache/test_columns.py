@@ -8,6 +8,7 @@ pysam); partitioned runs and bad sizes are refused with typed errors."""
 
 from __future__ import annotations
 
+import json
 import struct
 import sys
 import zlib
@@ -343,3 +344,34 @@ def test_edge_stores_match_bio2zarr_shapes(tmp_path, codec_takes_columns, case):
     for name in ("variant_position", "variant_DP"):
         offsets = [e["offset"] + e["length"] for e in store._group.arrays[name].manifest.dict().values()]
         assert len(offsets) == (0 if case == "no_records" else 2) and all(o <= size for o in offsets)
+
+
+def test_s3_source_to_s3_columns_cache(s3_bucket, tmp_path, codec_takes_columns):
+    """A remote BCF streamed once, its columns cache uploaded: the one a local run writes,
+    and its references name the uploaded cache."""
+    bucket, fs, options = s3_bucket
+    bcf = bcfdata.fuzz_bcf(tmp_path / "f.bcf")
+    fs.put_file(str(bcf), f"{bucket}/in/f.bcf")
+    vcfvirtual.index(
+        f"s3://{bucket}/in/f.bcf",
+        refs_path=f"s3://{bucket}/out/f.vcz.json",
+        cache_path=f"s3://{bucket}/out/f.cache.columns",
+        cache_layout="columns",
+        variants_chunk_size=CHUNK,
+        samples_chunk_size=2,
+        storage_options=options,
+    )
+    vcfvirtual.index(
+        bcf,
+        refs_path=False,
+        cache_path=tmp_path / "local.columns",
+        cache_layout="columns",
+        variants_chunk_size=CHUNK,
+        samples_chunk_size=2,
+    )
+    uploaded = fs.cat_file(f"{bucket}/out/f.cache.columns")
+    assert uploaded.startswith(b"VVCOLS1\n") and uploaded == (tmp_path / "local.columns").read_bytes()
+    refs = json.loads(fs.cat_file(f"{bucket}/out/f.vcz.json"))
+    assert refs["templates"] == {"cache": f"s3://{bucket}/out/f.cache.columns"}
+    assert json.loads(refs["refs"]["call_genotype/.zarray"])["chunks"][:2] == [CHUNK, 2]
+    assert refs["refs"]["call_genotype/1.1.0"][0] == "{{cache}}"  # samples block 1 of chunk 1
