@@ -45,8 +45,16 @@ KIND_CODES = {
     "info": 7,
     "format": 8,
 }
+END_HEADER = bcfdata.HEADER + '##INFO=<ID=END,Number=1,Type=Integer,Description="End position">\n'
+END_RECORDS = [
+    "chr1\t100\t.\tA\t<DEL>\t30\tPASS\tEND=250;DP=4\tGT\t0/1\t./.\t1/1",
+    "chr1\t300\t.\tC\tT\t.\t.\t.\tGT\t0|0\t0/1\t1|1",
+    "chr2\t5\t.\tG\t<DUP>\t.\tq10\tEND=5000\tGT\t1/1\t0/0\t./1",
+    "chr2\t6000\t.\tGT\tG\t7\tPASS\tDP=1\tGT\t0/1\t1/1\t0/0",
+]
 CASES = {
     "small": lambda: bcfdata.vcf_text(bcfdata.SMALL_RECORDS),
+    "info_end": lambda: bcfdata.vcf_text(END_RECORDS, header=END_HEADER),
     "fuzz_seed": lambda: bcfdata.vcf_text(bcfdata.FUZZ_RECORDS, header=bcfdata.FUZZ_HEADER),
     "cohort": lambda: bcfdata.random_cohort_vcf(40, 7, seed=3),
 }
@@ -212,7 +220,9 @@ ARRAY_SEGMENTS = {
 
 
 def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_columns):
-    bcf = bcfdata.fuzz_bcf(tmp_path / "f.bcf")
+    # INFO/END declared: variant_length's segment holds rlen as resolved, with no key.
+    header = bcfdata.FUZZ_HEADER + '##INFO=<ID=END,Number=1,Type=Integer,Description="End">\n'
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS, header=header), tmp_path / "f.bcf", index=False)
     cache = tmp_path / "f.columns"
     scs = 2
     scan, ranges = ColumnsLayout(scs).write_serial(bcf, cache, lambda h: CHUNK)
@@ -248,6 +258,7 @@ def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_column
             i, *rest = (int(x) for x in chunk_key.split("."))
             cat = segment.split("/")[0]
             assert (magic, kind, key) == (b"VVS1", KIND_CODES[cat], keys[segment] if "/" in segment else -1), name
+            assert config["key"] == key, name  # what the codec compares
             assert n == min(CHUNK, scan.num_records - i * CHUNK)
             assert block == (rest[0] if sampled else 0), (name, chunk_key)
 
