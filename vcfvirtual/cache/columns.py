@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import logging
 import struct
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -110,7 +110,8 @@ class ColumnsWriter:
     It holds the inflated stream from the current chunk's first record on; once the scan
     has passed the next chunk's first record, the chunk is whole: it is demuxed,
     compressed (on ``threads`` threads: the compressors release the GIL) and appended.
-    Memory: one chunk of records, its segments and their compressed bytes.
+    Memory: one chunk of records, the segments of two chunks (one being compressed while
+    the next is demuxed) and one chunk's compressed bytes.
     """
 
     def __init__(self, fileobj: IO[Any], path: str, samples_chunk_size: int, threads: int = COMPRESS_THREADS):
@@ -125,7 +126,11 @@ class ColumnsWriter:
         self.offsets: list[np.ndarray] = []  # record starts not yet written, by batch
         self.n_offsets = 0
         self.records_buf = np.empty(0, np.uint8)  # reused chunk after chunk (page faults)
-        self.scratch = np.empty(0, np.uint8)  # the demux's output, likewise
+        # The demux's output, likewise: two, so that one chunk's segments are compressed
+        # while the scan reads and demuxes the next chunk into the other.
+        self.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+        self.turn = 0
+        self.in_flight: list[Future[bytes]] = []  # the previous chunk's compressions, in segment order
         self.written = 0
         # Per segment: one (offset, length) per chunk (FORMAT: per chunk and block).
         self.ranges: list[list[tuple[int, int]]] = []
@@ -166,6 +171,7 @@ class ColumnsWriter:
         if self.n_offsets:
             self._emit(np.concatenate(self.offsets), stream_size)
         self.offsets, self.n_offsets = [], 0
+        self.flush()
 
     def segment_ranges(self, n_chunks: int) -> SegmentRanges:
         """Each segment name's ranges, ``(n_chunks,)`` or ``(n_chunks, n_blocks)`` (uint64)."""
@@ -223,7 +229,7 @@ class ColumnsWriter:
             plan.samples_chunk_size,
             plan.end_key,
             plan.gt_slot,
-            self.scratch,
+            self.scratch[self.turn],
         )
         if err:
             raise CorruptBCFError(
@@ -231,14 +237,22 @@ class ColumnsWriter:
                 f"cannot split the record into columns: {records.ERROR_TEXT[int(err)]}",
                 offset=start + int(at),
             )
-        if segs.shape[0] > self.scratch.shape[0]:
-            self.scratch = segs
+        if segs.shape[0] > self.scratch[self.turn].shape[0]:
+            self.scratch[self.turn] = segs
+        self.turn = 1 - self.turn
+        # The previous chunk's segments (in the other buffer) are written before these start.
+        self.flush()
         n = offsets.shape[0]
-        jobs = [
-            (segs[bounds[s] : bounds[s + 1]], kind, flags, key, n, block, width, compressor)
+        self.in_flight = [
+            self.pool.submit(_encode, (segs[bounds[s] : bounds[s + 1]], kind, flags, key, n, block, width, compressor))
             for s, (_, block, kind, key, width, flags, compressor) in enumerate(plan.segments)
         ]
-        for s, blob in enumerate(self.pool.map(_encode, jobs)):
+
+    def flush(self) -> None:
+        """Append the segments still being compressed, in order."""
+        in_flight, self.in_flight = self.in_flight, []
+        for s, future in enumerate(in_flight):
+            blob = future.result()
             self.ranges[s].append((self.written, len(blob)))
             self._write(blob)
 
