@@ -14,7 +14,6 @@ then the segments, chunk after chunk. Formats and measurements:
 
 from __future__ import annotations
 
-import collections
 import logging
 import struct
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,6 +53,10 @@ COMPRESSORS = {
     "zstd": Zstd(level=1),
 }
 COMPRESS_THREADS = 2
+# A chunk's segments are compressed while the next chunk is demuxed (a second segment
+# buffer) only up to this size of records: past it, the second buffer would push the
+# pass's memory toward 1 GB (100,000 samples x 1,000 variants is 200 MB a chunk).
+OVERLAP_MAX_BYTES = 128 * 1024 * 1024
 
 
 def compressor_of(segment: str, gt_name: str = "format/GT") -> str:
@@ -121,11 +124,14 @@ class ColumnsWriter:
         self.pool = ThreadPoolExecutor(max(1, threads))
         self.plan: SegmentPlan | None = None
         self.chunk_length = 0
-        self.pieces: collections.deque[tuple[int, bytes | memoryview]] = collections.deque()
-        self.stream_end = 0  # stream offset after the last piece received
+        # The stream from the current chunk's first byte to the last byte received, in one
+        # buffer reused chunk after chunk (the demux reads a chunk as one array; a fresh one
+        # per chunk costs a page fault per 4 KiB).
+        self.window = np.empty(0, np.uint8)
+        self.window_start = 0  # stream offset of window[0]
+        self.window_len = 0
         self.offsets: list[np.ndarray] = []  # record starts not yet written, by batch
         self.n_offsets = 0
-        self.records_buf = np.empty(0, np.uint8)  # reused chunk after chunk (page faults)
         # The demux's output, likewise: two, so that one chunk's segments are compressed
         # while the scan reads and demuxes the next chunk into the other.
         self.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
@@ -143,11 +149,16 @@ class ColumnsWriter:
         self.ranges = [[] for _ in self.plan.segments]
         self._write(FILE_MAGIC)
         self._write(self._take(0, header.size).tobytes())
+        self._drop(header.size)
 
     def add_block(self, raw: bytes | memoryview | None, data: bytes | memoryview) -> None:
-        if len(data):
-            self.pieces.append((self.stream_end, data))
-            self.stream_end += len(data)
+        n = len(data)
+        if self.window_len + n > self.window.shape[0]:
+            grown = np.empty(max(self.window_len + n, 2 * self.window.shape[0]), np.uint8)
+            grown[: self.window_len] = self.window[: self.window_len]
+            self.window = grown
+        self.window[self.window_len : self.window_len + n] = np.frombuffer(data, np.uint8)
+        self.window_len += n
 
     def records_scanned(self, offsets: np.ndarray) -> None:
         self.offsets.append(np.asarray(offsets, np.int64))
@@ -193,30 +204,29 @@ class ColumnsWriter:
         self.written += len(data)
 
     def _take(self, start: int, end: int) -> np.ndarray:
-        """Stream bytes ``[start, end)`` (the next ones not yet taken) as one array, in
-        the reused buffer; the pieces wholly before ``end`` are dropped."""
-        size = end - start
-        if self.records_buf.shape[0] < size:
-            self.records_buf = np.empty(max(size, 2 * self.records_buf.shape[0]), np.uint8)
-        out = self.records_buf[:size]
-        filled = 0
-        while filled < size:
-            if not self.pieces:
-                raise CorruptBCFError(self.path, "the stream ended inside a record", offset=start + filled)
-            piece_start, data = self.pieces[0]
-            lo = start + filled - piece_start
-            n = min(len(data) - lo, size - filled)
-            out[filled : filled + n] = np.frombuffer(data, np.uint8, count=n, offset=lo)
-            filled += n
-            if lo + n == len(data):
-                self.pieces.popleft()
-        return out
+        """Stream bytes ``[start, end)``: a view of the window, valid until :meth:`_drop`."""
+        lo, hi = start - self.window_start, end - self.window_start
+        if lo < 0 or hi > self.window_len:
+            raise CorruptBCFError(
+                self.path, "the stream ended inside a record", offset=self.window_start + self.window_len
+            )
+        return self.window[lo:hi]
+
+    def _drop(self, end: int) -> None:
+        """Forget the stream before ``end``: the bytes after it (part of the next chunk)
+        move to the window's start."""
+        keep = self.window_len - (end - self.window_start)
+        self.window[:keep] = self.window[end - self.window_start : self.window_len]
+        self.window_start, self.window_len = end, keep
 
     def _emit(self, offsets: np.ndarray, end: int) -> None:
         """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``."""
         plan = self.plan
         assert plan is not None
         start = int(offsets[0])
+        overlap = end - start <= OVERLAP_MAX_BYTES
+        if not overlap:
+            self.flush()  # one segment buffer: the previous chunk's must be compressed first
         buf = self._take(start, end)
         segs, bounds, err, at = demux.demux_chunk(
             buf,
@@ -237,9 +247,11 @@ class ColumnsWriter:
                 f"cannot split the record into columns: {records.ERROR_TEXT[int(err)]}",
                 offset=start + int(at),
             )
+        self._drop(end)  # every byte of the chunk is in its segments now
         if segs.shape[0] > self.scratch[self.turn].shape[0]:
             self.scratch[self.turn] = segs
-        self.turn = 1 - self.turn
+        if overlap:
+            self.turn = 1 - self.turn
         # The previous chunk's segments (in the other buffer) are written before these start.
         self.flush()
         n = offsets.shape[0]
@@ -247,6 +259,8 @@ class ColumnsWriter:
             self.pool.submit(_encode, (segs[bounds[s] : bounds[s + 1]], kind, flags, key, n, block, width, compressor))
             for s, (_, block, kind, key, width, flags, compressor) in enumerate(plan.segments)
         ]
+        if not overlap:
+            self.flush()
 
     def flush(self) -> None:
         """Append the segments still being compressed, in order."""

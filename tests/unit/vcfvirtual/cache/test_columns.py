@@ -22,6 +22,7 @@ from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import spec as codec_spec
 
 import vcfvirtual
+from vcfvirtual.cache import columns
 from vcfvirtual.cache.columns import ColumnsLayout
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.io import outputs
@@ -136,6 +137,16 @@ def read_segment(cache: bytes, offset: int, length: int, compressor: str):
 @pytest.mark.parametrize("samples_chunk_size", [2, 10_000])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_segments_read_back_as_bio2zarr(tmp_path, prototype, case, samples_chunk_size):
+    check_segments(tmp_path, prototype, case, samples_chunk_size)
+
+
+def test_segments_read_back_without_overlap(tmp_path, prototype, monkeypatch):
+    """Chunks too big to compress while the next is demuxed take the one-buffer path."""
+    monkeypatch.setattr(columns, "OVERLAP_MAX_BYTES", 0)
+    check_segments(tmp_path, prototype, "cohort", 2)
+
+
+def check_segments(tmp_path, prototype, case, samples_chunk_size):
     _, measure = prototype
     bcf = bcfdata.write_bcf(CASES[case](), tmp_path / f"{case}.bcf", index=True)
     group = bio2zarr_store(bcf, tmp_path / "b2z.vcz", samples_chunk_size)
