@@ -397,3 +397,16 @@ def test_s3_source_to_s3_columns_cache(s3_bucket, tmp_path, codec_takes_columns)
     assert refs["templates"] == {"cache": f"s3://{bucket}/out/f.cache.columns"}
     assert json.loads(refs["refs"]["call_genotype/.zarray"])["chunks"][:2] == [CHUNK, 2]
     assert refs["refs"]["call_genotype/1.1.0"][0] == "{{cache}}"  # samples block 1 of chunk 1
+
+
+def test_uncompressed_bcf_gets_the_same_columns_cache(tmp_path, codec_takes_columns):
+    """An uncompressed BCF is not its own cache in this layout: the cache written from it
+    holds the same segments as from its BGZF original (whose segments are checked against
+    bio2zarr above)."""
+    bcf = bcfdata.write_bcf(bcfdata.random_cohort_vcf(40, 7, seed=3), tmp_path / "c.bcf", index=False)
+    plain = bcfdata.uncompressed_copy(bcf, tmp_path / "u.bcf")
+    for source in (bcf, plain):
+        vcfvirtual.index(source, cache_layout="columns", variants_chunk_size=CHUNK, samples_chunk_size=2)
+    from_bgzf = (tmp_path / "c.bcf.vcz.cache.columns").read_bytes()
+    assert from_bgzf == (tmp_path / "u.bcf.vcz.cache.columns").read_bytes()
+    assert plain.read_bytes()[:4] == b"BCF\x02" and from_bgzf.startswith(b"VVCOLS1\nBCF\x02")
