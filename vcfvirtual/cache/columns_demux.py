@@ -121,6 +121,8 @@ def demux_chunk(  # noqa: C901 - one loop per record (kernel)
     until the caller reuses it): an index pass that allocates each chunk's output afresh
     pays a page fault per 4 KiB of it."""
     n = offsets.shape[0]
+    if samples_chunk_size < 1:  # no block width to cut samples by
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64), R.ERR_SHAPE, np.int64(0)
     nb = max(1, (n_samples + samples_chunk_size - 1) // samples_chunk_size)
     n_seg = N_FIXED_SEGMENTS + n_info + n_fmt * nb
     n_keys = info_slot.shape[0]

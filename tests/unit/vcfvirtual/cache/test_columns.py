@@ -410,3 +410,47 @@ def test_uncompressed_bcf_gets_the_same_columns_cache(tmp_path, codec_takes_colu
     from_bgzf = (tmp_path / "c.bcf.vcz.cache.columns").read_bytes()
     assert from_bgzf == (tmp_path / "u.bcf.vcz.cache.columns").read_bytes()
     assert plain.read_bytes()[:4] == b"BCF\x02" and from_bgzf.startswith(b"VVCOLS1\nBCF\x02")
+
+
+def _one_chunk(bcf: Path):
+    """The inflated records of a BCF (pysam/htslib writes it; zlib inflates it) and their
+    offsets from the BCF specification's record lengths."""
+    import gzip
+
+    data = np.frombuffer(gzip.decompress(bcf.read_bytes()), np.uint8)
+    l_text = int.from_bytes(data[5:9].tobytes(), "little")
+    pos, offsets = 9 + l_text, []
+    while pos < data.shape[0]:
+        offsets.append(pos)
+        pos += (
+            8
+            + int.from_bytes(data[pos : pos + 4].tobytes(), "little")
+            + int.from_bytes(data[pos + 4 : pos + 8].tobytes(), "little")
+        )
+    return data, np.asarray(offsets, np.int64) - offsets[0], offsets[0]
+
+
+def test_demux_kernel_refuses_what_it_cannot_cut(tmp_path):
+    """Typed error codes, not reads past the buffer: a sample count other than the
+    records', records cut short, a samples block width of 0, an undeclared key."""
+    from vcfvirtual_codec.bcf import records
+
+    from vcfvirtual.bcf.header import parse_header_text
+    from vcfvirtual.cache import columns_demux as demux
+
+    bcf = bcfdata.fuzz_bcf(tmp_path / "f.bcf")
+    data, offsets, start = _one_chunk(bcf)
+    header = parse_header_text(data[9 : start - 1].tobytes(), str(bcf), 0)
+    info_slot, fmt_slot = demux.slot_maps([f.key for f in header.info], [f.key for f in header.formats])
+    buf = data[start:]
+    scratch = np.empty(0, np.uint8)
+
+    def run(buf=buf, offsets=offsets, n_samples=3, scs=2, fmt_slot=fmt_slot):
+        n_info, n_fmt = len(header.info), len(header.formats)
+        return demux.demux_chunk(buf, offsets, info_slot, fmt_slot, n_info, n_fmt, n_samples, scs, -1, 0, scratch)
+
+    assert run()[2] == records.OK
+    assert run(n_samples=4)[2] == records.ERR_SAMPLES
+    assert run(buf=buf[:-3])[2] == records.ERR_TRAILING
+    assert run(scs=0)[2] == records.ERR_SHAPE
+    assert run(fmt_slot=np.full_like(fmt_slot, -1))[2] == records.ERR_UNKNOWN_KEY
