@@ -22,7 +22,8 @@ from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestGroup, ManifestStore
 
 from .bcf.vcf_input import as_bcf
-from .cache.base import ChunkRanges
+from .cache.base import CacheRanges
+from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.raw import raw_ranges
 from .cache.write import write_cache_partitioned, write_cache_serial
 from .errors import OutputExistsError, OutputWriteError, StaleCacheError
@@ -75,6 +76,7 @@ def index(
     cache_path=None,
     variants_chunk_size: int | None = None,
     cache_layout: str | None = None,
+    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     force: bool = False,
     progress: bool | None = None,
     inflate_threads: int = 0,
@@ -115,10 +117,16 @@ def index(
     variants_chunk_size : int or None
         Variants per chunk; default sized so a decoded ``call_genotype`` chunk is at
         most ~64 MiB.
-    cache_layout : {"bgzf", "raw"} or None
+    cache_layout : {"bgzf", "raw", "columns"} or None
         ``bgzf`` (default for a compressed BCF): the BCF's blocks re-cut at chunk
         starts; ``raw``: the uncompressed stream. An uncompressed BCF is by default
-        referenced as it is, with no cache.
+        referenced as it is, with no cache. ``columns``: every array's chunks stored
+        apart and compressed (default cache ``<bcf>.vcz.cache.columns``); one serial
+        scan of one BCF, so far.
+    samples_chunk_size : int
+        Samples per chunk of the arrays with a samples dimension, in the ``columns``
+        layout only (default 10,000, as bio2zarr); ``bgzf`` and ``raw`` keep the
+        samples dimension in one chunk.
     force : bool
         Replace existing outputs that vcfvirtual wrote.
     progress : bool or None
@@ -162,6 +170,7 @@ def index(
         cache_path=cache_path,
         variants_chunk_size=variants_chunk_size,
         cache_layout=cache_layout,
+        samples_chunk_size=samples_chunk_size,
         force=force,
         progress=progress,
         inflate_threads=inflate_threads,
@@ -289,7 +298,7 @@ def _cache_output(plan: IndexPlan) -> contextlib.AbstractContextManager[Path]:
     return outputs.atomic_output(plan.cache_path, force=True)
 
 
-def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tuple[ScanResult, ChunkRanges]:
+def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tuple[ScanResult, CacheRanges]:
     """The cache stage: scan the BCF(s), writing the cache as it goes."""
     o = plan.options
     if plan.zero_copy:
@@ -310,7 +319,14 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
     source = plan.remote.source if plan.remote is not None else None
     with storage.open_input(source, o.storage_options) if source else contextlib.nullcontext() as fileobj:
         return write_cache_serial(
-            scan_paths[0], tmp_cache, plan.cache_layout, plan.chunk_length_for, o.progress, o.inflate_threads, fileobj
+            scan_paths[0],
+            tmp_cache,
+            plan.cache_layout,
+            plan.chunk_length_for,
+            o.progress,
+            o.inflate_threads,
+            fileobj,
+            samples_chunk_size=o.samples_chunk_size,
         )
 
 
@@ -327,7 +343,7 @@ def _refuse_changed_sources(plan: IndexPlan) -> None:
             )
 
 
-def _build_manifests(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges: ChunkRanges) -> ManifestGroup:
+def _build_manifests(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges: CacheRanges) -> ManifestGroup:
     """The manifests stage: the store's arrays over the cache, and its attributes
     (fingerprints of the sources and of the cache just written)."""
     return build_store_group(
@@ -339,6 +355,7 @@ def _build_manifests(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges:
         plan.cache_layout,
         ranges,
         plan.zero_copy,
+        samples_chunk_size=plan.options.samples_chunk_size,
     )
 
 

@@ -143,7 +143,19 @@ def main():
     "(about the BCF's size, a valid BCF; the chunk size is fixed before the scan, "
     "assuming diploid calls). 'raw': the uncompressed BCF stream (many times larger; "
     "reads skip the inflate). An uncompressed BCF (bcftools view -Ou) is by default "
-    "referenced as it is, with no cache (raw); 'bgzf' compresses it into one.",
+    "referenced as it is, with no cache (raw); 'bgzf' compresses it into one. "
+    "'columns': every array's chunks stored apart and compressed, so a read touches "
+    "only its array (default cache <BCF>.vcz.cache.columns; one BCF, serial scan only).",
+)
+@click.option(
+    "-s",
+    "--samples-chunk-size",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Samples per chunk of the arrays with a samples dimension (call_*), as bio2zarr's "
+    "option. Used by --cache-layout columns only: the bgzf and raw layouts keep all samples "
+    "in one chunk.",
 )
 @click.option(
     "--inflate-threads",
@@ -215,6 +227,7 @@ def index_command(
     cache_path,
     variants_chunk_size,
     cache_layout,
+    samples_chunk_size,
     inflate_threads,
     refs_format,
     cache_url,
@@ -246,6 +259,7 @@ def index_command(
                 cache_path=cache_path,
                 variants_chunk_size=variants_chunk_size,
                 cache_layout=cache_layout,
+                samples_chunk_size=samples_chunk_size,
                 force=force,
                 progress=progress,
                 inflate_threads=inflate_threads,

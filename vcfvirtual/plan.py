@@ -20,6 +20,7 @@ from typing import Any, Literal
 from vcfvirtual_codec.bcf import bgzf
 
 from .bcf.vcf_input import is_vcf_path
+from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.layouts import LAYOUTS
 from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
@@ -59,9 +60,12 @@ class IndexOptions:
         Transcode cache to write (a path or URL); ``None`` names it after the input.
     variants_chunk_size : int or None
         Variants per chunk; ``None`` sizes chunks from the number of samples.
-    cache_layout : {"bgzf", "raw"} or None
+    cache_layout : {"bgzf", "raw", "columns"} or None
         The cache's layout; ``None`` chooses ``raw`` (zero copy) for one uncompressed
-        local BCF, else ``bgzf``.
+        local BCF, else ``bgzf``. ``columns`` stores each array apart (one serial pass).
+    samples_chunk_size : int
+        Samples per chunk of the arrays with a samples dimension, in the ``columns``
+        layout only (``bgzf`` and ``raw`` keep the samples dimension whole).
     force : bool
         Replace existing outputs that vcfvirtual wrote.
     progress : bool or None
@@ -84,6 +88,7 @@ class IndexOptions:
     cache_path: str | os.PathLike[str] | None = None
     variants_chunk_size: int | None = None
     cache_layout: str | None = None
+    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE
     force: bool = False
     progress: bool | None = None
     inflate_threads: int = 0
@@ -173,9 +178,10 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
         )
     partitioned = len(sources) > 1 or options.workers > 1 or options.dask_client is not None
     _refuse_folder_names(options.refs_path, options.cache_path)
+    _check_numbers(options)
+    _refuse_partitioned_columns(options, partitioned, len(sources))
     remote = _plan_remote(sources, options, partitioned)
     refs_path, cache_path = _local_outputs(sources, options, remote)
-    _check_numbers(options)
     fingerprints = tuple(_source_fingerprint(p, options.storage_options) for p in sources)
     # An uncompressed BCF is its own raw cache: the references point into it, no copy.
     # Asking for the bgzf layout still compresses it into a cache. (A remote one gets a
@@ -268,6 +274,26 @@ def _check_numbers(options: IndexOptions) -> None:
         raise VcfVirtualError(None, f"variants chunk size must be at least 1, got {options.variants_chunk_size}")
     if options.workers < 1:
         raise VcfVirtualError(None, f"workers must be at least 1, got {options.workers}")
+    scs = options.samples_chunk_size
+    if isinstance(scs, bool) or not isinstance(scs, int) or scs < 1:
+        raise VcfVirtualError(None, f"samples chunk size must be an integer of at least 1, got {scs!r}")
+
+
+def _refuse_partitioned_columns(options: IndexOptions, partitioned: bool, n_sources: int) -> None:
+    """The columns cache is written by one serial pass so far: no workers, Dask or several files."""
+    if options.cache_layout != "columns" or not partitioned:
+        return
+    if n_sources > 1:
+        what = f"{n_sources} input files"
+    elif options.dask_client is not None:
+        what = "dask_client="
+    else:
+        what = f"workers={options.workers}"
+    raise VcfVirtualError(
+        None,
+        f"the columns cache layout is written by one serial pass so far; {what} needs a partitioned scan",
+        hint="index one BCF without workers= (-j) or dask_client=, or use cache_layout='bgzf'",
+    )
 
 
 def _refuse_folder_names(refs_path, cache_path) -> None:
@@ -353,6 +379,7 @@ def _plan_remote(sources: Sequence[Source], options: IndexOptions, partitioned: 
         staging / refs_url.rsplit("/", 1)[-1] if refs_url else options.refs_path,
         staging / cache_url.rsplit("/", 1)[-1] if cache_url else options.cache_path,
         options.refs_format,
+        options.cache_layout,
     )
     return RemotePlan(source, refs_url, cache_url, staging, local_refs, local_cache)
 
@@ -363,10 +390,12 @@ def _local_outputs(
     """(references, cache): the local files the run writes."""
     if remote is not None:
         return remote.local_refs, remote.local_cache
-    return _output_paths(sources, options.refs_path, options.cache_path, options.refs_format)
+    return _output_paths(sources, options.refs_path, options.cache_path, options.refs_format, options.cache_layout)
 
 
-def _output_paths(sources: Sequence[Source], refs_path, cache_path, refs_format: str) -> tuple[Path | None, Path]:
+def _output_paths(
+    sources: Sequence[Source], refs_path, cache_path, refs_format: str, layout: str | None = None
+) -> tuple[Path | None, Path]:
     """(references, cache) paths: asked for, or named after the input."""
     suffix = REFS_SUFFIXES[refs_format]
     default_refs: Path | None
@@ -375,7 +404,7 @@ def _output_paths(sources: Sequence[Source], refs_path, cache_path, refs_format:
         # A remote BCF's outputs default to the working directory, under its name.
         source = sources[0]
         local = Path(source.rsplit("/", 1)[-1]) if isinstance(source, str) else source
-        default_refs, default_cache = outputs.default_paths(local)
+        default_refs, default_cache = outputs.default_paths(local, layout)
         default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + suffix)
     else:
         # Several inputs have no one name to derive outputs from: the caller names the store.

@@ -149,7 +149,7 @@ def test_the_choices_offered_are_the_ones_index_accepts():
 
     choices = {p.name: list(p.type.choices) for p in main.commands["index"].params if hasattr(p.type, "choices")}
     assert choices == {"cache_layout": list(LAYOUTS), "refs_format": list(REFS_FORMATS)}
-    assert set(LAYOUTS) == {"raw", "bgzf"} and set(REFS_FORMATS) == {"json", "parquet", "icechunk"}
+    assert set(LAYOUTS) == {"raw", "bgzf", "columns"} and set(REFS_FORMATS) == {"json", "parquet", "icechunk"}
 
 
 def _positions_in_fresh_process(refs):

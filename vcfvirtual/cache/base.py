@@ -26,6 +26,20 @@ class ChunkRanges(NamedTuple):
     lengths: np.ndarray
 
 
+class SegmentRanges(NamedTuple):
+    """Where each segment is in a cache that stores every array apart (the ``columns``
+    layout): per segment name (``position``, ``info/DP``, ``format/GT``...), a
+    :class:`ChunkRanges` whose arrays have shape ``(n_chunks,)``, or ``(n_chunks,
+    n_blocks)`` for a FORMAT field cut into samples blocks."""
+
+    segments: dict[str, ChunkRanges]
+
+
+# What a layout's writer returns: one range per variants chunk shared by every array
+# (raw, bgzf), or each array's own (columns).
+CacheRanges = ChunkRanges | SegmentRanges
+
+
 def chunk_byte_ranges(chunk_starts: np.ndarray, end: int) -> ChunkRanges:
     """The byte range of each chunk: from its start to the next chunk's start.
 
@@ -81,7 +95,7 @@ class CacheLayout(Protocol):
         progress: bool | None = None,
         threads: int = 0,
         fileobj: BinaryIO | None = None,
-    ) -> tuple[ScanResult, ChunkRanges]:
+    ) -> tuple[ScanResult, CacheRanges]:
         """Scan ``bcf_path`` once, writing the cache to ``tmp_cache`` as it goes.
 
         Parameters
@@ -101,8 +115,8 @@ class CacheLayout(Protocol):
 
         Returns
         -------
-        tuple of (ScanResult, ChunkRanges)
-            What the scan learnt, and where each chunk is in the cache.
+        tuple of (ScanResult, ChunkRanges or SegmentRanges)
+            What the scan learnt, and where each chunk (or segment) is in the cache.
 
         Raises
         ------
@@ -111,7 +125,7 @@ class CacheLayout(Protocol):
         """
         ...
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> CacheRanges:
         """Write the cache of partitions scanned apart and merged.
 
         Parameters

@@ -16,8 +16,9 @@ from ..bcf.csi import RecordStart
 from ..io.outputs import temporary_name
 from ..scan import parallel, partition
 from ..scan.results import ScanResult
-from .base import ChunkLengthFor, ChunkRanges
-from .layouts import LAYOUT_WRITERS
+from .base import CacheRanges, ChunkLengthFor
+from .columns import DEFAULT_SAMPLES_CHUNK_SIZE
+from .layouts import LAYOUT_WRITERS, layout_writer
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +31,8 @@ def write_cache_serial(
     progress: bool | None,
     threads: int,
     fileobj: BinaryIO | None = None,
-) -> tuple[ScanResult, ChunkRanges]:
+    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+) -> tuple[ScanResult, CacheRanges]:
     """One pass over one BCF, writing the cache as it goes.
 
     Parameters
@@ -49,11 +51,13 @@ def write_cache_serial(
         Threads inflating blocks ahead of the scan (0: none).
     fileobj : file object, optional
         The BCF already open (a URL's stream), closed when done.
+    samples_chunk_size : int
+        Samples per block of the ``columns`` layout (the others ignore it).
 
     Returns
     -------
-    tuple of (ScanResult, ChunkRanges)
-        What the scan learnt, and each chunk's byte range in the cache.
+    tuple of (ScanResult, ChunkRanges or SegmentRanges)
+        What the scan learnt, and each chunk's (or segment's) byte range in the cache.
 
     Raises
     ------
@@ -62,7 +66,7 @@ def write_cache_serial(
     NotBCFError, HeaderError, CorruptBCFError
         The input is not a readable BCF.
     """
-    return LAYOUT_WRITERS[layout].write_serial(
+    return layout_writer(layout, samples_chunk_size).write_serial(
         bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
     )
 
@@ -76,7 +80,7 @@ def write_cache_partitioned(
     workers: int,
     dask_client: Any,
     progress: bool | None,
-) -> tuple[ScanResult, ChunkRanges]:
+) -> tuple[ScanResult, CacheRanges]:
     """Scan files (and parts of large ones) apart, merge, then write the cache.
 
     Parameters

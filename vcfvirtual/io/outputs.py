@@ -19,13 +19,17 @@ from ..errors import OutputExistsError, OutputWriteError
 
 logger = logging.getLogger(__name__)
 CACHE_SUFFIX = ".vcz.cache.bcf"
+# The columns layout's cache is no BCF: its default name says what it is.
+COLUMNS_CACHE_SUFFIX = ".vcz.cache.columns"
+COLUMNS_CACHE_MAGIC = b"VVCOLS1\n"
 REFS_SUFFIX = ".vcz.json"
 
 
-def default_paths(bcf_path) -> tuple[Path, Path]:
-    """(refs, cache) written next to the BCF."""
+def default_paths(bcf_path, layout: str | None = None) -> tuple[Path, Path]:
+    """(refs, cache) written next to the BCF; the cache's suffix depends on its layout."""
     bcf_path = Path(bcf_path)
-    return bcf_path.with_name(bcf_path.name + REFS_SUFFIX), bcf_path.with_name(bcf_path.name + CACHE_SUFFIX)
+    cache_suffix = COLUMNS_CACHE_SUFFIX if layout == "columns" else CACHE_SUFFIX
+    return bcf_path.with_name(bcf_path.name + REFS_SUFFIX), bcf_path.with_name(bcf_path.name + cache_suffix)
 
 
 # Names of what a run writes before it is complete, all next to the output they
@@ -293,7 +297,7 @@ BCF_MAGIC = b"BCF\x02"
 
 
 def is_vcfvirtual_cache(path: Path) -> bool:
-    """A regular file holding a BCF, raw or BGZF: what a cache is."""
+    """A regular file holding a BCF, raw or BGZF, or a columns cache: what a cache is."""
     import gzip
     import zlib
 
@@ -304,6 +308,8 @@ def is_vcfvirtual_cache(path: Path) -> bool:
         with open(path, "rb") as f:
             head = f.read(18)
             if head.startswith(BCF_MAGIC):
+                return True
+            if head.startswith(COLUMNS_CACHE_MAGIC) and head[len(COLUMNS_CACHE_MAGIC) :].startswith(BCF_MAGIC):
                 return True
             # A BGZF block: gzip with the "BC" extra subfield; inflated, a BCF starts it.
             if not (head.startswith(bgzf.GZIP_MAGIC) and head[12:14] == b"BC"):

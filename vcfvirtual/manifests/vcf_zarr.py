@@ -16,11 +16,13 @@ from typing import Any
 import numpy as np
 from numcodecs import VLenUTF8
 from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
+from vcfvirtual_codec.spec import LAYOUTS as CODEC_LAYOUTS
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from zarr.dtype import parse_data_type
 
 from .. import __version__
-from ..cache.base import ChunkRanges
+from ..cache.base import CacheRanges, ChunkRanges, SegmentRanges
+from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, compressor_of, effective_samples_chunk_size
 from ..errors import CorruptBCFError, FieldShapeError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
@@ -70,7 +72,7 @@ def _fill_value(dtype: np.dtype):
     return ""
 
 
-def _codecs(dtype, spec: ChunkSpec | None) -> list[dict[str, Any]]:
+def _codecs(dtype, spec: ChunkSpec | _PendingColumnsSpec | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]]
     if dtype is str:
         out = [{"name": "vlen-utf8"}]
@@ -113,6 +115,52 @@ def _zarr_dtype(dtype):
     return np.dtypes.StringDType() if dtype is str else np.dtype(dtype)
 
 
+# Kinds whose arrays have a samples dimension (second), chunked in the columns layout.
+SAMPLE_KINDS = frozenset({"format", "genotype", "genotype_phased", "genotype_mask"})
+# The columns layout's segment of each fixed kind (FINDINGS.md section 1).
+FIXED_SEGMENTS = {
+    "contig": "contig",
+    "position": "position",
+    "length": "rlen",
+    "quality": "qual",
+    "id": "id",
+    "id_mask": "id",
+    "allele": "alleles",
+    "filter": "filter",
+}
+
+
+def segment_of(name: str, kind: str) -> str:
+    """The columns layout's segment an array reads: ``position``, ``info/DP``, ``format/GT``..."""
+    if kind in FIXED_SEGMENTS:
+        return FIXED_SEGMENTS[kind]
+    if kind.startswith("genotype"):
+        return "format/GT"
+    if kind == "info":
+        return "info/" + name.removeprefix("variant_")
+    return "format/" + name.removeprefix("call_")
+
+
+class _PendingColumnsSpec:
+    """A columns layout config while the codec does not know the layout yet (its half of
+    issue 12 lands separately): every other field checked by a ChunkSpec, the two new
+    fields added to its JSON as the contract between the halves says."""
+
+    def __init__(self, fields: dict[str, Any]):
+        self.extra = {"samples_chunk_size": fields.pop("samples_chunk_size", 0), "compressor": fields.pop("compressor")}
+        fields["layout"] = "raw"
+        self.spec = ChunkSpec(**fields)
+
+    def to_config(self) -> dict[str, Any]:
+        return {**self.spec.to_config(), "layout": "columns", **self.extra}
+
+
+def _chunk_spec(**fields: Any) -> ChunkSpec | _PendingColumnsSpec:
+    if fields.get("layout") == "columns" and "columns" not in CODEC_LAYOUTS:
+        return _PendingColumnsSpec(fields)
+    return ChunkSpec(**fields)
+
+
 def _variant_array(
     name,
     kind,
@@ -122,15 +170,31 @@ def _variant_array(
     n_records,
     chunk_length,
     cache_url,
-    ranges,
+    ranges: CacheRanges,
     description=None,
+    samples_chunk_size: int = 0,
     **spec_extra,
 ) -> ManifestArray:
-    spec = ChunkSpec(
+    per_variant_shape = tuple(per_variant_shape)
+    chunk_shape = [max(1, s) for s in per_variant_shape]
+    array_ranges: ChunkRanges
+    if isinstance(ranges, SegmentRanges):
+        segment = segment_of(name, kind)
+        spec_extra["compressor"] = compressor_of(segment)
+        if kind in SAMPLE_KINDS:
+            samples_chunk_size = effective_samples_chunk_size(samples_chunk_size, per_variant_shape[0])
+            spec_extra["samples_chunk_size"] = samples_chunk_size
+            chunk_shape[0] = samples_chunk_size
+        if kind == "length":
+            spec_extra["key"] = -1  # rlen was resolved from END when the cache was written
+        array_ranges = ranges.segments[segment]
+    else:
+        array_ranges = ranges
+    spec = _chunk_spec(
         array=name,
         kind=kind,
         dtype="str" if dtype is str else np.dtype(dtype).str,
-        shape=tuple(per_variant_shape),
+        shape=per_variant_shape,
         chunk_length=chunk_length,
         num_records=n_records,
         **spec_extra,
@@ -141,15 +205,16 @@ def _variant_array(
     metadata = _array_metadata(
         shape=(n_records, *per_variant_shape),
         data_type=_zarr_dtype(dtype),
-        chunk_shape=(chunk_length, *[max(1, s) for s in per_variant_shape]),
+        chunk_shape=(chunk_length, *chunk_shape),
         fill_value="" if dtype is str else _fill_value(np.dtype(dtype)),
         codecs=_codecs(dtype, spec),
         attributes=attributes,
         dimension_names=dims,
     )
-    offsets, lengths = ranges
+    offsets, lengths = array_ranges
     n_chunks = offsets.shape[0]
-    grid = (n_chunks, *([1] * len(per_variant_shape)))
+    # A samples-blocked segment's ranges are (n_chunks, n_blocks): the grid's first two axes.
+    grid = (*offsets.shape, *([1] * (1 + len(per_variant_shape) - offsets.ndim)))
     manifest = (
         ChunkManifest.from_arrays(
             paths=np.full(grid, cache_url, dtype=np.dtypes.StringDType()),
@@ -274,16 +339,20 @@ def build_group(
     cache_url: str,
     chunk_length: int,
     *,
-    ranges: ChunkRanges,
+    ranges: CacheRanges,
     layout: str = "raw",
     extra_attributes: dict | None = None,
+    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
 ) -> ManifestGroup:
     """Every VCF Zarr array for ``scan``, referencing ``cache_url``.
 
-    ``ranges`` are the (offsets, lengths) of the chunks in the cache, as its layout wrote them.
+    ``ranges`` are the (offsets, lengths) of the chunks in the cache, as its layout wrote
+    them: one per variants chunk for every array (:class:`ChunkRanges`), or each array's
+    own segments (:class:`SegmentRanges`, the columns layout, whose arrays with a samples
+    dimension are chunked ``samples_chunk_size`` samples wide).
     """
     h = scan.header
-    variant = _variant_factory(scan.num_records, chunk_length, cache_url, ranges, layout)
+    variant = _variant_factory(scan.num_records, chunk_length, cache_url, ranges, layout, samples_chunk_size)
     _refuse_undefined_contigs(scan)
     position_dtype = min_int_dtype(*scan.pos_range) if scan.num_records else np.dtype("i1")
     n_alleles = max(scan.max_alleles, 2)
@@ -309,7 +378,9 @@ def build_group(
 VariantArrayFactory = Callable[..., ManifestArray]
 
 
-def _variant_factory(n_records: int, chunk_length: int, cache_url: str, ranges, layout: str) -> VariantArrayFactory:
+def _variant_factory(
+    n_records: int, chunk_length: int, cache_url: str, ranges: CacheRanges, layout: str, samples_chunk_size: int
+) -> VariantArrayFactory:
     """What every variants-dimension array of one store shares: its records, chunks, cache and layout."""
 
     def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra) -> ManifestArray:
@@ -324,6 +395,7 @@ def _variant_factory(n_records: int, chunk_length: int, cache_url: str, ranges, 
             cache_url,
             ranges,
             description=description,
+            samples_chunk_size=samples_chunk_size,
             layout=layout,
             **extra,
         )
@@ -466,8 +538,9 @@ def build_store_group(
     local_cache_url: str,
     tmp_cache: str | os.PathLike[str],
     layout: str,
-    ranges: ChunkRanges,
+    ranges: CacheRanges,
     zero_copy: bool,
+    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
 ) -> ManifestGroup:
     """The store's arrays and attributes; ``local_cache_url`` is where the cache is
     (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
@@ -487,8 +560,18 @@ def build_store_group(
             "zero_copy": zero_copy,
         }
     }
+    if layout == "columns":  # the other layouts keep the samples dimension whole
+        attrs["vcfvirtual"]["samples_chunk_size"] = samples_chunk_size
     try:
-        return build_group(scan, local_cache_url, chunk_length, ranges=ranges, layout=layout, extra_attributes=attrs)
+        return build_group(
+            scan,
+            local_cache_url,
+            chunk_length,
+            ranges=ranges,
+            layout=layout,
+            extra_attributes=attrs,
+            samples_chunk_size=samples_chunk_size,
+        )
     except VcfVirtualError as e:
         if e.path is None:  # pure builders do not know the file: name it here
             raise type(e)(sources[0], e.problem, offset=e.offset, hint=e.hint) from None

@@ -313,19 +313,21 @@ def _agrees_with_header(
     if isinstance(shape, list) and shape and shape[0] != spec.num_records:
         problems.append(f"{spec.num_records} records in its config, {shape[0]} in its shape")
     if name in _KIND_OF_ARRAY:
-        return problems + _fixed_array_problems(name, spec, header)
+        return problems + _fixed_array_problems(name, spec, header, layout)
     return problems + _field_array_problems(name, spec, header)
 
 
-def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list[str]:
+def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, layout: str | None = None) -> list[str]:
     """A fixed-field array's config: its kind, and the header keys it decodes with."""
+    # The columns cache holds rlen already resolved from END: variant_length reads no key.
+    end_key = -1 if layout == "columns" else header.end_key
     n_samples = len(header.samples)
     if spec.kind != _KIND_OF_ARRAY[name]:
         return [f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}"]
     if spec.kind.startswith("genotype") and (spec.key != header.gt_key or spec.shape[0] != n_samples):
         return [f"GT key {spec.key} and {spec.shape[0]} samples, the header's are {header.gt_key} and {n_samples}"]
-    if spec.kind == "length" and spec.key != header.end_key:
-        return [f"END key {spec.key}, the header's INFO/END key is {header.end_key}"]
+    if spec.kind == "length" and spec.key != end_key:
+        return [f"END key {spec.key}, the header's INFO/END key is {end_key}"]
     if spec.kind == "filter" and (
         list(spec.filter_columns) != header.filter_column_map() or spec.shape[0] != len(header.filters)
     ):

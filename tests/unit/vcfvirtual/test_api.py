@@ -35,6 +35,7 @@ def test_index_keeps_its_public_signature():
         "cache_path",
         "variants_chunk_size",
         "cache_layout",
+        "samples_chunk_size",
         "force",
         "progress",
         "inflate_threads",

@@ -93,7 +93,7 @@ def test_the_refusals_of_a_format_or_layout_list_the_choices(untouched):
 
 def test_the_choices_are_the_formats_and_layouts_index_writes():
     assert set(REFS_FORMATS) == {"json", "parquet", "icechunk"}
-    assert set(LAYOUTS) == {"raw", "bgzf"}
+    assert set(LAYOUTS) == {"raw", "bgzf", "columns"}
 
 
 @pytest.mark.parametrize("option", ["refs_path", "cache_path"])

@@ -28,7 +28,7 @@ def records(path) -> list[tuple]:
 
 
 def test_every_layout_the_codec_decodes_has_a_writer():
-    assert set(LAYOUT_WRITERS) == set(LAYOUTS) == {"raw", "bgzf"}
+    assert set(LAYOUT_WRITERS) == set(LAYOUTS) == {"raw", "bgzf", "columns"}
     assert all(LAYOUT_WRITERS[name].name == name for name in LAYOUTS)
 
 

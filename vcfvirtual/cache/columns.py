@@ -1,0 +1,312 @@
+"""Layout ``columns``: every array of a variants chunk stored apart, compressed on its own.
+
+The scan's inflated records are gathered one variants chunk at a time, split into
+segments (:mod:`vcfvirtual.cache.columns_demux`: one per fixed column, per INFO key, per
+FORMAT key and samples block) and each segment is written as a 36-byte preamble followed
+by its compressed bytes. One segment is one Zarr chunk's byte range, so a read of
+``variant_position`` or of ten samples' genotypes touches only those bytes.
+
+File: ``FILE_MAGIC``, the BCF header as stored in the stream (magic, ``l_text``, text),
+then the segments, chunk after chunk. Formats and measurements:
+``benchmarks/columns/FINDINGS.md``; the interface with the codec: the preamble
+(``PREAMBLE``), the kind codes (``KIND_CODES``) and the compressors (``COMPRESSORS``).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import numpy as np
+from isal import isal_zlib
+from numcodecs import Blosc, Zstd
+from vcfvirtual_codec.bcf import records
+
+from ..bcf.header import BCFHeader
+from ..errors import CorruptBCFError, VcfVirtualError
+from ..io.outputs import COLUMNS_CACHE_MAGIC
+from ..scan.parallel import Merged
+from ..scan.results import ScanResult
+from ..scan.scanner import scan_bcf
+from . import columns_demux as demux
+from .base import ChunkLengthFor, ChunkRanges, SegmentRanges, open_cache
+
+logger = logging.getLogger(__name__)
+
+NAME = "columns"
+FILE_MAGIC = COLUMNS_CACHE_MAGIC
+SEGMENT_MAGIC = b"VVS1"
+# magic, kind code, flags, 0, BCF dictionary key (-1: fixed column), records, samples block,
+# samples in the block (1 outside FORMAT), decompressed length, CRC32 of the decompressed bytes.
+PREAMBLE = struct.Struct("<4sBBHiIIIQI")
+FLAG_GT_SHIFTED = 1  # int8 GT bytes stored minus columns_demux.GT_SHIFT
+KIND_CODES = {name: code for code, name in enumerate(demux.FIXED_NAMES)} | {"info": 7, "format": 8}
+DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
+# Compressor of each segment: GT (most of the bytes, and bit planes that bit-shuffle well
+# once shifted) with Blosc lz4 bit-shuffle, fast enough for the index pass; the rest with
+# Zstd 1, as small as bio2zarr's and faster to read (FINDINGS.md section 2).
+COMPRESSORS = {
+    "blosc": Blosc(cname="lz4", clevel=5, shuffle=Blosc.BITSHUFFLE),
+    "zstd": Zstd(level=1),
+}
+COMPRESS_THREADS = 2
+# A chunk's segments are compressed while the next chunk is demuxed (a second segment
+# buffer) only up to this size of records: past it, the second buffer would push the
+# pass's memory toward 1 GB (100,000 samples x 1,000 variants is 200 MB a chunk).
+OVERLAP_MAX_BYTES = 128 * 1024 * 1024
+
+
+def compressor_of(segment: str, gt_name: str = "format/GT") -> str:
+    """``blosc`` for GT's segments, ``zstd`` for every other."""
+    return "blosc" if segment == gt_name else "zstd"
+
+
+def effective_samples_chunk_size(samples_chunk_size: int, n_samples: int) -> int:
+    """Samples per block: as asked, but no wider than the samples there are (and at least 1)."""
+    return max(1, min(samples_chunk_size, n_samples))
+
+
+class SegmentPlan:
+    """The segments of one header's chunks, in the order the demux writes them: each
+    one's name (``position``, ``info/DP``, ``format/GT``), samples block, and preamble identity."""
+
+    def __init__(self, header: BCFHeader, samples_chunk_size: int):
+        self.n_samples = len(header.samples)
+        self.samples_chunk_size = effective_samples_chunk_size(samples_chunk_size, self.n_samples)
+        self.n_blocks = demux.n_blocks(self.n_samples, self.samples_chunk_size)
+        self.info_slot, self.fmt_slot = demux.slot_maps([f.key for f in header.info], [f.key for f in header.formats])
+        self.n_info = len(header.info)
+        self.n_format = len(header.formats)
+        self.end_key = header.end_key
+        self.gt_slot = next((i for i, f in enumerate(header.formats) if f.name == "GT"), -1)
+        # (name, block, kind code, key, block samples, flags, compressor) per segment.
+        self.segments: list[tuple[str, int, int, int, int, int, str]] = []
+        for name in demux.FIXED_NAMES:
+            self.segments.append((name, 0, KIND_CODES[name], -1, 1, 0, compressor_of(name)))
+        for f in header.info:
+            self.segments.append((f"info/{f.name}", 0, KIND_CODES["info"], f.key, 1, 0, "zstd"))
+        for slot, f in enumerate(header.formats):
+            name = f"format/{f.name}"
+            flags = FLAG_GT_SHIFTED if slot == self.gt_slot else 0
+            for b in range(self.n_blocks):
+                width = min(self.samples_chunk_size, self.n_samples - b * self.samples_chunk_size)
+                self.segments.append((name, b, KIND_CODES["format"], f.key, width, flags, compressor_of(name)))
+
+    def names(self) -> dict[str, bool]:
+        """Each segment name, and whether it is cut into samples blocks."""
+        return {s[0]: s[2] == KIND_CODES["format"] for s in self.segments}
+
+
+def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
+    """One segment's preamble and compressed bytes."""
+    data, kind, flags, key, n, block, width, compressor = job
+    preamble = PREAMBLE.pack(SEGMENT_MAGIC, kind, flags, 0, key, n, block, width, data.shape[0], isal_zlib.crc32(data))
+    return preamble + bytes(COMPRESSORS[compressor].encode(data))
+
+
+class ColumnsWriter:
+    """A scan's sink (:class:`~vcfvirtual.scan.sink.RecordSink`) writing the columns cache.
+
+    It holds the inflated stream from the current chunk's first record on; once the scan
+    has passed the next chunk's first record, the chunk is whole: it is demuxed,
+    compressed (on ``threads`` threads: the compressors release the GIL) and appended.
+    Memory: one chunk of records, the segments of two chunks (one being compressed while
+    the next is demuxed) and one chunk's compressed bytes.
+    """
+
+    def __init__(self, fileobj: IO[Any], path: str, samples_chunk_size: int, threads: int = COMPRESS_THREADS):
+        self.fileobj = fileobj
+        self.path = path
+        self.samples_chunk_size = samples_chunk_size
+        self.pool = ThreadPoolExecutor(max(1, threads))
+        self.plan: SegmentPlan | None = None
+        self.chunk_length = 0
+        # The stream from the current chunk's first byte to the last byte received, in one
+        # buffer reused chunk after chunk (the demux reads a chunk as one array; a fresh one
+        # per chunk costs a page fault per 4 KiB).
+        self.window = np.empty(0, np.uint8)
+        self.window_start = 0  # stream offset of window[0]
+        self.window_len = 0
+        self.offsets: list[np.ndarray] = []  # record starts not yet written, by batch
+        self.n_offsets = 0
+        # The demux's output, likewise: two, so that one chunk's segments are compressed
+        # while the scan reads and demuxes the next chunk into the other.
+        self.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+        self.turn = 0
+        self.in_flight: list[Future[bytes]] = []  # the previous chunk's compressions, in segment order
+        self.written = 0
+        # Per segment: one (offset, length) per chunk (FORMAT: per chunk and block).
+        self.ranges: list[list[tuple[int, int]]] = []
+
+    def header_parsed(self, header: BCFHeader, chunk_length: int) -> None:
+        if chunk_length < 1:
+            raise VcfVirtualError(self.path, "the columns layout needs the variants chunk size before the records")
+        self.chunk_length = chunk_length
+        self.plan = SegmentPlan(header, self.samples_chunk_size)
+        self.ranges = [[] for _ in self.plan.segments]
+        self._write(FILE_MAGIC)
+        self._write(self._take(0, header.size).tobytes())
+        self._drop(header.size)
+
+    def add_block(self, raw: bytes | memoryview | None, data: bytes | memoryview) -> None:
+        n = len(data)
+        if self.window_len + n > self.window.shape[0]:
+            grown = np.empty(max(self.window_len + n, 2 * self.window.shape[0]), np.uint8)
+            grown[: self.window_len] = self.window[: self.window_len]
+            self.window = grown
+        self.window[self.window_len : self.window_len + n] = np.frombuffer(data, np.uint8)
+        self.window_len += n
+
+    def records_scanned(self, offsets: np.ndarray) -> None:
+        self.offsets.append(np.asarray(offsets, np.int64))
+        self.n_offsets += len(offsets)
+
+    def scanned_to(self, stream_offset: int) -> None:
+        # A chunk is whole once the next chunk's first record is known (its end).
+        if self.n_offsets <= self.chunk_length:
+            return
+        pending = np.concatenate(self.offsets)
+        done = 0
+        while pending.shape[0] - done > self.chunk_length:
+            end = int(pending[done + self.chunk_length])
+            self._emit(pending[done : done + self.chunk_length], end)
+            done += self.chunk_length
+        self.offsets = [pending[done:]]
+        self.n_offsets = pending.shape[0] - done
+
+    def close(self, stream_size: int) -> None:
+        """Write the last chunk (its records end at the stream's end)."""
+        if self.n_offsets:
+            self._emit(np.concatenate(self.offsets), stream_size)
+        self.offsets, self.n_offsets = [], 0
+        self.flush()
+
+    def segment_ranges(self, n_chunks: int) -> SegmentRanges:
+        """Each segment name's ranges, ``(n_chunks,)`` or ``(n_chunks, n_blocks)`` (uint64)."""
+        assert self.plan is not None
+        grouped: dict[str, list[list[tuple[int, int]]]] = {}
+        for segment, ranges in zip(self.plan.segments, self.ranges):
+            grouped.setdefault(segment[0], []).append(ranges)
+        out = {}
+        blocked = self.plan.names()
+        for name, per_block in grouped.items():
+            table = np.asarray(per_block, np.uint64).reshape(len(per_block), n_chunks, 2).transpose(1, 0, 2)
+            if not blocked[name]:
+                table = table[:, 0]
+            out[name] = ChunkRanges(np.ascontiguousarray(table[..., 0]), np.ascontiguousarray(table[..., 1]))
+        return SegmentRanges(out)
+
+    def _write(self, data: bytes) -> None:
+        self.fileobj.write(data)
+        self.written += len(data)
+
+    def _take(self, start: int, end: int) -> np.ndarray:
+        """Stream bytes ``[start, end)``: a view of the window, valid until :meth:`_drop`."""
+        lo, hi = start - self.window_start, end - self.window_start
+        if lo < 0 or hi > self.window_len:
+            raise CorruptBCFError(
+                self.path, "the stream ended inside a record", offset=self.window_start + self.window_len
+            )
+        return self.window[lo:hi]
+
+    def _drop(self, end: int) -> None:
+        """Forget the stream before ``end``: the bytes after it (part of the next chunk)
+        move to the window's start."""
+        keep = self.window_len - (end - self.window_start)
+        self.window[:keep] = self.window[end - self.window_start : self.window_len]
+        self.window_start, self.window_len = end, keep
+
+    def _emit(self, offsets: np.ndarray, end: int) -> None:
+        """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``."""
+        plan = self.plan
+        assert plan is not None
+        start = int(offsets[0])
+        overlap = end - start <= OVERLAP_MAX_BYTES
+        if not overlap:
+            self.flush()  # one segment buffer: the previous chunk's must be compressed first
+        buf = self._take(start, end)
+        segs, bounds, err, at = demux.demux_chunk(
+            buf,
+            offsets - start,
+            plan.info_slot,
+            plan.fmt_slot,
+            plan.n_info,
+            plan.n_format,
+            plan.n_samples,
+            plan.samples_chunk_size,
+            plan.end_key,
+            plan.gt_slot,
+            self.scratch[self.turn],
+        )
+        if err:
+            raise CorruptBCFError(
+                self.path,
+                f"cannot split the record into columns: {records.ERROR_TEXT[int(err)]}",
+                offset=start + int(at),
+            )
+        self._drop(end)  # every byte of the chunk is in its segments now
+        if segs.shape[0] > self.scratch[self.turn].shape[0]:
+            self.scratch[self.turn] = segs
+        if overlap:
+            self.turn = 1 - self.turn
+        # The previous chunk's segments (in the other buffer) are written before these start.
+        self.flush()
+        n = offsets.shape[0]
+        self.in_flight = [
+            self.pool.submit(_encode, (segs[bounds[s] : bounds[s + 1]], kind, flags, key, n, block, width, compressor))
+            for s, (_, block, kind, key, width, flags, compressor) in enumerate(plan.segments)
+        ]
+        if not overlap:
+            self.flush()
+
+    def flush(self) -> None:
+        """Append the segments still being compressed, in order."""
+        in_flight, self.in_flight = self.in_flight, []
+        for s, future in enumerate(in_flight):
+            blob = future.result()
+            self.ranges[s].append((self.written, len(blob)))
+            self._write(blob)
+
+
+class ColumnsLayout:
+    """The columns cache, written as the scan reads (serially only, so far)."""
+
+    name = NAME
+    needs_segments = False
+
+    def __init__(self, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE):
+        self.samples_chunk_size = samples_chunk_size
+
+    def write_serial(
+        self,
+        bcf_path: str | Path,
+        tmp_cache: Path,
+        chunk_length_for: ChunkLengthFor,
+        progress: bool | None = None,
+        threads: int = 0,
+        fileobj: BinaryIO | None = None,
+    ) -> tuple[ScanResult, SegmentRanges]:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
+        with open_cache(tmp_cache) as f:
+            writer = ColumnsWriter(f, str(bcf_path), self.samples_chunk_size)
+            try:
+                scan = scan_bcf(
+                    bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj
+                )
+                writer.close(scan.stream_size)
+            finally:
+                writer.pool.shutdown()
+        n_chunks = len(scan.chunk_offsets)
+        logger.info("%s: %d chunks of %d segments written", bcf_path, n_chunks, len(writer.ranges))
+        return scan, writer.segment_ranges(n_chunks)
+
+    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> SegmentRanges:
+        """Not yet: the columns cache is written by one serial pass."""
+        raise VcfVirtualError(
+            None,
+            "the columns cache layout is written serially only, so far",
+            hint="index one BCF without workers= / dask_client= (or -j), or use cache_layout='bgzf'",
+        )
