@@ -25,14 +25,20 @@ def bio2zarr_convert(bcf: Path, out: Path, chunk_length: int) -> zarr.Group:
     return zarr.open_group(str(out), mode="r")
 
 
-def open_both(bcf: Path, chunk_length: int, tmp: Path, layout: str = "bgzf"):
+def open_both(bcf: Path, chunk_length: int, tmp: Path, layout: str = "bgzf", **options):
     """Our store read both ways: Kerchunk JSON (v2) and the in-memory ManifestStore (v3).
 
-    ``layout`` defaults to the library's default cache layout."""
+    ``layout`` defaults to the library's default cache layout; ``options`` go to index()."""
     refs = tmp / (bcf.name + ".vcz.json")
     cache = tmp / (bcf.name + ".cache.bcf")
     store = vcfvirtual.index(
-        bcf, refs_path=refs, cache_path=cache, variants_chunk_size=chunk_length, force=True, cache_layout=layout
+        bcf,
+        refs_path=refs,
+        cache_path=cache,
+        variants_chunk_size=chunk_length,
+        force=True,
+        cache_layout=layout,
+        **options,
     )
     ds_v3 = xr.open_zarr(store, zarr_format=3, consolidated=False)
     ds_v2 = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)

@@ -192,7 +192,7 @@ def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):  # noqa: C
                 out_phased[k, :] = False
             continue
         if t < R.BT_INT8 or t > R.BT_INT32:
-            return R.ERR_BAD_TYPE, np.int64(4 * n + k)
+            return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
         if t == R.BT_INT8 and c == ploidy:
             # The common case, branch-free so LLVM vectorises it (as the codec's kernel).
             # Index a slice from 0: with seg[d + i] numba's negative-index wraparound
@@ -281,9 +281,9 @@ def numeric(seg, n, is_format, is_float, out):  # noqa: C901 - one loop per reco
             return R.ERR_SHAPE, np.int64(4 * k)
         if is_float:
             if t != R.BT_FLOAT and c > 0:
-                return R.ERR_BAD_TYPE, np.int64(4 * n + k)
+                return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
         elif c > 0 and (t < R.BT_INT8 or t > R.BT_INT32):
-            return R.ERR_BAD_TYPE, np.int64(4 * n + k)
+            return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
         size = R.type_size(t)
         missing, vector_end = R.int_sentinels(t)
         if (
@@ -356,7 +356,7 @@ def filters(seg, n, column_of_key, out):
         c = np.int64(R.i32(seg, 4 * k))
         t = np.int64(seg[4 * n + k])
         if c > 0 and (t < R.BT_INT8 or t > R.BT_INT32):
-            return R.ERR_BAD_TYPE, np.int64(4 * n + k)
+            return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
         size = R.type_size(t)
         for j in range(c if c > 0 else 0):
             key = R.read_int(seg, starts[k] + j * size, t)
@@ -442,7 +442,7 @@ def string_spans(seg, n, starts_out, lengths_out):
             lengths_out[k, :, :] = _SPAN_MISSING
             continue
         if c > 0 and seg[4 * n + k] != R.BT_CHAR:
-            return R.ERR_BAD_TYPE, np.int64(4 * n + k)
+            return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
         for s in range(n_vectors):
             base = starts[k] + s * c
             part = 0

@@ -5,16 +5,12 @@ codec, which must decode it, lists it in its ``LAYOUTS``)."""
 from __future__ import annotations
 
 # The codec decodes every layout, so its list is the one list (the codec is the lower layer).
-from vcfvirtual_codec.spec import LAYOUTS as CODEC_LAYOUTS
+from vcfvirtual_codec.spec import LAYOUTS
 
 from .base import CacheLayout
 from .bgzf import BGZFLayout
 from .columns import DEFAULT_SAMPLES_CHUNK_SIZE, ColumnsLayout
 from .raw import RawLayout
-
-# "columns" joins the codec's list with its decoder (issue 12); until then it is added here
-# so that the index side can be written and tested on its own.
-LAYOUTS: tuple[str, ...] = CODEC_LAYOUTS if "columns" in CODEC_LAYOUTS else (*CODEC_LAYOUTS, "columns")
 
 LAYOUT_WRITERS: dict[str, CacheLayout] = {
     layout.name: layout for layout in (RawLayout(), BGZFLayout(), ColumnsLayout())
@@ -26,3 +22,6 @@ def layout_writer(name: str, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZ
     if name == ColumnsLayout.name:
         return ColumnsLayout(samples_chunk_size)
     return LAYOUT_WRITERS[name]
+
+
+__all__ = ["LAYOUTS", "LAYOUT_WRITERS", "layout_writer"]

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 from numcodecs import VLenUTF8
 from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
-from vcfvirtual_codec.spec import LAYOUTS as CODEC_LAYOUTS
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from zarr.dtype import parse_data_type
 
@@ -72,7 +71,7 @@ def _fill_value(dtype: np.dtype):
     return ""
 
 
-def _codecs(dtype, spec: ChunkSpec | _PendingColumnsSpec | None) -> list[dict[str, Any]]:
+def _codecs(dtype, spec: ChunkSpec | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]]
     if dtype is str:
         out = [{"name": "vlen-utf8"}]
@@ -141,26 +140,6 @@ def segment_of(name: str, kind: str) -> str:
     return "format/" + name.removeprefix("call_")
 
 
-class _PendingColumnsSpec:
-    """A columns layout config while the codec does not know the layout yet (its half of
-    issue 12 lands separately): every other field checked by a ChunkSpec, the two new
-    fields added to its JSON as the contract between the halves says."""
-
-    def __init__(self, fields: dict[str, Any]):
-        self.extra = {"samples_chunk_size": fields.pop("samples_chunk_size", 0), "compressor": fields.pop("compressor")}
-        fields["layout"] = "raw"
-        self.spec = ChunkSpec(**fields)
-
-    def to_config(self) -> dict[str, Any]:
-        return {**self.spec.to_config(), "layout": "columns", **self.extra}
-
-
-def _chunk_spec(**fields: Any) -> ChunkSpec | _PendingColumnsSpec:
-    if fields.get("layout") == "columns" and "columns" not in CODEC_LAYOUTS:
-        return _PendingColumnsSpec(fields)
-    return ChunkSpec(**fields)
-
-
 def _variant_array(
     name,
     kind,
@@ -190,7 +169,7 @@ def _variant_array(
         array_ranges = ranges.segments[segment]
     else:
         array_ranges = ranges
-    spec = _chunk_spec(
+    spec = ChunkSpec(
         array=name,
         kind=kind,
         dtype="str" if dtype is str else np.dtype(dtype).str,

@@ -412,7 +412,8 @@ def _metadata_problems(meta: dict[str, Any], filters: list[dict[str, Any]], spec
         problems.append(f"filters {others} do not fit dtype {spec.dtype}")
     if meta.get("compressor") is not None:
         problems.append("a compressor runs before the codec")
-    chunks = [spec.chunk_length, *[max(1, x) for x in spec.shape]]
+    # Zarr chunks have no zero-length side; a columns sample array's chunk is one samples block.
+    chunks = [spec.chunk_length, *[max(1, x) for x in spec.chunk_shape[1:]]]
     if meta.get("chunks") != chunks:
         problems.append(f"chunks {meta.get('chunks')} differ from the codec's {chunks}")
     shape = meta.get("shape")

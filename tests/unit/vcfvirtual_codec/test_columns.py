@@ -509,3 +509,23 @@ def test_variant_length_reads_the_resolved_rlen_whatever_end_key_the_config_carr
     for key in (-1, 7):
         got = decoded(BCFRecordsCodec(**config, key=key), cache.chunks["rlen", 0])
         np.testing.assert_array_equal(got, group["variant_length"][0:3])
+
+
+@pytest.mark.parametrize(("vcf_type", "dtype", "stored_type"), [("Integer", "<i4", 5), ("Float", "<f4", 3)])
+def test_values_typed_against_the_config_are_refused(fuzz_cache, vcf_type, dtype, stored_type):
+    """An INFO segment whose values are typed otherwise than the header's Type (floats in an
+    Integer field, int32s in a Float field), its CRC made to match: refused as the record
+    layouts refuse it (htslib's bcf_record_check would not read such a record either)."""
+    cache, _ = fuzz_cache
+    field = next(f for f in cache.header.info if f.type == vcf_type)
+    n = sum(cache.records[:1])
+    counts = np.ones(n, "<i4").view(np.uint8)
+    types = np.full(n, stored_type, np.uint8)
+    values = np.arange(n, dtype="<f4" if stored_type == 5 else "<i4").view(np.uint8)
+    raw = np.concatenate([counts, types, values])
+    chunk = wrap(raw, "zstd", 7, field.key, n, 0, 1, 0)
+    config = {"array": f"variant_{field.name}", "kind": "info", "key": field.key, "vcf_type": vcf_type,
+              "dtype": dtype, "shape": [], "chunk_length": CHUNK_LENGTH, "num_records": sum(cache.records),
+              "layout": "columns", "compressor": "zstd"}  # fmt: skip
+    with pytest.raises(ChunkDecodeError, match="another type than the header declares"):
+        BCFRecordsCodec(**config).decode(chunk)

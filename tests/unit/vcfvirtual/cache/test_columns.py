@@ -77,21 +77,12 @@ def prototype():
 
 @pytest.fixture
 def codec_takes_columns(monkeypatch):
-    """Until the codec half lands, its config parser does not know the columns fields;
-    let it read a columns config as the other fields alone (the decode is not exercised here)."""
+    """Each array's codec config as the index wrote it, recorded as the codec parses it."""
     seen: dict[str, dict] = {}  # each array's config as the index wrote it
     original = codec_spec.ChunkSpec.from_config.__func__
-    pending = "columns" not in codec_spec.LAYOUTS
 
     def from_config(cls, config):
-        config = dict(config)
         seen[config.get("array")] = dict(config)
-        if not pending:
-            return original(cls, config)
-        config.pop("samples_chunk_size", None)
-        config.pop("compressor", None)
-        if config.get("layout") == "columns":
-            config["layout"] = "raw"
         return original(cls, config)
 
     monkeypatch.setattr(codec_spec.ChunkSpec, "from_config", classmethod(from_config))
