@@ -146,3 +146,42 @@ def test_uncompressed_bcf_is_referenced_directly_without_a_cache(cohort_bcf, tmp
     plain.write_bytes(bytes(data))
     with pytest.raises(vcfvirtual.VcfVirtualError, match="does not match"):
         vcfvirtual.open_store(refs)
+
+
+@pytest.mark.parametrize("refs_format", ["json", "parquet", "icechunk"])
+def test_columns_store_in_every_reference_format_reads_as_htslib(cohort_bcf, tmp_path, refs_format):
+    """verify compares every array, chunk by chunk, with pysam's reading of the BCF."""
+    from vcfvirtual.verify import verify_store
+
+    refs = tmp_path / f"c.vcz.{refs_format}"
+    vcfvirtual.index(
+        cohort_bcf,
+        refs_path=refs,
+        cache_path=tmp_path / "c.cache.columns",
+        cache_layout="columns",
+        variants_chunk_size=200,
+        samples_chunk_size=50,
+        refs_format=refs_format,
+    )
+    report = verify_store(str(refs))
+    assert report.ok, report.summary()
+
+
+def test_relocated_columns_store_reads_as_htslib(cohort_bcf, tmp_path):
+    from vcfvirtual.refs.relocate import relocate_file
+    from vcfvirtual.verify import verify_store
+
+    refs = tmp_path / "c.vcz.json"
+    vcfvirtual.index(
+        cohort_bcf,
+        refs_path=refs,
+        cache_path=tmp_path / "c.cache.columns",
+        cache_layout="columns",
+        samples_chunk_size=50,
+    )
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    (tmp_path / "c.cache.columns").rename(moved / "c.cache.columns")
+    out = relocate_file(refs, f"file://{moved}/", moved / "c.vcz.json")
+    report = verify_store(str(out))
+    assert report.ok, report.summary()
