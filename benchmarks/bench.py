@@ -196,9 +196,10 @@ print(json.dumps({{"seconds": best, "counts": counts.tolist()}}))
 
 
 # Issue 12's read targets, in a fresh interpreter per store, each the best of --repeats after
-# one warm-up: open + call_genotype of the first 1,000 variants, variant_position alone, call_genotype of 10
-# samples, call_DP and call_AD (where present), and a region query (region_index, then the
-# overlapping variants' genotypes, as `bcftools view -H -r` prints whole records).
+# one warm-up: open + call_genotype of the first 1,000 variants; then, from a store opened
+# beforehand, variant_position alone, call_genotype of 10 samples, call_DP and call_AD (where
+# present), and a region query (region_index, then the overlapping variants' genotypes, as
+# `bcftools view -H -r` prints whole records).
 READS = """
 import json, sys, time
 import numpy as np, xarray as xr, zarr
@@ -222,22 +223,24 @@ def first_chunk():
     # each paying for the chunk(s) its own layout must decode to give them.
     return group()["call_genotype"][:1000]
 
+# Opening is timed once, in first_chunk; the other reads use a store opened beforehand.
+opened = group()
+ds_opened = dataset()
+
 def region_query():
     from vcfvirtual.regions import overlapping_variants
-    ds = dataset()
-    rows = overlapping_variants(ds, region)
-    return ds["call_genotype"][rows].values if len(rows) else np.zeros(0)
+    rows = overlapping_variants(ds_opened, region)
+    return ds_opened["call_genotype"][rows].values if len(rows) else np.zeros(0)
 
 ops = {{
     "first_chunk": first_chunk,
-    "position": lambda: group()["variant_position"][:],
-    "gt10": lambda: group()["call_genotype"][:, :10],
+    "position": lambda: opened["variant_position"][:],
+    "gt10": lambda: opened["call_genotype"][:, :10],
     "region": region_query,
 }}
-names = set(group().array_keys())
 for name in ("call_DP", "call_AD"):
-    if name in names:
-        ops[name] = lambda name=name: group()[name][:]
+    if name in set(opened.array_keys()):
+        ops[name] = lambda name=name: opened[name][:]
 out = {{}}
 for op, fn in ops.items():
     value = fn()  # warm-up: compiled kernels, page cache
