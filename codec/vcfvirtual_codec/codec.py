@@ -37,7 +37,7 @@ except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alon
 from . import decode
 from .bcf import bgzf, records
 from .errors import ChunkDecodeError, VcfVirtualError
-from .spec import CODEC_ID, KINDS, LAYOUTS, MAX_SAMPLES, ChunkSpec
+from .spec import CODEC_ID, KINDS, LAYOUTS, MAX_SAMPLES, SAMPLE_KINDS, ChunkSpec
 
 __all__ = [
     "CODEC_ID",
@@ -137,7 +137,6 @@ MIN_DECODE_BUDGET = int(os.environ.get("VCFVIRTUAL_MIN_DECODE_BUDGET", str(128 <
 EXPANSION = 1024
 BYTES_PER_CLAIMED_SAMPLE = 64
 _SPAN_KINDS = ("id", "id_mask", "allele")
-_SAMPLE_KINDS = ("format", "genotype", "genotype_phased", "genotype_mask")
 
 
 def _decode_cost(spec: ChunkSpec) -> int:
@@ -156,7 +155,7 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> None
     cost = _decode_cost(spec)
     if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * buf.shape[0]:
         return
-    if spec.kind in _SAMPLE_KINDS and offsets.shape[0]:
+    if spec.kind in SAMPLE_KINDS and offsets.shape[0]:
         n_sample = (
             buf[offsets + records.OFF_N_FMT_SAMPLE].astype(np.int64)
             | buf[offsets + records.OFF_N_FMT_SAMPLE + 1].astype(np.int64) << 8

@@ -189,7 +189,7 @@ def _validate_shape(spec: ChunkSpec, ranks: tuple[int, ...]) -> None:
     kind, shape, columns = spec.kind, spec.shape, spec.filter_columns
     if len(shape) not in ranks:
         _bad(spec, f"shape {list(shape)} has rank {len(shape)}; kind {kind!r} has rank {' or '.join(map(str, ranks))}")
-    if kind in ("format", "genotype", "genotype_phased", "genotype_mask") and shape[0] > MAX_SAMPLES:
+    if kind in SAMPLE_KINDS and shape[0] > MAX_SAMPLES:
         _bad(spec, f"{shape[0]} samples is more than a BCF record can hold ({MAX_SAMPLES})")
     if kind == "allele" and shape[0] > MAX_ALLELES:
         _bad(spec, f"{shape[0]} alleles is more than a BCF record can hold ({MAX_ALLELES})")

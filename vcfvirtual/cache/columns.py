@@ -15,7 +15,6 @@ then the segments, chunk after chunk. Formats and measurements:
 from __future__ import annotations
 
 import logging
-import struct
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -23,6 +22,7 @@ from typing import IO, Any, BinaryIO
 import numpy as np
 from isal import isal_zlib
 from numcodecs import Blosc, Zstd
+from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
 
 from ..bcf.header import BCFHeader
@@ -38,12 +38,12 @@ logger = logging.getLogger(__name__)
 
 NAME = "columns"
 FILE_MAGIC = COLUMNS_CACHE_MAGIC
-SEGMENT_MAGIC = b"VVS1"
-# magic, kind code, flags, 0, BCF dictionary key (-1: fixed column), records, samples block,
-# samples in the block (1 outside FORMAT), decompressed length, CRC32 of the decompressed bytes.
-PREAMBLE = struct.Struct("<4sBBHiIIIQI")
-FLAG_GT_SHIFTED = 1  # int8 GT bytes stored minus columns_demux.GT_SHIFT
-KIND_CODES = {name: code for code, name in enumerate(demux.FIXED_NAMES)} | {"info": 7, "format": 8}
+# The segment format is the codec's (it reads what this writes): preamble, magic, flags
+# and kind codes come from there.
+SEGMENT_MAGIC = codec_columns.MAGIC
+PREAMBLE = codec_columns.PREAMBLE
+FLAG_GT_SHIFTED = codec_columns.FLAG_GT_SHIFT  # int8 GT bytes stored minus GT_SHIFT
+KIND_CODES = codec_columns.SEGMENT_KINDS
 DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
 # Compressor of each segment: GT (most of the bytes, and bit planes that bit-shuffle well
 # once shifted) with Blosc lz4 bit-shuffle, fast enough for the index pass; the rest with

@@ -61,6 +61,9 @@ import numba
 import numpy as np
 from vcfvirtual_codec.bcf import records as R
 
+# Subtracted from int8 GT bytes (see the module docstring); the codec adds it back.
+from vcfvirtual_codec.columns import GT_SHIFT
+
 SEG_CONTIG = 0
 SEG_POSITION = 1
 SEG_RLEN = 2
@@ -72,7 +75,6 @@ N_FIXED_SEGMENTS = 7
 FIXED_NAMES = ("contig", "position", "rlen", "qual", "id", "alleles", "filter")
 
 ABSENT = -1
-GT_SHIFT = 2  # subtracted from int8 GT bytes (see the module docstring)
 # Columns of the locate tables.
 _TYPE, _COUNT, _DATA = 0, 1, 2
 

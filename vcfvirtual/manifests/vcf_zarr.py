@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from numcodecs import VLenUTF8
 from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
+from vcfvirtual_codec.columns import SEGMENT_OF_KIND
+from vcfvirtual_codec.spec import SAMPLE_KINDS
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from zarr.dtype import parse_data_type
 
@@ -114,19 +116,9 @@ def _zarr_dtype(dtype):
     return np.dtypes.StringDType() if dtype is str else np.dtype(dtype)
 
 
-# Kinds whose arrays have a samples dimension (second), chunked in the columns layout.
-SAMPLE_KINDS = frozenset({"format", "genotype", "genotype_phased", "genotype_mask"})
-# The columns layout's segment of each fixed kind (FINDINGS.md section 1).
-FIXED_SEGMENTS = {
-    "contig": "contig",
-    "position": "position",
-    "length": "rlen",
-    "quality": "qual",
-    "id": "id",
-    "id_mask": "id",
-    "allele": "alleles",
-    "filter": "filter",
-}
+# The columns layout's segment of each fixed kind, as the codec reads them (the others are
+# an INFO or FORMAT key's segment).
+FIXED_SEGMENTS = {kind: seg for kind, seg in SEGMENT_OF_KIND.items() if seg not in ("info", "format")}
 
 
 def segment_of(name: str, kind: str) -> str:
