@@ -28,6 +28,13 @@ def is_url(path) -> bool:
     return isinstance(path, str) and bool(_URL.match(path)) and not path.startswith("file://")
 
 
+def missing_library(url: str, e: ImportError) -> VcfVirtualError:
+    """The error for a URL whose fsspec protocol library is not installed."""
+    return VcfVirtualError(
+        url, f"reading this URL needs a library that is not installed ({e})", hint="pip install 'vcfvirtual[remote]'"
+    )
+
+
 def filesystem(url: str, storage_options: dict | None = None):
     """(fsspec filesystem, path within it) for ``url``; a missing protocol library is
     an error naming the extra to install."""
@@ -36,11 +43,7 @@ def filesystem(url: str, storage_options: dict | None = None):
     try:
         return fsspec.core.url_to_fs(url, **(storage_options or {}))
     except ImportError as e:
-        raise VcfVirtualError(
-            url,
-            f"reading this URL needs a library that is not installed ({e})",
-            hint="pip install 'vcfvirtual[remote]'",
-        ) from None
+        raise missing_library(url, e) from None
     except ValueError as e:
         raise VcfVirtualError(url, f"not a URL fsspec can open ({e})") from None
 

@@ -10,6 +10,7 @@ import fsspec
 from zarr.abc.store import Store
 
 from ..errors import UntrustedReferenceError, VcfVirtualError
+from ..io.remote import missing_library
 from .checks import (
     UNTRUSTED_HINT,
     check_cache,
@@ -152,9 +153,5 @@ def _reference_store(
         else:
             fs = fsspec.filesystem("reference", **options)
     except ImportError as e:
-        raise VcfVirtualError(
-            url,
-            f"reading this URL needs a library that is not installed ({e})",
-            hint="pip install 'vcfvirtual[remote]'",
-        ) from None
+        raise missing_library(url, e) from None
     return FsspecStore(fs=fs, read_only=True)
