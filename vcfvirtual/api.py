@@ -121,8 +121,7 @@ def index(
         ``bgzf`` (default for a compressed BCF): the BCF's blocks re-cut at chunk
         starts; ``raw``: the uncompressed stream. An uncompressed BCF is by default
         referenced as it is, with no cache. ``columns``: every array's chunks stored
-        apart and compressed (default cache ``<bcf>.vcz.cache.columns``); one serial
-        scan of one BCF, so far.
+        apart and compressed (default cache ``<bcf>.vcz.cache.columns``).
     samples_chunk_size : int
         Samples per chunk of the arrays with a samples dimension, in the ``columns``
         layout only (default 10,000, as bio2zarr); ``bgzf`` and ``raw`` keep the
@@ -315,6 +314,7 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             o.workers,
             o.dask_client,
             o.progress,
+            samples_chunk_size=o.samples_chunk_size,
         )
     source = plan.remote.source if plan.remote is not None else None
     with storage.open_input(source, o.storage_options) if source else contextlib.nullcontext() as fileobj:

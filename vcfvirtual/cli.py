@@ -145,7 +145,7 @@ def main():
     "reads skip the inflate). An uncompressed BCF (bcftools view -Ou) is by default "
     "referenced as it is, with no cache (raw); 'bgzf' compresses it into one. "
     "'columns': every array's chunks stored apart and compressed, so a read touches "
-    "only its array (default cache <BCF>.vcz.cache.columns; one BCF, serial scan only).",
+    "only its array (default cache <BCF>.vcz.cache.columns).",
 )
 @click.option(
     "-s",

@@ -81,6 +81,8 @@ class Merged:
     scan: ScanResult
     pieces: list[Piece]  # in stream order, for the BGZF cache
     segments: list[Segment]  # in stream order, for the raw cache (when segments were written)
+    # Every record's offset in the merged stream (int64), for a cache cut by record (columns).
+    record_offsets: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStart]] | None) -> list[Partition]:
@@ -432,6 +434,7 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
     info_stats = new_stats(first_scan.info_stats.shape[0])
     format_stats = new_stats(first_scan.format_stats.shape[0])
     pieces: list[Piece] = []
+    record_offsets: list[np.ndarray] = []
     merged_end = 0  # merged stream offset where the next file's records go
     for file_index, (path, items) in enumerate(files.items()):
         scans = [scan for _, scan, _ in items]
@@ -443,8 +446,9 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         for part, scan, _ in items:
             first_byte = 0 if part.start is None else starts[part.start.block_offset] + part.start.within_block
             rec = scan.records
+            record_offsets.append(rec["offset"] + (first_byte + shift))
             summary.add(
-                rec["offset"] + (first_byte + shift),
+                record_offsets[-1],
                 rec["chrom"],
                 rec["pos"],
                 rec["rlen"],
@@ -476,7 +480,8 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         for part, scan, seg in scanned
         if seg is not None
     ]
-    return Merged(result, pieces, segments)
+    offsets = np.concatenate(record_offsets).astype(np.int64) if record_offsets else np.zeros(0, np.int64)
+    return Merged(result, pieces, segments, offsets)
 
 
 def _fold_stats(into: np.ndarray, stats: np.ndarray) -> None:

@@ -4,7 +4,7 @@
 block (oracle: bio2zarr converting the same BCF with the same chunk sizes); the store's
 manifests point each array's chunks at segments whose preamble names that array's kind,
 key and block (oracle: the contract's kind codes and htslib's dictionary keys read by
-pysam); partitioned runs and bad sizes are refused with typed errors."""
+pysam); bad sizes are refused with typed errors."""
 
 from __future__ import annotations
 
@@ -291,25 +291,6 @@ def test_foreign_file_is_not_a_columns_cache(tmp_path):
     other = tmp_path / "x.vcz.cache.columns"
     other.write_bytes(b"VVCOLS1\nnot a header")
     assert not outputs.is_vcfvirtual_cache(other)
-
-
-@pytest.mark.parametrize(
-    "kwargs, named",
-    [({"workers": 2}, "workers=2"), ({"dask_client": object()}, "dask_client=")],
-)
-def test_partitioned_columns_refused(tmp_path, kwargs, named):
-    bcf = bcfdata.fuzz_bcf(tmp_path / "f.bcf")
-    with pytest.raises(VcfVirtualError, match=named) as e:
-        vcfvirtual.index(bcf, cache_layout="columns", **kwargs)
-    assert "columns" in e.value.problem
-    assert not list(tmp_path.glob("*.vcz*"))
-
-
-def test_several_files_with_columns_refused(tmp_path):
-    a = bcfdata.fuzz_bcf(tmp_path / "a.bcf")
-    b = bcfdata.fuzz_bcf(tmp_path / "b.bcf")
-    with pytest.raises(VcfVirtualError, match="2 input files"):
-        vcfvirtual.index([a, b], refs_path=tmp_path / "s.vcz.json", cache_layout="columns")
 
 
 @pytest.mark.parametrize("bad", [0, -3, True, 2.5])
