@@ -154,9 +154,10 @@ class ColumnsWriter:
     def add_block(self, raw: bytes | memoryview | None, data: bytes | memoryview) -> None:
         n = len(data)
         if self.window_len + n > self.window.shape[0]:
-            grown = np.empty(max(self.window_len + n, 2 * self.window.shape[0]), np.uint8)
-            grown[: self.window_len] = self.window[: self.window_len]
-            self.window = grown
+            # In place (realloc: a large buffer's pages are remapped, not copied and faulted
+            # in again): growing to one 81 MB chunk took 0.5-0.8 s by copies, 0.2 s so.
+            # No view of the window outlives the call that took it (_take).
+            self.window.resize(max(self.window_len + n, 2 * self.window.shape[0]), refcheck=False)
         self.window[self.window_len : self.window_len + n] = np.frombuffer(data, np.uint8)
         self.window_len += n
 
