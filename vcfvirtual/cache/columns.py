@@ -279,6 +279,7 @@ class ColumnsLayout:
     # A partitioned run's workers write their records inflated; this process then demuxes
     # and compresses the merged stream as a serial scan's sink would (the same bytes).
     needs_segments = True
+    needs_record_offsets = True  # write_partitioned cuts the merged stream by record
 
     def __init__(self, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE):
         self.samples_chunk_size = samples_chunk_size

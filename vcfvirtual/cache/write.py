@@ -134,7 +134,9 @@ def write_cache_partitioned(
         with parallel.executor_for(workers, dask_client) as executor:
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
         chunk_length = int(chunk_length_for(scanned[0][1].header))
-        merged = parallel.merge(scanned, chunk_length)
+        # Only a layout cut by record (columns) needs every record's offset kept.
+        keep = getattr(writer, "needs_record_offsets", False)
+        merged = parallel.merge(scanned, chunk_length, keep_record_offsets=keep)
         return merged.scan, writer.write_partitioned(merged, tmp_cache)
     finally:
         if segment_dir is not None:

@@ -403,7 +403,7 @@ def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
             )
 
 
-def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
+def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool = False) -> Merged:
     """Fold partition scans into what one serial scan of their records learns.
 
     Parameters
@@ -412,6 +412,9 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         In file and record order, as :func:`scan_all` returns them.
     chunk_length : int
         Records per variants chunk.
+    keep_record_offsets : bool
+        Keep every record's merged stream offset (``Merged.record_offsets``: 8 bytes a
+        record), for a cache cut by record; otherwise an empty array.
 
     Returns
     -------
@@ -446,9 +449,11 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         for part, scan, _ in items:
             first_byte = 0 if part.start is None else starts[part.start.block_offset] + part.start.within_block
             rec = scan.records
-            record_offsets.append(rec["offset"] + (first_byte + shift))
+            offsets = rec["offset"] + (first_byte + shift)
+            if keep_record_offsets:
+                record_offsets.append(offsets)
             summary.add(
-                record_offsets[-1],
+                offsets,
                 rec["chrom"],
                 rec["pos"],
                 rec["rlen"],
@@ -480,8 +485,8 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         for part, scan, seg in scanned
         if seg is not None
     ]
-    offsets = np.concatenate(record_offsets).astype(np.int64) if record_offsets else np.zeros(0, np.int64)
-    return Merged(result, pieces, segments, offsets)
+    kept = np.concatenate(record_offsets).astype(np.int64) if record_offsets else np.zeros(0, np.int64)
+    return Merged(result, pieces, segments, kept)
 
 
 def _fold_stats(into: np.ndarray, stats: np.ndarray) -> None:
