@@ -9,6 +9,7 @@ the references, and publishing them (renames into place, uploads).
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import shutil
@@ -121,8 +122,7 @@ def index(
         ``bgzf`` (default for a compressed BCF): the BCF's blocks re-cut at chunk
         starts; ``raw``: the uncompressed stream. An uncompressed BCF is by default
         referenced as it is, with no cache. ``columns``: every array's chunks stored
-        apart and compressed (default cache ``<bcf>.vcz.cache.columns``); one serial
-        scan of one BCF, so far.
+        apart and compressed (default cache ``<bcf>.vcz.cache.columns``).
     samples_chunk_size : int
         Samples per chunk of the arrays with a samples dimension, in the ``columns``
         layout only (default 10,000, as bio2zarr); ``bgzf`` and ``raw`` keep the
@@ -206,6 +206,28 @@ def index_with_summary(
     VcfVirtualError
         As :func:`index` raises.
     """
+    with _collector_paused():
+        return _index(bcf_path, options)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the run: the pass makes no reference cycles
+    worth collecting, but its allocations (numba loading its cached kernels, the
+    manifests' dtypes) set off a full collection over every object of the libraries
+    loaded (xarray, pandas, numba), 0.3-1 s of a first run."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _index(
+    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions
+) -> tuple[ManifestStore, IndexSummary]:
     plan = plan_index(bcf_path, options)
     _prepare_outputs(plan)
     with _staging(plan) as staging, _temporary_references(plan) as tmp_refs, _outputs_named(plan, tmp_refs):
@@ -315,6 +337,7 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             o.workers,
             o.dask_client,
             o.progress,
+            samples_chunk_size=o.samples_chunk_size,
         )
     source = plan.remote.source if plan.remote is not None else None
     with storage.open_input(source, o.storage_options) if source else contextlib.nullcontext() as fileobj:

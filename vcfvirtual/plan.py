@@ -62,7 +62,7 @@ class IndexOptions:
         Variants per chunk; ``None`` sizes chunks from the number of samples.
     cache_layout : {"bgzf", "raw", "columns"} or None
         The cache's layout; ``None`` chooses ``raw`` (zero copy) for one uncompressed
-        local BCF, else ``bgzf``. ``columns`` stores each array apart (one serial pass).
+        local BCF, else ``bgzf``. ``columns`` stores each array apart.
     samples_chunk_size : int
         Samples per chunk of the arrays with a samples dimension, in the ``columns``
         layout only (``bgzf`` and ``raw`` keep the samples dimension whole).
@@ -179,7 +179,6 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     partitioned = len(sources) > 1 or options.workers > 1 or options.dask_client is not None
     _refuse_folder_names(options.refs_path, options.cache_path)
     _check_numbers(options)
-    _refuse_partitioned_columns(options, partitioned, len(sources))
     remote = _plan_remote(sources, options, partitioned)
     refs_path, cache_path = _local_outputs(sources, options, remote)
     fingerprints = tuple(_source_fingerprint(p, options.storage_options) for p in sources)
@@ -277,23 +276,6 @@ def _check_numbers(options: IndexOptions) -> None:
     scs = options.samples_chunk_size
     if isinstance(scs, bool) or not isinstance(scs, int) or scs < 1:
         raise VcfVirtualError(None, f"samples chunk size must be an integer of at least 1, got {scs!r}")
-
-
-def _refuse_partitioned_columns(options: IndexOptions, partitioned: bool, n_sources: int) -> None:
-    """The columns cache is written by one serial pass so far: no workers, Dask or several files."""
-    if options.cache_layout != "columns" or not partitioned:
-        return
-    if n_sources > 1:
-        what = f"{n_sources} input files"
-    elif options.dask_client is not None:
-        what = "dask_client="
-    else:
-        what = f"workers={options.workers}"
-    raise VcfVirtualError(
-        None,
-        f"the columns cache layout is written by one serial pass so far; {what} needs a partitioned scan",
-        hint="index one BCF without workers= (-j) or dask_client=, or use cache_layout='bgzf'",
-    )
 
 
 def _refuse_folder_names(refs_path, cache_path) -> None:

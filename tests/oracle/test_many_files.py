@@ -39,13 +39,15 @@ def split_cohort(tmp_path_factory):
     return whole, parts
 
 
-@pytest.mark.parametrize("layout", ["bgzf", "raw"])
+@pytest.mark.parametrize("layout", ["bgzf", "raw", "columns"])
 def test_per_contig_files_make_the_whole_cohort(split_cohort, tmp_path, layout):
     whole, parts = split_cohort
     chunk_length = 250  # no file holds a multiple of 250 records: chunks straddle files
     ref = bio2zarr_convert(whole, tmp_path / "ref.vcz", chunk_length)
     refs = tmp_path / "cohort.vcz.json"
-    store = vcfvirtual.index(parts, refs_path=refs, variants_chunk_size=chunk_length, cache_layout=layout)
+    # Columns: samples blocks of 25 (60 samples: a narrower last block).
+    extra = {"samples_chunk_size": 25} if layout == "columns" else {}
+    store = vcfvirtual.index(parts, refs_path=refs, variants_chunk_size=chunk_length, cache_layout=layout, **extra)
     assert (tmp_path / "cohort.vcz.cache.bcf").exists()
     for ds in (
         xr.open_zarr(store, zarr_format=3, consolidated=False),

@@ -76,7 +76,7 @@ def assert_same_store(serial, parallel):
     assert refs_p == refs_s
 
 
-@pytest.mark.parametrize("layout", ["bgzf", "raw"])
+@pytest.mark.parametrize("layout", ["bgzf", "raw", "columns"])
 @pytest.mark.parametrize("cut_at", [[1], [299, 300, 301, 900], list(range(97, 1200, 97))])
 def test_partitions_at_record_starts_give_the_serial_store(wide_bcf, tmp_path, monkeypatch, layout, cut_at):
     starts = true_record_starts(wide_bcf)
@@ -95,7 +95,8 @@ def test_a_start_inside_a_record_falls_back_to_one_partition(wide_bcf, tmp_path,
     assert_same_store(serial, parallel)
 
 
-def test_dask_client_gives_the_serial_store(wide_bcf, tmp_path, monkeypatch):
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
+def test_dask_client_gives_the_serial_store(wide_bcf, tmp_path, monkeypatch, layout):
     distributed = pytest.importorskip("distributed")
     starts = true_record_starts(wide_bcf)
     use_starts(monkeypatch, lambda path: [starts[i] for i in (400, 800)])
@@ -103,13 +104,40 @@ def test_dask_client_gives_the_serial_store(wide_bcf, tmp_path, monkeypatch):
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
         distributed.Client(cluster) as client,
     ):
-        serial, parallel = serial_and_parallel(wide_bcf, tmp_path, 300, dask_client=client)
+        serial, parallel = serial_and_parallel(wide_bcf, tmp_path, 300, layout=layout, dask_client=client)
     assert_same_store(serial, parallel)
 
 
-def test_several_files_in_parallel(wide_bcf, tmp_path, monkeypatch):
+def test_columns_cache_of_samples_blocks_in_parallel(wide_bcf, tmp_path, monkeypatch):
+    """The columns layout cut into samples blocks (150 of 400 samples: a narrower last
+    block) from four partitions on two processes: the serial run's store, cache byte for
+    byte, and bio2zarr's values."""
+    starts = true_record_starts(wide_bcf)
+    use_starts(monkeypatch, lambda path: [starts[i] for i in (1, 299, 300, 777)])
+    stores = []
+    for name, workers in (("serial", 1), ("parallel", 2)):
+        refs, cache = tmp_path / f"{name}.json", tmp_path / f"{name}.cache"
+        vcfvirtual.index(
+            wide_bcf,
+            refs_path=refs,
+            cache_path=cache,
+            variants_chunk_size=250,
+            cache_layout="columns",
+            samples_chunk_size=150,
+            workers=workers,
+        )
+        stores.append((json.loads(refs.read_text()), cache.read_bytes()))
+    assert_same_store(*stores)
+    ref = bio2zarr_convert(wide_bcf, tmp_path / "ref.vcz", 250)
+    ds = xr.open_zarr(vcfvirtual.open_store(tmp_path / "parallel.json"), consolidated=False)
+    assert ds["call_genotype"].chunks[1] == (150, 150, 100)
+    assert_matches_bio2zarr(ds, ref)
+
+
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
+def test_several_files_in_parallel(wide_bcf, tmp_path, monkeypatch, layout):
     """Per-contig files, each cut in parts, on two processes: bio2zarr's values of the
-    unsplit file, and the same store as the files indexed serially."""
+    unsplit file, and the same store as the files indexed serially (one process)."""
     parts = []
     for contig in ("chr1", "chr2", "chrX"):
         part = tmp_path / f"{contig}.bcf"
@@ -119,7 +147,8 @@ def test_several_files_in_parallel(wide_bcf, tmp_path, monkeypatch):
     stores = []
     for name, workers in (("serial", 1), ("parallel", 2)):
         refs = tmp_path / f"{name}.vcz.json"
-        vcfvirtual.index(parts, refs_path=refs, variants_chunk_size=250, workers=workers)
+        vcfvirtual.index(parts, refs_path=refs, variants_chunk_size=250, cache_layout=layout, workers=workers)
+        # Named references: the cache is named after them (``.cache.bcf``, whatever the layout).
         stores.append((json.loads(refs.read_text()), (tmp_path / f"{name}.vcz.cache.bcf").read_bytes()))
     assert_same_store(*stores)
     ref = bio2zarr_convert(wide_bcf, tmp_path / "ref.vcz", 250)

@@ -18,7 +18,7 @@ from ..scan import parallel, partition
 from ..scan.results import ScanResult
 from .base import CacheRanges, ChunkLengthFor
 from .columns import DEFAULT_SAMPLES_CHUNK_SIZE
-from .layouts import LAYOUT_WRITERS, layout_writer
+from .layouts import layout_writer
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,7 @@ def write_cache_partitioned(
     workers: int,
     dask_client: Any,
     progress: bool | None,
+    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
 ) -> tuple[ScanResult, CacheRanges]:
     """Scan files (and parts of large ones) apart, merge, then write the cache.
 
@@ -99,10 +100,12 @@ def write_cache_partitioned(
         Scan on this Dask cluster instead.
     progress : bool or None
         Show a progress bar (None: when on a terminal).
+    samples_chunk_size : int
+        Samples per block of the ``columns`` layout (the others ignore it).
 
     Returns
     -------
-    tuple of (ScanResult, ChunkRanges)
+    tuple of (ScanResult, ChunkRanges or SegmentRanges)
         The merged scan (as one serial scan of the records would be), and each chunk's
         byte range in the cache.
 
@@ -115,7 +118,7 @@ def write_cache_partitioned(
     NotBCFError, CorruptBCFError
         An input is not a readable BCF.
     """
-    writer = LAYOUT_WRITERS[layout]
+    writer = layout_writer(layout, samples_chunk_size)
     # Twice as many parts as workers, so one slow part (denser records) does not leave
     # the others idle at the end.
     n_parts = 2 * (workers if dask_client is None else max(workers, _dask_threads(dask_client)))
@@ -131,7 +134,9 @@ def write_cache_partitioned(
         with parallel.executor_for(workers, dask_client) as executor:
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
         chunk_length = int(chunk_length_for(scanned[0][1].header))
-        merged = parallel.merge(scanned, chunk_length)
+        # Only a layout cut by record (columns) needs every record's offset kept.
+        keep = getattr(writer, "needs_record_offsets", False)
+        merged = parallel.merge(scanned, chunk_length, keep_record_offsets=keep)
         return merged.scan, writer.write_partitioned(merged, tmp_cache)
     finally:
         if segment_dir is not None:
