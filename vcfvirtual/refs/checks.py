@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -99,18 +100,30 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
     # The cache is always hashed (at most ~2 MiB read): a copy that kept another file's
     # mtime (cp -p, rsync -t) must not pass on size and mtime alone. A FIFO, device or
     # directory is refused from its stat, never opened (a FIFO's open would block).
-    problems = _local_differences(cache, path)
-    if problems:
-        raise StaleCacheError(
-            refs_path,
-            f"the transcode cache {path} does not match the references: " + "; ".join(problems),
-            hint="re-run vcfvirtual index --force",
-        )
-    _check_sources(group_attributes(refs, refs_path)["vcfvirtual"].get("sources"), refs_path)
+    # The sources are hashed on another thread meanwhile (hashlib and reads release the
+    # GIL): the two ~2 MiB hashes were most of an open's time. The cache's problems are
+    # still reported first.
+    sources = group_attributes(refs, refs_path)["vcfvirtual"].get("sources")
+    with ThreadPoolExecutor(1) as pool:
+        source_problems = pool.submit(_source_differences, sources)
+        problems = _local_differences(cache, path)
+        if problems:
+            raise StaleCacheError(
+                refs_path,
+                f"the transcode cache {path} does not match the references: " + "; ".join(problems),
+                hint="re-run vcfvirtual index --force",
+            )
+        for source_path, problems in source_problems.result():
+            raise StaleCacheError(
+                refs_path,
+                f"the source BCF {source_path} changed since it was indexed: " + "; ".join(problems),
+                hint="re-run vcfvirtual index --force",
+            )
 
 
-def _check_sources(sources: Any, refs_path: PathLike) -> None:
-    """Each recorded source BCF that is here, as a regular file, still matches its fingerprint."""
+def _source_differences(sources: Any) -> list[tuple[str, list[str]]]:
+    """(path, problems) of each recorded source BCF that is here, as a regular file, and no
+    longer matches its fingerprint; the first such source ends the check."""
     for source in sources if isinstance(sources, list) else []:
         if not isinstance(source, dict) or not isinstance(source.get("path"), str) or "size" not in source:
             continue
@@ -118,11 +131,8 @@ def _check_sources(sources: Any, refs_path: PathLike) -> None:
             continue
         problems = _local_differences(source, source["path"])
         if problems:
-            raise StaleCacheError(
-                refs_path,
-                f"the source BCF {source['path']} changed since it was indexed: " + "; ".join(problems),
-                hint="re-run vcfvirtual index --force",
-            )
+            return [(source["path"], problems)]
+    return []
 
 
 def _local_differences(recorded: dict[str, Any], path: str) -> list[str]:
