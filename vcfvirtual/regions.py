@@ -42,10 +42,14 @@ def overlapping_variants(ds: xr.Dataset, region: str) -> np.ndarray:
     # Columns: chunk, contig, start, end, max end, records.
     hit = (index[:, 1] == c) & (index[:, 2] <= end) & (index[:, 4] >= start)
     chunk_length = ds["variant_position"].encoding.get("chunks", (ds.sizes["variants"],))[0]
+    chunks = np.unique(index[hit, 0])
     found = []
-    for chunk in np.unique(index[hit, 0]):
-        lo, hi = int(chunk) * chunk_length, min((int(chunk) + 1) * chunk_length, ds.sizes["variants"])
-        part = ds[["variant_contig", "variant_position", "variant_length"]].isel(variants=slice(lo, hi))
+    # One read per run of consecutive chunks (a region spans several in sorted data), the
+    # three arrays computed together: per-chunk reads paid xarray's and dask's overhead
+    # once per chunk and array, more than the decoding itself.
+    for run in np.split(chunks, np.nonzero(np.diff(chunks) != 1)[0] + 1) if len(chunks) else []:
+        lo, hi = int(run[0]) * chunk_length, min((int(run[-1]) + 1) * chunk_length, ds.sizes["variants"])
+        part = ds[["variant_contig", "variant_position", "variant_length"]].isel(variants=slice(lo, hi)).compute()
         pos = part["variant_position"].values.astype(np.int64)
         last = pos + part["variant_length"].values.astype(np.int64) - 1
         keep = (part["variant_contig"].values == c) & (pos <= end) & (last >= start)
