@@ -141,7 +141,9 @@ class IndexPlan:
         # Imported here: the command line reads this module's choices without loading VirtualiZarr.
         from .manifests.vcf_zarr import default_chunk_length
 
-        return self.options.variants_chunk_size or default_chunk_length(len(header.samples), 2)
+        return self.options.variants_chunk_size or default_chunk_length(
+            len(header.samples), 2, layout=self.cache_layout
+        )
 
 
 def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions) -> IndexPlan:

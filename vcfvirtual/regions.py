@@ -32,20 +32,31 @@ def parse_region(region: str) -> tuple[str, int, int]:
 def overlapping_variants(ds: xr.Dataset, region: str) -> np.ndarray:
     """Indices (along ``variants``) of records overlapping ``region``."""
     contig, start, end = parse_region(region)
-    contigs = ds["contig_id"].values.tolist()
+    # The arrays read here are small (a few chunks of 1-D arrays): computed in this thread,
+    # without dask's thread hand-offs (measured 3-20% less time on cohorts A and B).
+    small = ds[["contig_id", "region_index"]].compute(scheduler="synchronous")
+    contigs = small["contig_id"].values.tolist()
     if contig not in contigs:
         raise KeyError(
             f"contig {contig!r} is not in this store; it has {contigs[:10]}{'...' if len(contigs) > 10 else ''}"
         )
     c = contigs.index(contig)
-    index = ds["region_index"].values.astype(np.int64)
+    index = small["region_index"].values.astype(np.int64)
     # Columns: chunk, contig, start, end, max end, records.
     hit = (index[:, 1] == c) & (index[:, 2] <= end) & (index[:, 4] >= start)
     chunk_length = ds["variant_position"].encoding.get("chunks", (ds.sizes["variants"],))[0]
+    chunks = np.unique(index[hit, 0])
     found = []
-    for chunk in np.unique(index[hit, 0]):
-        lo, hi = int(chunk) * chunk_length, min((int(chunk) + 1) * chunk_length, ds.sizes["variants"])
-        part = ds[["variant_contig", "variant_position", "variant_length"]].isel(variants=slice(lo, hi))
+    # One read per run of consecutive chunks (a region spans several in sorted data), the
+    # three arrays computed together: per-chunk reads paid xarray's and dask's overhead
+    # once per chunk and array, more than the decoding itself.
+    for run in np.split(chunks, np.nonzero(np.diff(chunks) != 1)[0] + 1) if len(chunks) else []:
+        lo, hi = int(run[0]) * chunk_length, min((int(run[-1]) + 1) * chunk_length, ds.sizes["variants"])
+        part = (
+            ds[["variant_contig", "variant_position", "variant_length"]]
+            .isel(variants=slice(lo, hi))
+            .compute(scheduler="synchronous")
+        )
         pos = part["variant_position"].values.astype(np.int64)
         last = pos + part["variant_length"].values.astype(np.int64) - 1
         keep = (part["variant_contig"].values == c) & (pos <= end) & (last >= start)

@@ -34,6 +34,14 @@ VCF_ZARR_VERSION = "0.3"
 TARGET_CHUNK_BYTES = 64 * 1024 * 1024
 MIN_CHUNK_LENGTH = 100
 MAX_CHUNK_LENGTH = 10_000
+# The columns layout chunks the samples too, so a read decodes one samples block of a
+# variants chunk, never the whole row: its variants chunks are bio2zarr's 1,000 (a first
+# 1,000 rows, a region, variant_position cost no more chunks than bio2zarr's store), unless
+# one chunk of all samples' calls would pass COLUMNS_MAX_CHUNK_BYTES, which bounds the
+# index pass's memory (it holds a variants chunk of every sample: ~0.86 GB peak RSS at
+# 100,000 samples x 1,000 variants, ~1.6 GB at 3,355).
+COLUMNS_CHUNK_LENGTH = 1_000
+COLUMNS_MAX_CHUNK_BYTES = 256 * 1024 * 1024
 
 # The descriptions bio2zarr gives the fixed fields, so both stores read alike.
 FIXED_DESCRIPTIONS = {
@@ -57,9 +65,12 @@ def min_int_dtype(lo: int, hi: int) -> np.dtype:
     raise OverflowError(f"integer range [{lo}, {hi}] does not fit in 64 bits")
 
 
-def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1) -> int:
-    """Variants per chunk so a decoded call_genotype chunk stays near 64 MiB."""
+def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1, layout: str | None = None) -> int:
+    """Variants per chunk so a decoded call_genotype chunk stays near 64 MiB; for the
+    ``columns`` layout, 1,000 (see COLUMNS_CHUNK_LENGTH)."""
     per_variant = max(1, n_samples * max(ploidy, 1) * itemsize)
+    if layout == "columns":
+        return int(np.clip(COLUMNS_MAX_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, COLUMNS_CHUNK_LENGTH))
     return int(np.clip(TARGET_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, MAX_CHUNK_LENGTH))
 
 

@@ -5,8 +5,10 @@ with codec configs that agree with the store's own header.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,18 +100,30 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
     # The cache is always hashed (at most ~2 MiB read): a copy that kept another file's
     # mtime (cp -p, rsync -t) must not pass on size and mtime alone. A FIFO, device or
     # directory is refused from its stat, never opened (a FIFO's open would block).
-    problems = _local_differences(cache, path)
-    if problems:
-        raise StaleCacheError(
-            refs_path,
-            f"the transcode cache {path} does not match the references: " + "; ".join(problems),
-            hint="re-run vcfvirtual index --force",
-        )
-    _check_sources(group_attributes(refs, refs_path)["vcfvirtual"].get("sources"), refs_path)
+    # The sources are hashed on another thread meanwhile (hashlib and reads release the
+    # GIL): the two ~2 MiB hashes were most of an open's time. The cache's problems are
+    # still reported first.
+    sources = group_attributes(refs, refs_path)["vcfvirtual"].get("sources")
+    with ThreadPoolExecutor(1) as pool:
+        source_problems = pool.submit(_source_differences, sources)
+        problems = _local_differences(cache, path)
+        if problems:
+            raise StaleCacheError(
+                refs_path,
+                f"the transcode cache {path} does not match the references: " + "; ".join(problems),
+                hint="re-run vcfvirtual index --force",
+            )
+        for source_path, problems in source_problems.result():
+            raise StaleCacheError(
+                refs_path,
+                f"the source BCF {source_path} changed since it was indexed: " + "; ".join(problems),
+                hint="re-run vcfvirtual index --force",
+            )
 
 
-def _check_sources(sources: Any, refs_path: PathLike) -> None:
-    """Each recorded source BCF that is here, as a regular file, still matches its fingerprint."""
+def _source_differences(sources: Any) -> list[tuple[str, list[str]]]:
+    """(path, problems) of each recorded source BCF that is here, as a regular file, and no
+    longer matches its fingerprint; the first such source ends the check."""
     for source in sources if isinstance(sources, list) else []:
         if not isinstance(source, dict) or not isinstance(source.get("path"), str) or "size" not in source:
             continue
@@ -117,11 +131,8 @@ def _check_sources(sources: Any, refs_path: PathLike) -> None:
             continue
         problems = _local_differences(source, source["path"])
         if problems:
-            raise StaleCacheError(
-                refs_path,
-                f"the source BCF {source['path']} changed since it was indexed: " + "; ".join(problems),
-                hint="re-run vcfvirtual index --force",
-            )
+            return [(source["path"], problems)]
+    return []
 
 
 def _local_differences(recorded: dict[str, Any], path: str) -> list[str]:
@@ -292,12 +303,38 @@ def _store_header(refs: KerchunkRefs, refs_path: PathLike) -> BCFHeader:
             "the references carry no vcf_header attribute to check their codec configurations against",
             hint=UNTRUSTED_HINT,
         )
+    text, samples = _split_samples(text)
     try:
-        return parse_header_text(text.encode("utf-8"), refs_path, 0)
+        if samples is not None and (len(set(samples)) != len(samples) or "" in samples):
+            # What htslib refuses in a #CHROM line ("Duplicated sample name", "Empty sample name").
+            raise VcfVirtualError(refs_path, "its #CHROM line names a sample twice, or an empty sample")
+        header = parse_header_text(text.encode("utf-8"), refs_path, 0)
     except VcfVirtualError as e:
         raise UntrustedReferenceError(
             refs_path, f"the vcf_header attribute is not a header htslib reads: {e.problem}", hint=UNTRUSTED_HINT
         ) from None
+    return header if samples is None else dataclasses.replace(header, samples=samples)
+
+
+def _split_samples(text: str) -> tuple[str, tuple[str, ...] | None]:
+    """The header text with its #CHROM line cut after the first sample, and every sample.
+
+    htslib builds a dictionary entry per sample name, which costs ~0.3 s at 100,000 samples
+    (through pysam) at every open; the codec configs are checked only against the field,
+    filter and contig keys, which the samples do not change, and against the number of
+    samples, counted here. (None, the text unchanged) when there is no sample to cut."""
+    cut = text.rfind("\n#CHROM\t", 0, len(text) - 1)
+    if cut < 0:
+        return text, None
+    line = text[cut + 1 :]
+    end = line.find("\n")
+    if end >= 0 and line[end + 1 :].strip("\n\x00"):
+        return text, None  # something follows the #CHROM line: left to htslib as it is
+    line = line[:end] if end >= 0 else line
+    columns = line.rstrip("\r").split("\t")
+    if len(columns) <= 10:
+        return text, None
+    return text[: cut + 1] + "\t".join(columns[:10]) + "\n", tuple(columns[9:])
 
 
 def _agrees_with_header(

@@ -273,3 +273,14 @@ def test_references_path_matches_the_plan(untouched):
     assert references_path(bcf, refs_format="parquet") == bcf.with_name("s.bcf.vcz.parq")
     assert references_path(bcf, "s3://b/r.json") == "s3://b/r.json"
     assert references_path(bcf, False) is None
+
+
+def test_the_default_chunk_length_follows_the_layout(untouched):
+    import pysam
+
+    bcf, _ = untouched
+    with pysam.VariantFile(str(bcf)) as vf:
+        header = vf.header
+    # A few samples: bgzf and raw chunks hold up to 10,000 variants, columns chunks 1,000.
+    assert plan(bcf, cache_layout="columns").chunk_length_for(header) == 1_000
+    assert plan(bcf, cache_layout="bgzf").chunk_length_for(header) == 10_000

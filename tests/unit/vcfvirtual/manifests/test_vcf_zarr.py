@@ -87,3 +87,14 @@ def test_min_int_dtype_past_64_bits_overflows():
 def test_default_chunk_length_keeps_genotype_chunks_near_64_mib(samples, ploidy, expected):
     # 64 MiB / (4096 samples x 2 bytes) = 8192 variants; clipped to [100, 10000] otherwise.
     assert vcf_zarr.default_chunk_length(samples, ploidy) == expected
+
+
+@pytest.mark.parametrize(
+    ("samples", "expected"),
+    [(1, 1_000), (10_000, 1_000), (100_000, 1_000), (200_000, 671), (10**7, vcf_zarr.MIN_CHUNK_LENGTH)],
+)
+def test_columns_chunk_length_is_bio2zarrs_within_a_memory_bound(samples, expected):
+    # bio2zarr's 1,000 variants, but no chunk of all samples' diploid calls past 256 MiB:
+    # 256 MiB / (200,000 samples x 2 bytes) = 671 variants.
+    assert vcf_zarr.default_chunk_length(samples, 2, layout="columns") == expected
+    assert vcf_zarr.default_chunk_length(samples, 2, layout="bgzf") == vcf_zarr.default_chunk_length(samples, 2)

@@ -233,3 +233,44 @@ def test_copy_differs_on_size_and_hash_not_mtime(tmp_path):
     assert "contents changed" in checks.copy_differs(Fingerprint.of(a), Fingerprint.of(b))
     b.write_bytes(b"x" * 99)
     assert "99 bytes" in checks.copy_differs(Fingerprint.of(a), Fingerprint.of(b))
+
+
+def _htslib_reads(text, tmp_path):
+    """Whether htslib (through pysam) reads this header text: the oracle for the samples line."""
+    import pysam
+
+    vcf = tmp_path / "header.vcf"
+    vcf.write_text(text)
+    verbosity = pysam.set_verbosity(0)
+    try:
+        with pysam.VariantFile(str(vcf)) as vf:
+            return list(vf.header.samples)
+    except (ValueError, OSError):
+        return None
+    finally:
+        pysam.set_verbosity(verbosity)
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [("\t{first}", "not a header htslib"), ("\t", "not a header htslib"), ("\tanother", "samples")],
+)
+def test_samples_line_is_checked_as_htslib_reads_it(store, tmp_path, extra, match):
+    """The #CHROM line is not handed to htslib whole (a dictionary entry per sample is slow at
+    100,000 samples), yet a samples line htslib refuses is refused, and a sample count that
+    disagrees with the codec configs too."""
+    refs, path, cache, _, _ = store
+    text = json.loads(refs["refs"][".zattrs"])["vcf_header"]
+    first = text.rstrip("\n").rsplit("\n", 1)[1].split("\t")[9]
+    changed_text = text.rstrip("\n") + extra.format(first=first) + "\n"
+    samples = _htslib_reads(changed_text, tmp_path)
+    assert (samples is None) == (match == "not a header htslib")
+    _refuses(_with_attrs(refs, lambda a: a.update(vcf_header=changed_text)), path, cache, match)
+
+
+def test_samples_line_htslib_reads_passes_with_its_samples(store, tmp_path):
+    refs, path, cache, _, _ = store
+    text = json.loads(refs["refs"][".zattrs"])["vcf_header"]
+    header = checks._store_header(refs, path)
+    assert list(header.samples) == _htslib_reads(text, tmp_path)
+    assert len(header.samples) > 1

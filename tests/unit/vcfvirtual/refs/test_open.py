@@ -141,3 +141,20 @@ def test_unreadable_references_are_a_typed_error_naming_them(tmp_path, name, con
     with pytest.raises(VcfVirtualError) as info:
         open_store(path)
     assert info.value.path == str(path)
+
+
+def test_a_cache_cut_short_after_opening_is_a_typed_error(small_bcf, tmp_path):
+    """Chunks of a local cache are read straight from the file: one that ends before a
+    chunk's range (replaced after the checks at open) is a StaleCacheError naming the
+    references, not a short chunk handed to the codec."""
+    bcf = tmp_path / "x.bcf"
+    shutil.copy(small_bcf, bcf)
+    refs = tmp_path / "x.vcz.json"
+    vcfvirtual.index(bcf, refs_path=refs, variants_chunk_size=3, progress=False)
+    cache = json.loads(refs.read_text())["templates"]["cache"].removeprefix("file://")
+    ds = xr.open_zarr(open_store(refs), consolidated=False)
+    with open(cache, "r+b") as f:
+        f.truncate(100)
+    with pytest.raises(StaleCacheError) as e:
+        ds["call_genotype"].load()
+    assert e.value.path == str(refs)
