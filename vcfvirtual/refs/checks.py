@@ -216,7 +216,7 @@ def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, A
             # way (str.format), so only the exact template or the cache URL itself pass.
             if value and value[0] == template and templates.get(CACHE_TEMPLATE) == cache["url"]:
                 value = [cache["url"], *value[1:]]
-            _check_chunk_ref(key, value, cache["url"], cache["size"], refs_path)
+            check_chunk_ref(key, value, cache["url"], cache["size"], refs_path)
         elif key.endswith(".zarray"):
             _check_array_metadata(key, value, refs_path, header, layout)
         elif not isinstance(value, (str, dict)):
@@ -248,7 +248,7 @@ def _check_top_level(refs: KerchunkRefs, refs_path: PathLike, cache_url: str) ->
     return templates
 
 
-def _check_chunk_ref(key: str, value: list[Any], cache_url: str, cache_size: int, refs_path: PathLike) -> None:
+def check_chunk_ref(key: str, value: list[Any], cache_url: str, cache_size: int, refs_path: PathLike) -> None:
     """One ``[url, offset, length]`` chunk reference must stay inside the cache."""
     if len(value) != 3:
         raise UntrustedReferenceError(
@@ -492,7 +492,7 @@ def guarded_reference_fs(cache_url: str, cache_size: int, refs_path: PathLike, *
             key = self._strip_protocol(path)
             part = self.references.get(key) if hasattr(self.references, "get") else None
             if isinstance(part, (list, tuple)):
-                _check_chunk_ref(key, list(part), cache_url, cache_size, refs_path)
+                check_chunk_ref(key, list(part), cache_url, cache_size, refs_path)
             return super()._cat_common(path, start=start, end=end)
 
     return GuardedReferenceFileSystem(skip_instance_cache=True, **kwargs)

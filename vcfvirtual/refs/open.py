@@ -19,8 +19,8 @@ from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io.remote import missing_library
 from .checks import (
     UNTRUSTED_HINT,
-    _check_chunk_ref,
     check_cache,
+    check_chunk_ref,
     check_references,
     declared_cache,
     group_attributes,
@@ -221,7 +221,7 @@ class LocalCacheStore(Store):
         part = list(value)
         if part and isinstance(part[0], str) and part[0].startswith("{{") and part[0].endswith("}}"):
             part[0] = self._templates.get(part[0][2:-2], part[0])
-        _check_chunk_ref(key, part, self._cache_url, self._cache_size, self._refs_path)
+        check_chunk_ref(key, part, self._cache_url, self._cache_size, self._refs_path)
         _, offset, length = part
         fd = os.open(self._cache_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         try:
