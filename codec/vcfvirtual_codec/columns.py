@@ -32,10 +32,10 @@ segment and every write against the output, whatever the bytes say.
 from __future__ import annotations
 
 import struct
-import zlib
 
 import numba
 import numpy as np
+from isal import isal_zlib
 from numcodecs import Blosc, Zstd
 
 from . import decode
@@ -646,7 +646,9 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         codec.decode(body, out)
     except (RuntimeError, ValueError) as e:
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
-    if zlib.crc32(out) != seg.crc:
+    # isal's CRC32 (the same checksum as zlib's) runs ~10x faster than zlib's over a
+    # decompressed GT segment (3 vs 37 ms for 67 MB), which was a quarter of its decode.
+    if isal_zlib.crc32(out) != seg.crc:
         raise _refuse(spec, "the decompressed segment fails its CRC32 (the cache is damaged)")
 
 
