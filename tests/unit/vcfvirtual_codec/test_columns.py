@@ -529,3 +529,31 @@ def test_values_typed_against_the_config_are_refused(fuzz_cache, vcf_type, dtype
               "layout": "columns", "compressor": "zstd"}  # fmt: skip
     with pytest.raises(ChunkDecodeError, match="another type than the header declares"):
         BCFRecordsCodec(**config).decode(chunk)
+
+
+@pytest.mark.parametrize(("dtype", "stored_type", "big"), [("|i1", 2, 300), ("<i2", 3, 70000), ("|i1", 3, -200)])
+def test_integers_outside_the_array_dtype_are_refused_not_wrapped(fuzz_cache, dtype, stored_type, big):
+    """Integers decode straight into the array's (narrower) dtype: a value stored wider
+    that does not fit is refused naming the record and value, as the record layouts'
+    decode refuses it; values of the same wider type that fit decode to themselves."""
+    cache, _ = fuzz_cache
+    field = next(f for f in cache.header.info if f.type == "Integer")
+    n = cache.records[0]
+    config = {"array": f"variant_{field.name}", "kind": "info", "key": field.key, "vcf_type": "Integer",
+              "dtype": dtype, "shape": [], "chunk_length": CHUNK_LENGTH, "num_records": sum(cache.records),
+              "layout": "columns", "compressor": "zstd"}  # fmt: skip
+    stored = "<i2" if stored_type == 2 else "<i4"
+
+    def chunk_of(values):
+        counts = np.ones(n, "<i4").view(np.uint8)
+        types = np.full(n, stored_type, np.uint8)
+        return wrap(np.concatenate([counts, types, np.array(values, stored).view(np.uint8)]), "zstd", 7, field.key,
+                    n, 0, 1, 0)  # fmt: skip
+
+    values = [5, big, -7][:n]
+    with pytest.raises(ChunkDecodeError, match=f"record 1 of the chunk holds {big}, outside the array's {np.dtype(dtype)}"):
+        BCFRecordsCodec(**config).decode(chunk_of(values))
+    fitting = [5, np.iinfo(dtype).max, np.iinfo(dtype).min + 2][:n]  # min and min + 1: BCF's sentinels
+    got = decoded(BCFRecordsCodec(**config), chunk_of(fitting))
+    np.testing.assert_array_equal(got[:n], fitting)
+    assert got.dtype == np.dtype(dtype)
