@@ -551,7 +551,8 @@ def test_integers_outside_the_array_dtype_are_refused_not_wrapped(fuzz_cache, dt
                     n, 0, 1, 0)  # fmt: skip
 
     values = [5, big, -7][:n]
-    with pytest.raises(ChunkDecodeError, match=f"record 1 of the chunk holds {big}, outside the array's {np.dtype(dtype)}"):
+    refused = f"record 1 of the chunk holds {big}, outside the array's {np.dtype(dtype)}"
+    with pytest.raises(ChunkDecodeError, match=refused):
         BCFRecordsCodec(**config).decode(chunk_of(values))
     fitting = [5, np.iinfo(dtype).max, np.iinfo(dtype).min + 2][:n]  # min and min + 1: BCF's sentinels
     got = decoded(BCFRecordsCodec(**config), chunk_of(fitting))
