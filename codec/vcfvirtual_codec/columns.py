@@ -48,6 +48,7 @@ from .codec import (
     _check,
     _check_utf8,
     _narrow,
+    output_array,
     pooled_buffer,
 )
 from .errors import ChunkDecodeError
@@ -778,10 +779,12 @@ def _decode_genotypes(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.nda
     kind, n, width = spec.kind, seg.records, seg.block_samples
     dtype = np.dtype(spec.dtype)
     gt_dtype = dtype.newbyteorder("<") if kind == "genotype" else np.dtype(np.int32)
-    gt = np.empty((spec.chunk_length, width, spec.ploidy), gt_dtype)
-    gt[n:] = -2  # the kernel writes every value of the record rows; pad the rest
+    # Reused outputs (output_array): the kernel writes every value of the record rows;
+    # the rest is padded here.
+    gt = output_array((spec.chunk_length, width, spec.ploidy), gt_dtype)
+    gt[n:] = -2
     if kind == "genotype_phased":
-        phased = np.empty((spec.chunk_length, width), dtype=bool)
+        phased = output_array((spec.chunk_length, width), bool)
         phased[n:] = False
     else:
         phased = np.empty((0, 0), dtype=bool)  # alleles only: skip the phase bits
@@ -817,7 +820,8 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         # through int32: BCF holds no wider value); floats as their int32 bits.
         narrow = not is_float and dtype.itemsize <= 4
         out_dtype = dtype.newbyteorder("<") if narrow else np.dtype(np.int32)
-        values = np.full(inner, fill, dtype=out_dtype)
+        values = output_array(inner, out_dtype)
+        values.fill(fill)
         info = np.iinfo(out_dtype) if narrow else np.iinfo(np.int32)
         err, at = numeric(raw, n, is_format, is_float, values, info.min, info.max)
         if err == ERR_NARROW:

@@ -558,3 +558,25 @@ def test_integers_outside_the_array_dtype_are_refused_not_wrapped(fuzz_cache, dt
     got = decoded(BCFRecordsCodec(**config), chunk_of(fitting))
     np.testing.assert_array_equal(got[:n], fitting)
     assert got.dtype == np.dtype(dtype)
+
+
+def test_a_decoded_chunk_keeps_its_values_while_later_chunks_reuse_freed_outputs(fuzz_cache, monkeypatch):
+    """Outputs come from reused blocks (every chunk pooled here): a chunk still referred to,
+    even through a view, is never overwritten by later decodes; a freed one is reused."""
+    from vcfvirtual_codec import codec as codec_module
+
+    monkeypatch.setattr(codec_module, "MIN_POOLED_OUTPUT_BYTES", 0)
+    monkeypatch.setattr(codec_module, "_output_blocks", [])
+    cache, group = fuzz_cache
+    codec = BCFRecordsCodec(**gt_config(cache))
+    first = decoded(codec, cache.chunks["format/GT#0", 0])
+    tail = first[1:]  # a view: the block stays in use through it alone
+    del first
+    n = cache.records[1]
+    for _ in range(3):
+        other = decoded(codec, cache.chunks["format/GT#0", 1])
+        np.testing.assert_array_equal(other[:n], group["call_genotype"][3 : 3 + n, 0:2])
+        del other
+    np.testing.assert_array_equal(tail, group["call_genotype"][1:3, 0:2])
+    # Each later decode freed its block before the next: two blocks were enough.
+    assert len(codec_module._output_blocks) == 2
