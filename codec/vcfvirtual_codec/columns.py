@@ -821,7 +821,7 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         narrow = not is_float and dtype.itemsize <= 4
         out_dtype = dtype.newbyteorder("<") if narrow else np.dtype(np.int32)
         values = output_array(inner, out_dtype)
-        values.fill(fill)
+        values[n:] = fill  # the kernel writes every value of the record rows
         info = np.iinfo(out_dtype) if narrow else np.iinfo(np.int32)
         err, at = numeric(raw, n, is_format, is_float, values, info.min, info.max)
         if err == ERR_NARROW:

@@ -580,3 +580,26 @@ def test_a_decoded_chunk_keeps_its_values_while_later_chunks_reuse_freed_outputs
     np.testing.assert_array_equal(tail, group["call_genotype"][1:3, 0:2])
     # Each later decode freed its block before the next: two blocks were enough.
     assert len(codec_module._output_blocks) == 2
+
+
+@pytest.mark.parametrize("name", ["call_DP", "call_genotype", "call_genotype_phased"])
+def test_reused_output_blocks_hold_no_earlier_bytes(fuzz_cache, converted, monkeypatch, name):
+    """A reused block is dirty: every value of the decoded chunk, padding included, is
+    written anew (the pool seeded with a block of junk bytes)."""
+    from vcfvirtual_codec import codec as codec_module
+
+    monkeypatch.setattr(codec_module, "MIN_POOLED_OUTPUT_BYTES", 0)
+    monkeypatch.setattr(codec_module, "_output_blocks", [np.full(1 << 16, 0x55, np.uint8)])
+    cache, group = fuzz_cache
+    config = config_for(name, group[name], group, cache.header, 2, PICKED)
+    segment = config.pop("_segment")
+    # The first chunk read as the whole array of a 4-variant chunk: one row of padding.
+    n = cache.records[0]
+    config.update(chunk_length=n + 1, num_records=n)
+    got = decoded(BCFRecordsCodec(**config), cache.chunks[f"{segment}#0", 0])
+    assert codec_module._output_blocks[0][0] != 0x55  # the seeded block was used
+    expected = group[name][:]
+    if name == "call_genotype_phased":  # haploid calls: htslib's phasing, as the decode reads it
+        expected = pysam_phasing_of_haploid_calls(converted("fuzz_seed", 2)[0], expected)
+    assert_same(got[:n], expected[0:n, 0:2], name)
+    assert_padding(got, n, 2, config)
