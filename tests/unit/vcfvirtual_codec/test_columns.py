@@ -529,3 +529,77 @@ def test_values_typed_against_the_config_are_refused(fuzz_cache, vcf_type, dtype
               "layout": "columns", "compressor": "zstd"}  # fmt: skip
     with pytest.raises(ChunkDecodeError, match="another type than the header declares"):
         BCFRecordsCodec(**config).decode(chunk)
+
+
+@pytest.mark.parametrize(("dtype", "stored_type", "big"), [("|i1", 2, 300), ("<i2", 3, 70000), ("|i1", 3, -200)])
+def test_integers_outside_the_array_dtype_are_refused_not_wrapped(fuzz_cache, dtype, stored_type, big):
+    """Integers decode straight into the array's (narrower) dtype: a value stored wider
+    that does not fit is refused naming the record and value, as the record layouts'
+    decode refuses it; values of the same wider type that fit decode to themselves."""
+    cache, _ = fuzz_cache
+    field = next(f for f in cache.header.info if f.type == "Integer")
+    n = cache.records[0]
+    config = {"array": f"variant_{field.name}", "kind": "info", "key": field.key, "vcf_type": "Integer",
+              "dtype": dtype, "shape": [], "chunk_length": CHUNK_LENGTH, "num_records": sum(cache.records),
+              "layout": "columns", "compressor": "zstd"}  # fmt: skip
+    stored = "<i2" if stored_type == 2 else "<i4"
+
+    def chunk_of(values):
+        counts = np.ones(n, "<i4").view(np.uint8)
+        types = np.full(n, stored_type, np.uint8)
+        return wrap(np.concatenate([counts, types, np.array(values, stored).view(np.uint8)]), "zstd", 7, field.key,
+                    n, 0, 1, 0)  # fmt: skip
+
+    values = [5, big, -7][:n]
+    refused = f"record 1 of the chunk holds {big}, outside the array's {np.dtype(dtype)}"
+    with pytest.raises(ChunkDecodeError, match=refused):
+        BCFRecordsCodec(**config).decode(chunk_of(values))
+    fitting = [5, np.iinfo(dtype).max, np.iinfo(dtype).min + 2][:n]  # min and min + 1: BCF's sentinels
+    got = decoded(BCFRecordsCodec(**config), chunk_of(fitting))
+    np.testing.assert_array_equal(got[:n], fitting)
+    assert got.dtype == np.dtype(dtype)
+
+
+def test_a_decoded_chunk_keeps_its_values_while_later_chunks_reuse_freed_outputs(fuzz_cache, monkeypatch):
+    """Outputs come from reused blocks (every chunk pooled here): a chunk still referred to,
+    even through a view, is never overwritten by later decodes; a freed one is reused."""
+    from vcfvirtual_codec import codec as codec_module
+
+    monkeypatch.setattr(codec_module, "MIN_POOLED_OUTPUT_BYTES", 0)
+    monkeypatch.setattr(codec_module, "_output_blocks", [])
+    cache, group = fuzz_cache
+    codec = BCFRecordsCodec(**gt_config(cache))
+    first = decoded(codec, cache.chunks["format/GT#0", 0])
+    tail = first[1:]  # a view: the block stays in use through it alone
+    del first
+    n = cache.records[1]
+    for _ in range(3):
+        other = decoded(codec, cache.chunks["format/GT#0", 1])
+        np.testing.assert_array_equal(other[:n], group["call_genotype"][3 : 3 + n, 0:2])
+        del other
+    np.testing.assert_array_equal(tail, group["call_genotype"][1:3, 0:2])
+    # Each later decode freed its block before the next: two blocks were enough.
+    assert len(codec_module._output_blocks) == 2
+
+
+@pytest.mark.parametrize("name", ["call_DP", "call_genotype", "call_genotype_phased"])
+def test_reused_output_blocks_hold_no_earlier_bytes(fuzz_cache, converted, monkeypatch, name):
+    """A reused block is dirty: every value of the decoded chunk, padding included, is
+    written anew (the pool seeded with a block of junk bytes)."""
+    from vcfvirtual_codec import codec as codec_module
+
+    monkeypatch.setattr(codec_module, "MIN_POOLED_OUTPUT_BYTES", 0)
+    monkeypatch.setattr(codec_module, "_output_blocks", [np.full(1 << 16, 0x55, np.uint8)])
+    cache, group = fuzz_cache
+    config = config_for(name, group[name], group, cache.header, 2, PICKED)
+    segment = config.pop("_segment")
+    # The first chunk read as the whole array of a 4-variant chunk: one row of padding.
+    n = cache.records[0]
+    config.update(chunk_length=n + 1, num_records=n)
+    got = decoded(BCFRecordsCodec(**config), cache.chunks[f"{segment}#0", 0])
+    assert codec_module._output_blocks[0][0] != 0x55  # the seeded block was used
+    expected = group[name][:]
+    if name == "call_genotype_phased":  # haploid calls: htslib's phasing, as the decode reads it
+        expected = pysam_phasing_of_haploid_calls(converted("fuzz_seed", 2)[0], expected)
+    assert_same(got[:n], expected[0:n, 0:2], name)
+    assert_padding(got, n, 2, config)
