@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pysam
 import pytest
+import zarr
 from vcfvirtual_codec.bcf import bgzf
 
 import vcfvirtual
@@ -185,3 +186,17 @@ def test_relocated_columns_store_reads_as_htslib(cohort_bcf, tmp_path):
     out = relocate_file(refs, f"file://{moved}/", moved / "c.vcz.json")
     report = verify_store(str(out))
     assert report.ok, report.summary()
+
+
+def test_columns_sample_id_is_chunked_as_bio2zarr_chunks_it(small_bcf, tmp_path):
+    """bio2zarr chunks sample_id by samples_chunk_size, and vcztools takes the samples
+    chunking of the call_* arrays from sample_id's chunks: one sample_id chunk over
+    samples blocks of 2 made vcztools index past a block ("index 2 is out of bounds")."""
+    from bio2zarr import vcf
+
+    vcf.convert([str(small_bcf)], str(tmp_path / "ref.vcz"), samples_chunk_size=2, worker_processes=0)
+    ref = zarr.open_group(str(tmp_path / "ref.vcz"), mode="r")
+    for ds in open_both(small_bcf, 3, tmp_path, layout="columns", samples_chunk_size=2):
+        assert ds["sample_id"].encoding["chunks"] == ref["sample_id"].chunks == (2,)
+        assert ds["call_genotype"].encoding["chunks"][1] == ref["call_genotype"].chunks[1]
+        assert ds["sample_id"].values.tolist() == ref["sample_id"][:].tolist()
