@@ -48,6 +48,9 @@ LAST_REFUSAL = ""  # htslib's reason the last time it refused a file
 # An example running longer than this is a hang: dump every thread's stack and exit.
 HANG_SECONDS = 120
 CHUNK = 2  # variants per chunk: the 6 seed records make 3 chunks
+# The columns layout's samples blocks: the seed's 3 samples make a block of 2 and a
+# narrower last block of 1.
+COLUMNS_SAMPLES_CHUNK = 2
 
 # Values a mutated length, count or index field is most likely to go wrong on.
 INTERESTING_U32 = [
@@ -209,6 +212,7 @@ def read_ours(bcf: Path, work: Path, layout: str = "raw"):
             cache_layout=layout,
             force=True,
             progress=False,
+            **({"samples_chunk_size": COLUMNS_SAMPLES_CHUNK} if layout == "columns" else {}),
         )
         ds = xr.open_zarr(store, zarr_format=3, consolidated=False)
         values = {name: ds[name].values for name in ds.data_vars}  # every decoder runs
@@ -242,8 +246,9 @@ class Seed:
         # Reading the seed compiles every kernel before the per-example hang watchdog
         # is armed (with NUMBA_BOUNDSCHECK and a cold cache that takes about a minute),
         # and checks the harness: the unmutated seed must read as htslib reads it.
-        ours, err = read_ours(self.bgzf, work)
-        assert err is None and not compare_rows(ours, self.rows), (err, compare_rows(ours, self.rows))
+        for layout in ("raw", "columns"):
+            ours, err = read_ours(self.bgzf, work, layout)
+            assert err is None and not compare_rows(ours, self.rows), (layout, err, compare_rows(ours, self.rows))
 
     def _chunks(self, layout):
         """(cache bytes, {array: ChunkSpec}, [(offset, length) of each chunk])."""
@@ -281,8 +286,9 @@ def _record(work: Path, text: str):
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
 
 
-def scan_target(seed: Seed, plain: bool):
-    """Mutated BCF files through index + xarray: typed error, or htslib's values."""
+def scan_target(seed: Seed, plain: bool, layout: str = "raw"):
+    """Mutated BCF files through index + xarray: typed error, or htslib's values (the
+    columns layout: what its demux carried into the segments)."""
     data = seed.plain_bytes if plain else seed.bgzf_bytes
     lo = seed.header_size if plain else 0
 
@@ -291,7 +297,7 @@ def scan_target(seed: Seed, plain: bool):
         _record(seed.work, f"{'plain' if plain else 'bgzf'} {ops!r}")
         path = seed.work / "mutated.bcf"
         path.write_bytes(apply_ops(data, ops))
-        ours, err = read_ours(path, seed.work)
+        ours, err = read_ours(path, seed.work, layout)
         rows = pysam_rows(path)
         if rows is None and not plain and "EOF marker" in LAST_REFUSAL:
             # pysam refuses a BGZF file whose EOF block is gone or damaged; htslib reads
@@ -417,7 +423,6 @@ def _same(a, b) -> bool:
 # Blosc frame. The seed is indexed with samples blocks of 2, so its 3 samples make a full
 # block and a narrower last one.
 
-COLUMNS_SAMPLES_CHUNK = 2
 # (name, offset, struct format) of each preamble field after the magic.
 PREAMBLE_FIELDS = [
     ("kind", 4, "<B"),
@@ -885,6 +890,7 @@ TARGETS = {
     "scan_bgzf_flip": scan_bgzf_flip_target,
     "scan_bgzf": lambda seed: scan_target(seed, plain=False),
     "scan_plain": lambda seed: scan_target(seed, plain=True),
+    "scan_bgzf_columns": lambda seed: scan_target(seed, plain=False, layout="columns"),
     "codec_raw": lambda seed: codec_target(seed, "raw"),
     "codec_bgzf": lambda seed: codec_target(seed, "bgzf"),
     "codec_columns": codec_columns_target,

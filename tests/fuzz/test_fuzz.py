@@ -29,6 +29,7 @@ SUITE_EXAMPLES = {
     "scan_bgzf_flip": 60,
     "scan_bgzf": 120,
     "scan_plain": 100,
+    "scan_bgzf_columns": 60,
     "codec_raw": 300,
     "codec_bgzf": 200,
     "codec_columns": 200,
