@@ -14,22 +14,9 @@ from ..bcfdata import bcftools, fuzz_bcf
 from ..conftest import assert_matches_bio2zarr, bio2zarr_convert, differences_from_bio2zarr, open_both
 
 
-@pytest.mark.parametrize("chunk_length", [1, 3, 1000])
-def test_small_raw_layout_matches_bio2zarr(small_bcf, tmp_path, chunk_length):
-    ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", chunk_length)
-    for ds in open_both(small_bcf, chunk_length, tmp_path, layout="raw"):
-        assert_matches_bio2zarr(ds, ref)
-
-
-@pytest.mark.parametrize("chunk_length", [100, 640])
-def test_cohort_raw_layout_matches_bio2zarr(cohort_bcf, tmp_path, chunk_length):
-    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", chunk_length)
-    for ds in open_both(cohort_bcf, chunk_length, tmp_path, layout="raw"):
-        assert_matches_bio2zarr(ds, ref)
-
-
-# The columns layout: every array its own segments, samples chunked (blocks of 7 leave a
-# narrower last block of the 120 samples; 10,000 is one block); read both ways.
+# The raw layout's equivalence with bio2zarr (small file, cohort) runs in
+# test_bio2zarr_equivalence.py with every layout; these are the columns layout's extra
+# samples blockings: one sample per block, and one block for all (10,000); read both ways.
 @pytest.mark.parametrize(("chunk_length", "samples_chunk_size"), [(1, 1), (3, 2), (1000, 10_000)])
 def test_small_columns_layout_matches_bio2zarr(small_bcf, tmp_path, chunk_length, samples_chunk_size):
     ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", chunk_length)
