@@ -13,31 +13,107 @@ import vcfvirtual
 
 from . import bcfdata
 
+# bio2zarr's conversions of the session, shared by its tests (and pytest-xdist workers):
+# the equivalence suites compare every cache layout with the same conversion, which
+# costs more than indexing. Set by the ``_shared_bio2zarr_conversions`` fixture.
+BIO2ZARR_CONVERSIONS: Path | None = None
 
-def bio2zarr_convert(bcf: Path, out: Path, chunk_length: int) -> zarr.Group:
-    """The reference conversion: bio2zarr's vcf2zarr on the same BCF."""
+
+def _bio2zarr(bcf: Path, out: Path, chunk_length: int) -> None:
     from bio2zarr import vcf
 
-    if not out.exists():
-        # Processes only pay off on the larger corpus files.
-        workers = 2 if bcf.stat().st_size > 1_000_000 else 0
-        vcf.convert([str(bcf)], str(out), variants_chunk_size=chunk_length, worker_processes=workers)
+    # Processes only pay off on the larger corpus files.
+    workers = 2 if bcf.stat().st_size > 1_000_000 else 0
+    vcf.convert([str(bcf)], str(out), variants_chunk_size=chunk_length, worker_processes=workers)
+
+
+def bio2zarr_convert(bcf: Path, out: Path, chunk_length: int) -> zarr.Group:
+    """The reference conversion: bio2zarr's vcf2zarr on the same BCF.
+
+    ``out`` is a link to the session's conversion of the same bytes (and index files, which
+    bio2zarr needs for a multi-contig file) with the same chunk length, made once; a
+    conversion that fails is not kept, so it fails again for every caller."""
+    if out.exists():
+        return zarr.open_group(str(out), mode="r")
+    if BIO2ZARR_CONVERSIONS is None:
+        _bio2zarr(bcf, out, chunk_length)
+        return zarr.open_group(str(out), mode="r")
+    import fcntl
+    import hashlib
+    import shutil
+
+    digest = hashlib.sha256(bcf.read_bytes())
+    for suffix in (".csi", ".tbi"):
+        index = bcf.with_name(bcf.name + suffix)
+        digest.update(index.read_bytes() if index.exists() else b"-")
+    key = f"{digest.hexdigest()[:32]}-{chunk_length}{''.join(bcf.suffixes)}"
+    shared = BIO2ZARR_CONVERSIONS / f"{key}.vcz"
+    with open(BIO2ZARR_CONVERSIONS / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be converting the same file
+        if not shared.exists():
+            # bio2zarr reads the file under its own name (and its index beside it).
+            partial = BIO2ZARR_CONVERSIONS / f"{key}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            try:
+                _bio2zarr(bcf, partial, chunk_length)
+            except BaseException:
+                shutil.rmtree(partial, ignore_errors=True)
+                raise
+            partial.rename(shared)
+    out.symlink_to(shared, target_is_directory=True)
     return zarr.open_group(str(out), mode="r")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_bio2zarr_conversions(tmp_path_factory):
+    """One directory of bio2zarr conversions per run: under pytest-xdist, the workers'
+    common base directory."""
+    import os
+
+    global BIO2ZARR_CONVERSIONS
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    BIO2ZARR_CONVERSIONS = base / "bio2zarr-conversions"
+    BIO2ZARR_CONVERSIONS.mkdir(exist_ok=True)
+    yield
+    BIO2ZARR_CONVERSIONS = None
+
+
+# The cache layouts every equivalence suite runs on (tests take the ``cache_layout``
+# fixture, or parametrize it with fewer). The columns layout gets samples blocks of
+# COLUMNS_SAMPLES_CHUNK: the 3-sample test files then hold a block of 2 and a narrower
+# last block of 1.
+CACHE_LAYOUTS = ("bgzf", "raw", "columns")
+COLUMNS_SAMPLES_CHUNK = 2
+
+
+def layout_options(layout: str, samples_chunk_size: int = COLUMNS_SAMPLES_CHUNK) -> dict:
+    """index() (and open_both) options for a cache layout: columns with small samples blocks."""
+    if layout == "columns":
+        return {"cache_layout": layout, "samples_chunk_size": samples_chunk_size}
+    return {"cache_layout": layout}
+
+
+@pytest.fixture(params=CACHE_LAYOUTS)
+def cache_layout(request) -> str:
+    return request.param
 
 
 def open_both(bcf: Path, chunk_length: int, tmp: Path, layout: str = "bgzf", **options):
     """Our store read both ways: Kerchunk JSON (v2) and the in-memory ManifestStore (v3).
 
-    ``layout`` defaults to the library's default cache layout; ``options`` go to index()."""
+    ``layout`` defaults to the library's default cache layout (``options`` may name it as
+    ``cache_layout``, as :func:`layout_options` does); ``options`` go to index()."""
     refs = tmp / (bcf.name + ".vcz.json")
     cache = tmp / (bcf.name + ".cache.bcf")
+    options.setdefault("cache_layout", layout)
     store = vcfvirtual.index(
         bcf,
         refs_path=refs,
         cache_path=cache,
         variants_chunk_size=chunk_length,
         force=True,
-        cache_layout=layout,
         **options,
     )
     ds_v3 = xr.open_zarr(store, zarr_format=3, consolidated=False)

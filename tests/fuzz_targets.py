@@ -24,6 +24,7 @@ import collections
 import faulthandler
 import json
 import os
+import struct
 import sys
 import time
 from pathlib import Path
@@ -47,6 +48,9 @@ LAST_REFUSAL = ""  # htslib's reason the last time it refused a file
 # An example running longer than this is a hang: dump every thread's stack and exit.
 HANG_SECONDS = 120
 CHUNK = 2  # variants per chunk: the 6 seed records make 3 chunks
+# The columns layout's samples blocks: the seed's 3 samples make a block of 2 and a
+# narrower last block of 1.
+COLUMNS_SAMPLES_CHUNK = 2
 
 # Values a mutated length, count or index field is most likely to go wrong on.
 INTERESTING_U32 = [
@@ -72,10 +76,10 @@ INTERESTING_U32 = [
 ]
 
 
-def mutation_ops(size: int, lo: int = 0):
-    """1-3 mutations of a byte string of ``size`` bytes; offsets favour ``[lo, size)``."""
+def byte_op(size: int, lo: int = 0):
+    """One mutation of a byte string of ``size`` bytes; offsets favour ``[lo, size)``."""
     offset = st.one_of(st.integers(0, size - 1), st.integers(min(lo, size - 1), size - 1))
-    op = st.one_of(
+    return st.one_of(
         st.tuples(st.just("flip"), offset, st.integers(0, 7)),
         st.tuples(st.just("byte"), offset, st.integers(0, 255)),
         st.tuples(st.just("u32"), offset, st.sampled_from(INTERESTING_U32)),
@@ -83,7 +87,11 @@ def mutation_ops(size: int, lo: int = 0):
         st.tuples(st.just("insert"), offset, st.binary(min_size=1, max_size=8)),
         st.tuples(st.just("delete"), offset, st.integers(1, 16)),
     )
-    return st.lists(op, min_size=1, max_size=3)
+
+
+def mutation_ops(size: int, lo: int = 0):
+    """1-3 mutations of a byte string of ``size`` bytes; offsets favour ``[lo, size)``."""
+    return st.lists(byte_op(size, lo), min_size=1, max_size=3)
 
 
 def apply_ops(data: bytes, ops) -> bytes:
@@ -204,6 +212,7 @@ def read_ours(bcf: Path, work: Path, layout: str = "raw"):
             cache_layout=layout,
             force=True,
             progress=False,
+            **({"samples_chunk_size": COLUMNS_SAMPLES_CHUNK} if layout == "columns" else {}),
         )
         ds = xr.open_zarr(store, zarr_format=3, consolidated=False)
         values = {name: ds[name].values for name in ds.data_vars}  # every decoder runs
@@ -237,8 +246,9 @@ class Seed:
         # Reading the seed compiles every kernel before the per-example hang watchdog
         # is armed (with NUMBA_BOUNDSCHECK and a cold cache that takes about a minute),
         # and checks the harness: the unmutated seed must read as htslib reads it.
-        ours, err = read_ours(self.bgzf, work)
-        assert err is None and not compare_rows(ours, self.rows), (err, compare_rows(ours, self.rows))
+        for layout in ("raw", "columns"):
+            ours, err = read_ours(self.bgzf, work, layout)
+            assert err is None and not compare_rows(ours, self.rows), (layout, err, compare_rows(ours, self.rows))
 
     def _chunks(self, layout):
         """(cache bytes, {array: ChunkSpec}, [(offset, length) of each chunk])."""
@@ -276,8 +286,9 @@ def _record(work: Path, text: str):
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
 
 
-def scan_target(seed: Seed, plain: bool):
-    """Mutated BCF files through index + xarray: typed error, or htslib's values."""
+def scan_target(seed: Seed, plain: bool, layout: str = "raw"):
+    """Mutated BCF files through index + xarray: typed error, or htslib's values (the
+    columns layout: what its demux carried into the segments)."""
     data = seed.plain_bytes if plain else seed.bgzf_bytes
     lo = seed.header_size if plain else 0
 
@@ -286,7 +297,7 @@ def scan_target(seed: Seed, plain: bool):
         _record(seed.work, f"{'plain' if plain else 'bgzf'} {ops!r}")
         path = seed.work / "mutated.bcf"
         path.write_bytes(apply_ops(data, ops))
-        ours, err = read_ours(path, seed.work)
+        ours, err = read_ours(path, seed.work, layout)
         rows = pysam_rows(path)
         if rows is None and not plain and "EOF marker" in LAST_REFUSAL:
             # pysam refuses a BGZF file whose EOF block is gone or damaged; htslib reads
@@ -404,6 +415,196 @@ def _same(a, b) -> bool:
     if a.dtype.kind == "f":
         return np.array_equal(a.view(np.uint32), b.view(np.uint32))
     return a.shape == b.shape and a.tolist() == b.tolist()
+
+
+# --- columns layout targets ----------------------------------------------------------------
+# A columns cache chunk is one segment: a 36-byte preamble (magic, kind, flags, reserved,
+# BCF key, records, samples block, block width, decompressed length, CRC32) and a Zstd or
+# Blosc frame. The seed is indexed with samples blocks of 2, so its 3 samples make a full
+# block and a narrower last one.
+
+# (name, offset, struct format) of each preamble field after the magic.
+PREAMBLE_FIELDS = [
+    ("kind", 4, "<B"),
+    ("flags", 5, "<B"),
+    ("reserved", 6, "<H"),
+    ("key", 8, "<i"),
+    ("records", 12, "<I"),
+    ("block", 16, "<I"),
+    ("block_samples", 20, "<I"),
+    ("length", 24, "<Q"),
+    ("crc", 32, "<I"),
+]
+INTERESTING_U64 = [*INTERESTING_U32, 2**32, 2**40, 2**63, 2**64 - 1]
+# The peak RSS one example may add: a decode may take MIN_DECODE_BUDGET (128 MiB) for an
+# array; beyond that an allocation was sized by the (mutated) bytes, not the configuration.
+MAX_RSS_GROWTH = 600 << 20
+
+
+def columns_segments(seed: Seed):
+    """The seed's columns cache: [(segment bytes, [array names reading it])], and
+    {array: ChunkSpec}."""
+    refs_path = seed.work / "seed.columns.json"
+    cache = seed.work / "seed.columns.cache"
+    vcfvirtual.index(
+        seed.bgzf,
+        refs_path=refs_path,
+        cache_path=cache,
+        variants_chunk_size=CHUNK,
+        cache_layout="columns",
+        samples_chunk_size=COLUMNS_SAMPLES_CHUNK,
+        force=True,
+        progress=False,
+    )
+    refs = json.loads(refs_path.read_text())["refs"]
+    specs = {}
+    for key, value in refs.items():
+        if key.endswith("/.zarray"):
+            ours = [f for f in json.loads(value).get("filters") or [] if f["id"] == codec_mod.CODEC_ID]
+            if ours:
+                specs[key.split("/")[0]] = codec_mod.ChunkSpec.from_config(ours[0])
+    data = cache.read_bytes()
+    readers: dict = collections.defaultdict(list)
+    for key, value in refs.items():
+        name = key.split("/")[0]
+        if isinstance(value, list) and name in specs:
+            readers[(value[1], value[2])].append(name)
+    segments = [(data[o : o + n], sorted(set(names))) for (o, n), names in sorted(readers.items())]
+    assert any(len(names) == 3 for _, names in segments)  # GT's segments: call_genotype(_phased, _mask)
+    return segments, specs
+
+
+def decode_each(data: bytes, specs: dict, names) -> tuple[dict, dict]:
+    """``data`` as a chunk of each named array: ({name: values}, {name: ChunkDecodeError})."""
+    values, errors = {}, {}
+    for name in names:
+        spec = specs[name]
+        try:
+            out = codec_mod.decode_chunk(data, spec)
+        except ChunkDecodeError as e:
+            errors[name] = e
+            continue
+        raw = np.ascontiguousarray(out).view(np.uint8)
+        if spec.dtype == "str":
+            items = VLenUTF8().decode(raw)  # invalid UTF-8 must have been refused
+            values[name] = np.asarray(items, dtype=object).reshape(spec.chunk_shape)
+        else:
+            values[name] = raw.view(np.dtype(spec.dtype)).reshape(spec.chunk_shape)
+    return values, errors
+
+
+def _peak_rss() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
+
+
+def _check_rss(before: int, what: str) -> None:
+    grown = _peak_rss() - before
+    assert grown < MAX_RSS_GROWTH, f"{what}: peak memory grew by {grown >> 20} MiB"
+
+
+def columns_segment_ops(size: int):
+    """1-3 mutations of a stored segment: a preamble field set to an interesting value,
+    or the byte mutations, anywhere or in the compressed frame."""
+    field = st.tuples(
+        st.just("field"),
+        st.integers(0, len(PREAMBLE_FIELDS) - 1),
+        st.one_of(st.sampled_from(INTERESTING_U64), st.integers(-4, 4)),
+    )
+    return st.lists(st.one_of(field, byte_op(size, 36)), min_size=1, max_size=3)
+
+
+def apply_columns_ops(data: bytes, ops) -> bytes:
+    for op in ops:
+        if op[0] != "field":
+            data = apply_ops(data, [op])
+            continue
+        _, at, value = op
+        _, offset, fmt = PREAMBLE_FIELDS[at]
+        size = struct.calcsize(fmt)
+        if len(data) < offset + size:
+            continue
+        old = struct.unpack_from(fmt, data, offset)[0]
+        # Small values are added to the field (an off-by-a-few count), large ones replace it.
+        new = (old + value) if -4 <= value <= 4 else value
+        new &= (1 << (8 * size)) - 1
+        data = data[:offset] + new.to_bytes(size, "little") + data[offset + size :]
+    return data
+
+
+def codec_columns_target(seed: Seed):
+    """Mutated columns segments, as stored (preamble fields, compressed bytes, lengths),
+    through the codec: every array reading the segment raises ChunkDecodeError or gives
+    exactly the seed's values (the preamble is checked against the configuration and the
+    decompressed bytes against the CRC32); every other array's configuration refuses it
+    or decodes it without a crash, hang or a huge allocation."""
+    segments, specs = columns_segments(seed)
+    originals = []
+    for data, names in segments:
+        values, errors = decode_each(data, specs, names)
+        assert not errors, errors
+        originals.append(values)
+
+    @given(k=st.integers(0, len(segments) - 1), ops=st.data())
+    def run(k, ops):
+        data, names = segments[k]
+        mutation = ops.draw(columns_segment_ops(len(data)), label="ops")
+        mutated = apply_columns_ops(data, mutation)
+        _record(seed.work, f"codec columns segment {k} ({names[0]}) {mutation!r}")
+        before = _peak_rss()
+        values, errors = decode_each(mutated, specs, names)
+        STATS[f"readers refused {len(errors)}/{len(names)}"] += 1
+        for name, v in values.items():
+            assert _same(v, originals[k][name]), f"{name}: changed without an error: {mutation!r}"
+        others, _ = decode_each(mutated, specs, [n for n in specs if n not in names])
+        if others:
+            # Another array's segment of the same kind may pass (e.g. a GT block for the
+            # other block's width): counted, its values are not this segment's to judge.
+            STATS["another array's configuration decodes it"] += 1
+        _check_rss(before, f"segment {k} {mutation!r}")
+
+    return run
+
+
+def codec_columns_sealed_target(seed: Seed):
+    """Columns segments whose *decompressed* bytes are mutated (counts, type codes, value
+    lengths, GT bytes), then compressed again behind a preamble with the right length and
+    CRC32, as a writer with a bug would store them: the decode kernels must refuse them
+    (ChunkDecodeError) or return values of the chunk's shape, never read or write outside
+    their buffers (crash; NUMBA_BOUNDSCHECK in the deep run), hang or allocate hugely."""
+    import zlib
+
+    from numcodecs import Blosc, Zstd
+    from vcfvirtual_codec import columns as columns_mod
+
+    segments, specs = columns_segments(seed)
+    bodies = []
+    for data, names in segments:
+        fields = columns_mod.PREAMBLE.unpack_from(data)
+        raw = Zstd().decode(data[36:]) if specs[names[0]].compressor == "zstd" else Blosc().decode(data[36:])
+        assert zlib.crc32(raw) == fields[-1]
+        bodies.append((fields, bytes(raw), names))
+
+    @given(k=st.integers(0, len(segments) - 1), ops=st.data())
+    def run(k, ops):
+        fields, raw, names = bodies[k]
+        mutation = ops.draw(mutation_ops(max(len(raw), 1)), label="ops")
+        content = apply_ops(raw, mutation)
+        compressor = specs[names[0]].compressor
+        frame = (Zstd(level=1) if compressor == "zstd" else Blosc(cname="lz4", shuffle=Blosc.BITSHUFFLE)).encode(
+            content
+        )
+        preamble = columns_mod.PREAMBLE.pack(*fields[:-2], len(content), zlib.crc32(content))
+        _record(seed.work, f"codec columns sealed segment {k} ({names[0]}) {mutation!r}")
+        before = _peak_rss()
+        values, errors = decode_each(preamble + bytes(frame), specs, names)
+        STATS[f"readers refused {len(errors)}/{len(names)}"] += 1
+        for name, v in values.items():
+            assert v.shape == specs[name].chunk_shape, (name, v.shape)
+        _check_rss(before, f"sealed segment {k} {mutation!r}")
+
+    return run
 
 
 # --- references target --------------------------------------------------------------------
@@ -689,8 +890,11 @@ TARGETS = {
     "scan_bgzf_flip": scan_bgzf_flip_target,
     "scan_bgzf": lambda seed: scan_target(seed, plain=False),
     "scan_plain": lambda seed: scan_target(seed, plain=True),
+    "scan_bgzf_columns": lambda seed: scan_target(seed, plain=False, layout="columns"),
     "codec_raw": lambda seed: codec_target(seed, "raw"),
     "codec_bgzf": lambda seed: codec_target(seed, "bgzf"),
+    "codec_columns": codec_columns_target,
+    "codec_columns_sealed": codec_columns_sealed_target,
     "references": references_target,
 }
 

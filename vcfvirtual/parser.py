@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 from obspec_utils.registry import ObjectStoreRegistry
 from virtualizarr.manifests import ManifestStore
 
+from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .errors import VcfVirtualError
 
 
@@ -23,8 +24,9 @@ class BCFParser:
     ----------
     cache_path
         Where the transcode cache goes; default ``<bcf>.vcz.cache.bcf`` next to the BCF.
-    variants_chunk_size, cache_layout, inflate_threads
-        As for :func:`vcfvirtual.index`.
+    variants_chunk_size, cache_layout, samples_chunk_size, inflate_threads
+        As for :func:`vcfvirtual.index` (``samples_chunk_size``: the columns layout's
+        samples blocks).
     force
         Overwrite an existing cache (default True: opening the same BCF twice rewrites the
         same bytes, so the parser stays stateless, as VirtualiZarr's parsers are).
@@ -44,6 +46,7 @@ class BCFParser:
         cache_path=None,
         variants_chunk_size: int | None = None,
         cache_layout: str = "bgzf",
+        samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
         inflate_threads: int = 0,
         force: bool = True,
         progress: bool | None = False,
@@ -51,6 +54,7 @@ class BCFParser:
         self.cache_path = cache_path
         self.variants_chunk_size = variants_chunk_size
         self.cache_layout = cache_layout
+        self.samples_chunk_size = samples_chunk_size
         self.inflate_threads = inflate_threads
         self.force = force
         self.progress = progress
@@ -86,6 +90,7 @@ class BCFParser:
             cache_path=self.cache_path,
             variants_chunk_size=self.variants_chunk_size,
             cache_layout=self.cache_layout,
+            samples_chunk_size=self.samples_chunk_size,
             inflate_threads=self.inflate_threads,
             force=self.force,
             progress=self.progress,

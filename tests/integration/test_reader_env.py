@@ -21,6 +21,7 @@ import pytest
 import vcfvirtual
 from vcfvirtual.refs.relocate import relocate_file
 
+from ..conftest import layout_options
 from .test_remote_read import RangeHandler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,9 @@ print(json.dumps({"positions": ds["variant_position"].values.tolist()}))
 """
 
 
-def test_plain_xarray_reads_a_shared_json_over_http_with_the_codec_alone(cohort_bcf, tmp_path):
+# The default layout and columns (samples blocks of 50: 50, 50 and a last of 20).
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
+def test_plain_xarray_reads_a_shared_json_over_http_with_the_codec_alone(cohort_bcf, tmp_path, layout):
     import http.server
     import threading
 
@@ -57,7 +60,13 @@ def test_plain_xarray_reads_a_shared_json_over_http_with_the_codec_alone(cohort_
     served = tmp_path / "www"
     served.mkdir()
     refs = tmp_path / "cohort.vcz.json"
-    vcfvirtual.index(cohort_bcf, refs_path=refs, cache_path=tmp_path / "cohort.cache.bcf", variants_chunk_size=300)
+    vcfvirtual.index(
+        cohort_bcf,
+        refs_path=refs,
+        cache_path=tmp_path / "cohort.cache.bcf",
+        variants_chunk_size=300,
+        **layout_options(layout, 50),
+    )
     shutil.copy(tmp_path / "cohort.cache.bcf", served / "cohort.cache.bcf")
     handler = type("Handler", (RangeHandler,), {"directory": str(served), "stats": {}})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import bio2zarr_convert, open_both
+from ..conftest import bio2zarr_convert, layout_options, open_both
 from ..oracle.test_corpus import CORPUS, to_bcf
 
 VCZTOOLS_PYTHON = os.environ.get("VCZTOOLS_PYTHON")
@@ -43,8 +43,17 @@ CORPUS_FILES = [
 ]
 
 
-@pytest.mark.parametrize("which", ["small", "cohort", *CORPUS_FILES])
-def test_vcztools_view_and_query_match(which, small_bcf, cohort_bcf, tmp_path):
+# Each vcztools run costs seconds (its start), so the columns layout reads the two test
+# files and the corpus file with every field type, with samples blocks of 2 (small: 3
+# samples) or 7, so vcztools reads samples across blocks and a narrower last one.
+COLUMNS_FILES = ["small", "cohort", "sgkit-dev+bio2zarr/tests/data/vcf/field_type_combos.vcf.gz"]
+
+
+@pytest.mark.parametrize(
+    ("which", "cache_layout"),
+    [(which, "bgzf") for which in ["small", "cohort", *CORPUS_FILES]] + [(which, "columns") for which in COLUMNS_FILES],
+)
+def test_vcztools_view_and_query_match(which, small_bcf, cohort_bcf, tmp_path, cache_layout):
     if which == "small":
         bcf = small_bcf
     elif which == "cohort":
@@ -53,7 +62,7 @@ def test_vcztools_view_and_query_match(which, small_bcf, cohort_bcf, tmp_path):
         bcf = to_bcf(CORPUS / which, tmp_path / "input.bcf")
     ref = tmp_path / "ref.vcz"
     bio2zarr_convert(bcf, ref, 100)
-    open_both(bcf, 100, tmp_path)
+    open_both(bcf, 100, tmp_path, **layout_options(cache_layout, 2 if which == "small" else 7))
     refs = tmp_path / (bcf.name + ".vcz.json")
     theirs_view = vcztools("view", ref)
     assert vcztools("view", *ours(refs)) == theirs_view

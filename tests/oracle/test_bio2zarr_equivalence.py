@@ -1,4 +1,5 @@
-"""Every array we expose equals what bio2zarr's vcf2zarr writes for the same BCF."""
+"""Every array we expose equals what bio2zarr's vcf2zarr writes for the same BCF, on every
+cache layout (the ``cache_layout`` fixture: bgzf, raw, columns with samples blocks of 2)."""
 
 from __future__ import annotations
 
@@ -12,44 +13,48 @@ from ..conftest import (
     assert_matches_bio2zarr,
     bio2zarr_convert,
     header_text_via_gzip,
+    layout_options,
     open_both,
 )
 
 
 @pytest.mark.parametrize("chunk_length", [1, 3, 7, 1000])
-def test_small_bcf_matches_bio2zarr(small_bcf, tmp_path, chunk_length):
+def test_small_bcf_matches_bio2zarr(small_bcf, tmp_path, chunk_length, cache_layout):
     ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", chunk_length)
-    for ds in open_both(small_bcf, chunk_length, tmp_path):
+    for ds in open_both(small_bcf, chunk_length, tmp_path, **layout_options(cache_layout)):
         assert_matches_bio2zarr(ds, ref)
 
 
+# Columns: samples blocks of 7 leave a narrower last block of the 120 samples (17 x 7 + 1).
 @pytest.mark.parametrize("chunk_length", [100, 640])
-def test_cohort_crossing_bgzf_blocks_matches_bio2zarr(cohort_bcf, tmp_path, chunk_length):
+def test_cohort_crossing_bgzf_blocks_matches_bio2zarr(cohort_bcf, tmp_path, chunk_length, cache_layout):
     ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", chunk_length)
-    for ds in open_both(cohort_bcf, chunk_length, tmp_path):
+    for ds in open_both(cohort_bcf, chunk_length, tmp_path, **layout_options(cache_layout, 7)):
         assert ds.sizes["variants"] == 1500
         assert ds["variant_position"].encoding["chunks"][0] == chunk_length
+        if cache_layout == "columns":
+            assert ds["call_genotype"].encoding["chunks"][1] == 7
         assert_matches_bio2zarr(ds, ref)
 
 
-def test_sites_only_bcf_matches_bio2zarr(data_dir, tmp_path):
+def test_sites_only_bcf_matches_bio2zarr(tmp_path, cache_layout):
     bcf = bcfdata.write_bcf(
         bcfdata.vcf_text(
             [r.split("\tGT")[0] for r in bcfdata.SMALL_RECORDS[:5]],
             samples=(),
             header=bcfdata.HEADER.replace('##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n', ""),
         ),
-        data_dir / "sites.bcf",
+        tmp_path / "sites.bcf",
     )
     ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", 2)
-    for ds in open_both(bcf, 2, tmp_path):
+    for ds in open_both(bcf, 2, tmp_path, **layout_options(cache_layout)):
         assert "call_genotype" not in ds
         assert_matches_bio2zarr(ds, ref)
 
 
-def test_zero_records(data_dir, tmp_path):
-    bcf = bcfdata.write_bcf(bcfdata.vcf_text([]), data_dir / "empty.bcf")
-    for ds in open_both(bcf, 10, tmp_path):
+def test_zero_records(tmp_path, cache_layout):
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text([]), tmp_path / "empty.bcf")
+    for ds in open_both(bcf, 10, tmp_path, **layout_options(cache_layout)):
         assert ds.sizes["variants"] == 0
         assert ds["variant_position"].shape == (0,)
         assert ds["call_genotype"].shape[:2] == (0, 3)
@@ -57,32 +62,33 @@ def test_zero_records(data_dir, tmp_path):
         assert ds["region_index"].shape == (0, 6)
 
 
-def test_group_attributes(small_bcf, tmp_path):
-    for ds in open_both(small_bcf, 4, tmp_path):
+def test_group_attributes(small_bcf, tmp_path, cache_layout):
+    for ds in open_both(small_bcf, 4, tmp_path, **layout_options(cache_layout)):
         assert ds.attrs["vcf_zarr_version"] == "0.3"
         assert ds.attrs["vcf_header"] == header_text_via_gzip(small_bcf)
         assert ds.attrs["source"].startswith("vcfvirtual ")
         assert ["source", "vcfvirtual-tests"] in ds.attrs["vcf_meta_information"]
 
 
-def test_genotype_zero_is_not_masked(small_bcf, tmp_path):
+def test_genotype_zero_is_not_masked(small_bcf, tmp_path, cache_layout):
     """Through Kerchunk (Zarr v2) a 0 genotype must stay 0, never become NaN."""
-    ds_v2, _ = open_both(small_bcf, 3, tmp_path)
+    ds_v2, _ = open_both(small_bcf, 3, tmp_path, **layout_options(cache_layout))
     gt = ds_v2["call_genotype"].values
     assert gt.dtype == np.int8
     assert (gt == 0).any()
     assert ds_v2["variant_allele"].values[2].tolist() == ["G", "", "", "", ""]
 
 
-def test_uncompressed_bcf_input(cohort_bcf, tmp_path):
-    """An uncompressed BCF (as bcftools view -Ou writes) is read as is, same store."""
+def test_uncompressed_bcf_input(cohort_bcf, tmp_path, cache_layout):
+    """An uncompressed BCF (as bcftools view -Ou writes) is read as is, same store (raw:
+    the file is its own cache)."""
     import gzip
 
     plain = tmp_path / "plain.bcf"
     plain.write_bytes(gzip.decompress(cohort_bcf.read_bytes()))
     assert plain.read_bytes()[:5] == b"BCF\x02\x02"
     ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 500)
-    for ds in open_both(plain, 500, tmp_path):
+    for ds in open_both(plain, 500, tmp_path, **layout_options(cache_layout, 50)):
         assert_matches_bio2zarr(ds, ref)
 
 
@@ -104,26 +110,26 @@ def test_cohort_records_do_cross_bgzf_blocks(cohort_bcf):
     assert straddling > 5
 
 
-def test_bio2zarr_verifier_accepts_our_store(data_dir, tmp_path):
+def test_bio2zarr_verifier_accepts_our_store(tmp_path, cache_layout):
     from bio2zarr.vcz_verification import verify
 
     # One contig: the verifier locates rows by searching positions, which must be sorted.
-    bcf = bcfdata.write_bcf(bcfdata.random_cohort_vcf(800, 40, seed=3, contigs=("chr1",)), data_dir / "one.bcf")
-    open_both(bcf, 300, tmp_path)
+    bcf = bcfdata.write_bcf(bcfdata.random_cohort_vcf(800, 40, seed=3, contigs=("chr1",)), tmp_path / "one.bcf")
+    open_both(bcf, 300, tmp_path, **layout_options(cache_layout, 16))
     verify(str(bcf), vcfvirtual.open_store(tmp_path / "one.bcf.vcz.json"))
 
 
-def test_float_nan_values_read_as_missing_like_bio2zarr(data_dir, tmp_path):
+def test_float_nan_values_read_as_missing_like_bio2zarr(tmp_path, cache_layout):
     """Found by the property test: a FORMAT Float written as "nan" is stored as missing."""
     header = bcfdata.HEADER + '##FORMAT=<ID=A0,Number=1,Type=Float,Description="x">\n'
     records = ["chr1\t1\t.\tA\t.\t.\t.\t.\tA0\t0.0\t1.5\tnan", "chr1\t2\t.\tA\t.\t.\t.\t.\tA0\tnan\t.\tinf"]
-    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, header=header), data_dir / "nan.bcf")
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, header=header), tmp_path / "nan.bcf")
     ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", 10)
-    for ds in open_both(bcf, 10, tmp_path):
+    for ds in open_both(bcf, 10, tmp_path, **layout_options(cache_layout)):
         assert_matches_bio2zarr(ds, ref)
 
 
-def test_paths_with_spaces_and_url_characters(small_bcf, tmp_path):
+def test_paths_with_spaces_and_url_characters(small_bcf, tmp_path, cache_layout):
     """The cache is named by a file URL; a path with characters URLs escape must still
     be found by both readers (the bench workdir's '1e+06' once was not)."""
     import pysam
@@ -134,12 +140,12 @@ def test_paths_with_spaces_and_url_characters(small_bcf, tmp_path):
     bcf.write_bytes(small_bcf.read_bytes())
     with pysam.VariantFile(str(small_bcf)) as vf:
         expected = [r.pos for r in vf]
-    for ds in open_both(bcf, 3, odd):
+    for ds in open_both(bcf, 3, odd, **layout_options(cache_layout)):
         assert ds["variant_position"].values.tolist() == expected
 
 
-def test_cache_path_with_url_fragment_characters_is_refused(small_bcf, tmp_path):
+def test_cache_path_with_url_fragment_characters_is_refused(small_bcf, tmp_path, cache_layout):
     cache = tmp_path / "x#1.bcf"
     with pytest.raises(vcfvirtual.VcfVirtualError, match="'#' or '\\?'"):
-        vcfvirtual.index(small_bcf, refs_path=False, cache_path=cache)
+        vcfvirtual.index(small_bcf, refs_path=False, cache_path=cache, **layout_options(cache_layout))
     assert not cache.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pysam
 import pytest
+import zarr
 from vcfvirtual_codec.bcf import bgzf
 
 import vcfvirtual
@@ -13,22 +14,9 @@ from ..bcfdata import bcftools, fuzz_bcf
 from ..conftest import assert_matches_bio2zarr, bio2zarr_convert, differences_from_bio2zarr, open_both
 
 
-@pytest.mark.parametrize("chunk_length", [1, 3, 1000])
-def test_small_raw_layout_matches_bio2zarr(small_bcf, tmp_path, chunk_length):
-    ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", chunk_length)
-    for ds in open_both(small_bcf, chunk_length, tmp_path, layout="raw"):
-        assert_matches_bio2zarr(ds, ref)
-
-
-@pytest.mark.parametrize("chunk_length", [100, 640])
-def test_cohort_raw_layout_matches_bio2zarr(cohort_bcf, tmp_path, chunk_length):
-    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", chunk_length)
-    for ds in open_both(cohort_bcf, chunk_length, tmp_path, layout="raw"):
-        assert_matches_bio2zarr(ds, ref)
-
-
-# The columns layout: every array its own segments, samples chunked (blocks of 7 leave a
-# narrower last block of the 120 samples; 10,000 is one block); read both ways.
+# The raw layout's equivalence with bio2zarr (small file, cohort) runs in
+# test_bio2zarr_equivalence.py with every layout; these are the columns layout's extra
+# samples blockings: one sample per block, and one block for all (10,000); read both ways.
 @pytest.mark.parametrize(("chunk_length", "samples_chunk_size"), [(1, 1), (3, 2), (1000, 10_000)])
 def test_small_columns_layout_matches_bio2zarr(small_bcf, tmp_path, chunk_length, samples_chunk_size):
     ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", chunk_length)
@@ -185,3 +173,17 @@ def test_relocated_columns_store_reads_as_htslib(cohort_bcf, tmp_path):
     out = relocate_file(refs, f"file://{moved}/", moved / "c.vcz.json")
     report = verify_store(str(out))
     assert report.ok, report.summary()
+
+
+def test_columns_sample_id_is_chunked_as_bio2zarr_chunks_it(small_bcf, tmp_path):
+    """bio2zarr chunks sample_id by samples_chunk_size, and vcztools takes the samples
+    chunking of the call_* arrays from sample_id's chunks: one sample_id chunk over
+    samples blocks of 2 made vcztools index past a block ("index 2 is out of bounds")."""
+    from bio2zarr import vcf
+
+    vcf.convert([str(small_bcf)], str(tmp_path / "ref.vcz"), samples_chunk_size=2, worker_processes=0)
+    ref = zarr.open_group(str(tmp_path / "ref.vcz"), mode="r")
+    for ds in open_both(small_bcf, 3, tmp_path, layout="columns", samples_chunk_size=2):
+        assert ds["sample_id"].encoding["chunks"] == ref["sample_id"].chunks == (2,)
+        assert ds["call_genotype"].encoding["chunks"][1] == ref["call_genotype"].chunks[1]
+        assert ds["sample_id"].values.tolist() == ref["sample_id"][:].tolist()

@@ -8,6 +8,10 @@ is skipped silently:
 * bio2zarr cannot convert it (``BIO2ZARR_FAILS``): bio2zarr must fail, and we must
   either read it correctly (positions and alleles as pysam reads them) or refuse it
   with one of our clear errors.
+
+Each file runs on the default (bgzf) and the columns cache layout; columns with about
+three samples blocks and a narrower last one (``samples_block``). Both compare with the
+same bio2zarr conversion (conftest keeps it for the session).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import vcfvirtual
 from vcfvirtual.errors import VcfVirtualError
 
 from ..bcfdata import bcftools
-from ..conftest import bio2zarr_convert, differences_from_bio2zarr, open_both
+from ..conftest import bio2zarr_convert, differences_from_bio2zarr, layout_options, open_both
 
 # Copies of files other projects publish; tests/data/corpus/README.md names each one's
 # repository and licence.
@@ -102,19 +106,30 @@ def _record(request, name: str, outcome: str) -> None:
     request.node.user_properties.append(("corpus", (name, outcome)))
 
 
+def samples_block(bcf: Path) -> int:
+    """The columns layout's samples_chunk_size for a file: about three blocks, so most
+    files have a narrower last block too (3 samples: blocks of 2 and 1)."""
+    with pysam.VariantFile(str(bcf)) as vf:
+        return max(2, len(vf.header.samples) // 3)
+
+
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
 @pytest.mark.parametrize("path", corpus_files(), ids=file_id)
-def test_corpus_file(path, tmp_path, request):
+def test_corpus_file(path, layout, tmp_path, request):
     name = file_id(path)
+    table_name = name if layout == "bgzf" else f"{name} [{layout}]"
     bcf = to_bcf(path, tmp_path / "input.bcf")
     if name in NOT_BCF:
         assert bcf is None, f"bcftools now converts {name}: remove it from NOT_BCF"
-        _record(request, name, f"not BCF: {NOT_BCF[name]}")
+        _record(request, table_name, f"not BCF: {NOT_BCF[name]}")
         return
     assert bcf is not None, "htslib (bcftools view) refuses this file"
+    options = layout_options(layout, samples_block(bcf))
     if name in BIO2ZARR_FAILS:
         with pytest.raises(Exception):  # noqa: B017 - each file fails bio2zarr its own way
             bio2zarr_convert(bcf, tmp_path / "ref.vcz", 1000)
-        _record(request, name, f"bio2zarr fails ({BIO2ZARR_FAILS[name]}); ours: " + _check_against_pysam(bcf, tmp_path))
+        ours = _check_against_pysam(bcf, tmp_path, options)
+        _record(request, table_name, f"bio2zarr fails ({BIO2ZARR_FAILS[name]}); ours: " + ours)
         return
     reason = KNOWN_DIFFERENCES.get(name)
     if reason:
@@ -124,14 +139,14 @@ def test_corpus_file(path, tmp_path, request):
     ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", chunk_length)
     instead = PYSAM_INSTEAD.get(name, {})
     problems = []
-    for ds in open_both(bcf, chunk_length, tmp_path):
+    for ds in open_both(bcf, chunk_length, tmp_path, **options):
         problems += differences_from_bio2zarr(ds.drop_vars(list(instead)), ref, ignore=instead)
         if "call_genotype_phased" in instead:
             with pysam.VariantFile(str(bcf)) as vf:
                 expected = [[call.phased for call in rec.samples.values()] for rec in vf]
             if ds["call_genotype_phased"].values.tolist() != expected:
                 problems.append("call_genotype_phased differs from pysam")
-    _record(request, name, "pass" if not problems else ("xfail: " + reason if reason else "FAIL"))
+    _record(request, table_name, "pass" if not problems else ("xfail: " + reason if reason else "FAIL"))
     assert not problems, "\n".join(problems)
     if bcf.stat().st_size < 300_000 and name not in PYSAM_INSTEAD:
         # bio2zarr's own verifier walks the BCF with cyvcf2 and checks a store. Where it
@@ -145,9 +160,9 @@ def test_corpus_file(path, tmp_path, request):
         verify(str(bcf), vcfvirtual.open_store(tmp_path / "input.bcf.vcz.json"))
 
 
-def _check_against_pysam(bcf: Path, tmp_path: Path) -> str:
+def _check_against_pysam(bcf: Path, tmp_path: Path, options: dict) -> str:
     try:
-        store = vcfvirtual.index(bcf, refs_path=False, cache_path=tmp_path / "c.bcf", force=True)
+        store = vcfvirtual.index(bcf, refs_path=False, cache_path=tmp_path / "c.bcf", force=True, **options)
     except VcfVirtualError as e:
         assert str(bcf) in str(e)
         return f"clear error ({e.problem})"

@@ -19,7 +19,7 @@ import vcfvirtual
 from vcfvirtual.errors import FieldShapeError, HeaderError
 
 from .. import header_cases
-from ..conftest import bio2zarr_convert, differences_from_bio2zarr, open_both
+from ..conftest import bio2zarr_convert, differences_from_bio2zarr, layout_options, open_both
 
 MISSING_BITS, FILL_BITS = 0x7F800001, 0x7F800002
 CASES = {case.name: case for case in header_cases.cases()}
@@ -263,7 +263,7 @@ def htslib_differences(ds: xr.Dataset, reading) -> list[str]:
     return problems
 
 
-def _index_refs(bcf, tmp_path, chunk_length=2):
+def _index_refs(bcf, tmp_path, chunk_length=2, layout="bgzf"):
     refs = tmp_path / (bcf.name + ".vcz.json")
     vcfvirtual.index(
         bcf,
@@ -271,24 +271,28 @@ def _index_refs(bcf, tmp_path, chunk_length=2):
         cache_path=tmp_path / (bcf.name + ".cache.bcf"),
         variants_chunk_size=chunk_length,
         force=True,
+        **layout_options(layout),
     )
     return xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
 
 
+# Each case on the default and the columns layout (samples blocks of 2).
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_case_matches_htslib(name, tmp_path):
+def test_case_matches_htslib(name, tmp_path, layout):
     bcf = CASES[name].write(tmp_path)
     reading = htslib_reading(bcf)
-    for ds in open_both(bcf, 2, tmp_path):
+    for ds in open_both(bcf, 2, tmp_path, **layout_options(layout)):
         problems = htslib_differences(ds, reading)
         assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
 @pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.bio2zarr == "equal"))
-def test_case_matches_bio2zarr(name, tmp_path):
+def test_case_matches_bio2zarr(name, tmp_path, layout):
     bcf = CASES[name].write(tmp_path)
     ref = bio2zarr_convert(bcf, tmp_path / "bio2zarr.vcz", 2)
-    ds = _index_refs(bcf, tmp_path)
+    ds = _index_refs(bcf, tmp_path, layout=layout)
     problems = differences_from_bio2zarr(ds, ref)
     assert not problems, "\n".join(problems)
 
@@ -384,12 +388,14 @@ def test_unknown_number_word_is_refused_by_htslib_or_read(tmp_path):
         assert not htslib_differences(ds, htslib_reading(bcf))
 
 
-def test_thousand_info_fields_match_bio2zarr(tmp_path):
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
+def test_thousand_info_fields_match_bio2zarr(tmp_path, layout):
     """1,000 INFO keys of every kind: every array equals bio2zarr's (the references are
-    written in time linear in the arrays; benchmarks/wide_header.py times it)."""
+    written in time linear in the arrays; benchmarks/wide_header.py times it). Columns:
+    1,000 INFO segments a chunk."""
     bcf = header_cases.wide_info_case(1000).write(tmp_path)
     ref = bio2zarr_convert(bcf, tmp_path / "bio2zarr.vcz", 2)
-    ds = _index_refs(bcf, tmp_path)
+    ds = _index_refs(bcf, tmp_path, layout=layout)
     assert len([n for n in ds.data_vars if n.startswith("variant_K")]) == 1000
     problems = differences_from_bio2zarr(ds, ref)
     assert not problems, "\n".join(problems[:20])

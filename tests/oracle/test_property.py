@@ -1,5 +1,7 @@
 """Property test: hypothesis-generated VCFs, as BCF, read the same through vcfvirtual as
-through bio2zarr (the generator bio2zarr itself is tested with)."""
+through bio2zarr (the generator bio2zarr itself is tested with), on every cache layout:
+each example is indexed once per layout (columns: samples blocks of 2, so up to 3
+samples make a narrower last block) and compared with the one bio2zarr conversion."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis_vcf import vcf
 
 from ..bcfdata import bcftools
-from ..conftest import bio2zarr_convert, differences_from_bio2zarr, open_both
+from ..conftest import CACHE_LAYOUTS, bio2zarr_convert, differences_from_bio2zarr, layout_options, open_both
 
 
 def _bcf_from_text(text: str, work: Path) -> Path | None:
@@ -49,6 +51,7 @@ def test_generated_vcfs_match_bio2zarr(vcf_string):
             ref = bio2zarr_convert(bcf, work / "ref.vcz", 2)
         except Exception:
             assume(False)  # the oracle cannot convert it
-        for ds in open_both(bcf, 2, work):
-            problems = differences_from_bio2zarr(ds, ref)
-            assert not problems, "\n".join(problems) + "\n" + vcf_string
+        for layout in CACHE_LAYOUTS:
+            for ds in open_both(bcf, 2, work, **layout_options(layout)):
+                problems = differences_from_bio2zarr(ds, ref)
+                assert not problems, f"{layout} layout:\n" + "\n".join(problems) + "\n" + vcf_string

@@ -13,6 +13,11 @@ into fresh BGZF blocks (CRCs correct). htslib (pysam) reads the same file. Then:
   the index must raise a typed error (counted, never silent); the codec on the seed's
   configs, likewise: its value, or a ChunkDecodeError (e.g. outside the seed's dtype).
 
+The index side runs on the bgzf and the columns cache layout (columns: samples blocks of
+2, so the 3 samples make a block of 2 and a narrower one of 1): the columns demux at
+index time must carry every edit htslib reads into its segments. The codec side decodes
+records, which only the record layouts store.
+
 Conventions where pysam's reading is coarser than VCF Zarr's: pysam's None for an
 integer stands for missing (-1) or an empty value (-2, fill), and both are accepted;
 a float NaN that is not the missing pattern reads as missing (bio2zarr's rule).
@@ -39,7 +44,7 @@ import vcfvirtual
 from vcfvirtual.errors import ChunkDecodeError, CorruptBCFError, VcfVirtualError
 
 from .. import bcfdata
-from ..conftest import resolved_refs
+from ..conftest import layout_options, resolved_refs
 
 pysam.set_verbosity(0)  # htslib's warnings about the edited records are expected
 
@@ -496,28 +501,30 @@ def _codec_specs(refs: Path) -> dict:
     return specs
 
 
+def _decode_one(data: bytes, spec: codec.ChunkSpec) -> np.ndarray:
+    """One chunk through the codec and the vlen-utf8 step zarr runs after it."""
+    raw = codec.decode_chunk(data, spec)
+    if spec.dtype == "str":
+        return np.asarray(VLenUTF8().decode(raw), dtype=object).reshape(spec.chunk_shape)
+    return np.frombuffer(np.ascontiguousarray(raw).tobytes(), dtype=spec.dtype).reshape(spec.chunk_shape)
+
+
 def _decode(specs: dict, chunk_of) -> tuple[dict, dict]:
     """({array: values}, {array: ChunkDecodeError}): each array's one chunk (the bytes
-    ``chunk_of(array)``) through the codec and the vlen-utf8 step zarr runs after it."""
+    ``chunk_of(array)``) through the codec."""
     values, errors = {}, {}
     for name, spec in specs.items():
         try:
-            raw = codec.decode_chunk(chunk_of(name), spec)
+            values[name] = _decode_one(chunk_of(name), spec)
         except ChunkDecodeError as e:
             errors[name] = e
-            continue
-        if spec.dtype == "str":
-            values[name] = np.asarray(VLenUTF8().decode(raw), dtype=object).reshape(spec.chunk_length, *spec.shape)
-        else:
-            values[name] = np.frombuffer(np.ascontiguousarray(raw).tobytes(), dtype=spec.dtype).reshape(
-                spec.chunk_length, *spec.shape
-            )
     return values, errors
 
 
-def _index_and_read(seed: Seed, path: Path, work: Path) -> tuple[dict, dict]:
-    """Index ``path`` (a CorruptBCFError... propagates), then read every array's chunk as
-    zarr would (a whole store read through zarr costs 10x more, for the same codec calls)."""
+def _index_and_read(seed: Seed, path: Path, work: Path, layout: str = "bgzf") -> tuple[dict, dict]:
+    """Index ``path`` (a CorruptBCFError... propagates), then read every array's chunks as
+    zarr would (a whole store read through zarr costs 10x more, for the same codec calls):
+    one variants chunk, and in the columns layout the samples blocks side by side."""
     refs = work / "case.json"
     vcfvirtual.index(
         path,
@@ -526,16 +533,29 @@ def _index_and_read(seed: Seed, path: Path, work: Path) -> tuple[dict, dict]:
         variants_chunk_size=len(seed.records),
         force=True,
         progress=False,
+        **layout_options(layout),
     )
     doc = resolved_refs(refs)
     cache = (work / "case.cache").read_bytes()
-    specs = _codec_specs(refs)
-
-    def chunk_of(name):  # the array's only chunk: key "name/0.0..." of its rank
-        _, offset, length = doc[f"{name}/" + ".".join("0" * (1 + len(specs[name].shape)))]
-        return cache[offset : offset + length]
-
-    values, errors = _decode(specs, chunk_of)
+    values, errors = {}, {}
+    for name, spec in _codec_specs(refs).items():
+        blocks = -(-spec.shape[0] // spec.samples_chunk_size) if spec.samples_chunk_size else 1
+        parts = []
+        try:
+            for j in range(blocks):
+                # The chunk key "name/0.j.0...": variants chunk 0, samples block j.
+                index = (
+                    ["0", str(j), *("0" * (len(spec.shape) - 1))]
+                    if spec.samples_chunk_size
+                    else ["0"] * (1 + len(spec.shape))
+                )
+                _, offset, length = doc[f"{name}/" + ".".join(index)]
+                parts.append(_decode_one(cache[offset : offset + length], spec))
+        except ChunkDecodeError as e:
+            errors[name] = e
+            continue
+        # The last block's samples past the array's extent are padding zarr drops.
+        values[name] = np.concatenate(parts, axis=1)[:, : spec.shape[0]] if len(parts) > 1 else parts[0]
     return {**seed.static, **values}, errors
 
 
@@ -548,8 +568,9 @@ def _decode_with_seed_configs(seed: Seed, stream: bytes) -> tuple[dict, dict]:
 Outcome = collections.namedtuple("Outcome", "case htslib index codec")
 
 
-def run_case(seed: Seed, case: Case, work: Path) -> tuple[Outcome, list[str]]:
-    """(what happened, silent differences from htslib) for one edited record."""
+def run_case(seed: Seed, case: Case, work: Path, layout: str = "bgzf") -> tuple[Outcome, list[str]]:
+    """(what happened, silent differences from htslib) for one edited record; the codec
+    on the seed's configs is asked only with the bgzf layout (records, not segments)."""
     records = list(seed.records)
     records[case.record] = case.edited
     stream = b"".join(r.encode() for r in records)
@@ -557,7 +578,7 @@ def run_case(seed: Seed, case: Case, work: Path) -> tuple[Outcome, list[str]]:
     rows = pysam_records(path)
     problems = []
     try:
-        ours, read_errors = _index_and_read(seed, path, work)
+        ours, read_errors = _index_and_read(seed, path, work, layout)
         index = "values"
         if read_errors:
             # The index accepted the records: reading them must not fail.
@@ -568,6 +589,8 @@ def run_case(seed: Seed, case: Case, work: Path) -> tuple[Outcome, list[str]]:
         problems.append("htslib refuses the file, the index reads it")
     if rows is not None and ours is not None:
         problems += differences(ours, rows, seed.info_types, seed.format_types)
+    if layout != "bgzf":
+        return Outcome(case.name, "refuses" if rows is None else "reads", index, "not asked"), problems
     values, errors = _decode_with_seed_configs(seed, stream)
     if rows is None:
         read = [a for a in case.touched if a in values]
@@ -582,14 +605,15 @@ def run_case(seed: Seed, case: Case, work: Path) -> tuple[Outcome, list[str]]:
     return Outcome(case.name, "refuses" if rows is None else "reads", index, codec_outcome), problems
 
 
-def test_edited_records_read_as_htslib_reads_them_or_are_refused(seed, tmp_path):
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
+def test_edited_records_read_as_htslib_reads_them_or_are_refused(seed, tmp_path, layout):
     """A few hundred edits: zero silent differences, at index time and at read time."""
     all_cases = cases(seed.records, seed.names)
     assert len(all_cases) >= 200
     outcomes = collections.Counter()
     failures = []
     for case in all_cases:
-        outcome, problems = run_case(seed, case, tmp_path)
+        outcome, problems = run_case(seed, case, tmp_path, layout)
         outcomes[(outcome.htslib, outcome.index)] += 1
         if problems:
             failures.append(f"{case.name}: {problems[:3]}")
@@ -610,8 +634,14 @@ def _edited(seed: Seed, work: Path, record: int = 0, **changes) -> tuple[Path, b
     return _write_bgzf(work / "edited.bcf", seed.header + stream), stream
 
 
-def _read(seed: Seed, path: Path, work: Path) -> dict:
-    values, errors = _index_and_read(seed, path, work)
+@pytest.fixture(params=["bgzf", "columns"])
+def layout(request) -> str:
+    """The cache layout the named cases below index with."""
+    return request.param
+
+
+def _read(seed: Seed, path: Path, work: Path, layout: str) -> dict:
+    values, errors = _index_and_read(seed, path, work, layout)
     assert not errors
     return values
 
@@ -625,18 +655,18 @@ def _info(seed: Seed, record: int, name: str, value: Typed) -> tuple:
     return tuple((k, value if k.data[0] == key else v) for k, v in seed.records[record].info)
 
 
-def test_rlen_of_2_31_or_more_reads_as_htslib_replaces_it(seed, tmp_path):
+def test_rlen_of_2_31_or_more_reads_as_htslib_replaces_it(seed, tmp_path, layout):
     """rlen 0x80000000 is negative as int32; we decoded variant_length -2147483648.
     htslib's bcf_record_check replaces it (REF's length here: pysam rlen 1)."""
     for rlen in (0x80000000, 0xFFFFFFFF):
         path, stream = _edited(seed, tmp_path, rlen=rlen)
         assert pysam_records(path)[0]["length"] == 1
-        assert _read(seed, path, tmp_path)["variant_length"][0] == 1
+        assert _read(seed, path, tmp_path, layout)["variant_length"][0] == 1
         values, _ = _decode_with_seed_configs(seed, stream)
         assert values["variant_length"][0] == 1
 
 
-def test_rlen_of_2_31_or_more_with_end_reads_as_htslib_replaces_it(tmp_path):
+def test_rlen_of_2_31_or_more_with_end_reads_as_htslib_replaces_it(tmp_path, layout):
     """With INFO/END, htslib's replacement is END - POS (longer than REF here); with
     SVLEN in the header it may also read SVLEN, which we do not: refused."""
     header = bcfdata.HEADER + '##INFO=<ID=END,Number=1,Type=Integer,Description="End">\n'
@@ -660,34 +690,36 @@ def test_rlen_of_2_31_or_more_with_end_reads_as_htslib_replaces_it(tmp_path):
             with pytest.raises(CorruptBCFError, match="rlen is 2\\^31 or more"):
                 vcfvirtual.index(path, refs_path=False, cache_path=tmp_path / "c", force=True, progress=False)
             continue
-        store = vcfvirtual.index(path, refs_path=False, cache_path=tmp_path / "c", force=True, progress=False)
+        store = vcfvirtual.index(
+            path, refs_path=False, cache_path=tmp_path / "c", force=True, progress=False, cache_layout=layout
+        )
         assert zarr.open_group(store, mode="r", zarr_format=3)["variant_length"][:].tolist() == [expect, 1]
 
 
-def test_pos_0x7fffffff_reads_2_31_not_wrapped(seed, tmp_path):
+def test_pos_0x7fffffff_reads_2_31_not_wrapped(seed, tmp_path, layout):
     """POS 0x7FFFFFFF is VCF POS 2^31 (pysam); the codec's int32 += 1 made it -2^31.
     bio2zarr sizes variant_position from the values (int64 here), as the index does; a
     cache edited after indexing to hold it in the seed's int16 array is refused."""
     path, stream = _edited(seed, tmp_path, pos=0x7FFFFFFF)
     assert pysam_records(path)[0]["position"] == 2**31
-    values = _read(seed, path, tmp_path)
+    values = _read(seed, path, tmp_path, layout)
     assert values["variant_position"].dtype == np.int64 and values["variant_position"][0] == 2**31
     with pytest.raises(ChunkDecodeError, match="outside the array's int16"):
         codec.decode_chunk(stream, seed.specs["variant_position"])
 
 
 @pytest.mark.parametrize("t,value", [(INT8, -127), (INT16, -32767)])
-def test_lone_info_integer_equal_to_end_of_vector_is_a_value(seed, tmp_path, t, value):
+def test_lone_info_integer_equal_to_end_of_vector_is_a_value(seed, tmp_path, t, value, layout):
     """A scalar INFO integer holding the int8/int16 end-of-vector value: htslib keeps a
     lone INFO value as a plain number (pysam -127; bio2zarr -127 too). We read -2."""
     path, stream = _edited(seed, tmp_path, info=_info(seed, 0, "DP", ints(t, [value])))
     assert pysam_records(path)[0]["info"]["DP"] == value
-    assert _read(seed, path, tmp_path)["variant_DP"][0] == value
+    assert _read(seed, path, tmp_path, layout)["variant_DP"][0] == value
     if t == INT8:  # fits the seed's int8 array
         assert _decode_with_seed_configs(seed, stream)[0]["variant_DP"][0] == value
 
 
-def test_lone_info_int32_end_of_vector_is_fill(seed, tmp_path):
+def test_lone_info_int32_end_of_vector_is_fill(seed, tmp_path, layout):
     """The int32 case is bcf_int32_vector_end itself: pysam returns -2147483647 but
     bio2zarr (the reference converter) stores fill (-2), as we do."""
     from ..conftest import bio2zarr_convert
@@ -696,23 +728,23 @@ def test_lone_info_int32_end_of_vector_is_fill(seed, tmp_path):
     pysam.bcftools.index(str(path))
     reference = bio2zarr_convert(path, tmp_path / "b2z.vcz", 6)
     assert reference["variant_DP"][0] == -2
-    assert _read(seed, path, tmp_path)["variant_DP"][0] == -2
+    assert _read(seed, path, tmp_path, layout)["variant_DP"][0] == -2
 
 
 @pytest.mark.parametrize("id_value", [Typed(NULL, 0), Typed(NULL, 3), Typed(INT8, 3, b"rs1")])
-def test_id_that_is_not_a_string_is_refused(seed, tmp_path, id_value):
+def test_id_that_is_not_a_string_is_refused(seed, tmp_path, id_value, layout):
     """htslib refuses any ID type but a character vector ("Invalid ID type 0"), even a
     NULL of count 0, which we read as "."; refused at index time and by the codec."""
     path, stream = _edited(seed, tmp_path, id=id_value)
     assert _pysam_refuses(path)
     with pytest.raises(CorruptBCFError, match="ID is not a character string"):
-        _index_and_read(seed, path, tmp_path)
+        _index_and_read(seed, path, tmp_path, layout)
     for array in ("variant_id", "variant_id_mask"):
         with pytest.raises(ChunkDecodeError, match="ID is not a character string"):
             codec.decode_chunk(stream, seed.specs[array])
 
 
-def test_null_typed_info_and_format_values_with_a_count_are_refused(seed, tmp_path):
+def test_null_typed_info_and_format_values_with_a_count_are_refused(seed, tmp_path, layout):
     """A NULL type with count > 0 ("Invalid INFO type 0"): htslib refuses the record; we
     read the INFO value as another one (its 0-byte values) or as fill."""
     rec = seed.records[0]
@@ -726,30 +758,30 @@ def test_null_typed_info_and_format_values_with_a_count_are_refused(seed, tmp_pa
         path, stream = _edited(seed, tmp_path, **changes)
         assert _pysam_refuses(path)
         with pytest.raises(CorruptBCFError, match="typed NULL with a count above 0"):
-            _index_and_read(seed, path, tmp_path)
+            _index_and_read(seed, path, tmp_path, layout)
         with pytest.raises(ChunkDecodeError, match="typed NULL with a count above 0"):
             codec.decode_chunk(stream, seed.specs[array])
 
 
-def test_record_without_alleles_is_refused(seed, tmp_path):
+def test_record_without_alleles_is_refused(seed, tmp_path, layout):
     """n_allele 0: htslib refuses it ("No REF allele")."""
     path, stream = _edited(seed, tmp_path, record=2, n_allele=0, alleles=())
     assert _pysam_refuses(path)
     with pytest.raises(CorruptBCFError, match="no REF allele"):
-        _index_and_read(seed, path, tmp_path)
+        _index_and_read(seed, path, tmp_path, layout)
     with pytest.raises(ChunkDecodeError, match="no REF allele"):
         codec.decode_chunk(stream, seed.specs["variant_allele"])
 
 
-def test_values_after_an_end_of_vector_are_fill(seed, tmp_path):
+def test_values_after_an_end_of_vector_are_fill(seed, tmp_path, layout):
     """htslib ends an INFO vector at its end-of-vector value (pysam: None, no values);
     we read what followed it ([-2, 5]). An empty GT (NULL, count 0) reads () in pysam;
     we refused the chunk at read time after indexing it."""
     path, _ = _edited(seed, tmp_path, record=4, info=_info(seed, 4, "DP", ints(INT8, [-127, 5])))
     assert pysam_records(path)[4]["info"]["DP"] is None
-    assert _read(seed, path, tmp_path)["variant_DP"][4].tolist() == [-2, -2]
+    assert _read(seed, path, tmp_path, layout)["variant_DP"][4].tolist() == [-2, -2]
     gt_key = next(k for k, (_, name) in seed.names.items() if name == "GT")
     fmt = tuple((k, Typed(NULL, 0) if k.data[0] == gt_key else v) for k, v in seed.records[0].fmt)
     path, _ = _edited(seed, tmp_path, fmt=fmt)
     assert [call["GT"] for call in pysam_records(path)[0]["samples"]] == [(), (), ()]
-    assert (_read(seed, path, tmp_path)["call_genotype"][0] == -2).all()
+    assert (_read(seed, path, tmp_path, layout)["call_genotype"][0] == -2).all()

@@ -209,32 +209,39 @@ def _variant_array(
     return ManifestArray(metadata=metadata, chunkmanifest=manifest)
 
 
-def _inline_array(values, dtype, dims, description=None) -> ManifestArray:
-    """A one-chunk array whose encoded bytes travel inside the manifest."""
+def _inline_array(values, dtype, dims, description=None, chunk: int | None = None) -> ManifestArray:
+    """An array whose encoded bytes travel inside the manifest: one chunk, or chunks of
+    ``chunk`` rows (the last one padded to the full chunk, as Zarr stores an edge chunk)."""
     if dtype is str:
         values = np.asarray(values, dtype=object)
-        data = bytes(VLenUTF8().encode(values)) if values.size else b""
     else:
         values = np.asarray(values, dtype=np.dtype(dtype).newbyteorder("<"))
-        data = values.tobytes()
     shape = values.shape
+    rows = chunk if chunk and shape and shape[0] > chunk else (max(1, shape[0]) if shape else 1)
+    fill = "" if dtype is str else _fill_value(np.dtype(dtype))
     attributes = {} if description is None else {"description": description}
+    chunk_shape = (rows, *(max(1, s) for s in shape[1:])) if shape else ()
     metadata = _array_metadata(
         shape=shape,
         data_type=_zarr_dtype(dtype),
-        chunk_shape=tuple(max(1, s) for s in shape),
-        fill_value="" if dtype is str else _fill_value(np.dtype(dtype)),
+        chunk_shape=chunk_shape,
+        fill_value=fill,
         codecs=_codecs(dtype, None),
         attributes=attributes,
         dimension_names=dims,
     )
-    grid = tuple(1 for _ in shape)
-    if values.size:
-        key = ".".join("0" for _ in shape)
-        manifest = ChunkManifest(entries={key: {"path": "", "offset": 0, "length": len(data), "data": data}})
-    else:
-        manifest = ChunkManifest(entries={}, shape=grid)
-    return ManifestArray(metadata=metadata, chunkmanifest=manifest)
+    if not values.size:
+        return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries={}, shape=(1,) * len(shape)))
+    entries = {}
+    rest = ".0" * (len(shape) - 1)
+    for k, start in enumerate(range(0, shape[0], rows)):
+        part = values[start : start + rows]
+        if part.shape[0] < rows:
+            pad = np.full((rows - part.shape[0], *part.shape[1:]), fill, dtype=values.dtype)
+            part = np.concatenate([part, pad])
+        data = bytes(VLenUTF8().encode(part)) if dtype is str else part.tobytes()
+        entries[f"{k}{rest}"] = {"path": "", "offset": 0, "length": len(data), "data": data}
+    return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries=entries))
 
 
 def region_index(region_rows: np.ndarray, dtype) -> np.ndarray:
@@ -343,7 +350,10 @@ def build_group(
     arrays.update(_field_arrays(variant, scan, n_alleles, ploidy))
     if h.gt_key >= 0:
         arrays.update(_genotype_arrays(variant, h.gt_key, len(h.samples), n_alleles, ploidy))
-    arrays.update(_header_arrays(scan, position_dtype))
+    # bio2zarr chunks sample_id as the samples blocks, and readers (vcztools) take the
+    # samples chunking of every call_* array from it.
+    sample_block = effective_samples_chunk_size(samples_chunk_size, len(h.samples)) if layout == "columns" else None
+    arrays.update(_header_arrays(scan, position_dtype, sample_block))
     attributes = {
         "vcf_zarr_version": VCF_ZARR_VERSION,
         "vcf_header": h.text,
@@ -495,7 +505,7 @@ def _genotype_arrays(
     }
 
 
-def _header_arrays(scan: ScanResult, position_dtype: np.dtype) -> dict[str, ManifestArray]:
+def _header_arrays(scan: ScanResult, position_dtype: np.dtype, sample_block: int | None) -> dict[str, ManifestArray]:
     """The small arrays from the header and the scan, inlined in the manifest."""
     h = scan.header
     arrays = {"contig_id": _inline_array(list(h.contigs), str, ["contigs"])}
@@ -504,7 +514,7 @@ def _header_arrays(scan: ScanResult, position_dtype: np.dtype) -> dict[str, Mani
         arrays["contig_length"] = _inline_array(lengths, np.int64, ["contigs"])
     arrays["filter_id"] = _inline_array(list(h.filters), str, ["filters"])
     arrays["filter_description"] = _inline_array(list(h.filter_descriptions), str, ["filters"])
-    arrays["sample_id"] = _inline_array(list(h.samples), str, ["samples"])
+    arrays["sample_id"] = _inline_array(list(h.samples), str, ["samples"], chunk=sample_block)
     arrays["region_index"] = _inline_array(
         region_index(scan.region_rows, position_dtype),
         position_dtype,
