@@ -13,6 +13,7 @@ import logging
 import pysam
 import pytest
 import xarray as xr
+import zarr
 
 import vcfvirtual
 import vcfvirtual.cache.write
@@ -221,3 +222,30 @@ def test_cli_scans_on_a_dask_scheduler(wide_bcf, tmp_path):
     assert (tmp_path / "dask.cache.bcf").read_bytes() == (tmp_path / "serial.cache.bcf").read_bytes()
     ours, serial = (json.loads(p.read_text()) for p in (out, tmp_path / "serial.json"))
     assert_same_store((serial, b""), (ours, b""))
+
+
+@pytest.mark.parametrize("layout", ["raw", "columns"])
+def test_dask_workers_find_the_parts_folder_of_a_relative_cache(wide_bcf, tmp_path, monkeypatch, layout):
+    """Layouts whose workers write their partitions' bytes (raw, columns) hand them the
+    folder by absolute path: a cluster's workers need not share the caller's working
+    directory (here they were started in another folder), and `-o x.json` is relative."""
+    import shutil
+    import subprocess
+    import sys
+
+    distributed = pytest.importorskip("distributed")
+    elsewhere, here = tmp_path / "workers", tmp_path / "run"
+    elsewhere.mkdir()
+    here.mkdir()
+    shutil.copy(wide_bcf, here / "w.bcf")
+    monkeypatch.chdir(elsewhere)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        cmd = [sys.executable, "-m", "vcfvirtual.cli", "index", "w.bcf", "-o", "w.json", "--cache", "w.cache"]
+        cmd += ["--cache-layout", layout, "-c", "250", "--dask-scheduler", cluster.scheduler_address]
+        run = subprocess.run(cmd, cwd=here, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    monkeypatch.chdir(here)
+    with pysam.VariantFile("w.bcf") as vf:
+        positions = [rec.pos for rec in vf]
+    group = zarr.open_group(vcfvirtual.open_store("w.json"), mode="r", zarr_format=2)
+    assert group["variant_position"][:].tolist() == positions

@@ -128,7 +128,8 @@ def write_cache_partitioned(
     # The workers write their partitions' inflated bytes when the layout is made of them.
     segment_dir = None
     if writer.needs_segments:
-        segment_dir = temporary_name(cache_path, "parts")
+        # Absolute too: the workers write into it from their own working directories.
+        segment_dir = temporary_name(Path(os.path.abspath(cache_path)), "parts")
         segment_dir.mkdir()
     try:
         with parallel.executor_for(workers, dask_client) as executor:
