@@ -197,10 +197,10 @@ print(json.dumps({{"seconds": best, "counts": counts.tolist()}}))
 
 
 # Issue 12's read targets, in a fresh interpreter per store, each the best of --repeats (at
-# least 15 for reads under 0.2 s) after one warm-up: open + call_genotype of the first 1,000 variants; then, from a store opened
-# beforehand, variant_position alone, call_genotype of 10 samples, call_DP and call_AD (where
-# present), and a region query (region_index, then the overlapping variants' genotypes, as
-# `bcftools view -H -r` prints whole records).
+# least 15 for reads under 0.2 s) after one warm-up: open + call_genotype of the first 1,000
+# variants; then, from a store opened beforehand, variant_position alone, call_genotype of 10
+# samples, call_DP and call_AD (where present), and a region query (region_index, then the
+# overlapping variants' genotypes, as `bcftools view -H -r` prints whole records).
 READS = """
 import json, sys, time
 import numpy as np, xarray as xr, zarr
