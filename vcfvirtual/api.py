@@ -114,15 +114,18 @@ def index(
         References to write; default ``<bcf>.vcz.json`` (``.vcz.parq``,
         ``.vcz.icechunk``); ``False`` writes none.
     cache_path : str, path or None
-        Transcode cache to write; default ``<bcf>.vcz.cache.bcf``.
+        Transcode cache to write; default ``<bcf>.vcz.cache.columns`` (``columns``
+        layout) or ``<bcf>.vcz.cache.bcf`` (``bgzf``, ``raw``).
     variants_chunk_size : int or None
-        Variants per chunk; default sized so a decoded ``call_genotype`` chunk is at
-        most ~64 MiB.
-    cache_layout : {"bgzf", "raw", "columns"} or None
-        ``bgzf`` (default for a compressed BCF): the BCF's blocks re-cut at chunk
-        starts; ``raw``: the uncompressed stream. An uncompressed BCF is by default
-        referenced as it is, with no cache. ``columns``: every array's chunks stored
-        apart and compressed (default cache ``<bcf>.vcz.cache.columns``).
+        Variants per chunk; default 1,000 in the ``columns`` layout (fewer when a
+        chunk of every sample's calls would pass 256 MiB), else sized so a decoded
+        ``call_genotype`` chunk is at most ~64 MiB.
+    cache_layout : {"columns", "bgzf", "raw"} or None
+        ``columns`` (default for a compressed BCF): every array's chunks stored apart
+        and compressed, samples chunked, so a read touches only its array and samples
+        block; ``bgzf``: the BCF's blocks re-cut at chunk starts (a cache that is a
+        BCF, the fastest index); ``raw``: the uncompressed stream. An uncompressed BCF
+        is by default referenced as it is, with no cache.
     samples_chunk_size : int
         Samples per chunk of the arrays with a samples dimension, in the ``columns``
         layout only (default 10,000, as bio2zarr); ``bgzf`` and ``raw`` keep the

@@ -148,21 +148,22 @@ def _collector_paused():
     "-c",
     "--variants-chunk-size",
     type=click.IntRange(min=1),
-    help="Variants per chunk. Default: sized so a decoded call_genotype chunk is "
-    "at most ~64 MiB, between 100 and 10,000.",
+    help="Variants per chunk. Default: 1,000 in the columns layout (fewer when a chunk of "
+    "every sample's calls would pass 256 MiB); otherwise sized so a decoded call_genotype "
+    "chunk is at most ~64 MiB, between 100 and 10,000.",
 )
 @click.option(
     "--cache-layout",
     type=click.Choice(LAYOUTS),
     default=None,
-    help="How records are laid out in the cache. 'bgzf' (default for a compressed BCF): "
-    "the BCF's own compressed blocks, re-cut so each variants chunk starts a block "
-    "(about the BCF's size, a valid BCF; the chunk size is fixed before the scan, "
-    "assuming diploid calls). 'raw': the uncompressed BCF stream (many times larger; "
-    "reads skip the inflate). An uncompressed BCF (bcftools view -Ou) is by default "
-    "referenced as it is, with no cache (raw); 'bgzf' compresses it into one. "
-    "'columns': every array's chunks stored apart and compressed, so a read touches "
-    "only its array (default cache <BCF>.vcz.cache.columns).",
+    help="How records are laid out in the cache. 'columns' (default for a compressed BCF): "
+    "every array's chunks stored apart and compressed, samples chunked by "
+    "--samples-chunk-size, so a read touches only its array and samples block (default "
+    "cache <BCF>.vcz.cache.columns). 'bgzf': the BCF's own compressed blocks, re-cut so "
+    "each variants chunk starts a block (about the BCF's size, a valid BCF bcftools reads, "
+    "the fastest index; default cache <BCF>.vcz.cache.bcf). 'raw': the uncompressed BCF "
+    "stream (many times larger; reads skip the inflate). An uncompressed BCF (bcftools "
+    "view -Ou) is by default referenced as it is, with no cache (raw).",
 )
 @click.option(
     "-s",
@@ -171,7 +172,7 @@ def _collector_paused():
     default=10_000,
     show_default=True,
     help="Samples per chunk of the arrays with a samples dimension (call_*), as bio2zarr's "
-    "option. Used by --cache-layout columns only: the bgzf and raw layouts keep all samples "
+    "option. Used by the columns layout only: the bgzf and raw layouts keep all samples "
     "in one chunk.",
 )
 @click.option(

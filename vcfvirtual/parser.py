@@ -45,7 +45,7 @@ class BCFParser:
         *,
         cache_path=None,
         variants_chunk_size: int | None = None,
-        cache_layout: str = "bgzf",
+        cache_layout: str | None = None,
         samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
         inflate_threads: int = 0,
         force: bool = True,

@@ -21,7 +21,7 @@ from vcfvirtual_codec.bcf import bgzf
 
 from .bcf.vcf_input import is_vcf_path
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
-from .cache.layouts import LAYOUTS
+from .cache.layouts import DEFAULT_LAYOUT, LAYOUTS
 from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
@@ -62,7 +62,8 @@ class IndexOptions:
         Variants per chunk; ``None`` sizes chunks from the number of samples.
     cache_layout : {"bgzf", "raw", "columns"} or None
         The cache's layout; ``None`` chooses ``raw`` (zero copy) for one uncompressed
-        local BCF, else ``bgzf``. ``columns`` stores each array apart.
+        local BCF, else ``columns`` (each array's chunks stored apart). ``bgzf``: the
+        BCF's own blocks, a cache that is itself a BCF.
     samples_chunk_size : int
         Samples per chunk of the arrays with a samples dimension, in the ``columns``
         layout only (``bgzf`` and ``raw`` keep the samples dimension whole).
@@ -181,14 +182,15 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     partitioned = len(sources) > 1 or options.workers > 1 or options.dask_client is not None
     _refuse_folder_names(options.refs_path, options.cache_path)
     _check_numbers(options)
-    remote = _plan_remote(sources, options, partitioned)
-    refs_path, cache_path = _local_outputs(sources, options, remote)
-    fingerprints = tuple(_source_fingerprint(p, options.storage_options) for p in sources)
     # An uncompressed BCF is its own raw cache: the references point into it, no copy.
-    # Asking for the bgzf layout still compresses it into a cache. (A remote one gets a
-    # cache: the references must name local or uploaded bytes.)
-    single_plain = len(sources) == 1 and remote is None and _is_uncompressed(sources[0], options.storage_options)
-    layout = options.cache_layout or ("raw" if single_plain else "bgzf")
+    # Asking for another layout still writes a cache. (A run with URLs gets a cache: the
+    # references must name local or uploaded bytes.) Chosen first: it names the cache.
+    with_urls = any(_url(p) for p in (*sources, options.refs_path, options.cache_path))
+    single_plain = len(sources) == 1 and not with_urls and _is_uncompressed(sources[0], options.storage_options)
+    layout = options.cache_layout or ("raw" if single_plain else DEFAULT_LAYOUT)
+    remote = _plan_remote(sources, options, partitioned, layout)
+    refs_path, cache_path = _local_outputs(sources, options, remote, layout)
+    fingerprints = tuple(_source_fingerprint(p, options.storage_options) for p in sources)
     zero_copy = single_plain and layout == "raw"
     if zero_copy:
         cache_path = Path(sources[0])
@@ -333,7 +335,7 @@ def _url(path) -> str | None:
     return path if isinstance(path, str) and storage.is_url(path) else None
 
 
-def _plan_remote(sources: Sequence[Source], options: IndexOptions, partitioned: bool) -> RemotePlan | None:
+def _plan_remote(sources: Sequence[Source], options: IndexOptions, partitioned: bool, layout: str) -> RemotePlan | None:
     """The URLs of a run, and where its outputs are staged (named, not created)."""
     refs_url, cache_url = _url(options.refs_path), _url(options.cache_path)
     source = next((s for s in sources if isinstance(s, str)), None)
@@ -363,18 +365,18 @@ def _plan_remote(sources: Sequence[Source], options: IndexOptions, partitioned: 
         staging / refs_url.rsplit("/", 1)[-1] if refs_url else options.refs_path,
         staging / cache_url.rsplit("/", 1)[-1] if cache_url else options.cache_path,
         options.refs_format,
-        options.cache_layout,
+        layout,
     )
     return RemotePlan(source, refs_url, cache_url, staging, local_refs, local_cache)
 
 
 def _local_outputs(
-    sources: Sequence[Source], options: IndexOptions, remote: RemotePlan | None
+    sources: Sequence[Source], options: IndexOptions, remote: RemotePlan | None, layout: str
 ) -> tuple[Path | None, Path]:
     """(references, cache): the local files the run writes."""
     if remote is not None:
         return remote.local_refs, remote.local_cache
-    return _output_paths(sources, options.refs_path, options.cache_path, options.refs_format, options.cache_layout)
+    return _output_paths(sources, options.refs_path, options.cache_path, options.refs_format, layout)
 
 
 def _output_paths(
@@ -398,10 +400,13 @@ def _output_paths(
                 f"{len(sources)} input files: name the store to write",
                 hint="give refs_path= (and optionally cache_path=)",
             )
+        cache_suffix = outputs.cache_suffix(layout).removeprefix(".vcz")
         stem = Path(refs_path) if refs_path else None
-        default_cache = stem.with_name(stem.name.removesuffix(suffix) + ".cache.bcf") if stem else None
+        default_cache = stem.with_name(stem.name.removesuffix(suffix) + cache_suffix) if stem else None
         cache = Path(cache_path) if cache_path else None
-        default_refs = cache.with_name(cache.name.removesuffix(".cache.bcf") + suffix) if cache else None
+        # Either layout's suffix: a cache named by hand may be of another layout than asked.
+        bare = cache.name.removesuffix(".cache.columns").removesuffix(".cache.bcf") if cache else ""
+        default_refs = cache.with_name(bare + suffix) if cache else None
     cache = Path(cache_path) if cache_path else default_cache
     assert cache is not None  # several inputs: one of the two names was given, checked above
     refs = None if refs_path is False else Path(refs_path) if refs_path else default_refs

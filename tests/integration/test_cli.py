@@ -48,7 +48,7 @@ def test_refs_name_the_codec(small_bcf, tmp_path):
 
 def test_cache_is_a_bcf_that_bcftools_reads(cohort_bcf, tmp_path):
     bcf = shutil.copy(cohort_bcf, tmp_path / "c.bcf")
-    assert run_index(bcf).exit_code == 0
+    assert run_index(bcf, "--cache-layout", "bgzf").exit_code == 0
     cache = tmp_path / "c.bcf.vcz.cache.bcf"
     source_view = bcfdata.bcftools("view", "-H", bcf)
     cache_view = bcfdata.bcftools("view", "-H", cache)
@@ -257,7 +257,7 @@ def test_summary_names_every_output_and_a_line_that_opens_them(small_bcf, tmp_pa
         assert lines[0].startswith(f"indexed {sum(1 for _ in vf):,} records in ")
     refs = {"json": "s.bcf.vcz.json", "parquet": "s.bcf.vcz.parq", "icechunk": "s.bcf.vcz.icechunk"}[fmt]
     assert lines[1].startswith(f"wrote  {refs}") and (tmp_path / refs).exists()
-    assert str(tmp_path / "s.bcf.vcz.cache.bcf") in lines[2] and "bgzf layout" in lines[2]
+    assert str(tmp_path / "s.bcf.vcz.cache.columns") in lines[2] and "columns layout" in lines[2]
     opener = lines[3].removeprefix("open:  ")
     ds = eval(opener, {"xr": xr, "vcfvirtual": vcfvirtual})
     with pysam.VariantFile(str(bcf)) as vf:

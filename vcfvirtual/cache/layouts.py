@@ -12,6 +12,11 @@ from .bgzf import BGZFLayout
 from .columns import DEFAULT_SAMPLES_CHUNK_SIZE, ColumnsLayout
 from .raw import RawLayout
 
+# The layout of a compressed BCF's cache unless asked otherwise: columns reads each array
+# (and each samples block) alone, 10-100x faster than bgzf on one array and about bio2zarr's
+# speed (docs/benchmarks.md, issue 12); bgzf stays for a cache that is itself a BCF.
+DEFAULT_LAYOUT = "columns"
+
 LAYOUT_WRITERS: dict[str, CacheLayout] = {
     layout.name: layout for layout in (RawLayout(), BGZFLayout(), ColumnsLayout())
 }
@@ -24,4 +29,4 @@ def layout_writer(name: str, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZ
     return LAYOUT_WRITERS[name]
 
 
-__all__ = ["LAYOUTS", "LAYOUT_WRITERS", "layout_writer"]
+__all__ = ["DEFAULT_LAYOUT", "LAYOUTS", "LAYOUT_WRITERS", "layout_writer"]

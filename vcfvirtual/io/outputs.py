@@ -25,11 +25,15 @@ COLUMNS_CACHE_MAGIC = b"VVCOLS1\n"
 REFS_SUFFIX = ".vcz.json"
 
 
+def cache_suffix(layout: str | None) -> str:
+    """A cache's default suffix: ``.bcf`` for the layouts that are BCF streams."""
+    return COLUMNS_CACHE_SUFFIX if layout == "columns" else CACHE_SUFFIX
+
+
 def default_paths(bcf_path, layout: str | None = None) -> tuple[Path, Path]:
     """(refs, cache) written next to the BCF; the cache's suffix depends on its layout."""
     bcf_path = Path(bcf_path)
-    cache_suffix = COLUMNS_CACHE_SUFFIX if layout == "columns" else CACHE_SUFFIX
-    return bcf_path.with_name(bcf_path.name + REFS_SUFFIX), bcf_path.with_name(bcf_path.name + cache_suffix)
+    return bcf_path.with_name(bcf_path.name + REFS_SUFFIX), bcf_path.with_name(bcf_path.name + cache_suffix(layout))
 
 
 # Names of what a run writes before it is complete, all next to the output they

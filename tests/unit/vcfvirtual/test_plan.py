@@ -189,9 +189,11 @@ def test_outputs_default_to_names_next_to_the_input(untouched, fmt, suffix):
     bcf, _ = untouched
     p = plan(bcf, refs_format=fmt)
     assert p.refs_path == bcf.with_name("s.bcf" + suffix) == p.refs_target
-    assert p.cache_path == bcf.with_name("s.bcf.vcz.cache.bcf")
-    assert p.cache_location == "file://" + str(bcf.with_name("s.bcf.vcz.cache.bcf"))
-    assert (p.cache_layout, p.zero_copy, p.partitioned, p.remote) == ("bgzf", False, False, None)
+    assert p.cache_path == bcf.with_name("s.bcf.vcz.cache.columns")
+    assert p.cache_location == "file://" + str(bcf.with_name("s.bcf.vcz.cache.columns"))
+    assert (p.cache_layout, p.zero_copy, p.partitioned, p.remote) == ("columns", False, False, None)
+    # The bgzf layout's cache is a BCF, and named as one.
+    assert plan(bcf, refs_format=fmt, cache_layout="bgzf").cache_path == bcf.with_name("s.bcf.vcz.cache.bcf")
 
 
 def test_no_references_asked_for(untouched):
@@ -204,9 +206,16 @@ def test_several_inputs_name_the_cache_after_the_references_and_back(untouched):
     bcf, _ = untouched
     other = bcf.parent / "t.bcf"
     p = plan([bcf, other], refs_path="cohort.vcz.json")
-    assert (p.refs_path, p.cache_path, p.partitioned) == (Path("cohort.vcz.json"), Path("cohort.vcz.cache.bcf"), True)
-    p = plan([bcf, other], cache_path="cohort.cache.bcf", refs_format="parquet")
-    assert (p.refs_path, p.cache_path) == (Path("cohort.parq"), Path("cohort.cache.bcf"))
+    assert (p.refs_path, p.cache_path, p.partitioned) == (
+        Path("cohort.vcz.json"),
+        Path("cohort.vcz.cache.columns"),
+        True,
+    )
+    p = plan([bcf, other], refs_path="cohort.vcz.json", cache_layout="bgzf")
+    assert p.cache_path == Path("cohort.vcz.cache.bcf")
+    for cache in ("cohort.cache.bcf", "cohort.cache.columns"):
+        p = plan([bcf, other], cache_path=cache, refs_format="parquet")
+        assert (p.refs_path, p.cache_path) == (Path("cohort.parq"), Path(cache))
 
 
 def test_an_uncompressed_bcf_is_its_own_cache_unless_bgzf_is_asked_for(untouched):

@@ -268,7 +268,7 @@ def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_column
 def test_bgzf_store_keeps_samples_whole(tmp_path):
     """The option reaches the columns layout only: a bgzf store's call arrays stay one samples chunk."""
     bcf = bcfdata.fuzz_bcf(tmp_path / "f.bcf")
-    store = vcfvirtual.index(bcf, samples_chunk_size=1, variants_chunk_size=CHUNK)
+    store = vcfvirtual.index(bcf, cache_layout="bgzf", samples_chunk_size=1, variants_chunk_size=CHUNK)
     group = zarr.open_group(store, mode="r", zarr_format=3)
     assert group["call_genotype"].chunks[1] == group["call_genotype"].shape[1] == 3
     assert "samples_chunk_size" not in group.attrs["vcfvirtual"]

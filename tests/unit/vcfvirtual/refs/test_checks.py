@@ -172,7 +172,7 @@ def _with_zarray(refs, name, change):
         (lambda m: m.update(dtype="<i8"), "dtype"),
         (lambda m: m["filters"].append({"id": "zlib"}), "not the one, last filter"),
         (lambda m: m["filters"][-1].update(key=99), "GT key 99"),
-        (lambda m: m["filters"][-1].update(layout="raw"), "layout 'raw'"),
+        (lambda m: m["filters"][-1].update(layout="raw"), "'raw'"),
         (lambda m: m["filters"][-1].update(ploidy="two"), "call_genotype"),
     ],
 )
