@@ -91,7 +91,7 @@ def index(
 
     The returned :class:`~virtualizarr.manifests.ManifestStore` reads directly with
     ``xr.open_zarr(store, zarr_format=3, consolidated=False)``. Outputs default to
-    ``<bcf>.vcz.json`` and ``<bcf>.vcz.cache.bcf`` next to the BCF; existing outputs need
+    ``<bcf>.vcz.json`` and ``<bcf>.vcz.cache.columns`` next to the BCF; existing outputs need
     ``force=True``, and only outputs vcfvirtual wrote (recognised by their contents) are
     ever replaced: anything else under an output's name (a directory, another file, a
     symbolic link) is refused with :class:`~vcfvirtual.errors.OutputExistsError`.
@@ -99,7 +99,7 @@ def index(
     ``bcf_path`` may be a list of files (e.g. one per chromosome, same samples): one
     store holds their records in the order given. Their headers must agree (samples,
     contigs, field definitions); the store keeps the first one's. Name the outputs
-    (``refs_path``; the cache defaults to its name with ``.cache.bcf``).
+    (``refs_path``; the cache defaults to its name with ``.cache.columns``).
 
     The BCF, the cache and the references may be URLs (``s3://``, ``gs://``; the BCF also
     ``https://``), reached through fsspec with ``storage_options``: the BCF is streamed

@@ -141,8 +141,9 @@ def _collector_paused():
     "--cache",
     "cache_path",
     type=click.Path(dir_okay=False),
-    help="Transcode cache to write. Default: <BCF>.vcz.cache.bcf next to the BCF; with "
-    "several BCFs, the --output name ending in .cache.bcf.",
+    help="Transcode cache to write. Default: <BCF>.vcz.cache.columns next to the BCF "
+    "(<BCF>.vcz.cache.bcf for --cache-layout bgzf/raw); with several BCFs, the --output "
+    "name ending in .cache.columns (.cache.bcf).",
 )
 @click.option(
     "-c",

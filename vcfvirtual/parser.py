@@ -23,7 +23,8 @@ class BCFParser:
     Parameters
     ----------
     cache_path
-        Where the transcode cache goes; default ``<bcf>.vcz.cache.bcf`` next to the BCF.
+        Where the transcode cache goes; default ``<bcf>.vcz.cache.columns`` (``.cache.bcf``
+        for the ``bgzf`` and ``raw`` layouts) next to the BCF.
     variants_chunk_size, cache_layout, samples_chunk_size, inflate_threads
         As for :func:`vcfvirtual.index` (``samples_chunk_size``: the columns layout's
         samples blocks).
