@@ -430,5 +430,8 @@ def _is_uncompressed(path: Source, storage_options: dict | None = None) -> bool:
     """An uncompressed BCF (not BGZF, not VCF); empty files are left to the scan to report."""
     if is_vcf_path(path):
         return False
-    with storage.open_input(path, storage_options) if isinstance(path, str) else open(path, "rb") as f:
-        return f.read(2) not in (bgzf.GZIP_MAGIC, b"")
+    try:
+        with storage.open_input(path, storage_options) if isinstance(path, str) else open(path, "rb") as f:
+            return f.read(2) not in (bgzf.GZIP_MAGIC, b"")
+    except OSError:
+        return False  # unreadable: its fingerprint, taken next, names the problem

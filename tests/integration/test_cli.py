@@ -27,7 +27,7 @@ def test_index_writes_refs_and_cache_next_to_bcf(small_bcf, tmp_path):
     result = run_index(bcf)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "cohort.bcf.vcz.json").exists()
-    assert (tmp_path / "cohort.bcf.vcz.cache.bcf").exists()
+    assert (tmp_path / "cohort.bcf.vcz.cache.columns").exists()
     # A second run refuses to overwrite without --force, then succeeds with it.
     again = run_index(bcf)
     assert again.exit_code == 1 and "--force" in again.output
@@ -174,8 +174,8 @@ def test_cache_url_names_where_the_cache_will_be(small_bcf, tmp_path):
     assert run_index(bcf, "--cache-url", f"file://{shared}/").exit_code == 0
     refs = tmp_path / "c.bcf.vcz.json"
     doc = json.loads(refs.read_text())
-    assert doc["templates"] == {"cache": f"file://{shared}/c.bcf.vcz.cache.bcf"}
-    shutil.move(tmp_path / "c.bcf.vcz.cache.bcf", shared / "c.bcf.vcz.cache.bcf")
+    assert doc["templates"] == {"cache": f"file://{shared}/c.bcf.vcz.cache.columns"}
+    shutil.move(tmp_path / "c.bcf.vcz.cache.columns", shared / "c.bcf.vcz.cache.columns")
     with pysam.VariantFile(str(small_bcf)) as vf:
         expected = [r.pos for r in vf]
     assert _positions_in_fresh_process(refs) == expected
@@ -193,7 +193,7 @@ def test_relocate_rewrites_only_the_cache_url(small_bcf, tmp_path):
     before = json.loads(refs.read_text())
     moved = tmp_path / "elsewhere"
     moved.mkdir()
-    shutil.move(tmp_path / "r.bcf.vcz.cache.bcf", moved / "r.bcf.vcz.cache.bcf")
+    shutil.move(tmp_path / "r.bcf.vcz.cache.columns", moved / "r.bcf.vcz.cache.columns")
     with pytest.raises(vcfvirtual.VcfVirtualError, match="missing"):
         vcfvirtual.open_store(refs)
     # Reading from elsewhere without rewriting anything...
@@ -205,7 +205,7 @@ def test_relocate_rewrites_only_the_cache_url(small_bcf, tmp_path):
     result = CliRunner().invoke(main, ["relocate", str(refs), f"file://{moved}/"])
     assert result.exit_code == 0, result.output
     after = json.loads(refs.read_text())
-    assert after["templates"]["cache"] == f"file://{moved}/r.bcf.vcz.cache.bcf"
+    assert after["templates"]["cache"] == f"file://{moved}/r.bcf.vcz.cache.columns"
     changed = {k for k in before["refs"] if before["refs"][k] != after["refs"][k]}
     assert changed == {".zattrs"}  # chunk references are untouched: they name the template
     assert _positions_in_fresh_process(refs) == expected

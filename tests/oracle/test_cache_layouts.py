@@ -50,7 +50,9 @@ def test_fuzz_seed_columns_layout_matches_bio2zarr(tmp_path):
 @pytest.mark.parametrize("chunk_length", [1, 7, 100])
 def test_bgzf_cache_is_a_bcf_bcftools_reads(cohort_bcf, tmp_path, chunk_length):
     cache = tmp_path / "c.bcf"
-    vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
+    vcfvirtual.index(
+        cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length, cache_layout="bgzf"
+    )
     assert bcftools("view", "--no-version", cache) == bcftools("view", "--no-version", cohort_bcf)
     bcftools("index", "-f", cache)  # raises if htslib cannot index it
 
@@ -65,7 +67,9 @@ def test_bgzf_cache_reuses_the_source_blocks(cohort_bcf, tmp_path):
     the size of the BCF; only the blocks holding a boundary are re-compressed."""
     cache = tmp_path / "c.bcf"
     chunk_length = 500  # ~6 source blocks a chunk, as real chunks span hundreds
-    store = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
+    store = vcfvirtual.index(
+        cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length, cache_layout="bgzf"
+    )
     source_blocks = _blocks(cohort_bcf)
     cache_blocks = _blocks(cache)
     n_chunks = -(-store._group.arrays["variant_position"].shape[0] // chunk_length)
@@ -83,7 +87,9 @@ def test_chunk_ranges_are_whole_blocks_starting_with_a_record(cohort_bcf, tmp_pa
 
     chunk_length = 64
     cache = tmp_path / "c.bcf"
-    store = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length)
+    store = vcfvirtual.index(
+        cohort_bcf, refs_path=False, cache_path=cache, variants_chunk_size=chunk_length, cache_layout="bgzf"
+    )
     manifest = store._group.arrays["variant_position"].manifest
     data = cache.read_bytes()
     with pysam.VariantFile(str(cohort_bcf)) as vf:
@@ -103,8 +109,15 @@ def test_chunk_ranges_are_whole_blocks_starting_with_a_record(cohort_bcf, tmp_pa
 
 def test_threaded_inflate_writes_the_same_cache(cohort_bcf, tmp_path):
     serial, threaded = tmp_path / "serial.bcf", tmp_path / "threaded.bcf"
-    a = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=serial, variants_chunk_size=100)
-    b = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=threaded, variants_chunk_size=100, inflate_threads=2)
+    a = vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=serial, variants_chunk_size=100, cache_layout="bgzf")
+    b = vcfvirtual.index(
+        cohort_bcf,
+        refs_path=False,
+        cache_path=threaded,
+        variants_chunk_size=100,
+        inflate_threads=2,
+        cache_layout="bgzf",
+    )
     assert serial.read_bytes() == threaded.read_bytes()
     # And what the caches hold is the source's records, as bcftools reads them.
     assert bcftools("view", "--no-version", threaded) == bcftools("view", "--no-version", cohort_bcf)

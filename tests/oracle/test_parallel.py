@@ -149,8 +149,9 @@ def test_several_files_in_parallel(wide_bcf, tmp_path, monkeypatch, layout):
     for name, workers in (("serial", 1), ("parallel", 2)):
         refs = tmp_path / f"{name}.vcz.json"
         vcfvirtual.index(parts, refs_path=refs, variants_chunk_size=250, cache_layout=layout, workers=workers)
-        # Named references: the cache is named after them (``.cache.bcf``, whatever the layout).
-        stores.append((json.loads(refs.read_text()), (tmp_path / f"{name}.vcz.cache.bcf").read_bytes()))
+        # Named references: the cache is named after them, its suffix the layout's.
+        suffix = ".cache.columns" if layout == "columns" else ".cache.bcf"
+        stores.append((json.loads(refs.read_text()), (tmp_path / f"{name}.vcz{suffix}").read_bytes()))
     assert_same_store(*stores)
     ref = bio2zarr_convert(wide_bcf, tmp_path / "ref.vcz", 250)
     assert_matches_bio2zarr(

@@ -89,14 +89,16 @@ def test_the_summary_of_several_files_counts_all_their_records(small_bcf, tmp_pa
     _, summary = index_with_summary([a, b], IndexOptions(refs_path=tmp_path / "ab.vcz.json", workers=2))
     assert summary.records == len(pysam_positions(a)) + len(pysam_positions(b))
     assert summary.references == tmp_path / "ab.vcz.json" and summary.references.is_file()
-    assert summary.cache == f"file://{tmp_path / 'ab.vcz.cache.bcf'}" and (tmp_path / "ab.vcz.cache.bcf").is_file()
+    assert (
+        summary.cache == f"file://{tmp_path / 'ab.vcz.cache.columns'}" and (tmp_path / "ab.vcz.cache.columns").is_file()
+    )
 
 
 def test_no_references_asked_for_none_in_the_summary(small_bcf, tmp_path):
     bcf = shutil.copy(small_bcf, tmp_path / "s.bcf")
     _, summary = index_with_summary(bcf, IndexOptions(refs_path=False))
     assert summary.references is None
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.bcf", "s.bcf.vcz.cache.bcf"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.bcf", "s.bcf.vcz.cache.columns"]
 
 
 def test_a_failed_reference_write_names_the_references_and_leaves_nothing(small_bcf, tmp_path, monkeypatch):

@@ -266,14 +266,14 @@ def test_references_to_a_url_are_staged_and_named_by_their_url(untouched):
     p = plan(bcf, refs_path="s3://bucket/r.vcz.json")
     assert p.remote is not None and p.remote.refs_url == "s3://bucket/r.vcz.json"
     assert p.refs_path == p.remote.staging / "r.vcz.json" and p.refs_target == "s3://bucket/r.vcz.json"
-    assert p.cache_path == bcf.with_name("s.bcf.vcz.cache.bcf")
+    assert p.cache_path == bcf.with_name("s.bcf.vcz.cache.columns")
 
 
 def test_the_cache_url_readers_see_is_the_one_asked_for(untouched):
     bcf, _ = untouched
     p = plan(bcf, cache_url="https://host/data/")
     assert p.public_cache_url == "https://host/data/"
-    assert p.cache_location == "file://" + str(bcf.with_name("s.bcf.vcz.cache.bcf"))
+    assert p.cache_location == "file://" + str(bcf.with_name("s.bcf.vcz.cache.columns"))
 
 
 def test_references_path_matches_the_plan(untouched):

@@ -57,7 +57,7 @@ def test_changed_cache_is_refused_unless_unchecked(small_bcf, tmp_path):
     bcf = tmp_path / "x.bcf"
     shutil.copy(small_bcf, bcf)
     vcfvirtual.index(bcf, progress=False)
-    cache = tmp_path / "x.bcf.vcz.cache.bcf"
+    cache = tmp_path / "x.bcf.vcz.cache.columns"
     cache.write_bytes(cache.read_bytes() + b"\x00")  # size no longer the fingerprint's
     with pytest.raises(StaleCacheError):
         xr.open_dataset(tmp_path / "x.bcf.vcz.json", engine="vcfvirtual")

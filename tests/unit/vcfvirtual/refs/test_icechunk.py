@@ -21,7 +21,7 @@ def repo(small_bcf, tmp_path_factory):
     shutil.copy(small_bcf, bcf)
     refs = d / "small.icechunk"
     vcfvirtual.index(bcf, refs_path=refs, refs_format="icechunk", variants_chunk_size=4, progress=False)
-    return refs, d / "small.bcf.vcz.cache.bcf"
+    return refs, d / "small.bcf.vcz.cache.columns"
 
 
 def test_recognised(repo):
