@@ -185,7 +185,7 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     # An uncompressed BCF is its own raw cache: the references point into it, no copy.
     # Asking for another layout still writes a cache. (A run with URLs gets a cache: the
     # references must name local or uploaded bytes.) Chosen first: it names the cache.
-    with_urls = any(_url(p) for p in (*sources, options.refs_path, options.cache_path))
+    with_urls = _run_urls(sources, options) != (None, None, None)
     single_plain = len(sources) == 1 and not with_urls and _is_uncompressed(sources[0], options.storage_options)
     layout = options.cache_layout or ("raw" if single_plain else DEFAULT_LAYOUT)
     remote = _plan_remote(sources, options, partitioned, layout)
@@ -335,11 +335,16 @@ def _url(path) -> str | None:
     return path if isinstance(path, str) and storage.is_url(path) else None
 
 
+def _run_urls(sources: Sequence[Source], options: IndexOptions) -> tuple[str | None, str | None, str | None]:
+    """(a remote input, the references' URL, the cache's URL): all None for a local run."""
+    source = next((s for s in sources if isinstance(s, str)), None)
+    return source, _url(options.refs_path), _url(options.cache_path)
+
+
 def _plan_remote(sources: Sequence[Source], options: IndexOptions, partitioned: bool, layout: str) -> RemotePlan | None:
     """The URLs of a run, and where its outputs are staged (named, not created)."""
-    refs_url, cache_url = _url(options.refs_path), _url(options.cache_path)
-    source = next((s for s in sources if isinstance(s, str)), None)
-    if source is None and refs_url is None and cache_url is None:
+    source, refs_url, cache_url = _run_urls(sources, options)
+    if (source, refs_url, cache_url) == (None, None, None):
         return None
     if partitioned:
         raise VcfVirtualError(
