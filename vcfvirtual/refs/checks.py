@@ -113,7 +113,9 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
                 f"the transcode cache {path} does not match the references: " + "; ".join(problems),
                 hint="re-run vcfvirtual index --force",
             )
-        for source_path, problems in source_problems.result():
+        changed = source_problems.result()
+        if changed is not None:
+            source_path, problems = changed
             raise StaleCacheError(
                 refs_path,
                 f"the source BCF {source_path} changed since it was indexed: " + "; ".join(problems),
@@ -121,9 +123,9 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
             )
 
 
-def _source_differences(sources: Any) -> list[tuple[str, list[str]]]:
-    """(path, problems) of each recorded source BCF that is here, as a regular file, and no
-    longer matches its fingerprint; the first such source ends the check."""
+def _source_differences(sources: Any) -> tuple[str, list[str]] | None:
+    """(path, problems) of the first recorded source BCF that is here, as a regular file,
+    and no longer matches its fingerprint; None when every one that is here matches."""
     for source in sources if isinstance(sources, list) else []:
         if not isinstance(source, dict) or not isinstance(source.get("path"), str) or "size" not in source:
             continue
@@ -131,8 +133,8 @@ def _source_differences(sources: Any) -> list[tuple[str, list[str]]]:
             continue
         problems = _local_differences(source, source["path"])
         if problems:
-            return [(source["path"], problems)]
-    return []
+            return source["path"], problems
+    return None
 
 
 def _local_differences(recorded: dict[str, Any], path: str) -> list[str]:
