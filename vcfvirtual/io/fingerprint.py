@@ -1,12 +1,18 @@
-"""Cheap fingerprints of files: size, mtime and a hash of sampled windows.
+"""Cheap fingerprints of files: size, mtime and a checksum of sampled windows.
 
 The references record one for the source BCF and one for the cache, so a store whose
 cache (or source) has changed since it was indexed is refused instead of decoded. Hashing
-every byte of a terabyte cohort at every open would cost as much as reading it; a hash of
-the start (the header and first records), the end and evenly spaced windows catches
+every byte of a terabyte cohort at every open would cost as much as reading it; checksums
+of the start (the header and first records), the end and evenly spaced windows catch
 rewrites, truncation, appends and re-indexing, and the size catches most of the rest.
-What it cannot catch, a same-size change that falls only between windows, is caught in the
-BGZF cache by each block's CRC32 when the chunk is read.
+What they cannot catch, a same-size change that falls only between windows, is caught in
+the cache by each block's or segment's CRC32 when the chunk is read.
+
+The check guards against a stale or mismatched file, not a forger: whoever can rewrite
+the cache can rewrite it between the windows, sampled hash or not. So each window gets a
+CRC32 (ISA-L's, ~50 GB/s) rather than a cryptographic hash (blake2b, ~1.2 GB/s, was most
+of an open's time): a changed window passes with odds 2**-32. References written with
+the earlier blake2b digest are still checked with blake2b.
 """
 
 from __future__ import annotations
@@ -17,10 +23,14 @@ import os
 import stat
 from typing import BinaryIO
 
+from isal import isal_zlib
+
 HEAD_BYTES = 1 << 20  # the header (large with many samples) and the first records
 WINDOW_BYTES = 64 * 1024
 WINDOWS = 16  # evenly spaced between the head and the tail
-DIGEST = "blake2b-sampled-v1"
+DIGEST = "crc32-sampled-v2"  # what new fingerprints record
+BLAKE2B_DIGEST = "blake2b-sampled-v1"  # what references written before it record
+DIGEST_KINDS = (DIGEST, BLAKE2B_DIGEST)
 
 
 class NotRegularFileError(OSError):
@@ -45,19 +55,26 @@ def open_regular(path):
         raise
 
 
-def sampled_digest(path: str | os.PathLike) -> str:
-    """blake2b of the head, the last window and ``WINDOWS`` evenly spaced windows."""
+def sampled_digest(path: str | os.PathLike, kind: str = DIGEST) -> str:
+    """The digest of the head, the last window and ``WINDOWS`` evenly spaced windows."""
     with open_regular(path) as f:
-        return digest_of(f, os.fstat(f.fileno()).st_size)
+        return digest_of(f, os.fstat(f.fileno()).st_size, kind)
 
 
-def digest_of(f: BinaryIO, size: int) -> str:
-    """The sampled digest of an open file of ``size`` bytes (see :func:`sampled_digest`)."""
+def digest_of(f: BinaryIO, size: int, kind: str = DIGEST) -> str:
+    """The sampled digest of an open file of ``size`` bytes (see :func:`sampled_digest`).
+
+    ``crc32-sampled-v2``: blake2b (16 bytes) of the size and each window's CRC32, 4 bytes
+    little-endian each. ``blake2b-sampled-v1``: blake2b (16 bytes) of the size and the
+    windows' bytes."""
+    if kind not in DIGEST_KINDS:
+        raise ValueError(f"unknown digest kind {kind!r}")
     h = hashlib.blake2b(digest_size=16)
     h.update(size.to_bytes(8, "little"))
     for offset, length in _windows(size):
         f.seek(offset)
-        h.update(f.read(length))
+        window = f.read(length)
+        h.update(isal_zlib.crc32(window).to_bytes(4, "little") if kind == DIGEST else window)
     return h.hexdigest()
 
 
@@ -79,20 +96,30 @@ class Fingerprint:
     size: int
     mtime_ns: int
     digest: str | None = None  # None: the references record a digest of another kind, not comparable
+    kind: str = DIGEST  # how ``digest`` was computed (one of DIGEST_KINDS)
 
     @classmethod
-    def of(cls, path) -> Fingerprint:
+    def of(cls, path, kind: str = DIGEST) -> Fingerprint:
+        """The fingerprint of the file at ``path``, its digest of ``kind`` (to compare with
+        one recorded in that kind)."""
         with open_regular(path) as f:
             st = os.fstat(f.fileno())
-            return cls(size=st.st_size, mtime_ns=st.st_mtime_ns, digest=digest_of(f, st.st_size))
+            return cls(size=st.st_size, mtime_ns=st.st_mtime_ns, digest=digest_of(f, st.st_size, kind), kind=kind)
 
     def to_json(self) -> dict:
-        return {"size": self.size, "mtime_ns": self.mtime_ns, "digest": self.digest, "digest_kind": DIGEST}
+        return {"size": self.size, "mtime_ns": self.mtime_ns, "digest": self.digest, "digest_kind": self.kind}
 
     @classmethod
     def from_json(cls, d: dict) -> Fingerprint:
-        digest = d.get("digest") if d.get("digest_kind", DIGEST) == DIGEST else None
-        return cls(size=int(d["size"]), mtime_ns=int(d.get("mtime_ns", 0)), digest=digest)
+        # References written before digest kinds were recorded hold blake2b digests.
+        kind = d.get("digest_kind", BLAKE2B_DIGEST)
+        known = kind in DIGEST_KINDS
+        return cls(
+            size=int(d["size"]),
+            mtime_ns=int(d.get("mtime_ns", 0)),
+            digest=d.get("digest") if known else None,
+            kind=kind if known else DIGEST,
+        )
 
     def same_stat(self, path) -> bool:
         st = os.stat(path)
@@ -113,6 +140,6 @@ class Fingerprint:
             return []
         if st.st_mtime_ns == self.mtime_ns and not always_hash:
             return []
-        if sampled_digest(path) != self.digest:
+        if sampled_digest(path, self.kind) != self.digest:
             return ["its contents changed (sampled hash differs) since it was indexed"]
         return []

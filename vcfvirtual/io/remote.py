@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..errors import OutputWriteError, VcfVirtualError
-from .fingerprint import Fingerprint, digest_of
+from .fingerprint import DIGEST, Fingerprint, digest_of
 
 if TYPE_CHECKING:  # obstore's config types exist for type checkers only
     from obstore.store import ClientConfig, S3Config
@@ -71,15 +71,15 @@ def _version(info: dict) -> int:
     return int(etag[:15], 16) if re.fullmatch(r"[0-9a-fA-F]{15,}", etag) else 0
 
 
-def fingerprint(url: str, storage_options: dict | None = None) -> Fingerprint:
+def fingerprint(url: str, storage_options: dict | None = None, kind: str = DIGEST) -> Fingerprint:
     """The fingerprint a local file gets, through range reads: size, version, the
-    sampled hash."""
+    sampled digest of ``kind``."""
     fs, path = filesystem(url, storage_options)
     try:
         info = fs.info(path)
         with fs.open(path, "rb", block_size=1 << 20) as f:
             size = int(info["size"])
-            return Fingerprint(size=size, mtime_ns=_version(info), digest=digest_of(f, size))
+            return Fingerprint(size=size, mtime_ns=_version(info), digest=digest_of(f, size, kind), kind=kind)
     except FileNotFoundError:
         raise VcfVirtualError(url, "cannot read: no such object") from None
     except OSError as e:

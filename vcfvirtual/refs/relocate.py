@@ -73,9 +73,9 @@ def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = 
     expected = Fingerprint.from_json(cache)
     try:
         if storage.is_url(url):
-            found = storage.fingerprint(url, storage_options)
+            found = storage.fingerprint(url, storage_options, expected.kind)
         else:
-            found = Fingerprint.of(url.removeprefix("file://"))
+            found = Fingerprint.of(url.removeprefix("file://"), expected.kind)
     except (VcfVirtualError, OSError) as e:
         problem = e.problem if isinstance(e, VcfVirtualError) else e.strerror
         raise StaleCacheError(

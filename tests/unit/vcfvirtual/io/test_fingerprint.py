@@ -1,11 +1,13 @@
-"""Fingerprints tell a changed file from the one indexed: size, mtime and a blake2b of
-sampled windows, whose expected value is computed here with hashlib from the windows the
-module documents (the whole of a small file)."""
+"""Fingerprints tell a changed file from the one indexed: size, mtime and a digest of
+sampled windows, whose expected value is computed here with hashlib and zlib from the
+windows the module documents (the whole of a small file): blake2b of each window's CRC32
+(new references), or of the windows' bytes (references written before)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import zlib
 
 import pytest
 
@@ -13,46 +15,71 @@ from vcfvirtual.io import fingerprint
 from vcfvirtual.io.fingerprint import Fingerprint, NotRegularFileError
 
 
-def blake2b_whole(data: bytes) -> str:
+def expected_digest(size: int, windows: list[bytes], kind: str) -> str:
     h = hashlib.blake2b(digest_size=16)
-    h.update(len(data).to_bytes(8, "little"))
-    h.update(data)
+    h.update(size.to_bytes(8, "little"))
+    for window in windows:
+        h.update(zlib.crc32(window).to_bytes(4, "little") if kind == fingerprint.DIGEST else window)
     return h.hexdigest()
 
 
-def test_small_file_is_hashed_whole(tmp_path):
+KINDS = [fingerprint.DIGEST, fingerprint.BLAKE2B_DIGEST]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_small_file_is_hashed_whole(tmp_path, kind):
     path = tmp_path / "f"
     data = os.urandom(5000)
     path.write_bytes(data)
-    assert fingerprint.sampled_digest(path) == blake2b_whole(data)
-    fp = Fingerprint.of(path)
+    assert fingerprint.sampled_digest(path, kind) == expected_digest(5000, [data], kind)
+    fp = Fingerprint.of(path, kind)
     st = os.stat(path)
-    assert (fp.size, fp.mtime_ns, fp.digest) == (5000, st.st_mtime_ns, blake2b_whole(data))
+    assert (fp.size, fp.mtime_ns, fp.digest, fp.kind) == (
+        5000,
+        st.st_mtime_ns,
+        expected_digest(5000, [data], kind),
+        kind,
+    )
 
 
-def test_large_file_hashes_head_windows_and_tail(tmp_path):
+@pytest.mark.parametrize("kind", KINDS)
+def test_large_file_hashes_head_windows_and_tail(tmp_path, kind):
     path = tmp_path / "big"
     size = fingerprint.HEAD_BYTES + 40 * fingerprint.WINDOW_BYTES + 123
     data = os.urandom(size)
     path.write_bytes(data)
-    h = hashlib.blake2b(digest_size=16)
-    h.update(size.to_bytes(8, "little"))
-    h.update(data[: fingerprint.HEAD_BYTES])
+    windows = [data[: fingerprint.HEAD_BYTES]]
     span = size - fingerprint.HEAD_BYTES - fingerprint.WINDOW_BYTES
     for i in range(fingerprint.WINDOWS):
         at = fingerprint.HEAD_BYTES + span * i // fingerprint.WINDOWS
-        h.update(data[at : at + fingerprint.WINDOW_BYTES])
-    h.update(data[-fingerprint.WINDOW_BYTES :])
-    assert fingerprint.sampled_digest(path) == h.hexdigest()
-    # A byte changed between windows is not seen; one inside the head is.
+        windows.append(data[at : at + fingerprint.WINDOW_BYTES])
+    windows.append(data[-fingerprint.WINDOW_BYTES :])
+    expected = expected_digest(size, windows, kind)
+    assert fingerprint.sampled_digest(path, kind) == expected
+    # A byte changed between windows is not seen; one inside the head, or a window, is.
     between = fingerprint.HEAD_BYTES + fingerprint.WINDOW_BYTES + 10
     changed = bytearray(data)
     changed[between] ^= 0xFF
     path.write_bytes(bytes(changed))
-    assert fingerprint.sampled_digest(path) == h.hexdigest()
+    assert fingerprint.sampled_digest(path, kind) == expected
     changed[10] ^= 0xFF
     path.write_bytes(bytes(changed))
-    assert fingerprint.sampled_digest(path) != h.hexdigest()
+    assert fingerprint.sampled_digest(path, kind) != expected
+    changed[10] ^= 0xFF
+    changed[fingerprint.HEAD_BYTES + span // fingerprint.WINDOWS + 5] ^= 0x01
+    path.write_bytes(bytes(changed))
+    assert fingerprint.sampled_digest(path, kind) != expected
+
+
+def test_new_fingerprints_record_the_crc32_kind_and_old_references_are_checked_with_blake2b(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 100)
+    assert Fingerprint.of(path).to_json()["digest_kind"] == "crc32-sampled-v2"
+    # References written before digest kinds were recorded hold blake2b digests of the bytes.
+    old = {"size": 100, "mtime_ns": 0, "digest": expected_digest(100, [b"x" * 100], fingerprint.BLAKE2B_DIGEST)}
+    assert Fingerprint.from_json(old).differences(path, always_hash=True) == []
+    path.write_bytes(b"y" * 100)
+    assert "contents changed" in Fingerprint.from_json(old).differences(path, always_hash=True)[0]
 
 
 def test_differences_name_what_changed(tmp_path):
