@@ -7,7 +7,6 @@ import json
 import os
 import stat
 from collections.abc import AsyncIterator, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
 
@@ -135,17 +134,8 @@ def _checked_cache(refs: KerchunkRefs, refs_path: str, storage_options: dict[str
             "the references declare no vcfvirtual cache, so nothing they point at can be checked",
             hint=UNTRUSTED_HINT,
         )
-    # The references are checked here while the cache and sources are hashed on another
-    # thread (nothing is fetched through the references either way); a stale cache is
-    # still the error reported when both checks fail.
-    with ThreadPoolExecutor(1) as pool:
-        fresh = pool.submit(check_cache, refs, refs_path, storage_options)
-        try:
-            check_references(refs, refs_path, cache)
-        except UntrustedReferenceError:
-            fresh.result()
-            raise
-        fresh.result()
+    check_cache(refs, refs_path, storage_options)
+    check_references(refs, refs_path, cache)
     return cache
 
 
