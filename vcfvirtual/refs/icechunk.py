@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import Any
-
-from virtualizarr.manifests import ManifestGroup, ManifestStore
+from typing import TYPE_CHECKING, Any
 
 from ..errors import VcfVirtualError
 from .checks import check_cache
+
+if TYPE_CHECKING:
+    from virtualizarr.manifests import ManifestGroup
 
 
 def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
@@ -31,6 +32,8 @@ def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
     session = repo.writable_session("main")
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*chunk shape larger than their array shape")
+        from virtualizarr.manifests import ManifestStore  # imports xarray: only where it is needed
+
         vds = ManifestStore(group).to_virtual_dataset()
     vds.vz.to_icechunk(session.store)
     return session.commit(f"vcfvirtual index: {cache_url}")

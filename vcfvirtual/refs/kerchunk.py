@@ -9,14 +9,16 @@ import importlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from virtualizarr.manifests import ManifestArray, ManifestGroup
 from zarr.abc.codec import ArrayBytesCodec
 from zarr.codecs import VLenUTF8Codec
 
 from ..errors import VcfVirtualError
+
+if TYPE_CHECKING:  # virtualizarr imports xarray and pandas (~0.4 s), which reading never needs
+    from virtualizarr.manifests import ManifestArray, ManifestGroup
 
 # Kerchunk reference sets as vcfvirtual writes them: {"version": 1, "templates": ..., "refs": {key: value}},
 # a value being JSON text (metadata), "base64:..." (an inlined chunk) or [url, offset, length].

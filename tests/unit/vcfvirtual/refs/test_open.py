@@ -158,3 +158,20 @@ def test_a_cache_cut_short_after_opening_is_a_typed_error(small_bcf, tmp_path):
     with pytest.raises(StaleCacheError) as e:
         ds["call_genotype"].load()
     assert e.value.path == str(refs)
+
+
+def test_opening_and_reading_json_references_imports_neither_xarray_nor_virtualizarr(stores, htslib):
+    """A zarr-only reader (vcztools) opens a store without xarray, pandas and virtualizarr
+    (~0.3 s of imports, ten times the rest of a first open): they serve indexing only."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, zarr, vcfvirtual\n"
+        f"g = zarr.open_group(vcfvirtual.open_store({str(stores['json'])!r}), mode='r', zarr_format=2)\n"
+        "print(int(g['variant_position'][:].sum()))\n"
+        "print(sorted(m for m in ('xarray', 'virtualizarr', 'pandas') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert int(out[0]) == sum(rec.pos for rec in htslib[0])
+    assert out[1] == "[]"
