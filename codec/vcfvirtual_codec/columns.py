@@ -259,6 +259,47 @@ def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):  # noqa: C
 # numeric's error for an Integer value outside the output's dtype: the caller decodes the
 # chunk again into int32 for the message that names the record and value (_narrow's).
 ERR_NARROW = 255
+_INT32_MISSING = np.int32(-(1 << 31))  # BCF's int32 sentinels
+_INT32_END = np.int32(-(1 << 31) + 1)
+
+
+@_njit
+def _full_width_values(seg, d, t, m, flat, lo, hi):
+    """The ``m`` values of BCF type ``t`` at ``seg[d:]`` into ``flat``: missing -> -1, and
+    end-of-vector -> -2 (ints; floats keep their bits, NaNs other than the end made
+    missing). True when done: no end-of-vector and (ints) every value within ``[lo, hi]``;
+    False leaves the record to the general loop, which decodes it again, and refuses it
+    (ERR_NARROW) only for a value it reads, i.e. before an end-of-vector."""
+    ok = True
+    if t == R.BT_INT8:
+        src8 = seg[d : d + m]  # sliced for vectorisation, as in genotypes
+        for i in range(m):
+            v = np.int32(np.int8(src8[i]))
+            ok &= (v != -127) & (v >= lo) & (v <= hi) | (v == -128)
+            flat[i] = np.int32(-1) if v == -128 else (np.int32(-2) if v == -127 else v)
+    elif t == R.BT_INT16:
+        src16 = seg[d : d + 2 * m]
+        for i in range(m):
+            v = np.int32(np.int16(np.uint16(src16[2 * i]) | (np.uint16(src16[2 * i + 1]) << np.uint16(8))))
+            ok &= (v != -32767) & (v >= lo) & (v <= hi) | (v == -32768)
+            # Outside [lo, hi] the value written wraps; the record is then refused, not kept.
+            flat[i] = np.int32(-1) if v == -32768 else (np.int32(-2) if v == -32767 else v)
+    elif t == R.BT_INT32:
+        src32 = seg[d : d + 4 * m]
+        for i in range(m):
+            v = R.i32(src32, 4 * i)
+            ok &= (v != _INT32_END) & (v >= lo) & (v <= hi) | (v == _INT32_MISSING)
+            flat[i] = np.int32(-1) if v == _INT32_MISSING else (np.int32(-2) if v == _INT32_END else v)
+    elif t == R.BT_FLOAT:
+        srcf = seg[d : d + 4 * m]
+        for i in range(m):
+            bits = R.i32(srcf, 4 * i)
+            ok &= bits != R.FLOAT_END_BITS
+            is_nan = (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF) != 0
+            flat[i] = R.FLOAT_MISSING_BITS if is_nan else bits
+    else:
+        ok = False
+    return ok
 
 
 @_njit
@@ -304,17 +345,11 @@ def numeric(seg, n, is_format, is_float, out, lo=-(1 << 31), hi=(1 << 31) - 1): 
         ):
             out[k, 0, :] = missing_out
             continue
-        if not is_float and t == R.BT_INT8 and c == width and is_format:
-            # Common FORMAT case (DP, AD, GQ as int8 of the full width): no end-of-vector
-            # bookkeeping unless one is seen, so the loop vectorises.
-            flat = out[k].reshape(n_vectors * width)
-            src = seg[d : d + n_vectors * width]  # sliced for vectorisation, as in genotypes
-            any_end = False
-            for i in range(src.shape[0]):
-                v = np.int32(np.int8(src[i]))
-                any_end |= v == -127
-                flat[i] = np.int32(-1) if v == -128 else (np.int32(-2) if v == -127 else v)
-            if not any_end:
+        if c == width and is_format and n_vectors * width > 0:
+            # Common FORMAT case (DP, AD, GQ, PL, GP of the full width): no end-of-vector
+            # bookkeeping unless one is seen, so the loop vectorises; a record that holds
+            # one is decoded again by the general loop below.
+            if _full_width_values(seg, d, t, n_vectors * width, out[k].reshape(n_vectors * width), lo, hi):
                 continue
         for s in range(n_vectors):
             base = d + s * c * size
