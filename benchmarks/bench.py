@@ -199,8 +199,10 @@ print(json.dumps({{"seconds": best, "counts": counts.tolist()}}))
 # Issue 12's read targets, in a fresh interpreter per store, each the best of --repeats (at
 # least 15 for reads under 0.2 s) after one warm-up: open + call_genotype of the first 1,000
 # variants; then, from a store opened beforehand, variant_position alone, call_genotype of 10
-# samples, call_DP and call_AD (where present), and a region query (region_index, then the
-# overlapping variants' genotypes, as `bcftools view -H -r` prints whole records).
+# samples, call_DP and call_AD (where present), call_genotype_mask and call_genotype_phased
+# (every array is a target: these two share GT's segments in the columns layout), and a region
+# query (region_index, then the overlapping variants' genotypes, as `bcftools view -H -r`
+# prints whole records).
 READS = """
 import json, sys, time
 import numpy as np, xarray as xr, zarr
@@ -239,7 +241,7 @@ ops = {{
     "gt10": lambda: opened["call_genotype"][:, :10],
     "region": region_query,
 }}
-for name in ("call_DP", "call_AD"):
+for name in ("call_DP", "call_AD", "call_genotype_mask", "call_genotype_phased"):
     if name in set(opened.array_keys()):
         ops[name] = lambda name=name: opened[name][:]
 out = {{}}
@@ -277,7 +279,16 @@ for _ in range({repeats}):
 print(json.dumps({{"seconds": best}}))
 """
 
-READ_OPS = ("first_chunk", "position", "gt10", "call_DP", "call_AD", "region")
+READ_OPS = (
+    "first_chunk",
+    "position",
+    "gt10",
+    "call_DP",
+    "call_AD",
+    "call_genotype_mask",
+    "call_genotype_phased",
+    "region",
+)
 
 
 def bcftools_region(bcf: Path, region: str, repeats: int) -> float:
@@ -463,7 +474,8 @@ def reads_table(rows: list[dict]) -> str:
     """Issue 12's read targets: ours / bio2zarr (and the region query / bcftools) per layout."""
     head = (
         "| cohort | layout | open + GT of the first 1,000 variants s | variant_position s | GT 10 samples s "
-        "| call_DP s | call_AD s | 1 Mb region s | region: bcftools view -H -r s |"
+        "| call_DP s | call_AD s | call_genotype_mask s | call_genotype_phased s | 1 Mb region s "
+        "| region: bcftools view -H -r s |"
     )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
