@@ -11,12 +11,6 @@ if sys.version_info < (3, 12):  # noqa: UP036
         "someone shared, vcfvirtual-codec (codec/) alone installs on Python >= 3.10"
     )
 
-from vcfvirtual_codec import codec as _codec  # noqa: E402
-
-# Registering on import as well as through entry points means codecs resolve even in
-# an environment whose entry points are stale (e.g. an un-reinstalled editable build).
-_codec.register()
-
 __all__ = [
     "index",
     "index_with_summary",
@@ -28,8 +22,10 @@ __all__ = [
     "__version__",
 ]
 
-# The library API loads VirtualiZarr and xarray; a reader that only needs the codec
-# (resolved through entry points) should not pay for them, so they load on first use.
+# The library API loads VirtualiZarr, xarray, zarr and numba (~1 s); a reader that only
+# needs the codec (resolved through entry points), or the command line's --help, should
+# not pay for them, so they load on first use. The modules that build or open stores
+# register the codecs (vcfvirtual._codecs); importing the package alone does not.
 _LAZY = {
     "index": ("api", "index"),
     "index_with_summary": ("api", "index_with_summary"),

@@ -22,6 +22,7 @@ from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestGroup, ManifestStore
 
+from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE

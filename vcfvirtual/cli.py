@@ -16,7 +16,14 @@ import click
 
 from . import __version__
 from .errors import VcfVirtualError
-from .plan import LAYOUTS, REFS_FORMATS
+
+# Importing this module must stay cheap (--help, relocate, inspect): the indexer's modules
+# load numba, zarr, VirtualiZarr and xarray (~1 s), so each command imports what it runs
+# inside its function. Hence the choices are named here rather than taken from
+# vcfvirtual.plan, which needs numpy at least (tests/unit/vcfvirtual/test_cli_startup.py
+# checks they agree).
+LAYOUTS = ("raw", "bgzf", "columns")
+REFS_FORMATS = ("json", "parquet", "icechunk")
 
 if TYPE_CHECKING:
     from .api import IndexSummary

@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 from obspec_utils.registry import ObjectStoreRegistry
 from virtualizarr.manifests import ManifestStore
 
+from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .errors import VcfVirtualError
 

@@ -14,6 +14,7 @@ import fsspec
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
+from .. import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io.remote import missing_library
 from .checks import (

@@ -1,0 +1,90 @@
+"""Start-up of the command line is a product property (issue 12: `vcfvirtual index` within
+3x one `bgzip -dc` pass, of which imports were a third): what a command loads, checked in
+a fresh interpreter, and the codecs still registered by the modules that read stores once
+`import vcfvirtual` no longer registers them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from vcfvirtual_codec import spec
+
+from vcfvirtual import cli, plan
+
+# Libraries of the indexer and of readers, each ~0.05-0.4 s to import.
+HEAVY = ("numpy", "numba", "zarr", "xarray", "virtualizarr", "pandas", "pysam", "numcodecs")
+
+
+def loaded_after(code: str) -> list[str]:
+    """The HEAVY modules in sys.modules after ``code`` runs in a fresh interpreter."""
+    script = f"{code}\nimport sys, json\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def test_help_loads_none_of_the_indexers_libraries():
+    code = (
+        "from vcfvirtual.cli import main\n"
+        "for command in ([], ['index'], ['relocate'], ['inspect'], ['verify']):\n"
+        "    try:\n"
+        "        main([*command, '--help'])\n"
+        "    except SystemExit as e:\n"
+        "        assert e.code == 0, e.code\n"
+    )
+    assert loaded_after(code) == []
+
+
+def test_import_vcfvirtual_loads_none_of_them():
+    assert loaded_after("import vcfvirtual, vcfvirtual.errors") == []
+
+
+def test_cli_choices_are_the_librarys():
+    # The CLI names them itself so as not to import vcfvirtual.plan for --help.
+    assert cli.LAYOUTS == plan.LAYOUTS == spec.LAYOUTS
+    assert cli.REFS_FORMATS == plan.REFS_FORMATS
+
+
+def test_opening_stores_registers_the_codecs_without_entry_points():
+    """An environment whose entry points are stale (an editable build not reinstalled):
+    the modules that read stores register the codec themselves, with numcodecs and zarr."""
+    code = """
+import importlib.metadata as md
+real = md.entry_points
+def without_ours(**kw):
+    eps = real(**kw)
+    return md.EntryPoints(ep for ep in eps if not ep.value.startswith("vcfvirtual"))
+md.entry_points = without_ours
+import numcodecs
+from zarr.registry import get_codec_class
+try:
+    numcodecs.get_codec({"id": "vcfvirtual.bcf"})
+    raise SystemExit("the codec resolved without its entry points: the test proves nothing")
+except ValueError:
+    pass
+import vcfvirtual
+vcfvirtual.open_store  # what a reader calls first
+codec = numcodecs.get_codec(CONFIG)
+print(type(codec).__name__, get_codec_class("vcfvirtual.bcf").__name__)
+"""
+    # A configuration as the index writes it (as tests/unit/vcfvirtual_codec/test_codec.py's).
+    config = {
+        "id": "vcfvirtual.bcf",
+        "array": "call_genotype",
+        "kind": "genotype",
+        "dtype": "|i1",
+        "shape": [3, 2],
+        "chunk_length": 4,
+        "key": 4,
+        "ploidy": 2,
+        "vcf_type": "",
+        "filter_columns": [],
+        "layout": "raw",
+        "version": 1,
+        "num_records": 8,
+    }
+    code = code.replace("CONFIG", repr(config))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["BCFRecordsCodec", "BCFRecordsZarrCodec"]
