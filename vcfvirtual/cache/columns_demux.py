@@ -134,7 +134,7 @@ def demux_chunk(  # noqa: C901 - one loop per record (kernel)
     # Locate tables: (type, count, data start) of each record's fields; -1 count = absent.
     id_loc = np.zeros((n, 2), np.int64)  # data start, length
     allele_loc = np.zeros((n, 2), np.int64)  # start of first allele descriptor, n_allele
-    filt_loc = np.zeros((n, 3), np.int64)
+    filt_loc = np.zeros((n, 1, 3), np.int64)  # 3-d as info_loc: one _typed_column specialisation
     info_loc = np.full((n, max(n_info, 1), 3), -1, np.int64)
     fmt_loc = np.full((n, max(n_fmt, 1), 3), -1, np.int64)
     rlens = np.zeros(n, np.int64)
@@ -188,9 +188,9 @@ def demux_chunk(  # noqa: C901 - one loop per record (kernel)
         size = R.type_size(t)
         if d < 0 or d + c * size > end or (c > 0 and (t < R.BT_INT8 or t > R.BT_INT32)):
             return empty, bounds, R.ERR_OVERRUN, pos
-        filt_loc[k, _TYPE] = t
-        filt_loc[k, _COUNT] = c
-        filt_loc[k, _DATA] = d
+        filt_loc[k, 0, _TYPE] = t
+        filt_loc[k, 0, _COUNT] = c
+        filt_loc[k, 0, _DATA] = d
         sizes[SEG_FILTER] += c * size
         i = d + c * size
         # INFO
@@ -289,51 +289,63 @@ def demux_chunk(  # noqa: C901 - one loop per record (kernel)
                 out[p + b] = buf[d + b]
             p += c
             i = d + c
-    # FILTER, INFO and FORMAT blocks: typed columns.
-    _typed_column(buf, out, bounds[SEG_FILTER], filt_loc, 0, 1, 0, 1, False)
+    # FILTER, INFO and FORMAT blocks: typed columns. Every call passes the same argument
+    # types (a whole 3-d table and its slot, int64 not literal ints), so numba compiles
+    # _typed_column once rather than once per call site: a first index compiles less.
+    none = np.int64(-1)  # no GT slot: FILTER and INFO are never shifted
+    zero, one = np.int64(0), np.int64(1)
+    _typed_column(buf, out, bounds[SEG_FILTER], filt_loc, zero, zero, one, zero, one, none)
     for s in range(n_info):
-        _typed_column(buf, out, bounds[N_FIXED_SEGMENTS + s], info_loc[:, s, :], 0, 1, 0, 1, False)
+        _typed_column(buf, out, bounds[N_FIXED_SEGMENTS + s], info_loc, s, zero, one, zero, one, none)
     for f in range(n_fmt):
         for b in range(nb):
             s0 = b * samples_chunk_size
             s1 = min(s0 + samples_chunk_size, n_samples)
             start = bounds[N_FIXED_SEGMENTS + n_info + f * nb + b]
-            _typed_column(buf, out, start, fmt_loc[:, f, :], s0, s1, 1, n_samples, f == gt_slot)
+            _typed_column(buf, out, start, fmt_loc, f, s0, s1, one, n_samples, gt_slot)
     return out, bounds, R.OK, np.int64(0)
 
 
 @_njit
-def _typed_column(buf, out, start, loc, s0, s1, per_sample, n_samples, shift_gt):
-    """Write one typed column at ``out[start:]`` from a locate table (type, count, data).
+def _typed_column(buf, out, start, locs, slot, s0, s1, per_sample, n_samples, gt_slot):
+    """Write one typed column at ``out[start:]`` from the locate table ``locs[:, slot]``
+    (type, count, data).
 
     With ``per_sample`` the field holds ``n_samples`` vectors of ``count`` values and only
-    those of samples ``s0:s1`` are copied (one contiguous range per record)."""
-    n = loc.shape[0]
+    those of samples ``s0:s1`` are copied (one contiguous range per record). ``slot ==
+    gt_slot``: int8 values are stored minus GT_SHIFT."""
+    n = locs.shape[0]
+    shift_gt = slot == gt_slot
+    shift = np.uint8(GT_SHIFT)
     p = start + 5 * n
     for k in range(n):
-        c = loc[k, _COUNT]
+        c = locs[k, slot, _COUNT]
         _put_i32(out, start + 4 * k, c)
         if c < 0:
             out[start + 4 * n + k] = 0
             continue
-        t = loc[k, _TYPE]
+        t = locs[k, slot, _TYPE]
         out[start + 4 * n + k] = t
         width = c * R.type_size(t)
-        d = loc[k, _DATA]
+        d = locs[k, slot, _DATA]
         if per_sample:
             d += s0 * width
             m = (s1 - s0) * width
         else:
             m = width
+        # Explicit loops over views clipped to both buffers: never past either, whatever
+        # the table says. (A slice assignment, out[p:p+m] = buf[d:d+m], has numba compile
+        # its shape-mismatch error, string formatting included: ~1 s of a first index.)
+        src = buf[d : d + m]
+        dst = out[p : p + m]
+        todo = min(m, src.shape[0], dst.shape[0])
         if shift_gt and t == R.BT_INT8:
-            # One explicit loop: uint8 arithmetic wraps modulo 256 and vectorises, where
-            # the array expression ``buf[...] - shift`` allocated a temporary per record
-            # and passed over the bytes twice (3x slower on a 10,000-sample chunk).
-            src = buf[d : d + m]
-            dst = out[p : p + m]
-            shift = np.uint8(GT_SHIFT)
-            for b in range(m):
+            # uint8 arithmetic wraps modulo 256 and vectorises, where the array expression
+            # ``buf[...] - shift`` allocated a temporary per record and passed over the
+            # bytes twice (3x slower on a 10,000-sample chunk).
+            for b in range(todo):
                 dst[b] = src[b] - shift
         else:
-            out[p : p + m] = buf[d : d + m]
+            for b in range(todo):
+                dst[b] = src[b]
         p += m

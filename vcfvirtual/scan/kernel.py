@@ -90,7 +90,9 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_kind, 
             return records.ERR_UNKNOWN_KEY, key
         if not _type_fits(info_kind[key], t, n):
             return records.ERR_TYPE_MISMATCH, key
-        records.update_stats(buf, t, n, d, 1, info_stats, key, True)
+        # The arguments' types are those of the FORMAT call below (no literal 1 or True,
+        # omitted default): numba then compiles update_stats once, not once per call site.
+        records.update_stats(buf, t, n, d, np.int64(1), info_stats, key, np.bool_(True))
         i = d + n * records.type_size(t)
     n_fmt = np.int64(buf[pos + records.OFF_N_FMT_SAMPLE + 3])
     j, end = records.format_start(buf, pos)
@@ -109,7 +111,7 @@ def _field_stats(buf, pos, n_samples, gt_key, info_stats, fmt_stats, info_kind, 
         if not _type_fits(fmt_kind[key], t, n):
             return records.ERR_TYPE_MISMATCH, key
         if key != gt_key:
-            records.update_stats(buf, t, n, d, n_samples, fmt_stats, key)
+            records.update_stats(buf, t, n, d, n_samples, fmt_stats, key, np.bool_(False))
         j = d + n_samples * n * records.type_size(t)
     return records.OK, -1
 
