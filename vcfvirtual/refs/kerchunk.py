@@ -12,12 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from zarr.abc.codec import ArrayBytesCodec
-from zarr.codecs import VLenUTF8Codec
 
 from ..errors import VcfVirtualError
 
-if TYPE_CHECKING:  # virtualizarr imports xarray and pandas (~0.4 s), which reading never needs
+if TYPE_CHECKING:  # relocating or reading references needs neither VirtualiZarr nor zarr (~0.7 s)
     from virtualizarr.manifests import ManifestArray, ManifestGroup
 
 # Kerchunk reference sets as vcfvirtual writes them: {"version": 1, "templates": ..., "refs": {key: value}},
@@ -109,6 +107,9 @@ def _zarray(marr: ManifestArray) -> dict[str, Any]:
 
     Zarr v2 has no array-to-bytes codec: the v3 ``bytes`` codec becomes the dtype's byte
     order, and ``vlen-utf8`` becomes the object dtype's first filter, which reading it needs."""
+    from zarr.abc.codec import ArrayBytesCodec
+    from zarr.codecs import VLenUTF8Codec
+
     codecs = marr.metadata.codecs
     filters: list[dict[str, Any]] = [{"id": "vlen-utf8"}] if any(isinstance(c, VLenUTF8Codec) for c in codecs) else []
     for codec in codecs:
@@ -136,6 +137,8 @@ def _zarray(marr: ManifestArray) -> dict[str, Any]:
 
 
 def _v2_dtype(marr: ManifestArray) -> str:
+    from zarr.abc.codec import ArrayBytesCodec
+
     dtype = np.dtype(marr.dtype)
     if dtype.kind in "OT":
         return "|O"  # variable-length strings: objects, decoded by the vlen-utf8 filter

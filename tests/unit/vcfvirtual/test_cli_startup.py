@@ -11,7 +11,10 @@ import sys
 
 from vcfvirtual_codec import spec
 
+import vcfvirtual
 from vcfvirtual import cli, plan
+
+from ... import bcfdata
 
 # Libraries of the indexer and of readers, each ~0.05-0.4 s to import.
 HEAVY = ("numpy", "numba", "zarr", "xarray", "virtualizarr", "pandas", "pysam", "numcodecs")
@@ -34,6 +37,27 @@ def test_help_loads_none_of_the_indexers_libraries():
         "        assert e.code == 0, e.code\n"
     )
     assert loaded_after(code) == []
+
+
+def test_relocate_loads_none_of_them(tmp_path):
+    """Relocating rewrites one URL in the JSON (after checking the cache's fingerprint):
+    no zarr, VirtualiZarr or numba, which made it ~1 s of imports."""
+    bcf = bcfdata.small_bcf(tmp_path / "small.bcf")
+    refs, cache = tmp_path / "small.vcz.json", tmp_path / "small.cache"
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=cache, force=True)
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    cache.rename(moved / cache.name)
+    code = (
+        "from vcfvirtual.cli import main\n"
+        "try:\n"
+        f"    main(['relocate', {str(refs)!r}, {str(moved)!r}])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+    )
+    assert loaded_after(code) == ["numpy"]  # numpy alone: vcfvirtual.refs.checks uses it
+    with open(refs) as f:  # and it did relocate: the template names the moved cache
+        assert json.load(f)["templates"]["cache"].endswith(f"moved/{cache.name}")
 
 
 def test_import_vcfvirtual_loads_none_of_them():
