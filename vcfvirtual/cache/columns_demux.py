@@ -261,8 +261,9 @@ def demux_chunk(  # noqa: C901 - one loop per record (kernel)
     # Copy pass.
     for k in range(n):
         pos = offsets[k]
-        _put_i32(out, bounds[SEG_CONTIG] + 4 * k, R.i32(buf, pos + R.OFF_CHROM))
-        _put_i32(out, bounds[SEG_POSITION] + 4 * k, R.i32(buf, pos + R.OFF_POS))
+        # int64 values, as at every other call: one specialisation of _put_i32 to compile.
+        _put_i32(out, bounds[SEG_CONTIG] + 4 * k, np.int64(R.i32(buf, pos + R.OFF_CHROM)))
+        _put_i32(out, bounds[SEG_POSITION] + 4 * k, np.int64(R.i32(buf, pos + R.OFF_POS)))
         _put_i32(out, bounds[SEG_RLEN] + 4 * k, rlens[k])
         for b in range(4):
             out[bounds[SEG_QUAL] + 4 * k + b] = buf[pos + R.OFF_QUAL + b]
