@@ -126,19 +126,22 @@ def vlen_utf8(buf, starts, lengths):
         elif lengths[j] == SPAN_MISSING:
             size += 1
     out = np.empty(size, dtype=np.uint8)
-    _put_u32(out, 0, n_items)
-    p = 4
+    # int64 positions and values at every call (no literal 0, 1 or 4): numba compiles
+    # _put_u32 once, where literals made it compile seven variants on a first read.
+    zero, one = np.int64(0), np.int64(1)
+    _put_u32(out, zero, np.int64(n_items))
+    p = np.int64(4)
     for j in range(n_items):
         n = lengths[j]
         if n == SPAN_MISSING:
-            _put_u32(out, p, 1)
+            _put_u32(out, p, one)
             out[p + 4] = 46  # "."
             p += 5
         elif n <= 0:
-            _put_u32(out, p, 0)
+            _put_u32(out, p, zero)
             p += 4
         else:
-            _put_u32(out, p, n)
+            _put_u32(out, p, np.int64(n))
             p += 4
             s = starts[j]
             for b in range(n):
