@@ -64,6 +64,22 @@ def test_import_vcfvirtual_loads_none_of_them():
     assert loaded_after("import vcfvirtual, vcfvirtual.errors") == []
 
 
+def test_every_public_name_still_resolves():
+    """The package loads its API on first use (PEP 562): each name of __all__, from a
+    fresh interpreter, is the object its module defines."""
+    code = (
+        "import importlib, vcfvirtual\n"
+        "for name in vcfvirtual.__all__:\n"
+        "    value = getattr(vcfvirtual, name)\n"
+        "    if name != '__version__':\n"
+        "        module, attr = vcfvirtual._LAZY[name]\n"
+        "        assert value is getattr(importlib.import_module('vcfvirtual.' + module), attr), name\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == ["ok"], out.stderr
+
+
 def test_cli_choices_are_the_librarys():
     # The CLI names them itself so as not to import vcfvirtual.plan for --help.
     assert cli.LAYOUTS == plan.LAYOUTS == spec.LAYOUTS
