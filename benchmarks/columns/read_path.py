@@ -4,6 +4,11 @@
         --theirs /work/bench12/sim_10000_2.5e+07.bcf.bio2zarr.vcz --ops gt,gt10 \\
         [--code new=/wt:/wt/codec --code base=/base:/base/codec] [--rounds 3] [--repeats 3]
 
+--ours may be repeated as LABEL=JSON (several stores of the same BCF, e.g. one per GT
+compressor from gt_codecs.py); each store is read with each --code, or, given as
+LABEL=JSON::PYTHONPATH, with that version of vcfvirtual only (a store of an older
+segment format read by the code that wrote it).
+
 Each read runs as bench.py's READS snippets do: a fresh interpreter per store and read,
 zarr.open_group over vcfvirtual.open_store(json) (zarr_format=2) against zarr.open_group of
 bio2zarr's directory, one warm-up read, then the best of --repeats. Rounds alternate the
@@ -61,7 +66,9 @@ def run(store: str, op: str, repeats: int, pythonpath: str | None) -> dict:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ours", required=True, help="Kerchunk JSON of a columns-layout store")
+    parser.add_argument(
+        "--ours", required=True, action="append", help="Kerchunk JSON of a columns-layout store ([LABEL=]JSON)"
+    )
     parser.add_argument("--theirs", required=True, help="bio2zarr's store of the same BCF")
     parser.add_argument("--ops", default="gt", help=f"comma-separated reads among {sorted(OPS)}")
     parser.add_argument("--code", action="append", default=[], help="LABEL=PYTHONPATH of a vcfvirtual version")
@@ -69,18 +76,26 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     codes = [tuple(c.split("=", 1)) for c in args.code] or [("ours", None)]
+    stores = [tuple(s.split("=", 1)) if "=" in s else ("", s) for s in args.ours]
+    # One column per store and code version.
+    versions = [
+        ("/".join(x for x in (store_label, code_label) if x) or "ours", store, path)
+        for store_label, store in stores
+        if "::" not in store
+        for code_label, path in codes
+    ] + [(store_label, *store.split("::", 1)) for store_label, store in stores if "::" in store]
     ops = args.ops.split(",")
     best: dict[tuple[str, str], float] = {}
     sums: dict[tuple[str, str], int] = {}
     for _ in range(args.rounds):
         for op in ops:
-            runs = [("bio2zarr", args.theirs, None)] + [(label, args.ours, path) for label, path in codes]
+            runs = [("bio2zarr", args.theirs, None)] + versions
             for label, store, path in runs:
                 r = run(store, op, args.repeats, path)
                 key = (op, label)
                 best[key] = min(best.get(key, r["seconds"]), r["seconds"])
                 sums[key] = r["checksum"]
-    labels = [label for label, _ in codes]
+    labels = [label for label, _, _ in versions]
     print("| read | bio2zarr s | " + " | ".join(f"{x} s (/ bio2zarr)" for x in labels) + " | checksums |")
     print("| --- | --- | " + " | ".join("---" for _ in labels) + " | --- |")
     for op in ops:
