@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 import numpy as np
-from isal import isal_zlib
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
@@ -101,10 +100,11 @@ class SegmentPlan:
 
 
 def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
-    """One segment's preamble and compressed bytes."""
+    """One segment's preamble and compressed bytes (the codec's seal: the CRC32 covers the
+    preamble and the compressed frame)."""
     data, kind, flags, key, n, block, width, compressor = job
-    preamble = PREAMBLE.pack(SEGMENT_MAGIC, kind, flags, 0, key, n, block, width, data.shape[0], isal_zlib.crc32(data))
-    return preamble + bytes(COMPRESSORS[compressor].encode(data))
+    frame = COMPRESSORS[compressor].encode(data)
+    return codec_columns.seal_segment(kind, flags, key, n, block, width, data.shape[0], frame)
 
 
 class ColumnsWriter:

@@ -83,10 +83,20 @@ def compress(raw: np.ndarray, compressor: str) -> bytes:
     return Blosc(cname="lz4", clevel=5, shuffle=Blosc.BITSHUFFLE).encode(raw)
 
 
+# The preamble before its CRC32, which covers these 32 bytes then the compressed frame.
+PREAMBLE_HEAD = struct.Struct("<4sBBHiIIIQ")
+
+
+def sealed(head_fields: tuple, frame: bytes) -> bytes:
+    """A segment with its preamble fields (all but the CRC) and frame, the CRC computed
+    by zlib (the codec's is isal's)."""
+    head = PREAMBLE_HEAD.pack(*head_fields)
+    return head + struct.pack("<I", zlib.crc32(frame, zlib.crc32(head))) + frame
+
+
 def wrap(raw: np.ndarray, compressor: str, kind: int, key: int, n: int, block: int, width: int, flags: int) -> bytes:
     """One chunk's bytes as the contract lays them out: preamble, compressed segment."""
-    head = PREAMBLE.pack(MAGIC, kind, flags, 0, key, n, block, width, raw.shape[0], zlib.crc32(raw))
-    return head + compress(raw, compressor)
+    return sealed((MAGIC, kind, flags, 0, key, n, block, width, raw.shape[0]), compress(raw, compressor))
 
 
 class Cache:
@@ -328,7 +338,8 @@ def test_the_unchanged_chunk_decodes(fuzz_cache):
 @pytest.mark.parametrize(
     "change,named",
     [
-        ({"magic": b"VVS2"}, "segment magic is b'VVS2'"),
+        ({"magic": b"VVS9"}, "segment magic is b'VVS9'"),
+        ({"magic": b"VVS1"}, "older format b'VVS1' (its CRC32 covers the decompressed bytes)"),
         ({"kind": 7}, "the segment is of kind 7"),
         ({"key": 1}, "key 1, the array reads kind 8 (format) key"),
         ({"records": 2}, "holds 2 records, expected 3"),
@@ -380,6 +391,47 @@ def test_damaged_segment_fails_the_crc(fuzz_cache):
         BCFRecordsCodec(**gt_config(cache)).decode(damaged)
 
 
+def test_stored_damage_the_decompressor_accepts_fails_the_crc(fuzz_cache):
+    """A byte of the stored Blosc frame changed so that the frame still decompresses (to
+    other values): the CRC32 over the compressed bytes refuses it."""
+    cache, _ = fuzz_cache
+    chunk = cache.chunks["format/GT#0", 0]
+    original = bytes(Blosc().decode(chunk[PREAMBLE.size :]))
+    codec = BCFRecordsCodec(**gt_config(cache))
+    accepted = 0
+    # Past the 16-byte Blosc header: its payload bytes.
+    for at in range(PREAMBLE.size + 16, len(chunk)):
+        damaged = bytearray(chunk)
+        damaged[at] ^= 0x01
+        try:
+            if bytes(Blosc().decode(bytes(damaged[PREAMBLE.size :]))) == original:
+                continue
+        except (RuntimeError, ValueError):
+            continue
+        accepted += 1
+        with pytest.raises(ChunkDecodeError, match="fails its CRC32"):
+            codec.decode(bytes(damaged))
+    assert accepted > 0  # the segment has such bytes (its bit planes are stored verbatim)
+
+
+def test_a_preamble_field_the_configuration_cannot_check_is_covered_by_the_crc(fuzz_cache):
+    """The GT shift flag cleared: the preamble still fits call_genotype's configuration
+    (flags 0 is what an unshifted GT segment says), but its CRC32 covers the preamble."""
+    cache, group = fuzz_cache
+    chunk = cache.chunks["format/GT#0", 0]
+    assert preamble_of(chunk)["flags"] == FLAG_GT_SHIFT
+    codec = BCFRecordsCodec(**gt_config(cache))
+    with pytest.raises(ChunkDecodeError, match="fails its CRC32"):
+        codec.decode(rewrap(chunk, flags=0))
+    # Why it matters: the same frame sealed with the flag cleared is another chunk (refused
+    # by the GT kernel here, or other values), so only the CRC tells the damage apart.
+    resealed = sealed(PREAMBLE.unpack_from(rewrap(chunk, flags=0))[:-1], chunk[PREAMBLE.size :])
+    try:
+        assert not np.array_equal(decoded(codec, resealed), group["call_genotype"][0:3, 0:2])
+    except ChunkDecodeError as e:
+        assert "CRC32" not in str(e)
+
+
 def test_compressed_bytes_that_do_not_decompress_are_refused(fuzz_cache):
     cache, _ = fuzz_cache
     chunk = cache.chunks["format/GT#0", 0]
@@ -390,7 +442,7 @@ def test_compressed_bytes_that_do_not_decompress_are_refused(fuzz_cache):
         codec.decode(chunk[:-1])  # truncated: the frame's own length disagrees
     with pytest.raises(ChunkDecodeError, match="the zstd frame no readable frame header"):
         BCFRecordsCodec(**gt_config(cache, compressor="zstd")).decode(chunk)  # the wrong compressor
-    zstd_chunk = chunk[: PREAMBLE.size] + Zstd(level=1).encode(Blosc().decode(chunk[PREAMBLE.size :]))
+    zstd_chunk = sealed(PREAMBLE.unpack_from(chunk)[:-1], Zstd(level=1).encode(Blosc().decode(chunk[PREAMBLE.size :])))
     BCFRecordsCodec(**gt_config(cache, compressor="zstd")).decode(zstd_chunk)
     garbled = bytearray(zstd_chunk)
     garbled[-4:] = b"\xff\xff\xff\xff"
