@@ -450,6 +450,59 @@ def test_compressed_bytes_that_do_not_decompress_are_refused(fuzz_cache):
         BCFRecordsCodec(**gt_config(cache, compressor="zstd")).decode(bytes(garbled))
 
 
+def gt_bcf_meaning(byte: int) -> int:
+    """An int8 GT byte as the BCF spec defines it: 0x80 missing, 0x81 end of vector (the
+    call_genotype fill, -2), else (allele + 1) << 1 | phased, allele -1 meaning missing."""
+    if byte == 0x80:
+        return -1
+    if byte == 0x81:
+        return -2
+    return (byte >> 1) - 1
+
+
+@pytest.mark.parametrize("shifted", [False, True])
+def test_every_gt_byte_decodes_as_the_bcf_spec_says(fuzz_cache, shifted):
+    """Diploid int8 GT segments holding every valid byte (0-0x81) as the second allele of
+    each sample: call_genotype and _phased are what the spec says; an end-of-vector as the
+    first allele (a record cut short) pads the sample; a negative value is refused."""
+    cache, _ = fuzz_cache
+    gt_key = next(f for f in cache.header.formats if f.name == "GT").key
+    shift = 2 if shifted else 0
+    flags = FLAG_GT_SHIFT if shifted else 0
+    samples = 2
+
+    def segment(bytes_per_record: list[list[int]]) -> bytes:
+        n = len(bytes_per_record)
+        counts = np.full(n, 2, "<i4").view(np.uint8)
+        types = np.ones(n, np.uint8)  # int8
+        values = (np.array(bytes_per_record, np.int64).ravel() - shift) & 0xFF
+        return wrap(np.concatenate([counts, types, values.astype(np.uint8)]), "blosc", 8, gt_key, n, 0, samples, flags)
+
+    genotype = BCFRecordsCodec(**gt_config(cache))
+    phased = BCFRecordsCodec(
+        **gt_config(cache, array="call_genotype_phased", kind="genotype_phased", dtype="|b1", shape=[3])
+    )
+    valid = list(range(0x82))
+    for start in range(0, len(valid), 3 * samples):
+        seconds = (valid[start : start + 3 * samples] * samples)[: 3 * samples]
+        firsts = [0x04, 0x02, 0x80, 0x03, 0x05, 0x02][: len(seconds)]  # 1/, 0/, ./, 0|, 1|
+        rows = [[x for pair in zip(firsts[r * 2 : r * 2 + 2], seconds[r * 2 : r * 2 + 2]) for x in pair]
+                for r in range(3)]  # fmt: skip
+        gt = decoded(genotype, segment(rows))
+        ph = decoded(phased, segment(rows))
+        for r in range(3):
+            for k in range(samples):
+                first, second = rows[r][2 * k], rows[r][2 * k + 1]
+                assert gt[r, k].tolist() == [gt_bcf_meaning(first), gt_bcf_meaning(second)], (first, second)
+                assert ph[r, k] == bool(second & 1), (first, second)
+    # A sample's vector ended at its first allele: both alleles are the fill.
+    gt = decoded(genotype, segment([[0x81, 0x81, 0x02, 0x04]] * 3))
+    assert gt[:, 0].tolist() == [[-2, -2]] * 3 and gt[:, 1].tolist() == [[0, 1]] * 3
+    for negative in (0x82, 0xC0, 0xFF):
+        with pytest.raises(ChunkDecodeError, match="encodes no allele"):
+            genotype.decode(segment([[0x02, 0x02, 0x02, negative]] * 3))
+
+
 def test_a_segment_whose_counts_disagree_with_its_length_is_refused(fuzz_cache):
     """Structurally damaged inside (CRC made to match): the typed column check refuses it."""
     cache, _ = fuzz_cache
