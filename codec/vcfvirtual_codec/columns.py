@@ -248,7 +248,7 @@ def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):  # noqa: C
             if max_allele < 62:
                 for i in range(src.shape[0]):
                     b = np.uint8(src[i] + add)
-                    too_big |= b < 0x80 and (np.int64(b >> 1) - 1) > max_allele
+                    too_big |= bool(b < 0x80 and (np.int64(b >> 1) - 1) > max_allele)
             early_end = False
             if any_end:
                 for s in range(n_samples):

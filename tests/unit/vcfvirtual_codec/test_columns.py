@@ -503,6 +503,23 @@ def test_every_gt_byte_decodes_as_the_bcf_spec_says(fuzz_cache, shifted):
             genotype.decode(segment([[0x02, 0x02, 0x02, negative]] * 3))
 
 
+@pytest.mark.parametrize("shifted", [False, True])
+def test_the_gt_kernel_refuses_alleles_past_the_output_maximum(shifted):
+    """The kernel's max_allele bound (int8 GT bytes hold alleles up to 62, so it only bites
+    for a smaller bound): allele 1 with max 0 is refused, with max 1 decoded."""
+    from vcfvirtual_codec import columns as K
+    from vcfvirtual_codec.bcf import records as R
+
+    shift = 2 if shifted else 0
+    gt_bytes = (np.array([0x02, 0x04, 0x02, 0x03]) - shift) & 0xFF  # 0/1 and 0|0
+    seg = np.concatenate([np.array([2], "<i4").view(np.uint8), [1], gt_bytes]).astype(np.uint8)
+    out = np.empty((1, 2, 2), np.int8)
+    err, _ = K.genotypes(seg, 1, out, np.empty((0, 0), bool), 0, shifted)
+    assert err == R.ERR_SHAPE
+    err, _ = K.genotypes(seg, 1, out, np.empty((0, 0), bool), 1, shifted)
+    assert err == R.OK and out.tolist() == [[[0, 1], [0, 0]]]
+
+
 def test_a_segment_whose_counts_disagree_with_its_length_is_refused(fuzz_cache):
     """Structurally damaged inside (CRC made to match): the typed column check refuses it."""
     cache, _ = fuzz_cache
