@@ -537,7 +537,7 @@ def codec_columns_target(seed: Seed):
     """Mutated columns segments, as stored (preamble fields, compressed bytes, lengths),
     through the codec: every array reading the segment raises ChunkDecodeError or gives
     exactly the seed's values (the preamble is checked against the configuration and the
-    decompressed bytes against the CRC32); every other array's configuration refuses it
+    stored bytes, preamble and frame, against the CRC32); every other array's configuration refuses it
     or decodes it without a crash, hang or a huge allocation."""
     segments, specs = columns_segments(seed)
     originals = []
@@ -583,7 +583,8 @@ def codec_columns_sealed_target(seed: Seed):
     for data, names in segments:
         fields = columns_mod.PREAMBLE.unpack_from(data)
         raw = Zstd().decode(data[36:]) if specs[names[0]].compressor == "zstd" else Blosc().decode(data[36:])
-        assert zlib.crc32(raw) == fields[-1]
+        # The CRC32 covers the preamble's other 32 bytes, then the compressed frame.
+        assert zlib.crc32(data[36:], zlib.crc32(data[:32])) == fields[-1]
         bodies.append((fields, bytes(raw), names))
 
     @given(k=st.integers(0, len(segments) - 1), ops=st.data())
@@ -595,7 +596,8 @@ def codec_columns_sealed_target(seed: Seed):
         frame = (Zstd(level=1) if compressor == "zstd" else Blosc(cname="lz4", shuffle=Blosc.BITSHUFFLE)).encode(
             content
         )
-        preamble = columns_mod.PREAMBLE.pack(*fields[:-2], len(content), zlib.crc32(content))
+        head = columns_mod.PREAMBLE_HEAD.pack(*fields[:-2], len(content))
+        preamble = head + struct.pack("<I", zlib.crc32(bytes(frame), zlib.crc32(head)))
         _record(seed.work, f"codec columns sealed segment {k} ({names[0]}) {mutation!r}")
         before = _peak_rss()
         values, errors = decode_each(preamble + bytes(frame), specs, names)

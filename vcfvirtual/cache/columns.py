@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 import numpy as np
-from isal import isal_zlib
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
@@ -48,8 +47,12 @@ DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
 # Compressor of each segment: GT (most of the bytes, and bit planes that bit-shuffle well
 # once shifted) with Blosc lz4 bit-shuffle, fast enough for the index pass; the rest with
 # Zstd 1, as small as bio2zarr's and faster to read (FINDINGS.md section 2).
+# clevel 9 rather than 5: Blosc then cuts larger blocks (and lz4 accelerates less), so GT is
+# ~9% smaller (C's cache 1.033 -> 0.949 of its BCF) at the same compress and decompress speed
+# (~3.5 and ~2.4 GB/s on one thread; benchmarks/columns/gt_codec_speed.py). lz4hc and Blosc
+# zstd are smaller still but compress 1.5-4x slower or decompress slower (FINDINGS.md section 2).
 COMPRESSORS = {
-    "blosc": Blosc(cname="lz4", clevel=5, shuffle=Blosc.BITSHUFFLE),
+    "blosc": Blosc(cname="lz4", clevel=9, shuffle=Blosc.BITSHUFFLE),
     "zstd": Zstd(level=1),
 }
 COMPRESS_THREADS = 2
@@ -101,10 +104,11 @@ class SegmentPlan:
 
 
 def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
-    """One segment's preamble and compressed bytes."""
+    """One segment's preamble and compressed bytes (the codec's seal: the CRC32 covers the
+    preamble and the compressed frame)."""
     data, kind, flags, key, n, block, width, compressor = job
-    preamble = PREAMBLE.pack(SEGMENT_MAGIC, kind, flags, 0, key, n, block, width, data.shape[0], isal_zlib.crc32(data))
-    return preamble + bytes(COMPRESSORS[compressor].encode(data))
+    frame = COMPRESSORS[compressor].encode(data)
+    return codec_columns.seal_segment(kind, flags, key, n, block, width, data.shape[0], frame)
 
 
 class ColumnsWriter:

@@ -83,10 +83,20 @@ def compress(raw: np.ndarray, compressor: str) -> bytes:
     return Blosc(cname="lz4", clevel=5, shuffle=Blosc.BITSHUFFLE).encode(raw)
 
 
+# The preamble before its CRC32, which covers these 32 bytes then the compressed frame.
+PREAMBLE_HEAD = struct.Struct("<4sBBHiIIIQ")
+
+
+def sealed(head_fields: tuple, frame: bytes) -> bytes:
+    """A segment with its preamble fields (all but the CRC) and frame, the CRC computed
+    by zlib (the codec's is isal's)."""
+    head = PREAMBLE_HEAD.pack(*head_fields)
+    return head + struct.pack("<I", zlib.crc32(frame, zlib.crc32(head))) + frame
+
+
 def wrap(raw: np.ndarray, compressor: str, kind: int, key: int, n: int, block: int, width: int, flags: int) -> bytes:
     """One chunk's bytes as the contract lays them out: preamble, compressed segment."""
-    head = PREAMBLE.pack(MAGIC, kind, flags, 0, key, n, block, width, raw.shape[0], zlib.crc32(raw))
-    return head + compress(raw, compressor)
+    return sealed((MAGIC, kind, flags, 0, key, n, block, width, raw.shape[0]), compress(raw, compressor))
 
 
 class Cache:
@@ -328,7 +338,8 @@ def test_the_unchanged_chunk_decodes(fuzz_cache):
 @pytest.mark.parametrize(
     "change,named",
     [
-        ({"magic": b"VVS2"}, "segment magic is b'VVS2'"),
+        ({"magic": b"VVS9"}, "segment magic is b'VVS9'"),
+        ({"magic": b"VVS1"}, "older format b'VVS1' (its CRC32 covers the decompressed bytes)"),
         ({"kind": 7}, "the segment is of kind 7"),
         ({"key": 1}, "key 1, the array reads kind 8 (format) key"),
         ({"records": 2}, "holds 2 records, expected 3"),
@@ -380,6 +391,47 @@ def test_damaged_segment_fails_the_crc(fuzz_cache):
         BCFRecordsCodec(**gt_config(cache)).decode(damaged)
 
 
+def test_stored_damage_the_decompressor_accepts_fails_the_crc(fuzz_cache):
+    """A byte of the stored Blosc frame changed so that the frame still decompresses (to
+    other values): the CRC32 over the compressed bytes refuses it."""
+    cache, _ = fuzz_cache
+    chunk = cache.chunks["format/GT#0", 0]
+    original = bytes(Blosc().decode(chunk[PREAMBLE.size :]))
+    codec = BCFRecordsCodec(**gt_config(cache))
+    accepted = 0
+    # Past the 16-byte Blosc header: its payload bytes.
+    for at in range(PREAMBLE.size + 16, len(chunk)):
+        damaged = bytearray(chunk)
+        damaged[at] ^= 0x01
+        try:
+            if bytes(Blosc().decode(bytes(damaged[PREAMBLE.size :]))) == original:
+                continue
+        except (RuntimeError, ValueError):
+            continue
+        accepted += 1
+        with pytest.raises(ChunkDecodeError, match="fails its CRC32"):
+            codec.decode(bytes(damaged))
+    assert accepted > 0  # the segment has such bytes (its bit planes are stored verbatim)
+
+
+def test_a_preamble_field_the_configuration_cannot_check_is_covered_by_the_crc(fuzz_cache):
+    """The GT shift flag cleared: the preamble still fits call_genotype's configuration
+    (flags 0 is what an unshifted GT segment says), but its CRC32 covers the preamble."""
+    cache, group = fuzz_cache
+    chunk = cache.chunks["format/GT#0", 0]
+    assert preamble_of(chunk)["flags"] == FLAG_GT_SHIFT
+    codec = BCFRecordsCodec(**gt_config(cache))
+    with pytest.raises(ChunkDecodeError, match="fails its CRC32"):
+        codec.decode(rewrap(chunk, flags=0))
+    # Why it matters: the same frame sealed with the flag cleared is another chunk (refused
+    # by the GT kernel here, or other values), so only the CRC tells the damage apart.
+    resealed = sealed(PREAMBLE.unpack_from(rewrap(chunk, flags=0))[:-1], chunk[PREAMBLE.size :])
+    try:
+        assert not np.array_equal(decoded(codec, resealed), group["call_genotype"][0:3, 0:2])
+    except ChunkDecodeError as e:
+        assert "CRC32" not in str(e)
+
+
 def test_compressed_bytes_that_do_not_decompress_are_refused(fuzz_cache):
     cache, _ = fuzz_cache
     chunk = cache.chunks["format/GT#0", 0]
@@ -390,12 +442,82 @@ def test_compressed_bytes_that_do_not_decompress_are_refused(fuzz_cache):
         codec.decode(chunk[:-1])  # truncated: the frame's own length disagrees
     with pytest.raises(ChunkDecodeError, match="the zstd frame no readable frame header"):
         BCFRecordsCodec(**gt_config(cache, compressor="zstd")).decode(chunk)  # the wrong compressor
-    zstd_chunk = chunk[: PREAMBLE.size] + Zstd(level=1).encode(Blosc().decode(chunk[PREAMBLE.size :]))
+    zstd_chunk = sealed(PREAMBLE.unpack_from(chunk)[:-1], Zstd(level=1).encode(Blosc().decode(chunk[PREAMBLE.size :])))
     BCFRecordsCodec(**gt_config(cache, compressor="zstd")).decode(zstd_chunk)
     garbled = bytearray(zstd_chunk)
     garbled[-4:] = b"\xff\xff\xff\xff"
     with pytest.raises(ChunkDecodeError, match="does not decompress|CRC32"):
         BCFRecordsCodec(**gt_config(cache, compressor="zstd")).decode(bytes(garbled))
+
+
+def gt_bcf_meaning(byte: int) -> int:
+    """An int8 GT byte as the BCF spec defines it: 0x80 missing, 0x81 end of vector (the
+    call_genotype fill, -2), else (allele + 1) << 1 | phased, allele -1 meaning missing."""
+    if byte == 0x80:
+        return -1
+    if byte == 0x81:
+        return -2
+    return (byte >> 1) - 1
+
+
+@pytest.mark.parametrize("shifted", [False, True])
+def test_every_gt_byte_decodes_as_the_bcf_spec_says(fuzz_cache, shifted):
+    """Diploid int8 GT segments holding every valid byte (0-0x81) as the second allele of
+    each sample: call_genotype and _phased are what the spec says; an end-of-vector as the
+    first allele (a record cut short) pads the sample; a negative value is refused."""
+    cache, _ = fuzz_cache
+    gt_key = next(f for f in cache.header.formats if f.name == "GT").key
+    shift = 2 if shifted else 0
+    flags = FLAG_GT_SHIFT if shifted else 0
+    samples = 2
+
+    def segment(bytes_per_record: list[list[int]]) -> bytes:
+        n = len(bytes_per_record)
+        counts = np.full(n, 2, "<i4").view(np.uint8)
+        types = np.ones(n, np.uint8)  # int8
+        values = (np.array(bytes_per_record, np.int64).ravel() - shift) & 0xFF
+        return wrap(np.concatenate([counts, types, values.astype(np.uint8)]), "blosc", 8, gt_key, n, 0, samples, flags)
+
+    genotype = BCFRecordsCodec(**gt_config(cache))
+    phased = BCFRecordsCodec(
+        **gt_config(cache, array="call_genotype_phased", kind="genotype_phased", dtype="|b1", shape=[3])
+    )
+    valid = list(range(0x82))
+    for start in range(0, len(valid), 3 * samples):
+        seconds = (valid[start : start + 3 * samples] * samples)[: 3 * samples]
+        firsts = [0x04, 0x02, 0x80, 0x03, 0x05, 0x02][: len(seconds)]  # 1/, 0/, ./, 0|, 1|
+        rows = [[x for pair in zip(firsts[r * 2 : r * 2 + 2], seconds[r * 2 : r * 2 + 2]) for x in pair]
+                for r in range(3)]  # fmt: skip
+        gt = decoded(genotype, segment(rows))
+        ph = decoded(phased, segment(rows))
+        for r in range(3):
+            for k in range(samples):
+                first, second = rows[r][2 * k], rows[r][2 * k + 1]
+                assert gt[r, k].tolist() == [gt_bcf_meaning(first), gt_bcf_meaning(second)], (first, second)
+                assert ph[r, k] == bool(second & 1), (first, second)
+    # A sample's vector ended at its first allele: both alleles are the fill.
+    gt = decoded(genotype, segment([[0x81, 0x81, 0x02, 0x04]] * 3))
+    assert gt[:, 0].tolist() == [[-2, -2]] * 3 and gt[:, 1].tolist() == [[0, 1]] * 3
+    for negative in (0x82, 0xC0, 0xFF):
+        with pytest.raises(ChunkDecodeError, match="encodes no allele"):
+            genotype.decode(segment([[0x02, 0x02, 0x02, negative]] * 3))
+
+
+@pytest.mark.parametrize("shifted", [False, True])
+def test_the_gt_kernel_refuses_alleles_past_the_output_maximum(shifted):
+    """The kernel's max_allele bound (int8 GT bytes hold alleles up to 62, so it only bites
+    for a smaller bound): allele 1 with max 0 is refused, with max 1 decoded."""
+    from vcfvirtual_codec import columns as K
+    from vcfvirtual_codec.bcf import records as R
+
+    shift = 2 if shifted else 0
+    gt_bytes = (np.array([0x02, 0x04, 0x02, 0x03]) - shift) & 0xFF  # 0/1 and 0|0
+    seg = np.concatenate([np.array([2], "<i4").view(np.uint8), [1], gt_bytes]).astype(np.uint8)
+    out = np.empty((1, 2, 2), np.int8)
+    err, _ = K.genotypes(seg, 1, out, np.empty((0, 0), bool), 0, shifted)
+    assert err == R.ERR_SHAPE
+    err, _ = K.genotypes(seg, 1, out, np.empty((0, 0), bool), 1, shifted)
+    assert err == R.OK and out.tolist() == [[[0, 1], [0, 0]]]
 
 
 def test_a_segment_whose_counts_disagree_with_its_length_is_refused(fuzz_cache):
