@@ -384,8 +384,8 @@ def gt_block_summary(seg, n, block_samples):
             continue
         if count < 0:
             count = c
-        complete &= c == count
-        phase_known &= c >= 2
+        complete &= bool(c == count)
+        phase_known &= bool(c >= 2)
         values = seg[p : p + m]  # sliced from 0 so that the max reduction vectorises
         top = np.uint8(0)
         for b in range(m):
@@ -393,7 +393,7 @@ def gt_block_summary(seg, n, block_samples):
         # Stored minus 2: alleles 0..62 are 0x00..0x7D; a missing allele (0x00/0x01) wraps
         # to 0xFE/0xFF, int8 missing and end-of-vector (0x80, 0x81) become 0x7E, 0x7F, and
         # the bytes no allele makes (0x82..0xFF, refused by the codec) 0x80..0xFD.
-        complete &= top < 0x7E
+        complete &= bool(top < 0x7E)
         if c >= 2:
             for s in range(block_samples):
                 bit = values[s * c + 1] & 1
