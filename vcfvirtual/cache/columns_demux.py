@@ -386,19 +386,29 @@ def gt_block_summary(seg, n, block_samples):
             count = c
         complete &= bool(c == count)
         phase_known &= bool(c >= 2)
-        values = seg[p : p + m]  # sliced from 0 so that the max reduction vectorises
+        values = seg[p : p + m]  # sliced from 0 so that the reductions vectorise
         top = np.uint8(0)
-        for b in range(m):
-            top = max(top, values[b])
+        ors = np.uint8(0)
+        ands = np.uint8(1)
+        if c == 2:  # diploid calls: one pass over (first, second) allele pairs
+            for s in range(block_samples):
+                second = values[2 * s + 1]
+                top = max(top, max(values[2 * s], second))
+                ors |= second
+                ands &= second
+        else:
+            for b in range(m):
+                top = max(top, values[b])
+            for s in range(block_samples if c > 2 else 0):
+                ors |= values[s * c + 1]
+                ands &= values[s * c + 1]
         # Stored minus 2: alleles 0..62 are 0x00..0x7D; a missing allele (0x00/0x01) wraps
         # to 0xFE/0xFF, int8 missing and end-of-vector (0x80, 0x81) become 0x7E, 0x7F, and
         # the bytes no allele makes (0x82..0xFF, refused by the codec) 0x80..0xFD.
         complete &= bool(top < 0x7E)
-        if c >= 2:
-            for s in range(block_samples):
-                bit = values[s * c + 1] & 1
-                any_set |= bit == 1
-                any_clear |= bit == 0
+        if c >= 2:  # the phase bit (bit 0, which the shift keeps) of every second allele
+            any_set |= bool(ors & 1)
+            any_clear |= not bool(ands & 1)
         p += m
     complete_count = count if complete and count > 0 else np.int64(0)
     return complete_count, phase_known and not any_clear, phase_known and not any_set
