@@ -10,11 +10,15 @@ phasing, a haploid call); the oracle is pysam's reading of it, as VCF Zarr encod
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pysam
 import pytest
 import zarr
 from vcfvirtual_codec import columns as codec_columns
+from vcfvirtual_codec.codec import BCFRecordsCodec
+from vcfvirtual_codec.errors import ChunkDecodeError
 
 import vcfvirtual
 
@@ -106,3 +110,62 @@ def test_blocks_the_preamble_describes_are_not_decompressed(store, monkeypatch):
     # Mixed phasing: chunk 1 block 1 (./1 then 0|1). htslib reads the haploid call of chunk 2
     # block 0 as phased (its end-of-vector byte has the phase bit), so that block is all phased.
     assert decompressed.count("genotype_phased") == blocks_needing_their_bytes(phased, "phased") == 1
+
+
+def chunk_of(refs, key: str) -> tuple[bytes, dict]:
+    """A chunk's stored bytes and its array's codec config, as the references name them."""
+    references = json.loads(refs.read_text())["refs"]
+    config = dict(json.loads(references[key.rsplit("/", 1)[0] + "/.zarray"])["filters"][-1])
+    config.pop("id")
+    url, offset, length = references[key]
+    assert url == "{{cache}}"
+    cache = json.loads(refs.read_text())["templates"]["cache"].removeprefix("file://")
+    with open(cache, "rb") as f:
+        f.seek(offset)
+        return f.read(length), config
+
+
+def resealed(chunk: bytes, **change) -> bytes:
+    """The chunk with preamble fields changed and its CRC32 made right again."""
+    names = ("magic", "kind", "flags", "pad", "key", "records", "block", "width", "length", "crc")
+    fields = dict(zip(names, codec_columns.PREAMBLE.unpack_from(chunk)))
+    fields.update(change)
+    frame = chunk[codec_columns.PREAMBLE.size :]
+    return codec_columns.seal_segment(
+        fields["kind"], fields["flags"], fields["key"], fields["records"], fields["block"], fields["width"],
+        fields["length"], frame, complete_count=fields["pad"],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("array", "change"),
+    [
+        ("call_genotype_phased", {"flags": 1 | 2 | 4}),  # all phased and none phased at once
+        ("call_genotype_mask", {"pad": 3}),  # a complete count above the ploidy (2)
+        ("call_genotype_mask", {"flags": 1 | 8}),  # a flag the index never writes
+    ],
+    ids=["both-phasings", "count-above-ploidy", "unknown-flag"],
+)
+def test_claims_the_index_never_writes_are_refused(store, array, change):
+    _, refs = store
+    chunk, config = chunk_of(refs, f"{array}/" + ("0.0" if array == "call_genotype_phased" else "0.0.0"))
+    with pytest.raises(ChunkDecodeError, match="preamble flags .* are not what the index writes"):
+        BCFRecordsCodec(**config).decode(resealed(chunk, **change))
+
+
+def test_a_claim_on_another_array_is_refused(store):
+    _, refs = store
+    chunk, config = chunk_of(refs, "variant_position/0")
+    with pytest.raises(ChunkDecodeError, match="preamble flags .* are not what the index writes"):
+        BCFRecordsCodec(**config).decode(resealed(chunk, flags=2))
+
+
+def test_a_changed_claim_fails_the_crc(store):
+    """Flipping the phasing a block claims, without resealing, is stored damage."""
+    _, refs = store
+    chunk, config = chunk_of(refs, "call_genotype_phased/0.0")
+    flags = chunk[5]
+    assert flags & codec_columns.FLAG_GT_NONE_PHASED  # chunk 0, block 0: all unphased
+    damaged = chunk[:5] + bytes([flags ^ (codec_columns.FLAG_GT_NONE_PHASED | codec_columns.FLAG_GT_ALL_PHASED)])
+    with pytest.raises(ChunkDecodeError, match="CRC32"):
+        BCFRecordsCodec(**config).decode(damaged + chunk[6:])
