@@ -66,6 +66,13 @@ PREAMBLE = struct.Struct("<4sBBHiIIIQI")
 # The preamble without its CRC: what the CRC covers ahead of the frame.
 PREAMBLE_HEAD = struct.Struct("<4sBBHiIIIQ")
 FLAG_GT_SHIFT = 1  # int8 GT bytes are stored minus GT_SHIFT
+# What a GT block's calls are as a whole (the index's gt_preamble), so that the mask and
+# phased arrays are read without decompressing it: every call's second allele phased, or
+# none's. The preamble's reserved field of a GT block holds its complete count: the number
+# of alleles every call holds when none is missing, short or not an allele (0: not so).
+FLAG_GT_ALL_PHASED = 2
+FLAG_GT_NONE_PHASED = 4
+GT_FLAGS = FLAG_GT_SHIFT | FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED
 GT_SHIFT = 2
 SEGMENT_KINDS = {
     "contig": 0,
@@ -112,10 +119,21 @@ def segment_crc(head, frame) -> int:
     return isal_zlib.crc32(frame, isal_zlib.crc32(head))
 
 
-def seal_segment(kind: int, flags: int, key: int, records: int, block: int, block_samples: int, length: int, frame):
+def seal_segment(
+    kind: int,
+    flags: int,
+    key: int,
+    records: int,
+    block: int,
+    block_samples: int,
+    length: int,
+    frame,
+    complete_count: int = 0,
+):
     """A segment as stored: its preamble (with :func:`segment_crc`) then ``frame``, the
-    compressed bytes of ``length`` decompressed bytes."""
-    head = PREAMBLE_HEAD.pack(MAGIC, kind, flags, 0, key, records, block, block_samples, length)
+    compressed bytes of ``length`` decompressed bytes. ``complete_count`` goes in the
+    reserved field (a GT block's; 0 for every other segment)."""
+    head = PREAMBLE_HEAD.pack(MAGIC, kind, flags, complete_count, key, records, block, block_samples, length)
     return head + segment_crc(head, frame).to_bytes(4, "little") + bytes(frame)
 
 
@@ -628,8 +646,16 @@ class _Segment:
                 f"({segment}) key {want_key}",
                 4,
             )
-        if pad != 0 or self.flags & ~FLAG_GT_SHIFT or (self.flags and not spec.kind.startswith("genotype")):
+        is_gt = spec.kind.startswith("genotype")
+        both = FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED
+        if (
+            self.flags & ~GT_FLAGS
+            or (not is_gt and (self.flags or pad))
+            or self.flags & both == both
+            or pad > spec.ploidy
+        ):
             raise _refuse(spec, f"preamble flags {self.flags} / reserved {pad} are not what the index writes", 5)
+        self.complete_count = pad
         self._check_counts(spec)
 
     def _check_counts(self, spec: ChunkSpec) -> None:
@@ -748,7 +774,7 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
 
 
-def _check_budget(spec: ChunkSpec, seg: _Segment, raw: np.ndarray) -> None:
+def _check_budget(spec: ChunkSpec, seg: _Segment, length: int) -> None:
     """The codec's decode budget, with the segment standing for the records: a chunk whose
     output would dwarf its bytes decodes only if its block's samples justify it."""
     per_row = 1
@@ -761,9 +787,9 @@ def _check_budget(spec: ChunkSpec, seg: _Segment, raw: np.ndarray) -> None:
     # A segment holds at least a count (and a type) per record, so a preamble claiming
     # more records than its bytes can hold is refused before any output exists.
     least = 4 * seg.records if spec.kind in ("contig", "position", "length", "quality", "allele") else 5 * seg.records
-    if raw.shape[0] < least:
-        raise _refuse(spec, f"{raw.shape[0]} bytes of segment cannot hold {seg.records} records")
-    if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * raw.shape[0]:
+    if length < least:
+        raise _refuse(spec, f"{length} bytes of segment cannot hold {seg.records} records")
+    if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * length:
         return
     # As the codec's records claim their samples: a few values per sample of the block and
     # row, rows counted up to the array's records (a config's chunk_length may exceed them
@@ -774,7 +800,7 @@ def _check_budget(spec: ChunkSpec, seg: _Segment, raw: np.ndarray) -> None:
     raise _refuse(
         spec,
         f"its configuration (chunk {list(spec.chunk_shape)}) would take {cost} bytes to decode "
-        f"{raw.shape[0]} bytes of segment; refusing to allocate",
+        f"{length} bytes of segment; refusing to allocate",
     )
 
 
@@ -809,11 +835,17 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     body = buf[PREAMBLE.size :]
     _check_length(body, seg, spec)
     _check_crc(buf, seg, spec)
+    if spec.kind in ("genotype_mask", "genotype_phased"):
+        # The preamble's claims are covered by the CRC just checked: no decompress needed.
+        _check_budget(spec, seg, seg.length)
+        summary = _genotype_summary(seg, spec)
+        if summary is not None:
+            return summary
     # A pooled buffer: a fresh one per chunk costs a page fault per 4 KiB of segment.
     # Every decode below writes fresh arrays, none a view of the segment.
     with pooled_buffer(seg.length) as raw:
         _decompress(body, seg, spec, raw)
-        _check_budget(spec, seg, raw)
+        _check_budget(spec, seg, raw.shape[0])
         if spec.kind in ("info", "format"):
             return _decode_field(raw, seg, spec)
         if spec.kind.startswith("genotype"):
@@ -857,6 +889,24 @@ def _padded(block: np.ndarray, spec: ChunkSpec, fill) -> np.ndarray:
     out = np.full(spec.chunk_shape, fill, dtype=block.dtype)
     out[:, : block.shape[1]] = block
     return out
+
+
+def _genotype_summary(seg: _Segment, spec: ChunkSpec) -> np.ndarray | None:
+    """call_genotype_mask or call_genotype_phased of one samples block from what its
+    preamble says of the block's calls (FLAG_GT_ALL_PHASED, _NONE_PHASED, the complete
+    count), as :func:`_decode_genotypes` would decode them; None when it does not say."""
+    n, width = seg.records, seg.block_samples
+    if spec.kind == "genotype_mask" and seg.complete_count == spec.ploidy:
+        mask = output_array((spec.chunk_length, width, spec.ploidy), bool)  # reused: no page faults
+        mask[:n] = False
+        mask[n:] = True  # rows past the records: fill, as the decode pads them
+        return _padded(mask, spec, True)
+    if spec.kind == "genotype_phased" and seg.flags & (FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED):
+        phased = output_array((spec.chunk_length, width), bool)
+        phased[:n] = bool(seg.flags & FLAG_GT_ALL_PHASED)
+        phased[n:] = False
+        return _padded(phased, spec, False)
+    return None
 
 
 def _decode_genotypes(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.ndarray:

@@ -42,6 +42,8 @@ FILE_MAGIC = COLUMNS_CACHE_MAGIC
 SEGMENT_MAGIC = codec_columns.MAGIC
 PREAMBLE = codec_columns.PREAMBLE
 FLAG_GT_SHIFTED = codec_columns.FLAG_GT_SHIFT  # int8 GT bytes stored minus GT_SHIFT
+FLAG_GT_ALL_PHASED = codec_columns.FLAG_GT_ALL_PHASED
+FLAG_GT_NONE_PHASED = codec_columns.FLAG_GT_NONE_PHASED
 KIND_CODES = codec_columns.SEGMENT_KINDS
 DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
 # Compressor of each segment: GT (most of the bytes, and bit planes that bit-shuffle well
@@ -105,10 +107,28 @@ class SegmentPlan:
 
 def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
     """One segment's preamble and compressed bytes (the codec's seal: the CRC32 covers the
-    preamble and the compressed frame)."""
+    preamble and the compressed frame); a GT block's preamble also says what its calls are
+    as a whole (:func:`gt_preamble`)."""
     data, kind, flags, key, n, block, width, compressor = job
+    complete_count = 0
+    if flags & FLAG_GT_SHIFTED:
+        flags, complete_count = gt_preamble(data, n, width, flags)
     frame = COMPRESSORS[compressor].encode(data)
-    return codec_columns.seal_segment(kind, flags, key, n, block, width, data.shape[0], frame)
+    return codec_columns.seal_segment(
+        kind, flags, key, n, block, width, data.shape[0], frame, complete_count=complete_count
+    )
+
+
+def gt_preamble(data: np.ndarray, n: int, block_samples: int, flags: int) -> tuple[int, int]:
+    """A GT block's flags and the preamble's complete-count field: with them the codec gives
+    call_genotype_mask and call_genotype_phased without decompressing the block, where
+    every call holds the same number of alleles, none missing (mask all False), or all
+    calls are phased, or none (bio2zarr's store has each as a small array of its own).
+    Computed on the compression threads: ~1 ms per 20 MB block."""
+    count, all_phased, none_phased = demux.gt_block_summary(data, n, block_samples)
+    flags |= FLAG_GT_ALL_PHASED if all_phased else 0
+    flags |= FLAG_GT_NONE_PHASED if none_phased else 0
+    return flags, int(count)
 
 
 class ColumnsWriter:

@@ -350,3 +350,65 @@ def _typed_column(buf, out, start, locs, slot, s0, s1, per_sample, n_samples, gt
             for b in range(todo):
                 dst[b] = src[b]
         p += m
+
+
+@_njit
+def gt_block_summary(seg, n, block_samples):
+    """What a GT block segment (``demux_chunk``'s, int8 bytes stored minus GT_SHIFT) says
+    of its calls as a whole, so that call_genotype_mask and call_genotype_phased can be
+    read without decompressing it: ``(count, all_phased, none_phased)``.
+
+    ``count``: the number of alleles every record holds, when every record holds GT as
+    int8, that many for every sample, and no allele is missing, an end-of-vector or not an
+    allele at all (a stored byte of 0x7E or more); else 0. ``all_phased`` / ``none_phased``:
+    every record holds GT as int8 with at least two alleles, and the phase bit of every
+    call's second allele (what the codec reads as phased) is set / clear."""
+    count = np.int64(-1)
+    complete = True
+    phase_known = True
+    any_set = False
+    any_clear = False
+    p = 5 * n
+    for k in range(n):
+        c = np.int64(R.i32(seg, 4 * k))
+        t = np.int64(seg[4 * n + k])
+        if c <= 0:  # absent (missing calls) or empty (end-of-vector only)
+            complete = False
+            phase_known = False
+            continue
+        m = block_samples * c * R.type_size(t)
+        if t != R.BT_INT8:
+            complete = False
+            phase_known = False
+            p += m
+            continue
+        if count < 0:
+            count = c
+        complete &= bool(c == count)
+        phase_known &= bool(c >= 2)
+        values = seg[p : p + m]  # sliced from 0 so that the reductions vectorise
+        top = np.uint8(0)
+        ors = np.uint8(0)
+        ands = np.uint8(1)
+        if c == 2:  # diploid calls: one pass over (first, second) allele pairs
+            for s in range(block_samples):
+                second = values[2 * s + 1]
+                top = max(top, max(values[2 * s], second))
+                ors |= second
+                ands &= second
+        else:
+            for b in range(m):
+                top = max(top, values[b])
+            for s in range(block_samples if c > 2 else 0):
+                ors |= values[s * c + 1]
+                ands &= values[s * c + 1]
+        # Stored minus 2: alleles 0..62 are 0x00..0x7D; a missing allele (0x00/0x01) wraps
+        # to 0xFE/0xFF, int8 missing and end-of-vector (0x80, 0x81) become 0x7E, 0x7F, and
+        # the bytes no allele makes (0x82..0xFF, refused by the codec) 0x80..0xFD.
+        complete &= bool(top < 0x7E)
+        if c >= 2:  # the phase bit (bit 0, which the shift keeps) of every second allele
+            any_set |= bool(ors & 1)
+            any_clear |= not bool(ands & 1)
+        p += m
+    complete_count = count if complete and count > 0 else np.int64(0)
+    return complete_count, phase_known and not any_clear, phase_known and not any_set

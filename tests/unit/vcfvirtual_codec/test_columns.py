@@ -347,8 +347,9 @@ def test_the_unchanged_chunk_decodes(fuzz_cache):
         ({"width": 1}, "samples block 0 of 1 samples"),
         ({"block": 1}, "samples block 1 of 2 samples"),
         ({"block": 2}, "samples block 2 of 2 samples"),
-        ({"flags": 2}, "preamble flags 2"),
-        ({"pad": 1}, "reserved 1"),
+        ({"flags": 8}, "preamble flags 8"),  # 1, 2 and 4 are GT's: shifted, all and none phased
+        ({"flags": 7}, "preamble flags 7"),  # all phased and none phased at once
+        ({"pad": 3}, "reserved 3"),  # GT's complete count, above the ploidy
         ({"length": 1}, "the preamble says 1 decompressed bytes, the blosc frame"),
         ({"crc": 12345}, "fails its CRC32"),
     ],
