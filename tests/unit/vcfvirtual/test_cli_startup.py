@@ -15,6 +15,7 @@ import vcfvirtual
 from vcfvirtual import cli, plan
 
 from ... import bcfdata
+from ..vcfvirtual_codec.test_codec import CONFIG as CODEC_CONFIG
 
 # Libraries of the indexer and of readers, each ~0.05-0.4 s to import.
 HEAVY = ("numpy", "numba", "zarr", "xarray", "virtualizarr", "pandas", "pysam", "numcodecs")
@@ -108,22 +109,8 @@ vcfvirtual.open_store  # what a reader calls first
 codec = numcodecs.get_codec(CONFIG)
 print(type(codec).__name__, get_codec_class("vcfvirtual.bcf").__name__)
 """
-    # A configuration as the index writes it (as tests/unit/vcfvirtual_codec/test_codec.py's).
-    config = {
-        "id": "vcfvirtual.bcf",
-        "array": "call_genotype",
-        "kind": "genotype",
-        "dtype": "|i1",
-        "shape": [3, 2],
-        "chunk_length": 4,
-        "key": 4,
-        "ploidy": 2,
-        "vcf_type": "",
-        "filter_columns": [],
-        "layout": "raw",
-        "version": 1,
-        "num_records": 8,
-    }
+    # A configuration as the index writes it.
+    config = CODEC_CONFIG
     code = code.replace("CONFIG", repr(config))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
