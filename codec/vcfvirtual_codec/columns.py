@@ -314,6 +314,9 @@ def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):  # noqa: C
 # numeric's error for an Integer value outside the output's dtype: the caller decodes the
 # chunk again into int32 for the message that names the record and value (_narrow's).
 ERR_NARROW = 255
+# One vector per record (INFO, FILTER): an int64 constant, not the literal 1, so that numba
+# compiles column_starts once for every caller rather than once more for the literal.
+_ONE_VECTOR = np.int64(1)
 _INT32_MISSING = np.int32(-(1 << 31))  # BCF's int32 sentinels
 _INT32_END = np.int32(-(1 << 31) + 1)
 
@@ -436,7 +439,7 @@ def numeric(seg, n, is_format, is_float, out, lo=-(1 << 31), hi=(1 << 31) - 1): 
 @_njit
 def flag(seg, n, out):
     """An INFO Flag segment: set where the record holds the key (any count)."""
-    _, err, at = column_starts(seg, n, 1)
+    _, err, at = column_starts(seg, n, _ONE_VECTOR)
     if err != R.OK:
         return err, at
     for k in range(n):
@@ -447,7 +450,7 @@ def flag(seg, n, out):
 @_njit
 def filters(seg, n, column_of_key, out):
     """The FILTER segment into variant_filter (rows, filters)."""
-    starts, err, at = column_starts(seg, n, 1)
+    starts, err, at = column_starts(seg, n, _ONE_VECTOR)
     if err != R.OK:
         return err, at
     n_columns = column_of_key.shape[0]
@@ -471,7 +474,7 @@ def filters(seg, n, column_of_key, out):
 @_njit
 def id_spans(seg, n, starts_out, lengths_out):
     """The ID segment as (start, length) spans into the segment: "." or "" -> missing."""
-    starts, err, at = column_starts(seg, n, 1)
+    starts, err, at = column_starts(seg, n, _ONE_VECTOR)
     if err != R.OK:
         return err, at
     for k in range(n):
