@@ -33,4 +33,18 @@ __all__ = [
     "UnsupportedBCFError",
     "UntrustedReferenceError",
     "VcfVirtualError",
+    "RegionError",
+    "UnknownContigError",
 ]
+
+
+class RegionError(VcfVirtualError, ValueError):
+    """A region string that is not ``contig[:start[-end]]``, or that ends before it starts
+    (a ValueError too, as callers of ``select_region`` caught before)."""
+
+
+class UnknownContigError(RegionError, KeyError):
+    """A region on a contig the store does not have (a KeyError too, as before)."""
+
+    def __str__(self) -> str:  # KeyError's own quotes its message
+        return self._render()

@@ -12,6 +12,8 @@ import re
 import numpy as np
 import xarray as xr
 
+from .errors import RegionError, UnknownContigError
+
 _REGION = re.compile(r"^(?P<contig>[^:]+)(?::(?P<start>[\d,]+)?(?:-(?P<end>[\d,]+)?)?)?$")
 
 
@@ -19,13 +21,17 @@ def parse_region(region: str) -> tuple[str, int, int]:
     """``contig[:start[-end]]`` -> (contig, start, end), 1-based inclusive."""
     m = _REGION.match(region.strip())
     if not m:
-        raise ValueError(f"cannot parse region {region!r}; expected contig, contig:start or contig:start-end")
+        raise RegionError(
+            f"region {region!r}",
+            "cannot be parsed",
+            hint="give contig, contig:start, contig:start- or contig:start-end (1-based, inclusive)",
+        )
     start = int(m["start"].replace(",", "")) if m["start"] else 1
     end = int(m["end"].replace(",", "")) if m["end"] else np.iinfo(np.int64).max
     if m["start"] and m["end"] is None and "-" not in region:
         end = start  # "chr1:100" means the single position 100
     if end < start:
-        raise ValueError(f"region {region!r} ends before it starts")
+        raise RegionError(f"region {region!r}", "it ends before it starts", hint="give start <= end")
     return m["contig"], start, end
 
 
@@ -37,8 +43,10 @@ def overlapping_variants(ds: xr.Dataset, region: str) -> np.ndarray:
     small = ds[["contig_id", "region_index"]].compute(scheduler="synchronous")
     contigs = small["contig_id"].values.tolist()
     if contig not in contigs:
-        raise KeyError(
-            f"contig {contig!r} is not in this store; it has {contigs[:10]}{'...' if len(contigs) > 10 else ''}"
+        raise UnknownContigError(
+            f"region {region!r}",
+            f"contig {contig!r} is not in this store",
+            hint=f"its contigs are {contigs[:10]}{'...' if len(contigs) > 10 else ''}",
         )
     c = contigs.index(contig)
     index = small["region_index"].values.astype(np.int64)
@@ -87,10 +95,10 @@ def select_region(ds: xr.Dataset, region: str) -> xr.Dataset:
 
     Raises
     ------
-    ValueError
-        ``region`` cannot be parsed, or ends before it starts.
-    KeyError
-        The contig is not in the store.
+    vcfvirtual.errors.RegionError
+        ``region`` cannot be parsed, or ends before it starts (also a ValueError).
+    vcfvirtual.errors.UnknownContigError
+        The contig is not in the store (also a KeyError and a RegionError).
 
     Examples
     --------

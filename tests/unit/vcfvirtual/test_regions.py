@@ -6,6 +6,7 @@ import pysam
 import pytest
 
 import vcfvirtual
+from vcfvirtual.errors import RegionError, UnknownContigError, VcfVirtualError
 from vcfvirtual.regions import parse_region
 
 from ...conftest import open_both
@@ -40,6 +41,25 @@ def test_bad_regions():
         parse_region("chr1:10-5")
     assert parse_region("chr1:1,000-2,000") == ("chr1", 1000, 2000)
     assert parse_region("chr1:7") == ("chr1", 7, 7)
+
+
+def test_bad_regions_are_typed_errors_naming_the_region_and_the_fix(small_bcf, tmp_path):
+    """Still a ValueError / KeyError for callers that caught those; now also a
+    VcfVirtualError that names the region and says what to give instead."""
+    with pytest.raises(RegionError) as e:
+        parse_region("chr1:x-5")
+    assert isinstance(e.value, ValueError)
+    assert str(e.value).startswith("region 'chr1:x-5': cannot be parsed (give contig, contig:start")
+    with pytest.raises(RegionError, match=r"region 'chr1:10-5': it ends before it starts \(give start <= end\)"):
+        parse_region("chr1:10-5")
+    ds = next(iter(open_both(small_bcf, 2, tmp_path)))
+    with pytest.raises(UnknownContigError) as e:
+        vcfvirtual.select_region(ds, "chr9:1-10")
+    assert isinstance(e.value, KeyError) and isinstance(e.value, VcfVirtualError)
+    # The store's contigs, as htslib reads them from the BCF's header.
+    with pysam.VariantFile(str(small_bcf)) as f:
+        contigs = list(f.header.contigs)
+    assert str(e.value) == f"region 'chr9:1-10': contig 'chr9' is not in this store (its contigs are {contigs})"
 
 
 def test_region_index_max_end_saturates_instead_of_wrapping(data_dir, tmp_path):
