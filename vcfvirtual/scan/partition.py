@@ -70,11 +70,11 @@ def block_near(fileobj, offset: int, size: int, path) -> int | None:
             if at < 0 or at >= window:
                 break
             try:
-                block_size = bgzf._block_size(memoryview(buf), at, path, offset + at)
+                length = bgzf.block_size(memoryview(buf), at, path, offset + at)
             except VcfVirtualError:
                 at += 1
                 continue
-            nxt = at + block_size
+            nxt = at + length
             if offset + nxt == size or buf[nxt : nxt + 4] == b"\x1f\x8b\x08\x04":
                 return offset + at
             at += 1

@@ -43,7 +43,7 @@ class Block(NamedTuple):
     data: bytes  # its inflated bytes, CRC32 and ISIZE checked
 
 
-def _block_size(buf, pos: int, path, file_offset: int) -> int:
+def block_size(buf, pos: int, path, file_offset: int) -> int:
     """Total size in bytes of the BGZF block starting at ``buf[pos]``."""
     magic, _mtime, _xfl, _os, xlen = _HEADER.unpack_from(buf, pos)
     if magic != b"\x1f\x8b\x08\x04":
@@ -97,7 +97,7 @@ def _split_blocks(fileobj: BinaryIO, path, start: int) -> Iterator[tuple[int, me
                 if eof:
                     raise CorruptBCFError(path, "truncated BGZF block", offset=file_offset + pos)
                 break
-            size = _block_size(view, pos, path, file_offset + pos)
+            size = block_size(view, pos, path, file_offset + pos)
             if pos + size > limit:
                 if eof:
                     raise CorruptBCFError(
@@ -210,7 +210,7 @@ def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
     while pos < limit:
         if limit - pos < 18:
             raise CorruptBCFError(path, "truncated BGZF block", offset=pos)
-        size = _block_size(view, pos, path, pos)
+        size = block_size(view, pos, path, pos)
         if pos + size > limit:
             raise CorruptBCFError(
                 path, f"truncated BGZF block: header says {size} bytes, {limit - pos} remain", offset=pos
