@@ -14,7 +14,9 @@ from vcfvirtual_codec.errors import (
     NotBCFError,
     OutputExistsError,
     OutputWriteError,
+    RegionError,
     StaleCacheError,
+    UnknownContigError,
     UnsupportedBCFError,
     UntrustedReferenceError,
     VcfVirtualError,
@@ -29,22 +31,10 @@ __all__ = [
     "NotBCFError",
     "OutputExistsError",
     "OutputWriteError",
+    "RegionError",
     "StaleCacheError",
+    "UnknownContigError",
     "UnsupportedBCFError",
     "UntrustedReferenceError",
     "VcfVirtualError",
-    "RegionError",
-    "UnknownContigError",
 ]
-
-
-class RegionError(VcfVirtualError, ValueError):
-    """A region string that is not ``contig[:start[-end]]``, or that ends before it starts
-    (a ValueError too, as callers of ``select_region`` caught before)."""
-
-
-class UnknownContigError(RegionError, KeyError):
-    """A region on a contig the store does not have (a KeyError too, as before)."""
-
-    def __str__(self) -> str:  # KeyError's own quotes its message
-        return self._render()

@@ -77,5 +77,17 @@ class OutputWriteError(VcfVirtualError):
     """An output (cache or references) could not be written: no space, no permission."""
 
 
+class RegionError(VcfVirtualError, ValueError):
+    """A region string that is not ``contig[:start[-end]]``, or that ends before it starts
+    (a ValueError too, as callers of ``vcfvirtual.select_region`` caught before)."""
+
+
+class UnknownContigError(RegionError, KeyError):
+    """A region on a contig the store does not have (a KeyError too, as before)."""
+
+    def __str__(self) -> str:  # KeyError's own quotes its message
+        return self._render()
+
+
 def _rebuild(cls, path, problem, offset, hint):
     return cls(path, problem, offset=offset, hint=hint)
