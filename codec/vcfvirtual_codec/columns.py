@@ -838,9 +838,11 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     body = buf[PREAMBLE.size :]
     _check_length(body, seg, spec)
     _check_crc(buf, seg, spec)
+    # The preamble's length, checked against the frame's, is what decompresses: the budget
+    # is checked once, before anything is allocated.
+    _check_budget(spec, seg, seg.length)
     if spec.kind in ("genotype_mask", "genotype_phased"):
         # The preamble's claims are covered by the CRC just checked: no decompress needed.
-        _check_budget(spec, seg, seg.length)
         summary = _genotype_summary(seg, spec)
         if summary is not None:
             return summary
@@ -848,7 +850,6 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     # Every decode below writes fresh arrays, none a view of the segment.
     with pooled_buffer(seg.length) as raw:
         _decompress(body, seg, spec, raw)
-        _check_budget(spec, seg, raw.shape[0])
         if spec.kind in ("info", "format"):
             return _decode_field(raw, seg, spec)
         if spec.kind.startswith("genotype"):
