@@ -362,7 +362,8 @@ def gt_block_summary(seg, n, block_samples):
     int8, that many for every sample, and no allele is missing, an end-of-vector or not an
     allele at all (a stored byte of 0x7E or more); else 0. ``all_phased`` / ``none_phased``:
     every record holds GT as int8 with at least two alleles, and the phase bit of every
-    call's second allele (what the codec reads as phased) is set / clear."""
+    call's second allele (what the codec reads as phased) is set / clear. A segment shorter
+    than its counts say claims nothing."""
     count = np.int64(-1)
     complete = True
     phase_known = True
@@ -377,6 +378,8 @@ def gt_block_summary(seg, n, block_samples):
             phase_known = False
             continue
         m = block_samples * c * R.type_size(t)
+        if p + m > seg.shape[0]:  # not a block demux_chunk wrote: claim nothing, read no further
+            return np.int64(0), False, False
         if t != R.BT_INT8:
             complete = False
             phase_known = False

@@ -457,3 +457,19 @@ def test_demux_kernel_refuses_what_it_cannot_cut(tmp_path):
     assert run(buf=buf[:-3])[2] == records.ERR_TRAILING
     assert run(scs=0)[2] == records.ERR_SHAPE
     assert run(fmt_slot=np.full_like(fmt_slot, -1))[2] == records.ERR_UNKNOWN_KEY
+
+
+def test_gt_summary_of_a_segment_shorter_than_its_counts_claims_nothing():
+    """gt_block_summary reads no byte past the segment whatever its counts say: a block cut
+    short makes no claim (the codec then decodes the block itself)."""
+    from vcfvirtual_codec.bcf import records
+
+    from vcfvirtual.cache import columns_demux as demux
+
+    n, block_samples, ploidy = 3, 4, 2
+    counts = np.full(n, ploidy, "<i4").view(np.uint8)
+    types = np.full(n, records.BT_INT8, np.uint8)
+    alleles = np.zeros(n * block_samples * ploidy, np.uint8)  # allele 0, unphased, stored minus 2
+    segment = np.concatenate([counts, types, alleles])
+    assert demux.gt_block_summary(segment, n, block_samples) == (ploidy, False, True)
+    assert demux.gt_block_summary(segment[:-1], n, block_samples) == (0, False, False)
