@@ -86,6 +86,9 @@ class CacheLayout(Protocol):
     # Whether partition workers must write their inflated stream bytes (segments) for
     # write_partitioned; otherwise it reads the source blocks (Merged.pieces) itself.
     needs_segments: bool
+    # Whether write_partitioned cuts the merged stream by record, and so needs every
+    # record's offset kept by the merge (Merged.record_offsets).
+    needs_record_offsets: bool
 
     def write_serial(
         self,

@@ -212,6 +212,7 @@ class BGZFLayout:
 
     name = "bgzf"
     needs_segments = False
+    needs_record_offsets = False
 
     def write_serial(
         self,

@@ -39,6 +39,7 @@ class RawLayout:
 
     name = "raw"
     needs_segments = True
+    needs_record_offsets = False
 
     def write_serial(
         self,

@@ -135,9 +135,7 @@ def write_cache_partitioned(
         with parallel.executor_for(workers, dask_client) as executor:
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
         chunk_length = int(chunk_length_for(scanned[0][1].header))
-        # Only a layout cut by record (columns) needs every record's offset kept.
-        keep = getattr(writer, "needs_record_offsets", False)
-        merged = parallel.merge(scanned, chunk_length, keep_record_offsets=keep)
+        merged = parallel.merge(scanned, chunk_length, keep_record_offsets=writer.needs_record_offsets)
         return merged.scan, writer.write_partitioned(merged, tmp_cache)
     finally:
         if segment_dir is not None:
