@@ -213,34 +213,14 @@ def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, A
         return
     templates = _check_top_level(refs, refs_path, cache["url"])
     template = "{{" + CACHE_TEMPLATE + "}}"
-    # The URLs a chunk may name as written: the cache's, or the template that names it.
-    urls = {cache["url"], template} if templates.get(CACHE_TEMPLATE) == cache["url"] else {cache["url"]}
-    size = cache["size"]
+    # The URL as written, not as resolved here: Kerchunk resolves templates its own way
+    # (str.format), so only the exact template (naming the cache) or the cache URL pass.
+    alias = template if templates.get(CACHE_TEMPLATE) == cache["url"] else None
     for key, value in refs["refs"].items():
-        # Most references are well-formed chunks: one test each (a few hundred ns, where
-        # the checks below with their messages cost microseconds: ~2 ms per open of a
-        # store of 1,000 chunks). Anything else takes the full path.
-        if (
-            type(value) is list
-            and len(value) == 3
-            and type(key) is str
-            and type(value[0]) is str
-            and value[0] in urls
-            and type(value[1]) is int
-            and type(value[2]) is int
-            and value[1] >= 0
-            and value[2] >= 0
-            and value[1] + value[2] <= size
-        ):
-            continue
         if not isinstance(key, str):
             raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
         if isinstance(value, list):
-            # The URL as written, not as resolved here: Kerchunk resolves templates its own
-            # way (str.format), so only the exact template or the cache URL itself pass.
-            if value and value[0] == template and templates.get(CACHE_TEMPLATE) == cache["url"]:
-                value = [cache["url"], *value[1:]]
-            check_chunk_ref(key, value, cache["url"], cache["size"], refs_path)
+            check_chunk_ref(key, value, cache["url"], cache["size"], refs_path, alias)
         elif key.endswith(".zarray"):
             _check_array_metadata(key, value, refs_path, header, layout)
         elif not isinstance(value, (str, dict)):
@@ -272,14 +252,29 @@ def _check_top_level(refs: KerchunkRefs, refs_path: PathLike, cache_url: str) ->
     return templates
 
 
-def check_chunk_ref(key: str, value: list[Any], cache_url: str, cache_size: int, refs_path: PathLike) -> None:
-    """One ``[url, offset, length]`` chunk reference must stay inside the cache."""
+def check_chunk_ref(
+    key: str, value: list[Any], cache_url: str, cache_size: int, refs_path: PathLike, alias: str | None = None
+) -> None:
+    """One ``[url, offset, length]`` chunk reference must stay inside the cache; its URL is
+    the cache's, or ``alias`` (the template that names the cache) when given."""
+    # Most references are well-formed: one test each (a few hundred ns, where the checks
+    # below with their messages cost microseconds: ~2 ms per open of 1,000 chunks).
+    if (
+        len(value) == 3
+        and (value[0] == cache_url or (alias is not None and value[0] == alias))
+        and type(value[1]) is int
+        and type(value[2]) is int
+        and value[1] >= 0
+        and value[2] >= 0
+        and value[1] + value[2] <= cache_size
+    ):
+        return
     if len(value) != 3:
         raise UntrustedReferenceError(
             refs_path, f"reference {key!r} is not [url, offset, length]: {value!r}"[:300], hint=UNTRUSTED_HINT
         )
     url, offset, length = value
-    if url != cache_url:
+    if url != cache_url and (alias is None or url != alias):
         raise UntrustedReferenceError(
             refs_path,
             f"reference {key!r} points at {str(url)[:200]!r}, not at the cache {cache_url} the references declare",
