@@ -9,7 +9,6 @@ the references, and publishing them (renames into place, uploads).
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import shutil
@@ -23,6 +22,7 @@ from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestGroup, ManifestStore
 
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
+from ._gc import collector_paused
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
@@ -210,23 +210,10 @@ def index_with_summary(
     VcfVirtualError
         As :func:`index` raises.
     """
-    with _collector_paused():
+    # The pass makes no reference cycles worth collecting: collections would only walk
+    # the libraries' objects (0.3-1 s of a first run).
+    with collector_paused():
         return _index(bcf_path, options)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the run: the pass makes no reference cycles
-    worth collecting, but its allocations (numba loading its cached kernels, the
-    manifests' dtypes) set off a full collection over every object of the libraries
-    loaded (xarray, pandas, numba), 0.3-1 s of a first run."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _index(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import logging
 import signal
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from . import __version__
+from ._gc import collector_paused
 from .errors import VcfVirtualError
 
 # Importing this module must stay cheap (--help, relocate, inspect): the indexer's modules
@@ -117,22 +117,6 @@ def _setup_logging(verbose: int) -> None:
 @click.version_option(__version__, prog_name="vcfvirtual")
 def main():
     """Serve BCF files as virtual VCF Zarr stores, without converting them."""
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Imports with the cyclic garbage collector off: loading the library (VirtualiZarr,
-    xarray) allocates enough objects to set off several full collections that find no
-    garbage, about 0.2 s of CPU of each run. The modules live until the process exits:
-    frozen, no later collection walks them (nor the one at exit)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 @main.command("index")
@@ -274,7 +258,7 @@ def index_command(
     Open the result with vcfvirtual.open_store("<BCF>.vcz.json") and xarray.open_zarr.
     """
     _setup_logging(verbose)
-    with _collector_paused():
+    with collector_paused(freeze=True):  # the imported modules live as long as the process
         from .api import IndexOptions, index_with_summary
 
     start = time.perf_counter()
