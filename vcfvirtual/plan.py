@@ -410,7 +410,9 @@ def _output_paths(
         default_cache = stem.with_name(stem.name.removesuffix(suffix) + cache_suffix) if stem else None
         cache = Path(cache_path) if cache_path else None
         # Either layout's suffix: a cache named by hand may be of another layout than asked.
-        bare = cache.name.removesuffix(".cache.columns").removesuffix(".cache.bcf") if cache else ""
+        bare = cache.name if cache else ""
+        for other in (outputs.COLUMNS_CACHE_SUFFIX, outputs.CACHE_SUFFIX):
+            bare = bare.removesuffix(other.removeprefix(".vcz"))
         default_refs = cache.with_name(bare + suffix) if cache else None
     cache = Path(cache_path) if cache_path else default_cache
     assert cache is not None  # several inputs: one of the two names was given, checked above
