@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -24,6 +24,7 @@ from virtualizarr.manifests import ManifestGroup, ManifestStore
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ._gc import collector_paused
 from .bcf.vcf_input import as_bcf
+from .bcf.fields import FieldChoice
 from .cache.base import CacheRanges
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.raw import raw_ranges
@@ -87,6 +88,9 @@ def index(
     workers: int = 1,
     dask_client=None,
     storage_options: dict | None = None,
+    rename_fields: Mapping[str, str] | None = None,
+    fields: Iterable[str] | str | None = None,
+    exclude_fields: Iterable[str] | str | None = None,
 ) -> ManifestStore:
     """Index ``bcf_path``: write the transcode cache and the references, return the store.
 
@@ -151,6 +155,18 @@ def index(
         Scan on this cluster instead; its workers must see the same paths.
     storage_options : dict or None
         fsspec options for URLs (e.g. ``{"endpoint_url": ..., "key": ..., "secret": ...}``).
+    rename_fields : dict or None
+        New names for INFO/FORMAT fields' arrays, e.g. ``{"INFO/filter": "filter_info"}``
+        stores INFO/filter as ``variant_filter_info``: the way through for a field whose
+        array would take a fixed array's name (``variant_filter``, ``call_genotype``...),
+        which is otherwise refused before anything is written.
+    fields : list of str, str or None
+        Keep only these INFO/FORMAT fields (``["INFO/AF", "FORMAT/DP"]`` or
+        ``"INFO/AF,FORMAT/DP"``); default every field. ``FORMAT/GT`` keeps the
+        ``call_genotype`` arrays.
+    exclude_fields : list of str, str or None
+        Leave these INFO/FORMAT fields out. The store records what was left out, so
+        ``verify`` reports it as omitted on request, not as missing.
 
     Returns
     -------
@@ -168,6 +184,9 @@ def index(
         An output that cannot be written (e.g. a full disk), named as asked for.
     StaleCacheError
         An input that changed while it was being indexed.
+    FieldNameError
+        A field whose array would replace another array, or a field choice naming a
+        field the header does not declare (raised once the header is read).
     """
     options = IndexOptions(
         refs_path=refs_path,
@@ -183,6 +202,7 @@ def index(
         workers=workers,
         dask_client=dask_client,
         storage_options=storage_options,
+        field_choice=FieldChoice.of(rename_fields, fields, exclude_fields),
     )
     return index_with_summary(bcf_path, options)[0]
 
@@ -370,6 +390,7 @@ def _build_manifests(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges:
         ranges,
         plan.zero_copy,
         samples_chunk_size=plan.options.samples_chunk_size,
+        field_choice=plan.options.field_choice,
     )
 
 

@@ -15,10 +15,11 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vcfvirtual_codec.bcf import bgzf
 
+from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .bcf.vcf_input import is_vcf_path
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.layouts import DEFAULT_LAYOUT, LAYOUTS
@@ -26,6 +27,9 @@ from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
 from .io.fingerprint import Fingerprint
+
+if TYPE_CHECKING:
+    from .bcf.header import BCFHeader
 
 __all__ = [
     "LAYOUTS",
@@ -83,6 +87,8 @@ class IndexOptions:
         Scan on this Dask cluster instead of local processes.
     storage_options : dict or None
         fsspec options for inputs and outputs given as URLs.
+    field_choice : FieldChoice
+        INFO/FORMAT fields renamed, kept or left out (default: every field, under its ID).
     """
 
     refs_path: OutputArg = None
@@ -98,6 +104,7 @@ class IndexOptions:
     workers: int = 1
     dask_client: Any = None
     storage_options: dict | None = None
+    field_choice: FieldChoice = FieldChoice()
 
 
 @dataclass(frozen=True)
@@ -137,13 +144,31 @@ class IndexPlan:
     remote: RemotePlan | None
     options: IndexOptions
 
-    def chunk_length_for(self, header) -> int:
-        """Variants per chunk for this header: as asked, or sized from its samples."""
+    def chunk_length_for(self, header: BCFHeader) -> int:
+        """Variants per chunk for this header: as asked, or sized from its samples.
+
+        Called once the header is read, before any record: the fields are checked here
+        (names that clash, choices naming fields the header lacks), so such a run stops
+        before it has written a chunk."""
         # Imported here: the command line reads this module's choices without loading VirtualiZarr.
         from .manifests.vcf_zarr import default_chunk_length
 
+        self.field_map(header)
         return self.options.variants_chunk_size or default_chunk_length(
             len(header.samples), 2, layout=self.cache_layout
+        )
+
+
+    def field_map(self, header: BCFHeader) -> FieldMap:
+        """The arrays of the header's INFO/FORMAT fields under the run's choice.
+
+        Raises
+        ------
+        FieldNameError
+            A field's array would replace a fixed array or another field's, or the choice
+            names a field the header does not declare."""
+        return map_fields(
+            [f.name for f in header.info], [f.name for f in header.formats], self.options.field_choice, self.sources[0]
         )
 
 

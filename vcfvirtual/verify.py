@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .errors import VcfVirtualError
 
 INT_MISSING, INT_FILL = -1, -2
@@ -119,6 +120,12 @@ class VerifyReport:
     notes : tuple of str
         What was not compared and why (e.g. genotypes of records whose GT is not the
         first FORMAT field).
+    missing : tuple of str
+        Arrays of INFO/FORMAT fields the source's header declares that the store lacks,
+        though they were not left out on request: each is a failure.
+    omitted : tuple of str
+        ``CATEGORY/ID`` of the fields left out on request when the store was indexed
+        (``fields=``/``exclude_fields=``), as the store records them: not compared, not failures.
     """
 
     path: str
@@ -129,11 +136,14 @@ class VerifyReport:
     differences: tuple[ArrayDifference, ...]
     not_compared: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    omitted: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """True when every array equals htslib's reading and the record counts agree."""
-        return not self.differences and self.num_records == self.num_variants
+        """True when every array equals htslib's reading, none is missing and the record
+        counts agree."""
+        return not self.differences and not self.missing and self.num_records == self.num_variants
 
     def summary(self) -> str:
         """One line: equal, or how many arrays differ."""
@@ -141,6 +151,8 @@ class VerifyReport:
             f"{self.path}: {self.num_variants} records, {len(self.arrays_compared)} arrays compared with "
             f"htslib's reading of {', '.join(self.sources) or 'no source'}"
         )
+        if self.omitted:
+            head += f" ({len(self.omitted)} field{'s' if len(self.omitted) != 1 else ''} omitted on request)"
         if self.ok:
             return head + ": all equal"
         problems = []
@@ -150,6 +162,12 @@ class VerifyReport:
             problems.append(
                 f"{len(self.differences)} array{'s' if len(self.differences) != 1 else ''} differ ("
                 + ", ".join(d.name for d in self.differences)
+                + ")"
+            )
+        if self.missing:
+            problems.append(
+                f"{len(self.missing)} array{'s' if len(self.missing) != 1 else ''} of header fields missing ("
+                + ", ".join(self.missing)
                 + ")"
             )
         return head + ": " + "; ".join(problems)
@@ -201,10 +219,20 @@ def verify_store(
         raise VcfVirtualError(path, "the store has no variant_position array to compare records by")
     readers = [_open_source(s) for s in sources]
     try:
-        return _Verifier(path, arrays, sources, readers, progress, (info.get("cache") or {}).get("url")).run()
+        return _Verifier(path, arrays, sources, readers, progress, info).run()
     finally:
         for r in readers:
             r.close()
+
+
+def _field_map(path: str, header, info: dict) -> FieldMap:
+    """The arrays of the source header's INFO/FORMAT fields, under the renames and the
+    selection the store recorded when it was indexed."""
+    try:
+        choice = FieldChoice.from_attribute(info, path)
+        return map_fields(list(header.info), list(header.formats), choice, path)
+    except VcfVirtualError as e:
+        raise VcfVirtualError(path, f"the source's fields do not fit the store: {e.problem}", hint=e.hint) from None
 
 
 def _declared_type(definition) -> str:
@@ -253,7 +281,7 @@ def _open_source(path: str):
 
 
 class _Verifier:
-    def __init__(self, path, arrays: dict, sources, readers, progress, cache_url=None):
+    def __init__(self, path, arrays: dict, sources, readers, progress, info: dict | None = None):
         self.path = path
         self.arrays = arrays
         self.sources = sources
@@ -267,7 +295,9 @@ class _Verifier:
         self.filters = ["PASS"] + [f for f in header.filters if f != "PASS"]
         self.filter_index = {f: i for i, f in enumerate(self.filters)}
         self.header = header
-        self.cache = (cache_url or "").removeprefix("file://") or None
+        info = info or {}
+        self.cache = ((info.get("cache") or {}).get("url") or "").removeprefix("file://") or None
+        self.field_map = _field_map(path, header, info)
         self.skipped_gt = 0
         self.n_variants = int(arrays["variant_position"].shape[0]) if "variant_position" in arrays else 0
         self.chunk = int(arrays["variant_position"].chunks[0]) if "variant_position" in arrays else 1
@@ -279,6 +309,7 @@ class _Verifier:
         builders: dict[str, _Field | None] = {}
         not_compared: list[str] = []
         header = self.header
+        owners = self.field_map.fields_by_array()
         for name, array in self.arrays.items():
             if name in _HEADER or name == "region_index":
                 continue
@@ -286,12 +317,11 @@ class _Verifier:
                 builders[name] = None  # built together, by _Fixed and _Genotype
                 continue
             field = None
-            if name.startswith("variant_") and name[8:] in header.info:
-                field = _Field(name, name[8:], _declared_type(header.info[name[8:]]), array.shape[1:], per_sample=False)
-            elif name.startswith("call_") and name[5:] in header.formats and name[5:] != "GT":
-                field = _Field(
-                    name, name[5:], _declared_type(header.formats[name[5:]]), array.shape[2:], per_sample=True
-                )
+            category, key = owners.get(name, ("", ""))
+            if category == "INFO":
+                field = _Field(name, key, _declared_type(header.info[key]), array.shape[1:], per_sample=False)
+            elif category == "FORMAT":
+                field = _Field(name, key, _declared_type(header.formats[key]), array.shape[2:], per_sample=True)
             if field is None or (field.per_sample and array.shape[1:2] != (len(self.samples),)):
                 not_compared.append(name)
             else:
@@ -512,7 +542,17 @@ class _Verifier:
             differences,
             tuple(self.not_compared),
             tuple(notes),
+            missing=self._missing(),
+            omitted=self.field_map.omitted,
         )
+
+    def _missing(self) -> tuple[str, ...]:
+        """The arrays every INFO/FORMAT field of the header gets, unless left out on
+        request, that the store lacks: a field lost silently fails here."""
+        wanted = list(self.field_map.arrays.values())
+        if self.field_map.genotypes:
+            wanted += list(_GENOTYPE)
+        return tuple(name for name in wanted if name not in self.arrays)
 
 
 @dataclass
