@@ -709,6 +709,10 @@ class _Field:
         if self.key not in rec.info:
             return
         value = rec.info[self.key]
+        if self.type in ("String", "Character") and value in (None, ()):
+            # A key given without a value (bare, or with no characters): htslib holds no
+            # value and pysam reads None or (); missing in every slot, as when absent.
+            return
         if self.type == "Flag":
             self.values[i] = bool(value)
             return
@@ -729,6 +733,10 @@ class _Field:
         if len(items) > self.width:
             self.overflow[cell] = True
             return
+        if not self.per_sample and self.type in ("Integer", "Float") and items == [None]:
+            # An INFO value written "." (one missing value) is missing in every slot, as
+            # bio2zarr stores it (docs/design.md, "Values and encodings").
+            items = [None] * self.width
         row = [self._missing() if x is None else x for x in items]
         if self.type == "Float":
             self.values[cell][: len(row)] = row
