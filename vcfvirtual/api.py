@@ -24,7 +24,6 @@ from virtualizarr.manifests import ManifestGroup, ManifestStore
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ._gc import collector_paused
 from .bcf.vcf_input import as_bcf
-from .bcf.fields import FieldChoice
 from .cache.base import CacheRanges
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.raw import raw_ranges
@@ -202,7 +201,9 @@ def index(
         workers=workers,
         dask_client=dask_client,
         storage_options=storage_options,
-        field_choice=FieldChoice.of(rename_fields, fields, exclude_fields),
+        rename_fields=rename_fields,
+        fields=fields,
+        exclude_fields=exclude_fields,
     )
     return index_with_summary(bcf_path, options)[0]
 

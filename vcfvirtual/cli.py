@@ -285,12 +285,11 @@ def index_command(
     _setup_logging(verbose)
     with collector_paused(freeze=True):  # the imported modules live as long as the process
         from .api import IndexOptions, index_with_summary
-        from .bcf.fields import FieldChoice
 
     start = time.perf_counter()
     try:
         storage = _storage_options(storage_options)  # a typo fails before a cluster is reached
-        field_choice = FieldChoice.of(_renames(rename_fields), fields, exclude_fields)
+        renames = _renames(rename_fields)
         with _cleanup_on_signals(), _dask_client(dask_scheduler) as client:
             options = IndexOptions(
                 refs_path=refs_path,
@@ -306,7 +305,9 @@ def index_command(
                 workers=workers,
                 dask_client=client,
                 storage_options=storage,
-                field_choice=field_choice,
+                rename_fields=renames,
+                fields=fields,
+                exclude_fields=exclude_fields,
             )
             _, summary = index_with_summary(bcf[0] if len(bcf) == 1 else list(bcf), options)
     except (VcfVirtualError, OSError) as e:

@@ -141,10 +141,7 @@ class StoreSummary:
         choice = FieldChoice.from_attribute(self.attributes, self.path)
         parts = []
         if choice.renames:
-            parts.append(
-                "renamed "
-                + ", ".join(f"{k} -> {PREFIX[k.split('/', 1)[0]]}{v}" for k, v in choice.renames)
-            )
+            parts.append("renamed " + ", ".join(f"{k} -> {PREFIX[k.split('/', 1)[0]]}{v}" for k, v in choice.renames))
         if choice.exclude:
             parts.append("omitted on request " + ", ".join(choice.exclude))
         return "; ".join(parts) or "every field, under its ID"

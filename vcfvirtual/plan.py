@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -87,8 +87,12 @@ class IndexOptions:
         Scan on this Dask cluster instead of local processes.
     storage_options : dict or None
         fsspec options for inputs and outputs given as URLs.
-    field_choice : FieldChoice
-        INFO/FORMAT fields renamed, kept or left out (default: every field, under its ID).
+    rename_fields : dict or None
+        New names of INFO/FORMAT fields' arrays, ``{"INFO/filter": "filter_info"}``.
+    fields : iterable of str, str or None
+        Keep only these INFO/FORMAT fields (``CATEGORY/ID``); None keeps every field.
+    exclude_fields : iterable of str, str or None
+        Leave these INFO/FORMAT fields out.
     """
 
     refs_path: OutputArg = None
@@ -104,7 +108,14 @@ class IndexOptions:
     workers: int = 1
     dask_client: Any = None
     storage_options: dict | None = None
-    field_choice: FieldChoice = FieldChoice()
+    rename_fields: Mapping[str, str] | None = None
+    fields: Iterable[str] | str | None = None
+    exclude_fields: Iterable[str] | str | None = None
+
+    @property
+    def field_choice(self) -> FieldChoice:
+        """The fields' renames and selection, as one typed value."""
+        return FieldChoice.of(self.rename_fields, self.fields, self.exclude_fields)
 
 
 @dataclass(frozen=True)
@@ -157,7 +168,6 @@ class IndexPlan:
         return self.options.variants_chunk_size or default_chunk_length(
             len(header.samples), 2, layout=self.cache_layout
         )
-
 
     def field_map(self, header: BCFHeader) -> FieldMap:
         """The arrays of the header's INFO/FORMAT fields under the run's choice.

@@ -103,6 +103,10 @@ class FieldChoice:
         return cls(renames=tuple(renames.items()), exclude=tuple(omitted))
 
 
+#: Every field, under its ID: what a run that chooses nothing gets.
+EVERY_FIELD = FieldChoice()
+
+
 @dataclass(frozen=True)
 class FieldMap:
     """The arrays of a header's INFO and FORMAT fields, as one store names them.
@@ -142,7 +146,7 @@ class FieldMap:
 
 
 def map_fields(
-    info: Sequence[str], formats: Sequence[str], choice: FieldChoice = FieldChoice(), path: Any = None
+    info: Sequence[str], formats: Sequence[str], choice: FieldChoice = EVERY_FIELD, path: Any = None
 ) -> FieldMap:
     """The arrays of a header's INFO and FORMAT fields (``info``, ``formats``: their IDs,
     in header order) under ``choice``.
@@ -203,9 +207,7 @@ def _renames(choice: FieldChoice, declared: set[str], kept: set[str], path: Any)
     _check_named(renames, declared, "--rename-field (rename_fields=)", path)
     for ident, new in renames.items():
         if ident == "FORMAT/GT":
-            raise FieldNameError(
-                path, "FORMAT/GT cannot be renamed: its arrays are call_genotype, _phased and _mask"
-            )
+            raise FieldNameError(path, "FORMAT/GT cannot be renamed: its arrays are call_genotype, _phased and _mask")
         if ident not in kept:
             raise FieldNameError(
                 path, f"--rename-field renames {ident}, which is left out", hint="keep it, or do not rename it"

@@ -22,13 +22,13 @@ from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from zarr.dtype import parse_data_type
 
 from .. import __version__
+from ..bcf.fields import EVERY_FIELD, PREFIX, FieldChoice, FieldMap, map_fields
+from ..bcf.header import BCFHeader
 from ..cache.base import CacheRanges, ChunkRanges, SegmentRanges
 from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, compressor_of, effective_samples_chunk_size
 from ..errors import CorruptBCFError, FieldShapeError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
-from ..bcf.fields import FieldChoice, FieldMap, map_fields
-from ..bcf.header import BCFHeader
 from ..scan.results import ScanResult
 
 VCF_ZARR_VERSION = "0.3"
@@ -330,7 +330,7 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
     return out
 
 
-def header_field_map(header: BCFHeader, choice: FieldChoice = FieldChoice(), path=None) -> FieldMap:
+def header_field_map(header: BCFHeader, choice: FieldChoice = EVERY_FIELD, path=None) -> FieldMap:
     """The arrays of ``header``'s fields under ``choice`` (:func:`vcfvirtual.bcf.fields.map_fields`)."""
     return map_fields([f.name for f in header.info], [f.name for f in header.formats], choice, path)
 
@@ -485,6 +485,10 @@ def _field_arrays(
         if name is None:  # GT, or left out
             continue
         width, dim = dims[(field.category, field.name)]
+        if dim == f"{field.category}_{field.name}_dim":
+            # A renamed field's own dimension follows its array's name, as bio2zarr names
+            # it for a file whose header holds the new name.
+            dim = f"{field.category}_{name.removeprefix(PREFIX[field.category])}_dim"
         stats = (scan.info_stats if field.category == "INFO" else scan.format_stats)[field.key]
         dtype = field_dtype(field.type, int(stats[1]), int(stats[2]))
         shape = ((n_samples,) if field.category == "FORMAT" else ()) + ((width,) if dim else ())
@@ -550,7 +554,7 @@ def build_store_group(
     ranges: CacheRanges,
     zero_copy: bool,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
-    field_choice: FieldChoice = FieldChoice(),
+    field_choice: FieldChoice = EVERY_FIELD,
 ) -> ManifestGroup:
     """The store's arrays and attributes; ``local_cache_url`` is where the cache is
     (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
