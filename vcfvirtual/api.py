@@ -350,6 +350,7 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             o.dask_client,
             o.progress,
             samples_chunk_size=o.samples_chunk_size,
+            field_choice=o.field_choice,
         )
     source = plan.remote.source if plan.remote is not None else None
     with storage.open_input(source, o.storage_options) if source else contextlib.nullcontext() as fileobj:
@@ -362,6 +363,7 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             o.inflate_threads,
             fileobj,
             samples_chunk_size=o.samples_chunk_size,
+            field_choice=o.field_choice,
         )
 
 

@@ -211,3 +211,25 @@ def test_a_changed_field_record_is_refused_at_open(tmp_path):
     refs.write_text(json.dumps(data))
     with pytest.raises(UntrustedReferenceError, match="replacing the fixed array variant_filter"):
         vcfvirtual.open_store(refs)
+
+
+def test_columns_cache_holds_no_segment_of_a_field_left_out(tmp_path):
+    """A field left out costs no bytes of a columns cache (bgzf and raw caches hold whole
+    records): its segments are neither compressed nor written, and the arrays kept read
+    as in the store of every field."""
+    case = header_cases.wide_info_case(40)
+    bcf = case.write(tmp_path)
+    left_out = [f"INFO/K{i}" for i in range(0, 40, 2)]
+    full, part = tmp_path / "full.json", tmp_path / "part.json"
+    vcfvirtual.index(bcf, refs_path=full, cache_path=tmp_path / "full.cache", cache_layout="columns")
+    vcfvirtual.index(
+        bcf, refs_path=part, cache_path=tmp_path / "part.cache", cache_layout="columns", exclude_fields=left_out
+    )
+    assert (tmp_path / "part.cache").stat().st_size < (tmp_path / "full.cache").stat().st_size
+    segments = json.loads(part.read_text())["refs"]
+    assert not any(k.startswith("variant_K0/") for k in segments) and any(k.startswith("variant_K1/") for k in segments)
+    ds_full = xr.open_zarr(vcfvirtual.open_store(full), consolidated=False)
+    ds_part = xr.open_zarr(vcfvirtual.open_store(part), consolidated=False)
+    assert set(ds_full.data_vars) - set(ds_part.data_vars) == {f"variant_K{i}" for i in range(0, 40, 2)}
+    xr.testing.assert_equal(ds_part, ds_full[list(ds_part.data_vars)])  # attributes name other caches
+    assert verify_store(part, progress=False).ok

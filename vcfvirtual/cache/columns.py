@@ -24,6 +24,7 @@ from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
 
+from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC
@@ -78,7 +79,7 @@ class SegmentPlan:
     """The segments of one header's chunks, in the order the demux writes them: each
     one's name (``position``, ``info/DP``, ``format/GT``), samples block, and preamble identity."""
 
-    def __init__(self, header: BCFHeader, samples_chunk_size: int):
+    def __init__(self, header: BCFHeader, samples_chunk_size: int, field_choice: FieldChoice = EVERY_FIELD):
         self.n_samples = len(header.samples)
         self.samples_chunk_size = effective_samples_chunk_size(samples_chunk_size, self.n_samples)
         self.n_blocks = demux.n_blocks(self.n_samples, self.samples_chunk_size)
@@ -99,10 +100,15 @@ class SegmentPlan:
             for b in range(self.n_blocks):
                 width = min(self.samples_chunk_size, self.n_samples - b * self.samples_chunk_size)
                 self.segments.append((name, b, KIND_CODES["format"], f.key, width, flags, compressor_of(name)))
+        # The demux still splits every field (its slots cover the header's keys); the
+        # segments of a field left out are neither compressed nor written.
+        field_map = map_fields([f.name for f in header.info], [f.name for f in header.formats], field_choice)
+        omitted = {ident.replace("INFO/", "info/", 1).replace("FORMAT/", "format/", 1) for ident in field_map.omitted}
+        self.kept = [s for s, segment in enumerate(self.segments) if segment[0] not in omitted]
 
     def names(self) -> dict[str, bool]:
-        """Each segment name, and whether it is cut into samples blocks."""
-        return {s[0]: s[2] == KIND_CODES["format"] for s in self.segments}
+        """Each segment name written, and whether it is cut into samples blocks."""
+        return {self.segments[s][0]: self.segments[s][2] == KIND_CODES["format"] for s in self.kept}
 
 
 def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
@@ -141,10 +147,18 @@ class ColumnsWriter:
     the next is demuxed) and one chunk's compressed bytes.
     """
 
-    def __init__(self, fileobj: IO[Any], path: str, samples_chunk_size: int, threads: int = COMPRESS_THREADS):
+    def __init__(
+        self,
+        fileobj: IO[Any],
+        path: str,
+        samples_chunk_size: int,
+        threads: int = COMPRESS_THREADS,
+        field_choice: FieldChoice = EVERY_FIELD,
+    ):
         self.fileobj = fileobj
         self.path = path
         self.samples_chunk_size = samples_chunk_size
+        self.field_choice = field_choice
         self.pool = ThreadPoolExecutor(max(1, threads))
         self.plan: SegmentPlan | None = None
         self.chunk_length = 0
@@ -160,7 +174,8 @@ class ColumnsWriter:
         # while the scan reads and demuxes the next chunk into the other.
         self.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
         self.turn = 0
-        self.in_flight: list[Future[bytes]] = []  # the previous chunk's compressions, in segment order
+        # The previous chunk's compressions, in segment order: (segment, its future).
+        self.in_flight: list[tuple[int, Future[bytes]]] = []
         self.written = 0
         # Per segment: one (offset, length) per chunk (FORMAT: per chunk and block).
         self.ranges: list[list[tuple[int, int]]] = []
@@ -169,7 +184,7 @@ class ColumnsWriter:
         if chunk_length < 1:
             raise VcfVirtualError(self.path, "the columns layout needs the variants chunk size before the records")
         self.chunk_length = chunk_length
-        self.plan = SegmentPlan(header, self.samples_chunk_size)
+        self.plan = SegmentPlan(header, self.samples_chunk_size, self.field_choice)
         self.ranges = [[] for _ in self.plan.segments]
         self._write(FILE_MAGIC)
         self._write(self._take(0, header.size).tobytes())
@@ -213,8 +228,8 @@ class ColumnsWriter:
         """Each segment name's ranges, ``(n_chunks,)`` or ``(n_chunks, n_blocks)`` (uint64)."""
         assert self.plan is not None
         grouped: dict[str, list[list[tuple[int, int]]]] = {}
-        for segment, ranges in zip(self.plan.segments, self.ranges):
-            grouped.setdefault(segment[0], []).append(ranges)
+        for s in self.plan.kept:
+            grouped.setdefault(self.plan.segments[s][0], []).append(self.ranges[s])
         out = {}
         blocked = self.plan.names()
         for name, per_block in grouped.items():
@@ -280,9 +295,10 @@ class ColumnsWriter:
         # The previous chunk's segments (in the other buffer) are written before these start.
         self.flush()
         n = offsets.shape[0]
+        jobs = [(s, plan.segments[s]) for s in plan.kept]
         self.in_flight = [
-            self.pool.submit(_encode, (segs[bounds[s] : bounds[s + 1]], kind, flags, key, n, block, width, compressor))
-            for s, (_, block, kind, key, width, flags, compressor) in enumerate(plan.segments)
+            (s, self.pool.submit(_encode, (segs[bounds[s] : bounds[s + 1]], kind, flags, key, n, block, width, codec)))
+            for s, (_, block, kind, key, width, flags, codec) in jobs
         ]
         if not overlap:
             self.flush()
@@ -290,7 +306,7 @@ class ColumnsWriter:
     def flush(self) -> None:
         """Append the segments still being compressed, in order."""
         in_flight, self.in_flight = self.in_flight, []
-        for s, future in enumerate(in_flight):
+        for s, future in in_flight:
             blob = future.result()
             self.ranges[s].append((self.written, len(blob)))
             self._write(blob)
@@ -305,8 +321,9 @@ class ColumnsLayout:
     needs_segments = True
     needs_record_offsets = True  # write_partitioned cuts the merged stream by record
 
-    def __init__(self, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE):
+    def __init__(self, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE, field_choice: FieldChoice = EVERY_FIELD):
         self.samples_chunk_size = samples_chunk_size
+        self.field_choice = field_choice
 
     def write_serial(
         self,
@@ -319,7 +336,7 @@ class ColumnsLayout:
     ) -> tuple[ScanResult, SegmentRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
         with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(f, str(bcf_path), self.samples_chunk_size)
+            writer = ColumnsWriter(f, str(bcf_path), self.samples_chunk_size, field_choice=self.field_choice)
             try:
                 scan = scan_bcf(
                     bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj
@@ -340,7 +357,7 @@ class ColumnsLayout:
         # Errors name the first input (its records come first in the merged stream).
         name = merged.pieces[0].path if merged.pieces else str(tmp_cache)
         with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(f, name, self.samples_chunk_size)
+            writer = ColumnsWriter(f, name, self.samples_chunk_size, field_choice=self.field_choice)
             try:
                 _feed_segments(writer, merged, scan, offsets)
                 writer.close(scan.stream_size)

@@ -7,6 +7,7 @@ from __future__ import annotations
 # The codec decodes every layout, so its list is the one list (the codec is the lower layer).
 from vcfvirtual_codec.spec import LAYOUTS
 
+from ..bcf.fields import EVERY_FIELD, FieldChoice
 from .base import CacheLayout
 from .bgzf import BGZFLayout
 from .columns import DEFAULT_SAMPLES_CHUNK_SIZE, ColumnsLayout
@@ -22,10 +23,13 @@ LAYOUT_WRITERS: dict[str, CacheLayout] = {
 }
 
 
-def layout_writer(name: str, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE) -> CacheLayout:
-    """The writer of layout ``name``; ``samples_chunk_size`` is read by ``columns`` only."""
+def layout_writer(
+    name: str, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE, field_choice: FieldChoice = EVERY_FIELD
+) -> CacheLayout:
+    """The writer of layout ``name``; ``samples_chunk_size`` and ``field_choice`` (no
+    segment for a field left out) are read by ``columns`` only."""
     if name == ColumnsLayout.name:
-        return ColumnsLayout(samples_chunk_size)
+        return ColumnsLayout(samples_chunk_size, field_choice)
     return LAYOUT_WRITERS[name]
 
 
