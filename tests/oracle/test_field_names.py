@@ -233,3 +233,17 @@ def test_columns_cache_holds_no_segment_of_a_field_left_out(tmp_path):
     assert set(ds_full.data_vars) - set(ds_part.data_vars) == {f"variant_K{i}" for i in range(0, 40, 2)}
     xr.testing.assert_equal(ds_part, ds_full[list(ds_part.data_vars)])  # attributes name other caches
     assert verify_store(part, progress=False).ok
+
+
+def test_partitioned_run_leaves_out_the_same_segments(tmp_path):
+    """Workers (-j) write the columns cache a serial run writes, fields left out included."""
+    bcf = header_cases.wide_info_case(12).write(tmp_path)
+    caches = []
+    for workers in (1, 2):
+        cache = tmp_path / f"c{workers}.cache"
+        vcfvirtual.index(
+            bcf, refs_path=tmp_path / f"r{workers}.json", cache_path=cache, cache_layout="columns",
+            exclude_fields="INFO/K3,INFO/K4", workers=workers,
+        )  # fmt: skip
+        caches.append(cache.read_bytes())
+    assert caches[0] == caches[1]
