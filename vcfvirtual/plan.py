@@ -3,7 +3,8 @@
 :func:`plan_index` makes every check and naming decision of :func:`vcfvirtual.index`:
 the inputs, the options, the outputs' names, whether the references point into an
 uncompressed input itself (zero copy), and for a run with URLs, where its outputs are
-staged locally. It reads the inputs' first bytes and fingerprints and nothing else: it
+staged locally. It reads the inputs' first bytes and fingerprints (and a local VCF's header
+lines, whose fields it checks before htslib converts the file) and nothing else: it
 creates, removes and uploads nothing, so a refused run leaves no trace.
 """
 
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from vcfvirtual_codec.bcf import bgzf
 
 from .bcf.fields import FieldChoice, FieldMap, map_fields
-from .bcf.vcf_input import is_vcf_path
+from .bcf.vcf_input import is_vcf_path, vcf_field_ids
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.layouts import DEFAULT_LAYOUT, LAYOUTS
 from .errors import OutputExistsError, VcfVirtualError
@@ -231,6 +232,7 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
         cache_path = Path(sources[0])
     _refuse_url_characters(cache_path)
     _refuse_overlaps(sources, None if zero_copy else cache_path, refs_path)
+    _check_vcf_fields(sources, options)
     cache_url = remote.cache_url if remote is not None else None
     return IndexPlan(
         sources=sources,
@@ -315,6 +317,15 @@ def _check_numbers(options: IndexOptions) -> None:
     scs = options.samples_chunk_size
     if isinstance(scs, bool) or not isinstance(scs, int) or scs < 1:
         raise VcfVirtualError(None, f"samples chunk size must be an integer of at least 1, got {scs!r}")
+
+
+def _check_vcf_fields(sources: Sequence[Source], options: IndexOptions) -> None:
+    """A local VCF's fields, checked from its header text before it is converted (a BCF's
+    are checked once the scan has its header, before any record: chunk_length_for)."""
+    source = next((s for s in sources if not isinstance(s, str) and is_vcf_path(s)), None)
+    ids = vcf_field_ids(source) if source is not None else None
+    if ids is not None:
+        map_fields(*ids, options.field_choice, source)
 
 
 def _refuse_folder_names(refs_path, cache_path) -> None:

@@ -311,3 +311,23 @@ def test_fields_are_checked_once_the_header_is_known(untouched):
     assert plan(bcf, fields=["INFO/DP"]).field_map(header).arrays == {("INFO", "DP"): "variant_DP"}
     with pytest.raises(FieldNameError, match="names INFO/AF, which the header does not declare"):
         plan(bcf, exclude_fields="INFO/AF").chunk_length_for(header)
+
+
+def test_a_vcf_with_clashing_fields_is_refused_before_conversion(untouched):
+    """A VCF's fields are checked from its header text in the plan, before htslib writes
+    the temporary BCF it would index."""
+    from vcfvirtual.errors import FieldNameError
+
+    bcf, _ = untouched
+    vcf = bcf.with_name("freebayes.vcf")
+    vcf.write_text(
+        "##fileformat=VCFv4.2\n##contig=<ID=chr1,length=100>\n"
+        '##INFO=<ID=filter,Number=1,Type=String,Description="f">\n'
+        "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nchr1\t5\t.\tA\tC\t.\t.\tfilter=x\n"
+    )
+    try:
+        with pytest.raises(FieldNameError, match="INFO field 'filter' would be stored as variant_filter"):
+            plan(vcf)
+        assert plan(vcf, rename_fields={"INFO/filter": "filter_info"}).sources == (vcf,)
+    finally:
+        vcf.unlink()
