@@ -138,7 +138,10 @@ class StoreSummary:
     def fields_text(self) -> str:
         """The INFO/FORMAT fields renamed and left out on request when indexed, or
         ``"every field, under its ID"``."""
-        choice = FieldChoice.from_attribute(self.attributes, self.path)
+        try:
+            choice = FieldChoice.from_attribute(self.attributes, self.path)
+        except VcfVirtualError as e:  # inspect reports what it finds, as for fingerprints
+            return e.problem
         parts = []
         if choice.renames:
             parts.append("renamed " + ", ".join(f"{k} -> {PREFIX[k.split('/', 1)[0]]}{v}" for k, v in choice.renames))
