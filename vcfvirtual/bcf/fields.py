@@ -156,17 +156,19 @@ def map_fields(
     FieldNameError
         A field's array would take a fixed array's name or another field's; a choice
         names a field the header does not declare, or a new name that is not one."""
-    declared = {f"INFO/{n}" for n in info} | {f"FORMAT/{n}" for n in formats}
-    kept = _selection(info, formats, choice, declared, path)
+    fields = [(c, n, f"{c}/{n}") for c, names in (("INFO", info), ("FORMAT", formats)) for n in names]
+    declared = {ident for _, _, ident in fields}
+    kept = _selection(choice, declared, path)
     renames = _renames(choice, declared, kept, path)
     arrays = {
-        (category, name): PREFIX[category] + renames.get(f"{category}/{name}", name)
-        for category, names in (("INFO", info), ("FORMAT", formats))
-        for name in names
-        if f"{category}/{name}" in kept and (category, name) != ("FORMAT", "GT")
+        (category, name): PREFIX[category] + renames.get(ident, name)
+        for category, name, ident in fields
+        if ident in kept and ident != "FORMAT/GT"
     }
-    _refuse_clashes(arrays, renames, path)
-    omitted = tuple(i for i in [*(f"INFO/{n}" for n in info), *(f"FORMAT/{n}" for n in formats)] if i not in kept)
+    if renames or not FIXED_ARRAYS.isdisjoint(arrays.values()):
+        # IDs are unique within a category: only a fixed name or a rename can clash.
+        _refuse_clashes(arrays, renames, path)
+    omitted = tuple(ident for _, _, ident in fields if ident not in kept)
     renamed = {i: PREFIX[i.split("/", 1)[0]] + new for i, new in renames.items()}
     return FieldMap(arrays, omitted, renamed, genotypes="GT" in formats and "FORMAT/GT" in kept)
 
@@ -191,9 +193,7 @@ def _check_named(names: Iterable[str], declared: set[str], option: str, path: An
             )
 
 
-def _selection(
-    info: Sequence[str], formats: Sequence[str], choice: FieldChoice, declared: set[str], path: Any
-) -> set[str]:
+def _selection(choice: FieldChoice, declared: set[str], path: Any) -> set[str]:
     """The fields kept: those named by ``fields`` (all when None) but ``exclude``."""
     if choice.fields is not None:
         _check_named(choice.fields, declared, "--fields (fields=)", path)

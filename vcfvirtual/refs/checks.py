@@ -205,7 +205,7 @@ def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, A
         with its codec configuration, or a configuration with the store's own header;
         the references hold keys vcfvirtual never writes."""
     header = _store_header(refs, refs_path)
-    expected = _Expected(header, _store_fields(refs, refs_path, header), cache.get("layout"))
+    expected = _Expected(header, _store_fields(refs, refs_path), cache.get("layout"))
     if refs.get("parquet"):
         for key, value in refs["refs"].items():
             if isinstance(key, str) and key.endswith(".zarray"):
@@ -339,19 +339,29 @@ class _Expected:
     layout: str | None
 
 
-def _store_fields(refs: KerchunkRefs, refs_path: PathLike, header: BCFHeader) -> dict[str, tuple[str, str]]:
+def _store_fields(refs: KerchunkRefs, refs_path: PathLike) -> dict[str, tuple[str, str]]:
     """``array -> (category, ID)`` of the INFO/FORMAT fields, as the index named them."""
-    from ..bcf.fields import FieldChoice, map_fields
-
-    info = group_attributes(refs, refs_path).get("vcfvirtual")
+    attrs = group_attributes(refs, refs_path)
+    info = attrs.get("vcfvirtual")
+    recorded = info.get("fields") if isinstance(info, dict) else None
     try:
-        choice = FieldChoice.from_attribute(info if isinstance(info, dict) else None)
-        field_map = map_fields([f.name for f in header.info], [f.name for f in header.formats], choice)
+        # Keyed by the header's text (its hash is kept with the string), not the header.
+        return _fields_of(attrs["vcf_header"], json.dumps(recorded, sort_keys=True))
     except VcfVirtualError as e:
         raise UntrustedReferenceError(
             refs_path, f"the recorded field choice does not fit the store's header: {e.problem}", hint=UNTRUSTED_HINT
         ) from None
-    return field_map.fields_by_array()
+
+
+@functools.lru_cache(maxsize=8)
+def _fields_of(text: str, recorded: str) -> dict[str, tuple[str, str]]:
+    """The field map of one header text and recorded choice, made once per store as its
+    header is parsed once (a header of 1,000 INFO keys takes ~1 ms). Callers only read it."""
+    from ..bcf.fields import FieldChoice, map_fields
+
+    header = _parsed_header(text)
+    choice = FieldChoice.from_attribute({"fields": json.loads(recorded)})
+    return map_fields([f.name for f in header.info], [f.name for f in header.formats], choice).fields_by_array()
 
 
 @functools.lru_cache(maxsize=8)
