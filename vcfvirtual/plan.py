@@ -113,6 +113,14 @@ class IndexOptions:
     fields: Iterable[str] | str | None = None
     exclude_fields: Iterable[str] | str | None = None
 
+    def __post_init__(self) -> None:
+        # Read more than once (the plan, the cache, the manifests): an iterator would be
+        # spent after the first; a tuple is also what a frozen options object should hold.
+        for name in ("fields", "exclude_fields"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                object.__setattr__(self, name, tuple(value))
+
     @property
     def field_choice(self) -> FieldChoice:
         """The fields' renames and selection, as one typed value."""

@@ -331,3 +331,10 @@ def test_a_vcf_with_clashing_fields_is_refused_before_conversion(untouched):
         assert plan(vcf, rename_fields={"INFO/filter": "filter_info"}).sources == (vcf,)
     finally:
         vcf.unlink()
+
+
+def test_field_choices_given_as_iterators_are_read_every_time(untouched):
+    bcf, _ = untouched
+    p = plan(bcf, exclude_fields=(f for f in ["INFO/DP"]))
+    header = _header(bcf)
+    assert p.field_map(header).omitted == p.field_map(header).omitted == ("INFO/DP",)
