@@ -9,6 +9,7 @@ from vcfvirtual_codec.errors import (
     ChunkDecodeError,
     CodecConfigError,
     CorruptBCFError,
+    FieldNameError,
     FieldShapeError,
     HeaderError,
     NotBCFError,
@@ -21,13 +22,6 @@ from vcfvirtual_codec.errors import (
     UntrustedReferenceError,
     VcfVirtualError,
 )
-
-
-class FieldNameError(HeaderError):
-    """An INFO/FORMAT field whose array would take another array's name (a fixed one such
-    as ``variant_filter``, or another field's), or a field choice (``fields=``,
-    ``exclude_fields=``, ``rename_fields=``) naming a field the header does not declare."""
-
 
 __all__ = [
     "ChunkDecodeError",
