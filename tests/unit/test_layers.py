@@ -23,7 +23,7 @@ LAYERS = [
     {"cache"},
     {"manifests"},
     {"refs"},
-    {"regions", "inspect", "xarray_backend"},
+    {"regions", "inspect"},
     {"verify"},
     {"plan"},
     {"api"},
