@@ -126,7 +126,8 @@ def main():
     "--output",
     "refs_path",
     type=click.Path(),
-    help="References to write. Default: <BCF>.vcz.json (or .vcz.parq) next to the BCF; required with several BCFs.",
+    help="References to write. Default: next to the BCF, <BCF>.vcz.json (<BCF>.vcz.parq for --format "
+    "parquet, <BCF>.vcz.icechunk for --format icechunk); required with several BCFs.",
 )
 @click.option(
     "--cache",
@@ -330,12 +331,13 @@ def _dask_client(address):
         from distributed import Client
     except ImportError:
         raise VcfVirtualError(
-            None, "--dask-scheduler needs the distributed package", hint="pip install 'vcfvirtual[dask]'"
+            address, "--dask-scheduler needs the distributed package", hint="pip install 'vcfvirtual[dask]'"
         ) from None
     try:
         client = Client(address, timeout=30)
     except OSError as e:
-        raise VcfVirtualError(None, f"cannot reach the Dask scheduler at {address}: {e}") from None
+        # The error names the scheduler's address where others name a file.
+        raise VcfVirtualError(address, f"cannot reach the Dask scheduler ({e})") from None
     with client:
         yield client
 
