@@ -396,13 +396,19 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
 @main.command("inspect")
 @click.argument("store", type=click.Path())
 @click.option(
+    "--samples",
+    is_flag=True,
+    help="List the store's sample names, one per line, instead of describing it (as "
+    "bcftools query -l and vcztools query -l do).",
+)
+@click.option(
     "--storage-options",
     metavar="JSON",
     help="fsspec options (a JSON object) for references or a cache given as a URL "
     "(s3://, https://), e.g. '{\"anon\": true}'.",
 )
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def inspect_command(store, storage_options, verbose):
+def inspect_command(store, samples, storage_options, verbose):
     """Describe the store STORE (Kerchunk JSON, Parquet directory or Icechunk repository).
 
     Prints each array's dtype, stored bytes (the byte ranges its chunks reference, plus
@@ -413,10 +419,15 @@ def inspect_command(store, storage_options, verbose):
     sampled windows (at most ~2 MiB) are read.
     """
     _setup_logging(verbose)
-    from .inspect import inspect_store
+    from .inspect import inspect_store, sample_names
 
     try:
-        summary = inspect_store(store, storage_options=_storage_options(storage_options))
+        options = _storage_options(storage_options)
+        if samples:
+            for name in sample_names(store, storage_options=options):  # none for a sites-only store
+                click.echo(name)
+            return
+        summary = inspect_store(store, storage_options=options)
     except VcfVirtualError as e:
         _fail(e)
     click.echo(summary.to_text())
