@@ -29,7 +29,7 @@ class VcfVirtualBackend(BackendEntrypoint):
     url = "https://github.com/sgkit-dev/vcf-zarr-spec"
     open_dataset_parameters = ("filename_or_obj", "drop_variables", "check", "storage_options")
 
-    def open_dataset(  # type: ignore[override]
+    def open_dataset(
         self,
         filename_or_obj,
         *,

@@ -24,7 +24,8 @@ def _words(text: str) -> str:
 def test_index_help_gives_each_formats_default_output():
     out = _words(CliRunner().invoke(main, ["index", "--help"]).output)
     option = out.split("-o, --output PATH", 1)[1].split(" --cache ", 1)[0]
-    for default in ("<BCF>.vcz.json", "<BCF>.vcz.parq for --format parquet", "<BCF>.vcz.icechunk for --format icechunk"):
+    defaults = ("<BCF>.vcz.json", "<BCF>.vcz.parq for --format parquet", "<BCF>.vcz.icechunk for --format icechunk")
+    for default in defaults:
         assert default in option, option
 
 
