@@ -21,6 +21,8 @@ from typing import Any
 
 from xarray.backends import BackendEntrypoint
 
+from .errors import VcfVirtualError
+
 
 class VcfVirtualBackend(BackendEntrypoint):
     """Open the Kerchunk references that ``vcfvirtual index`` writes as a VCF Zarr dataset."""
@@ -76,7 +78,23 @@ def zarr_major() -> int:
 def plain_reference_store(path: str, storage_options: dict[str, Any] | None = None):
     """fsspec's reference filesystem over the references at ``path`` (a local file or a
     URL), as a read-only store for the installed zarr: zarr 3 needs it and the cache's
-    filesystem asynchronous, zarr 2 needs both synchronous."""
+    filesystem asynchronous, zarr 2 needs both synchronous.
+
+    Raises ``VcfVirtualError`` for an Icechunk repository (the full package opens those)
+    and when the library a URL needs is not installed (s3fs: the codec's ``s3`` extra)."""
+    if os.path.isdir(os.path.join(path, "repo")):
+        raise VcfVirtualError(
+            path, "an Icechunk repository opens with the full vcfvirtual package", hint="vcfvirtual.open_store"
+        )
+    try:
+        return _reference_store(path, storage_options)
+    except ImportError as e:
+        raise VcfVirtualError(
+            path, f"reading this needs a library that is not installed ({e})", hint='pip install "./codec[s3]"'
+        ) from None
+
+
+def _reference_store(path: str, storage_options: dict[str, Any] | None):
     import fsspec
 
     options = dict(storage_options or {})

@@ -140,3 +140,23 @@ def test_importing_the_backend_does_not_import_the_indexer():
     assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout == (
         "False\n"
     )
+
+
+# The codec alone, and no s3fs: the error says what to install, as the docs say it.
+WITHOUT_S3FS = """
+import sys
+sys.modules["vcfvirtual"] = None
+sys.modules["s3fs"] = None  # not installed
+import xarray as xr
+from vcfvirtual_codec.errors import VcfVirtualError
+try:
+    xr.open_dataset("s3://bucket/c.vcz.json", engine="vcfvirtual")
+except VcfVirtualError as e:
+    print(e)
+"""
+
+
+def test_without_s3fs_the_error_names_the_codecs_extra():
+    out = subprocess.run([sys.executable, "-c", WITHOUT_S3FS], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("s3://bucket/c.vcz.json: reading this needs a library that is not installed"), out
+    assert out.rstrip().endswith('(pip install "./codec[s3]")'), out
