@@ -23,6 +23,7 @@ from virtualizarr.manifests import ManifestGroup, ManifestStore
 
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ._gc import collector_paused
+from ._progress import phase
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
@@ -225,8 +226,9 @@ def _index(
         with as_bcf(_scan_inputs(plan), plan.cache_path) as scan_paths, _cache_output(plan) as tmp_cache:
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
             _refuse_changed_sources(plan)
-            group = _build_manifests(plan, scan, tmp_cache, ranges)
-            _write_references(plan, group, tmp_refs)
+            with phase("references", plan.options.progress):
+                group = _build_manifests(plan, scan, tmp_cache, ranges)
+                _write_references(plan, group, tmp_refs)
         staging.publish(_placer(tmp_refs, plan.refs_path))
     summary = _summary(plan, scan, group)
     logger.info(

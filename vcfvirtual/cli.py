@@ -126,7 +126,8 @@ def main():
     "--output",
     "refs_path",
     type=click.Path(),
-    help="References to write. Default: <BCF>.vcz.json (or .vcz.parq) next to the BCF; required with several BCFs.",
+    help="References to write. Default: next to the BCF, <BCF>.vcz.json (<BCF>.vcz.parq for --format "
+    "parquet, <BCF>.vcz.icechunk for --format icechunk); required with several BCFs.",
 )
 @click.option(
     "--cache",
@@ -330,12 +331,13 @@ def _dask_client(address):
         from distributed import Client
     except ImportError:
         raise VcfVirtualError(
-            None, "--dask-scheduler needs the distributed package", hint="pip install 'vcfvirtual[dask]'"
+            address, "--dask-scheduler needs the distributed package", hint="pip install 'vcfvirtual[dask]'"
         ) from None
     try:
         client = Client(address, timeout=30)
     except OSError as e:
-        raise VcfVirtualError(None, f"cannot reach the Dask scheduler at {address}: {e}") from None
+        # The error names the scheduler's address where others name a file.
+        raise VcfVirtualError(address, f"cannot reach the Dask scheduler ({e})") from None
     with client:
         yield client
 
@@ -394,13 +396,19 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
 @main.command("inspect")
 @click.argument("store", type=click.Path())
 @click.option(
+    "--samples",
+    is_flag=True,
+    help="List the store's sample names, one per line, instead of describing it (as "
+    "bcftools query -l and vcztools query -l do).",
+)
+@click.option(
     "--storage-options",
     metavar="JSON",
     help="fsspec options (a JSON object) for references or a cache given as a URL "
     "(s3://, https://), e.g. '{\"anon\": true}'.",
 )
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def inspect_command(store, storage_options, verbose):
+def inspect_command(store, samples, storage_options, verbose):
     """Describe the store STORE (Kerchunk JSON, Parquet directory or Icechunk repository).
 
     Prints each array's dtype, stored bytes (the byte ranges its chunks reference, plus
@@ -411,10 +419,15 @@ def inspect_command(store, storage_options, verbose):
     sampled windows (at most ~2 MiB) are read.
     """
     _setup_logging(verbose)
-    from .inspect import inspect_store
+    from .inspect import inspect_store, sample_names
 
     try:
-        summary = inspect_store(store, storage_options=_storage_options(storage_options))
+        options = _storage_options(storage_options)
+        if samples:
+            for name in sample_names(store, storage_options=options):  # none for a sites-only store
+                click.echo(name)
+            return
+        summary = inspect_store(store, storage_options=options)
     except VcfVirtualError as e:
         _fail(e)
     click.echo(summary.to_text())

@@ -24,6 +24,7 @@ from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
 
+from .._progress import phase
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC
@@ -324,7 +325,8 @@ class ColumnsLayout:
                 scan = scan_bcf(
                     bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj
                 )
-                writer.close(scan.stream_size)
+                with phase("compress", progress):  # the chunks still in the compression pool
+                    writer.close(scan.stream_size)
             finally:
                 writer.pool.shutdown()
         n_chunks = len(scan.chunk_offsets)

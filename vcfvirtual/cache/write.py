@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .._progress import phase
 from ..bcf.csi import RecordStart
 from ..io.outputs import temporary_name
 from ..scan import parallel, partition
@@ -135,8 +136,9 @@ def write_cache_partitioned(
         with parallel.executor_for(workers, dask_client) as executor:
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
         chunk_length = int(chunk_length_for(scanned[0][1].header))
-        merged = parallel.merge(scanned, chunk_length, keep_record_offsets=writer.needs_record_offsets)
-        return merged.scan, writer.write_partitioned(merged, tmp_cache)
+        with phase("compress", progress):  # the parts' records merged and written as the cache
+            merged = parallel.merge(scanned, chunk_length, keep_record_offsets=writer.needs_record_offsets)
+            return merged.scan, writer.write_partitioned(merged, tmp_cache)
     finally:
         if segment_dir is not None:
             shutil.rmtree(segment_dir, ignore_errors=True)
