@@ -384,7 +384,11 @@ def _agrees_with_header(
 
 
 # The local-allele arrays (index --local-alleles) and the FORMAT field each gathers.
-_LOCAL_ARRAY_OF_KIND = {"local_alleles": ("call_LA", "GT"), "local_ad": ("call_LAD", "AD"), "local_pl": ("call_LPL", "PL")}
+_LOCAL_ARRAY_OF_KIND = {
+    "local_alleles": ("call_LA", "GT"),
+    "local_ad": ("call_LAD", "AD"),
+    "local_pl": ("call_LPL", "PL"),
+}
 
 
 def _local_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list[str]:
@@ -396,9 +400,7 @@ def _local_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list
     typed = field is not None and (field.type == "Integer" or spec.kind == "local_alleles")
     if field is None or spec.gt_key != header.gt_key or spec.key != field.key or not typed:
         found = "none" if field is None else f"{field.key} ({field.type})"
-        return [
-            f"GT key {spec.gt_key} and {field_name} key {spec.key}, the header's are {header.gt_key} and {found}"
-        ]
+        return [f"GT key {spec.gt_key} and {field_name} key {spec.key}, the header's are {header.gt_key} and {found}"]
     if spec.shape[0] != len(header.samples):
         return [f"{spec.shape[0]} samples, the header has {len(header.samples)}"]
     return []
