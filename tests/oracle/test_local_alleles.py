@@ -252,3 +252,33 @@ def test_columns_cache_keeps_its_other_segments_and_sizes(tmp_path):
     )
     assert plain.stat().st_size == local.stat().st_size
     assert sorted(plain.read_bytes()) == sorted(local.read_bytes())
+
+
+def test_parallel_index_writes_the_serial_cache(tmp_path):
+    """-j 2 goes through the same columns writer: the same cache, byte for byte."""
+    bcf = _msprime_cohort(tmp_path / "cohort.bcf", n_samples=8)
+    caches = []
+    for workers in (1, 2):
+        cache = tmp_path / f"c{workers}.cache"
+        vcfvirtual.index(
+            bcf,
+            refs_path=tmp_path / f"c{workers}.json",
+            cache_path=cache,
+            variants_chunk_size=40,
+            samples_chunk_size=3,
+            workers=workers,
+            local_alleles=True,
+            force=True,
+        )
+        caches.append(cache.read_bytes())
+    assert caches[0] == caches[1]
+
+
+def test_parquet_references_read_the_same(tmp_path):
+    pytest.importorskip("fastparquet")
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(RECORDS, header=HEADER), tmp_path / "local.bcf")
+    ref = _bio2zarr_local(bcf, tmp_path / "ref.vcz", 4)
+    refs = tmp_path / "local.vcz.parq"
+    vcfvirtual.index(bcf, refs_path=refs, refs_format="parquet", variants_chunk_size=4, local_alleles=True, force=True)
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    assert not differences_from_bio2zarr(ds, ref)
