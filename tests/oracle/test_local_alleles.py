@@ -282,3 +282,22 @@ def test_parquet_references_read_the_same(tmp_path):
     vcfvirtual.index(bcf, refs_path=refs, refs_format="parquet", variants_chunk_size=4, local_alleles=True, force=True)
     ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
     assert not differences_from_bio2zarr(ds, ref)
+
+
+@pytest.mark.parametrize("layout", ["columns", "raw"])
+@pytest.mark.parametrize("source_width", [2**31 - 1, 1])
+def test_a_hostile_source_width_is_a_typed_error(tmp_path, layout, source_width):
+    """A config claiming AD is 2^31 - 1 values wide is refused before allocating; one
+    narrower than the records is refused as for call_AD (plain Kerchunk, no checks)."""
+    from vcfvirtual_codec.errors import ChunkDecodeError
+
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(RECORDS, header=HEADER), tmp_path / "local.bcf")
+    refs = tmp_path / "local.vcz.json"
+    vcfvirtual.index(bcf, refs_path=refs, local_alleles=True, force=True, **layout_options(layout))
+    doc = json.loads(refs.read_text())
+    meta = json.loads(doc["refs"]["call_LAD/.zarray"])
+    meta["filters"][-1]["source_width"] = source_width
+    doc["refs"]["call_LAD/.zarray"] = json.dumps(meta)
+    refs.write_text(json.dumps(doc))
+    with pytest.raises(ChunkDecodeError, match="call_LAD"):
+        _ = xr.open_zarr(vcfvirtual.open_store(refs, check=False), consolidated=False)["call_LAD"].values
