@@ -34,7 +34,7 @@ HEADER = """##fileformat=VCFv4.3
 
 # 2 to 6 alleles; homozygous, heterozygous (either order), half-missing, missing and
 # haploid calls; AD and PL missing as a whole ("."), in part ("3,.") and shorter than the
-# alleles; phased and unphased; a value past int8 so that LPL is int16.
+# alleles; phased and unphased; a record without GT; a value past int8 so that LPL is int16.
 RECORDS = [
     "chr1\t10\t.\tA\tC\t.\tPASS\t.\tGT:AD:DP:PL\t0/1:5,6:11:10,0,20\t1/1:0,7:7:90,21,0\t0|0:9,0:9:0,27,300",
     "chr1\t20\t.\tA\tC,G\t.\tPASS\t.\tGT:AD:PL\t2/1:1,2,3:1,2,3,4,5,6\t2/2:.:.\t./.:1,2,3:1,2,3,4,5,6",
@@ -49,6 +49,7 @@ RECORDS = [
     + ",".join(map(str, range(20, -1, -1)))
     + "\t.|5:.:.",
     "chr1\t60\t.\tAT\tA\t.\tPASS\t.\tGT:AD:PL\t0/0:3,.:0,3,30\t1/0:2,2:20,0,20\t1|1:0,5:50,15,0",
+    "chr1\t70\t.\tA\tC\t.\tPASS\t.\tAD:PL\t1,2:0,1,2\t3,4:5,6,7\t.:.",  # no GT: no local allele
 ]
 
 
