@@ -19,6 +19,7 @@ import zarr
 
 import vcfvirtual
 from vcfvirtual.errors import UnsupportedBCFError, UntrustedReferenceError
+from vcfvirtual.inspect import inspect_store
 from vcfvirtual.verify import verify_store
 
 from .. import bcfdata
@@ -151,6 +152,12 @@ def test_verify_compares_the_local_arrays(tmp_path, cache_layout, monkeypatch):
     report = verify_store(refs)
     assert report.ok, report.summary()
     assert not {"call_LA", "call_LAD", "call_LPL"} & set(report.not_compared)
+    # inspect lists them as bio2zarr shapes them, over a cache that still matches.
+    summary = inspect_store(refs)
+    arrays = {a.name: a for a in summary.arrays}
+    assert summary.fingerprints_match and not {"call_AD", "call_PL"} & set(arrays)
+    assert arrays["call_LA"].dimensions == ("variants", "samples", "local_alleles")
+    assert arrays["call_LPL"].shape[1:] == (8, 3) and arrays["call_LPL"].dtype == "int16"  # PL up to 199
     # A codec that gathers AD at the wrong allele is caught.
     from vcfvirtual_codec import local_alleles
 
