@@ -169,6 +169,14 @@ def main():
     "in one chunk.",
 )
 @click.option(
+    "--local-alleles",
+    is_flag=True,
+    help="Expose the local alleles of bio2zarr's vcf2zarr convert --local-alleles: call_LA "
+    "(each diploid call's distinct alleles), call_LAD and call_LPL in place of call_AD and "
+    "call_PL, derived at read time from GT, AD and PL (nothing added to the cache). Needs "
+    "diploid GT, as bio2zarr does.",
+)
+@click.option(
     "--inflate-threads",
     type=click.IntRange(min=0),
     default=0,
@@ -239,6 +247,7 @@ def index_command(
     variants_chunk_size,
     cache_layout,
     samples_chunk_size,
+    local_alleles,
     inflate_threads,
     refs_format,
     cache_url,
@@ -272,6 +281,7 @@ def index_command(
                 variants_chunk_size=variants_chunk_size,
                 cache_layout=cache_layout,
                 samples_chunk_size=samples_chunk_size,
+                local_alleles=local_alleles,
                 force=force,
                 progress=progress,
                 inflate_threads=inflate_threads,

@@ -244,7 +244,8 @@ def test_page_blocks_run(page, pristine, aws_shim, s3_server, http_server, reque
     proc = subprocess.run(
         [sys.executable, "-m", "tests.docs_runner", str(plan_file)],
         cwd=work,
-        env={**os.environ, **env, "PATH": path, "PYTHONPATH": str(ROOT)},
+        # This checkout's codec too: a venv's editable install may point at another checkout.
+        env={**os.environ, **env, "PATH": path, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "codec")])},
         capture_output=True,
         text=True,
         timeout=600,

@@ -22,10 +22,13 @@ LAYOUT_WRITERS: dict[str, CacheLayout] = {
 }
 
 
-def layout_writer(name: str, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE) -> CacheLayout:
-    """The writer of layout ``name``; ``samples_chunk_size`` is read by ``columns`` only."""
+def layout_writer(
+    name: str, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE, local_alleles: bool = False
+) -> CacheLayout:
+    """The writer of layout ``name``; ``samples_chunk_size`` and ``local_alleles`` (each
+    samples block's AD, GT and PL segments written together) are read by ``columns`` only."""
     if name == ColumnsLayout.name:
-        return ColumnsLayout(samples_chunk_size)
+        return ColumnsLayout(samples_chunk_size, local_alleles)
     return LAYOUT_WRITERS[name]
 
 

@@ -33,6 +33,7 @@ def write_cache_serial(
     threads: int,
     fileobj: BinaryIO | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    local_alleles: bool = False,
 ) -> tuple[ScanResult, CacheRanges]:
     """One pass over one BCF, writing the cache as it goes.
 
@@ -54,6 +55,9 @@ def write_cache_serial(
         The BCF already open (a URL's stream), closed when done.
     samples_chunk_size : int
         Samples per block of the ``columns`` layout (the others ignore it).
+    local_alleles : bool
+        ``columns``: write each samples block's AD, GT and PL segments together, so that
+        a call_LAD or call_LPL chunk is one byte range (the others ignore it).
 
     Returns
     -------
@@ -67,7 +71,7 @@ def write_cache_serial(
     NotBCFError, HeaderError, CorruptBCFError
         The input is not a readable BCF.
     """
-    return layout_writer(layout, samples_chunk_size).write_serial(
+    return layout_writer(layout, samples_chunk_size, local_alleles).write_serial(
         bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
     )
 
@@ -82,6 +86,7 @@ def write_cache_partitioned(
     dask_client: Any,
     progress: bool | None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    local_alleles: bool = False,
 ) -> tuple[ScanResult, CacheRanges]:
     """Scan files (and parts of large ones) apart, merge, then write the cache.
 
@@ -103,6 +108,8 @@ def write_cache_partitioned(
         Show a progress bar (None: when on a terminal).
     samples_chunk_size : int
         Samples per block of the ``columns`` layout (the others ignore it).
+    local_alleles : bool
+        As for :func:`write_cache_serial`.
 
     Returns
     -------
@@ -119,7 +126,7 @@ def write_cache_partitioned(
     NotBCFError, CorruptBCFError
         An input is not a readable BCF.
     """
-    writer = layout_writer(layout, samples_chunk_size)
+    writer = layout_writer(layout, samples_chunk_size, local_alleles)
     # Twice as many parts as workers, so one slow part (denser records) does not leave
     # the others idle at the end.
     n_parts = 2 * (workers if dask_client is None else max(workers, _dask_threads(dask_client)))
