@@ -14,7 +14,6 @@ file, htslib (pysam and bcftools) always. Nothing here knows about vcfvirtual.
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 from pathlib import Path
 
 from . import bcfdata
@@ -61,11 +60,9 @@ class Case:
             return bcfdata.write_bcf(self.text(), path, index=self.index)
         vcf = path.with_suffix(".vcf")
         vcf.write_text(self.text())
-        subprocess.run(
-            ["bcftools", "view", "--no-version", "-Ob", "-o", str(path), str(vcf)], check=True, capture_output=True
-        )
+        bcfdata.bcftools("view", "--no-version", "-Ob", "-o", path, vcf)
         if self.index:
-            subprocess.run(["bcftools", "index", str(path)], check=True, capture_output=True)
+            bcfdata.bcftools("index", path)
         return path
 
 

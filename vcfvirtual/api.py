@@ -23,6 +23,7 @@ from virtualizarr.manifests import ManifestGroup, ManifestStore
 
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ._gc import collector_paused
+from ._progress import phase
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
@@ -79,6 +80,7 @@ def index(
     variants_chunk_size: int | None = None,
     cache_layout: str | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    local_alleles: bool = False,
     force: bool = False,
     progress: bool | None = None,
     inflate_threads: int = 0,
@@ -134,6 +136,13 @@ def index(
         Samples per chunk of the arrays with a samples dimension, in the ``columns``
         layout only (default 10,000, as bio2zarr); ``bgzf`` and ``raw`` keep the
         samples dimension in one chunk.
+    local_alleles : bool
+        Expose the local alleles bio2zarr's ``vcf2zarr convert --local-alleles`` stores:
+        ``call_LA`` (each diploid call's distinct alleles), ``call_LAD`` and ``call_LPL``
+        in place of ``call_AD`` and ``call_PL``, derived at read time from GT, AD and PL
+        (nothing is added to the cache). Refused, with one line, where bio2zarr's
+        definition does not apply: no GT, a largest ploidy other than 2, more than 127
+        alleles, FORMAT fields already named LA, LAD or LPL, or an AD/PL that is not Integer.
     force : bool
         Replace existing outputs that vcfvirtual wrote.
     progress : bool or None
@@ -193,6 +202,7 @@ def index(
         variants_chunk_size=variants_chunk_size,
         cache_layout=cache_layout,
         samples_chunk_size=samples_chunk_size,
+        local_alleles=local_alleles,
         force=force,
         progress=progress,
         inflate_threads=inflate_threads,
@@ -246,8 +256,9 @@ def _index(
         with as_bcf(_scan_inputs(plan), plan.cache_path) as scan_paths, _cache_output(plan) as tmp_cache:
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
             _refuse_changed_sources(plan)
-            group = _build_manifests(plan, scan, tmp_cache, ranges)
-            _write_references(plan, group, tmp_refs)
+            with phase("references", plan.options.progress):
+                group = _build_manifests(plan, scan, tmp_cache, ranges)
+                _write_references(plan, group, tmp_refs)
         staging.publish(_placer(tmp_refs, plan.refs_path))
     summary = _summary(plan, scan, group)
     logger.info(
@@ -351,6 +362,7 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             o.progress,
             samples_chunk_size=o.samples_chunk_size,
             field_choice=o.field_choice,
+            local_alleles=o.local_alleles,
         )
     source = plan.remote.source if plan.remote is not None else None
     with storage.open_input(source, o.storage_options) if source else contextlib.nullcontext() as fileobj:
@@ -364,6 +376,7 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             fileobj,
             samples_chunk_size=o.samples_chunk_size,
             field_choice=o.field_choice,
+            local_alleles=o.local_alleles,
         )
 
 
@@ -394,6 +407,7 @@ def _build_manifests(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges:
         plan.zero_copy,
         samples_chunk_size=plan.options.samples_chunk_size,
         field_choice=plan.options.field_choice,
+        local_alleles=plan.options.local_alleles,
     )
 
 

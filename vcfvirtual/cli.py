@@ -126,7 +126,8 @@ def main():
     "--output",
     "refs_path",
     type=click.Path(),
-    help="References to write. Default: <BCF>.vcz.json (or .vcz.parq) next to the BCF; required with several BCFs.",
+    help="References to write. Default: next to the BCF, <BCF>.vcz.json (<BCF>.vcz.parq for --format "
+    "parquet, <BCF>.vcz.icechunk for --format icechunk); required with several BCFs.",
 )
 @click.option(
     "--cache",
@@ -166,6 +167,14 @@ def main():
     help="Samples per chunk of the arrays with a samples dimension (call_*), as bio2zarr's "
     "option. Used by the columns layout only: the bgzf and raw layouts keep all samples "
     "in one chunk.",
+)
+@click.option(
+    "--local-alleles",
+    is_flag=True,
+    help="Expose the local alleles of bio2zarr's vcf2zarr convert --local-alleles: call_LA "
+    "(each diploid call's distinct alleles), call_LAD and call_LPL in place of call_AD and "
+    "call_PL, derived at read time from GT, AD and PL (nothing added to the cache). Needs "
+    "diploid GT, as bio2zarr does.",
 )
 @click.option(
     "--inflate-threads",
@@ -260,6 +269,7 @@ def index_command(
     variants_chunk_size,
     cache_layout,
     samples_chunk_size,
+    local_alleles,
     inflate_threads,
     refs_format,
     cache_url,
@@ -297,6 +307,7 @@ def index_command(
                 variants_chunk_size=variants_chunk_size,
                 cache_layout=cache_layout,
                 samples_chunk_size=samples_chunk_size,
+                local_alleles=local_alleles,
                 force=force,
                 progress=progress,
                 inflate_threads=inflate_threads,
@@ -370,12 +381,13 @@ def _dask_client(address):
         from distributed import Client
     except ImportError:
         raise VcfVirtualError(
-            None, "--dask-scheduler needs the distributed package", hint="pip install 'vcfvirtual[dask]'"
+            address, "--dask-scheduler needs the distributed package", hint="pip install 'vcfvirtual[dask]'"
         ) from None
     try:
         client = Client(address, timeout=30)
     except OSError as e:
-        raise VcfVirtualError(None, f"cannot reach the Dask scheduler at {address}: {e}") from None
+        # The error names the scheduler's address where others name a file.
+        raise VcfVirtualError(address, f"cannot reach the Dask scheduler ({e})") from None
     with client:
         yield client
 
@@ -434,13 +446,19 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
 @main.command("inspect")
 @click.argument("store", type=click.Path())
 @click.option(
+    "--samples",
+    is_flag=True,
+    help="List the store's sample names, one per line, instead of describing it (as "
+    "bcftools query -l and vcztools query -l do).",
+)
+@click.option(
     "--storage-options",
     metavar="JSON",
     help="fsspec options (a JSON object) for references or a cache given as a URL "
     "(s3://, https://), e.g. '{\"anon\": true}'.",
 )
 @click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def inspect_command(store, storage_options, verbose):
+def inspect_command(store, samples, storage_options, verbose):
     """Describe the store STORE (Kerchunk JSON, Parquet directory or Icechunk repository).
 
     Prints each array's dtype, stored bytes (the byte ranges its chunks reference, plus
@@ -451,10 +469,15 @@ def inspect_command(store, storage_options, verbose):
     sampled windows (at most ~2 MiB) are read.
     """
     _setup_logging(verbose)
-    from .inspect import inspect_store
+    from .inspect import inspect_store, sample_names
 
     try:
-        summary = inspect_store(store, storage_options=_storage_options(storage_options))
+        options = _storage_options(storage_options)
+        if samples:
+            for name in sample_names(store, storage_options=options):  # none for a sites-only store
+                click.echo(name)
+            return
+        summary = inspect_store(store, storage_options=options)
     except VcfVirtualError as e:
         _fail(e)
     click.echo(summary.to_text())

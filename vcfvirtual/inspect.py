@@ -259,6 +259,32 @@ def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
     )
 
 
+def sample_names(refs, *, storage_options: dict | None = None) -> list[str]:
+    """The store's sample names, in its samples order (as ``bcftools query -l`` lists a
+    BCF's, and ``vcztools query -l`` a VCF Zarr store's).
+
+    Parameters
+    ----------
+    refs : str or os.PathLike
+        Kerchunk JSON file, Kerchunk Parquet directory or Icechunk repository.
+    storage_options : dict, optional
+        fsspec options for reaching references or a cache given as a URL.
+
+    Raises
+    ------
+    StaleCacheError
+        The cache no longer matches its fingerprint (names are data read from it, so they
+        are read only from a cache that is the one indexed).
+    VcfVirtualError
+        When ``refs`` cannot be read as vcfvirtual references.
+    """
+    path = os.fspath(refs)
+    _, group, _ = open_group(path, check=True, storage_options=storage_options)
+    if "sample_id" not in group:
+        raise VcfVirtualError(path, "the store has no sample_id array")
+    return [str(name) for name in group["sample_id"][:]]
+
+
 def open_group(path: str, *, check: bool, storage_options: dict | None):
     """(store, zarr group, its ``vcfvirtual`` attribute) of vcfvirtual references, or a
     ``VcfVirtualError`` naming ``path`` when they are not that."""

@@ -72,6 +72,9 @@ class IndexOptions:
     samples_chunk_size : int
         Samples per chunk of the arrays with a samples dimension, in the ``columns``
         layout only (``bgzf`` and ``raw`` keep the samples dimension whole).
+    local_alleles : bool
+        Expose bio2zarr's local alleles (``call_LA``, ``call_LAD``, ``call_LPL`` in place
+        of ``call_AD`` and ``call_PL``), derived at read time from GT, AD and PL.
     force : bool
         Replace existing outputs that vcfvirtual wrote.
     progress : bool or None
@@ -101,6 +104,7 @@ class IndexOptions:
     variants_chunk_size: int | None = None
     cache_layout: str | None = None
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE
+    local_alleles: bool = False
     force: bool = False
     progress: bool | None = None
     inflate_threads: int = 0

@@ -305,8 +305,8 @@ class _Verifier:
         self.found: dict[str, _Found] = {}
         self.region_rows: list[np.ndarray] = []
 
-    def _builders(self) -> tuple[dict[str, _Field | None], list[str]]:
-        builders: dict[str, _Field | None] = {}
+    def _builders(self) -> tuple[dict[str, _Field | _Local | None], list[str]]:
+        builders: dict[str, _Field | _Local | None] = {}
         not_compared: list[str] = []
         header = self.header
         owners = self.field_map.fields_by_array()
@@ -315,6 +315,10 @@ class _Verifier:
                 continue
             if name in _FIXED or name in _GENOTYPE:
                 builders[name] = None  # built together, by _Fixed and _Genotype
+                continue
+            local = _local_builder(name, array, header)
+            if local is not None:
+                builders[name] = local
                 continue
             field = None
             category, key = owners.get(name, ("", ""))
@@ -327,6 +331,11 @@ class _Verifier:
             else:
                 builders[name] = field
         return builders, not_compared
+
+    def _local_sources(self) -> dict[str, _Field]:
+        """The FORMAT fields (AD, PL) the local-allele builders gather from, by a key no
+        array has (they are not compared themselves: the store holds no call_AD then)."""
+        return {"-" + n: b.source for n, b in self.builders.items() if isinstance(b, _Local) and b.source is not None}
 
     # --- the comparison, chunk by chunk -------------------------------------------------
 
@@ -348,6 +357,8 @@ class _Verifier:
                 fixed = _Fixed(stop - start, self)
                 genotype = _Genotype(stop - start, len(self.samples), self._ploidy())
                 fields = {n: b for n, b in self.builders.items() if isinstance(b, _Field)}
+                # The FORMAT fields local alleles gather from (AD, PL), collected as call_AD's.
+                fields.update(self._local_sources())
                 for f in fields.values():
                     f.start(stop - start, len(self.samples))
                 m = 0
@@ -368,6 +379,9 @@ class _Verifier:
                 expected.update(genotype.arrays())
                 for name, f in fields.items():
                     expected[name] = f.array()
+                for name, b in self.builders.items():
+                    if isinstance(b, _Local):
+                        expected[name] = b.array(expected["call_genotype"])
                 self._region_rows(start, expected, m)
                 self._compare_chunk(start, m, expected, fixed, genotype)
                 if m < stop - start:
@@ -415,12 +429,14 @@ class _Verifier:
                 # the store keeps the index htslib decoded.
                 accepted = (exp == INT_MISSING) & (np.asarray(ours) >= n_alleles[:, None, None])
                 diff &= ~accepted
-            if name in _GENOTYPE:
-                diff[genotype.skip[:m]] = False
             builder = self.builders[name]
+            if name in _GENOTYPE or isinstance(builder, _Local):
+                diff[genotype.skip[:m]] = False
             overflow: np.ndarray | None
             if name in _GENOTYPE:
                 overflow = genotype.overflow
+            elif isinstance(builder, _Local):
+                overflow = builder.overflow(genotype.overflow)
             elif name == "variant_allele":
                 overflow = fixed.allele_overflow
             elif isinstance(builder, _Field):
@@ -552,7 +568,9 @@ class _Verifier:
         wanted = list(self.field_map.arrays.values())
         if self.field_map.genotypes:
             wanted += list(_GENOTYPE)
-        return tuple(name for name in wanted if name not in self.arrays)
+        # With local alleles (index --local-alleles), call_LAD and call_LPL replace call_AD and call_PL.
+        replaced = {"call_" + name for local, name in _LOCAL_REPLACES.items() if local in self.arrays}
+        return tuple(name for name in wanted if name not in self.arrays and name not in replaced)
 
 
 @dataclass
@@ -781,6 +799,87 @@ class _Field:
             beyond = np.arange(self.width) >= self.counts[..., None]
             bits[beyond] = FLOAT_FILL_BITS
         return bits.view(np.float32)
+
+
+# The local-allele arrays (index --local-alleles) and the FORMAT field each gathers.
+_LOCAL_SOURCES = {"call_LA": None, "call_LAD": "AD", "call_LPL": "PL"}
+
+
+def _codec_spec(array):
+    """The vcfvirtual.bcf codec configuration of a zarr array (v2 filters, v3 codecs), or None."""
+    meta = array.metadata
+    for codec in (*(getattr(meta, "filters", None) or ()), *(getattr(meta, "codecs", None) or ())):
+        spec = getattr(codec, "spec", None)
+        if spec is not None:
+            return spec
+    return None
+
+
+# The local-allele arrays that stand in for a FORMAT field's array, and that field.
+_LOCAL_REPLACES = {"call_LAD": "AD", "call_LPL": "PL"}
+
+
+def _local_builder(name: str, array, header) -> _Local | None:
+    """A derived local-allele array's builder: call_LA, call_LAD or call_LPL where the
+    header has no FORMAT field of that name (the index refuses local alleles beside one)."""
+    if name not in _LOCAL_SOURCES or name[5:] in header.formats or "GT" not in header.formats:
+        return None
+    field_name = _LOCAL_SOURCES[name]
+    if field_name is None:
+        return _Local(name, None)
+    spec = _codec_spec(array)
+    if field_name not in header.formats or spec is None or not spec.source_width:
+        return None
+    width = int(spec.source_width)
+    return _Local(name, _Field("call_" + field_name, field_name, "Integer", (width,), per_sample=True))
+
+
+class _Local:
+    """call_LA, call_LAD or call_LPL as bio2zarr defines them (vcz.compute_la_field and
+    friends), computed here with numpy from htslib's GT and AD/PL (``source``, collected as
+    call_AD/call_PL would be), apart from the codec's kernels."""
+
+    def __init__(self, name: str, source: _Field | None):
+        self.name = name
+        self.source = source
+
+    def overflow(self, genotype_overflow: np.ndarray) -> np.ndarray:
+        if self.source is None:
+            return genotype_overflow
+        return genotype_overflow | self.source.overflow
+
+    def array(self, gt: np.ndarray) -> np.ndarray:
+        la = _expected_la(gt)
+        if self.source is None:
+            return la
+        values = self.source.array()
+        if self.name == "call_LAD":
+            return _gather(values, [la[..., 0], la[..., 1]], [la[..., 0] >= 0, la[..., 1] >= 0])
+        a, b = la[..., 0].astype(np.int64), la[..., 1].astype(np.int64)
+        # PL's index of genotype a/b (a <= b) in the VCF's order: b(b+1)/2 + a.
+        index = [a * (a + 1) // 2 + a, b * (b + 1) // 2 + a, b * (b + 1) // 2 + b]
+        return _gather(values, index, [a >= 0, b >= 0, b >= 0])
+
+
+def _expected_la(gt: np.ndarray) -> np.ndarray:
+    """Each diploid call's distinct alleles, sorted, missing and repeats as -2: bio2zarr's
+    sort with negatives placed last."""
+    last = np.iinfo(np.int64).max
+    g = np.where(gt < 0, last, gt.astype(np.int64))
+    g.sort(axis=-1)
+    g[..., 1] = np.where(g[..., 1] == g[..., 0], last, g[..., 1])
+    return np.where(g == last, INT_FILL, g).astype(np.int8)
+
+
+def _gather(values: np.ndarray, index: list, valid: list) -> np.ndarray:
+    """values[..., index[j]] where valid[j] (and inside the field's width), else -2."""
+    width = values.shape[-1]
+    out = []
+    for idx, ok in zip(index, valid):
+        ok = ok & (idx < width)
+        taken = np.take_along_axis(values, np.where(ok, idx, 0)[..., None].astype(np.int64), axis=-1)[..., 0]
+        out.append(np.where(ok, taken, INT_FILL))
+    return np.stack(out, axis=-1)
 
 
 # INFO keys pysam does not show in ``rec.info`` (END is folded into ``rec.stop``): their

@@ -38,7 +38,7 @@ except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alon
 from . import decode
 from .bcf import bgzf, records
 from .errors import ChunkDecodeError, VcfVirtualError
-from .spec import CODEC_ID, KINDS, LAYOUTS, MAX_SAMPLES, SAMPLE_KINDS, ChunkSpec
+from .spec import CODEC_ID, KINDS, LAYOUTS, LOCAL_KINDS, MAX_SAMPLES, SAMPLE_KINDS, ChunkSpec
 
 __all__ = [
     "CODEC_ID",
@@ -309,6 +309,10 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
 
 def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
     """Decode a chunk's whole, uncompressed records."""
+    if spec.kind in LOCAL_KINDS:  # derived from GT (and AD or PL) of the same records
+        from .local_alleles import decode_local_records
+
+        return decode_local_records(buf, spec, _decode_records)
     offsets = _chunk_offsets(buf, spec)
     _check_budget(buf, offsets, spec)
     full = (spec.chunk_length, *spec.shape)

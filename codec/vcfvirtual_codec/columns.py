@@ -52,7 +52,7 @@ from .codec import (
     pooled_buffer,
 )
 from .errors import ChunkDecodeError
-from .spec import ChunkSpec
+from .spec import LOCAL_KINDS, ChunkSpec
 
 # The preamble in front of every compressed segment: magic, segment kind code, flags,
 # 0, BCF dictionary key (-1: a fixed column), records, samples block index, samples in
@@ -835,6 +835,10 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         the configuration says.
     """
     buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
+    if spec.kind in LOCAL_KINDS:  # derived from the GT (and AD or PL) segments of the range
+        from .local_alleles import decode_local_columns
+
+        return decode_local_columns(buf, spec, decode_columns_chunk, PREAMBLE.size)
     seg = _Segment(buf, spec)
     body = buf[PREAMBLE.size :]
     _check_length(body, seg, spec)

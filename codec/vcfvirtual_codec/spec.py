@@ -24,8 +24,13 @@ FORMAT_VERSION = 1
 LAYOUTS = ("raw", "bgzf", "columns")
 # Segment compressors of the columns layout (numcodecs Zstd / Blosc; the frames say the level).
 COMPRESSORS = ("zstd", "blosc")
+# Local-allele kinds (bio2zarr's ``--local-alleles``): call_LA derived from GT, call_LAD
+# and call_LPL from GT and FORMAT/AD or PL, at read time (vcfvirtual_codec.local_alleles).
+LOCAL_KINDS = ("local_alleles", "local_ad", "local_pl")
+# The local dimension of each: LA and LAD hold 2 values per call, LPL the 3 genotypes of 2 alleles.
+LOCAL_WIDTHS = {"local_alleles": 2, "local_ad": 2, "local_pl": 3}
 # Kinds with a samples dimension: in the columns layout their chunks are samples blocks.
-SAMPLE_KINDS = ("format", "genotype", "genotype_phased", "genotype_mask")
+SAMPLE_KINDS = ("format", "genotype", "genotype_phased", "genotype_mask", *LOCAL_KINDS)
 
 # Value kinds: which part of a record an array reads.
 KINDS = (
@@ -42,6 +47,7 @@ KINDS = (
     "genotype_mask",
     "info",
     "format",
+    *LOCAL_KINDS,
 )
 
 # What a configuration may say, per kind: the dtypes the index writes (manifests) and
@@ -60,6 +66,10 @@ _KIND_RULES: dict[str, tuple[frozenset[str], tuple[int, ...]]] = {  # kind: (dty
     "genotype": (frozenset({"|i1", "<i2", "<i4"}), (2,)),
     "genotype_phased": (_BOOL, (1,)),
     "genotype_mask": (_BOOL, (2,)),
+    # bio2zarr writes call_LA as int8 whatever the genotypes' dtype.
+    "local_alleles": (frozenset({"|i1"}), (2,)),
+    "local_ad": (_INTS, (2,)),
+    "local_pl": (_INTS, (2,)),
 }
 _FIELD_DTYPES = {
     "Integer": _INTS,
@@ -104,7 +114,28 @@ def _validate(spec: ChunkSpec) -> None:
     if spec.dtype not in dtypes:
         _bad(spec, f"dtype {spec.dtype!r} is not one the index writes for kind {spec.kind!r} ({sorted(dtypes)})")
     _validate_shape(spec, ranks)
+    _validate_local(spec)
     _validate_columns(spec)
+
+
+def _validate_local(spec: ChunkSpec) -> None:
+    """gt_key and source_width: set exactly for the local-allele kinds, which read GT (and
+    AD or PL, ``source_width`` values wide) and are diploid by bio2zarr's definition."""
+    local = spec.kind in LOCAL_KINDS
+    if not local:
+        if spec.gt_key != -1 or spec.source_width:
+            _bad(spec, f"gt_key {spec.gt_key} / source_width {spec.source_width} are only for local-allele kinds")
+        return
+    if spec.gt_key < 0 or spec.key < 0 or spec.ploidy != 2:
+        _bad(spec, f"a local-allele array needs GT's key, its field's key and ploidy 2, got {spec.gt_key}, "
+             f"{spec.key}, {spec.ploidy}")  # fmt: skip
+    if spec.shape[1] != LOCAL_WIDTHS[spec.kind]:
+        _bad(spec, f"shape {list(spec.shape)} does not end in {LOCAL_WIDTHS[spec.kind]} (kind {spec.kind!r})")
+    if spec.kind == "local_alleles":
+        if spec.key != spec.gt_key or spec.source_width:
+            _bad(spec, "call_LA reads GT alone: key must be gt_key and source_width 0")
+    elif not 1 <= spec.source_width <= MAX_DIMENSION:
+        _bad(spec, f"source_width {spec.source_width} is not the width of a FORMAT field")
 
 
 def _validate_columns(spec: ChunkSpec) -> None:
@@ -155,12 +186,18 @@ def _normalise_numbers(spec: ChunkSpec) -> None:
     for name, lo in (("chunk_length", 1), ("num_records", 0), ("key", -1), ("ploidy", 0)):
         object.__setattr__(spec, name, _int(getattr(spec, name), name, lo, MAX_DIMENSION))
     object.__setattr__(spec, "samples_chunk_size", _int(spec.samples_chunk_size, "samples_chunk_size", 0, MAX_SAMPLES))
+    object.__setattr__(spec, "gt_key", _int(spec.gt_key, "gt_key", -1, MAX_DIMENSION))
+    object.__setattr__(spec, "source_width", _int(spec.source_width, "source_width", 0, MAX_DIMENSION))
 
 
 def _kind_rules(spec: ChunkSpec) -> tuple[frozenset[str], tuple[int, ...]]:
     """(dtypes, ranks of shape) the index writes for this kind; refuses a key, ploidy or
     vcf_type the kind does not take."""
     kind = spec.kind
+    if kind in LOCAL_KINDS:
+        if spec.vcf_type:
+            _bad(spec, f"kind {kind!r} takes no vcf_type, got {spec.vcf_type!r}")
+        return _KIND_RULES[kind]
     if spec.ploidy and not kind.startswith("genotype"):
         _bad(spec, f"kind {kind!r} takes no ploidy, got {spec.ploidy}")
     if kind in ("info", "format"):
@@ -246,6 +283,12 @@ class ChunkSpec:
     compressor : str, default ""
         In the ``columns`` layout, the segments' compressor: one of :data:`COMPRESSORS`;
         empty otherwise.
+    gt_key : int, default -1
+        For the local-allele kinds (:data:`LOCAL_KINDS`): GT's dictionary key (``key`` is
+        then AD's or PL's, or GT's again for ``local_alleles``); -1 otherwise.
+    source_width : int, default 0
+        For ``local_ad`` and ``local_pl``: the width of the FORMAT field the local values
+        are gathered from (call_AD's or call_PL's last dimension); 0 otherwise.
 
     Raises
     ------
@@ -268,6 +311,8 @@ class ChunkSpec:
     version: int = FORMAT_VERSION
     samples_chunk_size: int = 0
     compressor: str = ""
+    gt_key: int = -1
+    source_width: int = 0
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -326,7 +371,12 @@ class ChunkSpec:
         for name in _COLUMNS_FIELDS:
             if not config[name]:
                 del config[name]
+        # Likewise the local-allele fields: only the local-allele arrays carry them.
+        for name, unset in _LOCAL_FIELDS.items():
+            if config[name] == unset:
+                del config[name]
         return config
 
 
 _COLUMNS_FIELDS = ("samples_chunk_size", "compressor")
+_LOCAL_FIELDS = {"gt_key": -1, "source_width": 0}

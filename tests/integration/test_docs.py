@@ -112,6 +112,17 @@ def test_readme_set_up_commands_are_what_ci_runs():
         assert block.source.strip() in ci, f"{block.where} is not in .ci/run"
 
 
+def test_install_lines_exist():
+    """No page tells anyone to pip install a distribution the package index does not have:
+    the reader is installed from a clone as ``./codec`` (``"./codec[s3]"`` for S3), the
+    indexer's extras as ``-e '.[extra]'``."""
+    for page in [*PAGES, ROOT / "codec" / "README.md"]:
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"pip install (-\S+ )*['\"]?vcfvirtual", text), page
+        for line in re.findall(r"pip install [^`\n]*codec[^`\n]*", text):
+            assert re.search(r"(\./codec(?!\[)|\"\./codec\[s3\]\")", line), f"{page}: {line}"
+
+
 def test_every_skipped_block_says_why():
     for page in PAGES:
         for block in page_blocks(page):
@@ -233,7 +244,8 @@ def test_page_blocks_run(page, pristine, aws_shim, s3_server, http_server, reque
     proc = subprocess.run(
         [sys.executable, "-m", "tests.docs_runner", str(plan_file)],
         cwd=work,
-        env={**os.environ, **env, "PATH": path, "PYTHONPATH": str(ROOT)},
+        # This checkout's codec too: a venv's editable install may point at another checkout.
+        env={**os.environ, **env, "PATH": path, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "codec")])},
         capture_output=True,
         text=True,
         timeout=600,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import warnings
 
 import numpy as np
@@ -20,7 +19,7 @@ from vcfvirtual.errors import FieldShapeError, HeaderError
 from vcfvirtual.regions import select_region
 from vcfvirtual.verify import verify_store
 
-from .. import header_cases
+from .. import bcfdata, header_cases
 from ..conftest import bio2zarr_convert, differences_from_bio2zarr, layout_options, open_both
 
 MISSING_BITS, FILL_BITS = 0x7F800001, 0x7F800002
@@ -40,9 +39,7 @@ def _definitions(header: pysam.VariantHeader):
 def _bcftools_values(bcf, category, key, n_samples):
     """Per record: INFO values, or per-sample FORMAT values, as bcftools prints them."""
     expr = f"%INFO/{key}" if category == "INFO" else f"[%{key}\t]"
-    out = subprocess.run(
-        ["bcftools", "query", "-f", expr + "\n", str(bcf)], check=True, capture_output=True, text=True
-    ).stdout.splitlines()
+    out = bcfdata.bcftools("query", "-f", expr + "\n", bcf).splitlines()
 
     def parse(text):
         return tuple(None if x == "." else float(x) for x in text.split(","))
@@ -392,9 +389,7 @@ def test_vcf45_numbers_are_read_not_refused(tmp_path):
     """Number=P/LA/LR/LG/M: htslib (bcftools) prints them; so do we, sized by record."""
     bcf = CASES["vcf45_numbers"].write(tmp_path)
     ds = _index_refs(bcf, tmp_path)
-    printed = subprocess.run(
-        ["bcftools", "query", "-f", "[%LPL\t]\n", str(bcf)], check=True, capture_output=True, text=True
-    ).stdout.split("\n")
+    printed = bcfdata.bcftools("query", "-f", "[%LPL\t]\n", bcf).split("\n")
     assert printed[1].split("\t")[0] == "1,2,3,4,5,6"
     assert ds["call_LPL"].values[1, 0].tolist() == [1, 2, 3, 4, 5, 6]
     assert ds["call_LPL"].dims == ("variants", "samples", "FORMAT_LPL_dim")
@@ -405,9 +400,7 @@ def test_contig_idx_gaps(tmp_path):
     bcf = CASES["contig_idx_gaps"].write(tmp_path)
     ds = _index_refs(bcf, tmp_path)
     ids = ds["contig_id"].values.tolist()
-    chroms = subprocess.run(
-        ["bcftools", "query", "-f", "%CHROM\n", str(bcf)], check=True, capture_output=True, text=True
-    ).stdout.split()
+    chroms = bcfdata.bcftools("query", "-f", "%CHROM\n", bcf).split()
     assert [ids[c] for c in ds["variant_contig"].values] == chroms == ["chr1", "chr2"]
 
 

@@ -16,14 +16,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "vcfvirtual"
 
 # Lowest first. A module may import from its own layer and any earlier one.
 LAYERS = [
-    {"__init__", "errors", "_codecs", "_gc"},
+    {"__init__", "errors", "_codecs", "_gc", "_progress"},
     {"io"},
     {"bcf"},
     {"scan"},
     {"cache"},
     {"manifests"},
     {"refs"},
-    {"regions", "inspect", "xarray_backend"},
+    {"regions", "inspect"},
     {"verify"},
     {"plan"},
     {"api"},

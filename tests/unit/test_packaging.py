@@ -43,3 +43,22 @@ def test_parquet_libraries_are_an_extra():
     for lib in ("kerchunk", "fastparquet"):
         assert any(d.startswith(lib) for d in extras["parquet"]), lib
         assert any(d.startswith(lib) for d in extras["test"]), lib
+
+
+def test_the_xarray_engine_has_one_owner_the_codec():
+    """engine="vcfvirtual" is registered by vcfvirtual-codec alone (a collaborator's only
+    install), and its s3 extra brings what reading from S3 needs."""
+    codec = tomllib.loads((ROOT / "codec" / "pyproject.toml").read_text())["project"]
+    full = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert codec["entry-points"]["xarray.backends"] == {
+        "vcfvirtual": "vcfvirtual_codec.xarray_backend:VcfVirtualBackend"
+    }
+    assert "xarray.backends" not in full.get("entry-points", {})
+    assert codec["optional-dependencies"]["s3"] == ["s3fs"]
+
+
+def test_readme_command_1_installs_no_test_extras():
+    """README command 1 installs what indexing needs; the test tools come with command 2."""
+    text = (ROOT / "README.md").read_text()
+    first = text.split("```bash\n", 1)[1].split("\n```", 1)[0]
+    assert ".venv/bin/pip install -e ./codec -e . &&" in first and "[test]" not in first

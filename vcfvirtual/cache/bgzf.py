@@ -18,6 +18,7 @@ from typing import IO, Any, BinaryIO, NamedTuple
 import numpy as np
 from vcfvirtual_codec.bcf import bgzf
 
+from .._progress import phase
 from ..bcf.header import BCFHeader
 from ..scan.parallel import Merged, Piece
 from ..scan.results import ScanResult
@@ -229,7 +230,8 @@ class BGZFLayout:
             scan = scan_bcf(
                 bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj
             )
-            end = writer.close()
+            with phase("compress", progress):  # the last block, re-cut
+                end = writer.close()
         logger.info(
             "%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
             bcf_path,

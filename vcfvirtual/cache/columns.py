@@ -24,6 +24,7 @@ from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
 
+from .._progress import phase
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
@@ -75,11 +76,24 @@ def effective_samples_chunk_size(samples_chunk_size: int, n_samples: int) -> int
     return max(1, min(samples_chunk_size, n_samples))
 
 
+# FORMAT fields whose segments lie beside GT's with local alleles, in this order (before
+# GT, after GT): call_LAD's chunk is then the range AD..GT, call_LPL's GT..PL.
+LOCAL_NEIGHBOURS = ("AD", "PL")
+
+
 class SegmentPlan:
     """The segments of one header's chunks, in the order the demux writes them: each
-    one's name (``position``, ``info/DP``, ``format/GT``), samples block, and preamble identity."""
+    one's name (``position``, ``info/DP``, ``format/GT``), samples block, and preamble
+    identity; and the order they are written to the cache (``write_order``: the demux's,
+    or with ``local_alleles`` each samples block's AD, GT and PL segments together)."""
 
-    def __init__(self, header: BCFHeader, samples_chunk_size: int, field_choice: FieldChoice = EVERY_FIELD):
+    def __init__(
+        self,
+        header: BCFHeader,
+        samples_chunk_size: int,
+        local_alleles: bool = False,
+        field_choice: FieldChoice = EVERY_FIELD,
+    ):
         self.n_samples = len(header.samples)
         self.samples_chunk_size = effective_samples_chunk_size(samples_chunk_size, self.n_samples)
         self.n_blocks = demux.n_blocks(self.n_samples, self.samples_chunk_size)
@@ -105,6 +119,29 @@ class SegmentPlan:
         field_map = map_fields([f.name for f in header.info], [f.name for f in header.formats], field_choice)
         omitted = {ident.replace("INFO/", "info/", 1).replace("FORMAT/", "format/", 1) for ident in field_map.omitted}
         self.kept = [s for s, segment in enumerate(self.segments) if segment[0] not in omitted]
+        self.write_order = list(range(len(self.segments)))
+        if local_alleles and self.gt_slot >= 0:  # without GT there is nothing to put beside it
+            self.write_order = self._local_order()
+        kept = set(self.kept)
+        self.write_order = [s for s in self.write_order if s in kept]
+
+    def _local_order(self) -> list[int]:
+        """Segment indices in the order written with local alleles: each block's AD, GT and
+        PL segments one after another (in the first GT block's place), the rest as the
+        demux writes them. One byte range then holds what a call_LAD or call_LPL chunk needs."""
+        index = {(s[0], s[1]): i for i, s in enumerate(self.segments)}
+        ad, pl = (f"format/{name}" for name in LOCAL_NEIGHBOURS)
+        grouped = [
+            index[(name, b)] for b in range(self.n_blocks) for name in (ad, "format/GT", pl) if (name, b) in index
+        ]
+        order: list[int] = []
+        for i, segment in enumerate(self.segments):
+            if segment[0] in (ad, "format/GT", pl):
+                if segment[0] == "format/GT" and segment[1] == 0:
+                    order.extend(grouped)
+                continue
+            order.append(i)
+        return order
 
     def names(self) -> dict[str, bool]:
         """Each segment name written, and whether it is cut into samples blocks."""
@@ -153,11 +190,13 @@ class ColumnsWriter:
         path: str,
         samples_chunk_size: int,
         threads: int = COMPRESS_THREADS,
+        local_alleles: bool = False,
         field_choice: FieldChoice = EVERY_FIELD,
     ):
         self.fileobj = fileobj
         self.path = path
         self.samples_chunk_size = samples_chunk_size
+        self.local_alleles = local_alleles
         self.field_choice = field_choice
         self.pool = ThreadPoolExecutor(max(1, threads))
         self.plan: SegmentPlan | None = None
@@ -174,7 +213,7 @@ class ColumnsWriter:
         # while the scan reads and demuxes the next chunk into the other.
         self.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
         self.turn = 0
-        # The previous chunk's compressions, in segment order: (segment, its future).
+        # The previous chunk's compressions, in the order written: (segment index, its bytes).
         self.in_flight: list[tuple[int, Future[bytes]]] = []
         self.written = 0
         # Per segment: one (offset, length) per chunk (FORMAT: per chunk and block).
@@ -184,7 +223,7 @@ class ColumnsWriter:
         if chunk_length < 1:
             raise VcfVirtualError(self.path, "the columns layout needs the variants chunk size before the records")
         self.chunk_length = chunk_length
-        self.plan = SegmentPlan(header, self.samples_chunk_size, self.field_choice)
+        self.plan = SegmentPlan(header, self.samples_chunk_size, self.local_alleles, self.field_choice)
         self.ranges = [[] for _ in self.plan.segments]
         self._write(FILE_MAGIC)
         self._write(self._take(0, header.size).tobytes())
@@ -295,10 +334,9 @@ class ColumnsWriter:
         # The previous chunk's segments (in the other buffer) are written before these start.
         self.flush()
         n = offsets.shape[0]
-        jobs = [(s, plan.segments[s]) for s in plan.kept]
         self.in_flight = [
-            (s, self.pool.submit(_encode, (segs[bounds[s] : bounds[s + 1]], kind, flags, key, n, block, width, codec)))
-            for s, (_, block, kind, key, width, flags, codec) in jobs
+            (s, self.pool.submit(_encode, (segs[bounds[s] : bounds[s + 1]], *_job(plan.segments[s], n))))
+            for s in plan.write_order
         ]
         if not overlap:
             self.flush()
@@ -312,6 +350,12 @@ class ColumnsWriter:
             self._write(blob)
 
 
+def _job(segment: tuple[str, int, int, int, int, int, str], n: int) -> tuple[int, int, int, int, int, int, str]:
+    """What :func:`_encode` needs of a planned segment besides its bytes."""
+    _, block, kind, key, width, flags, compressor = segment
+    return kind, flags, key, n, block, width, compressor
+
+
 class ColumnsLayout:
     """The columns cache, written as the scan reads, or from the partitions' segments."""
 
@@ -321,8 +365,15 @@ class ColumnsLayout:
     needs_segments = True
     needs_record_offsets = True  # write_partitioned cuts the merged stream by record
 
-    def __init__(self, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE, field_choice: FieldChoice = EVERY_FIELD):
+    def __init__(
+        self,
+        samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+        local_alleles: bool = False,
+        field_choice: FieldChoice = EVERY_FIELD,
+    ):
         self.samples_chunk_size = samples_chunk_size
+        # Each samples block's AD, GT and PL segments written together (SegmentPlan).
+        self.local_alleles = local_alleles
         self.field_choice = field_choice
 
     def write_serial(
@@ -336,12 +387,19 @@ class ColumnsLayout:
     ) -> tuple[ScanResult, SegmentRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
         with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(f, str(bcf_path), self.samples_chunk_size, field_choice=self.field_choice)
+            writer = ColumnsWriter(
+                f,
+                str(bcf_path),
+                self.samples_chunk_size,
+                local_alleles=self.local_alleles,
+                field_choice=self.field_choice,
+            )
             try:
                 scan = scan_bcf(
                     bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj
                 )
-                writer.close(scan.stream_size)
+                with phase("compress", progress):  # the chunks still in the compression pool
+                    writer.close(scan.stream_size)
             finally:
                 writer.pool.shutdown()
         n_chunks = len(scan.chunk_offsets)
@@ -357,7 +415,9 @@ class ColumnsLayout:
         # Errors name the first input (its records come first in the merged stream).
         name = merged.pieces[0].path if merged.pieces else str(tmp_cache)
         with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(f, name, self.samples_chunk_size, field_choice=self.field_choice)
+            writer = ColumnsWriter(
+                f, name, self.samples_chunk_size, local_alleles=self.local_alleles, field_choice=self.field_choice
+            )
             try:
                 _feed_segments(writer, merged, scan, offsets)
                 writer.close(scan.stream_size)

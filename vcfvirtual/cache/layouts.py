@@ -24,12 +24,16 @@ LAYOUT_WRITERS: dict[str, CacheLayout] = {
 
 
 def layout_writer(
-    name: str, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE, field_choice: FieldChoice = EVERY_FIELD
+    name: str,
+    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    local_alleles: bool = False,
+    field_choice: FieldChoice = EVERY_FIELD,
 ) -> CacheLayout:
-    """The writer of layout ``name``; ``samples_chunk_size`` and ``field_choice`` (no
+    """The writer of layout ``name``; ``samples_chunk_size``, ``local_alleles`` (each
+    samples block's AD, GT and PL segments written together) and ``field_choice`` (no
     segment for a field left out) are read by ``columns`` only."""
     if name == ColumnsLayout.name:
-        return ColumnsLayout(samples_chunk_size, field_choice)
+        return ColumnsLayout(samples_chunk_size, local_alleles, field_choice)
     return LAYOUT_WRITERS[name]
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .._progress import phase
 from ..bcf.csi import RecordStart
 from ..bcf.fields import EVERY_FIELD, FieldChoice
 from ..io.outputs import temporary_name
@@ -34,6 +35,7 @@ def write_cache_serial(
     fileobj: BinaryIO | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     field_choice: FieldChoice = EVERY_FIELD,
+    local_alleles: bool = False,
 ) -> tuple[ScanResult, CacheRanges]:
     """One pass over one BCF, writing the cache as it goes.
 
@@ -58,6 +60,9 @@ def write_cache_serial(
     field_choice : FieldChoice
         The fields chosen: the ``columns`` layout writes no segment of a field left out
         (the others hold whole records).
+    local_alleles : bool
+        ``columns``: write each samples block's AD, GT and PL segments together, so that
+        a call_LAD or call_LPL chunk is one byte range (the others ignore it).
 
     Returns
     -------
@@ -71,7 +76,7 @@ def write_cache_serial(
     NotBCFError, HeaderError, CorruptBCFError
         The input is not a readable BCF.
     """
-    return layout_writer(layout, samples_chunk_size, field_choice).write_serial(
+    return layout_writer(layout, samples_chunk_size, local_alleles, field_choice).write_serial(
         bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
     )
 
@@ -87,6 +92,7 @@ def write_cache_partitioned(
     progress: bool | None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     field_choice: FieldChoice = EVERY_FIELD,
+    local_alleles: bool = False,
 ) -> tuple[ScanResult, CacheRanges]:
     """Scan files (and parts of large ones) apart, merge, then write the cache.
 
@@ -110,6 +116,8 @@ def write_cache_partitioned(
         Samples per block of the ``columns`` layout (the others ignore it).
     field_choice : FieldChoice
         The fields chosen (as for :func:`write_cache_serial`).
+    local_alleles : bool
+        As for :func:`write_cache_serial`.
 
     Returns
     -------
@@ -126,7 +134,7 @@ def write_cache_partitioned(
     NotBCFError, CorruptBCFError
         An input is not a readable BCF.
     """
-    writer = layout_writer(layout, samples_chunk_size, field_choice)
+    writer = layout_writer(layout, samples_chunk_size, local_alleles, field_choice)
     # Twice as many parts as workers, so one slow part (denser records) does not leave
     # the others idle at the end.
     n_parts = 2 * (workers if dask_client is None else max(workers, _dask_threads(dask_client)))
@@ -143,8 +151,9 @@ def write_cache_partitioned(
         with parallel.executor_for(workers, dask_client) as executor:
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
         chunk_length = int(chunk_length_for(scanned[0][1].header))
-        merged = parallel.merge(scanned, chunk_length, keep_record_offsets=writer.needs_record_offsets)
-        return merged.scan, writer.write_partitioned(merged, tmp_cache)
+        with phase("compress", progress):  # the parts' records merged and written as the cache
+            merged = parallel.merge(scanned, chunk_length, keep_record_offsets=writer.needs_record_offsets)
+            return merged.scan, writer.write_partitioned(merged, tmp_cache)
     finally:
         if segment_dir is not None:
             shutil.rmtree(segment_dir, ignore_errors=True)

@@ -17,7 +17,7 @@ import numpy as np
 from numcodecs import VLenUTF8
 from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from vcfvirtual_codec.columns import SEGMENT_OF_KIND
-from vcfvirtual_codec.spec import SAMPLE_KINDS
+from vcfvirtual_codec.spec import LOCAL_KINDS, SAMPLE_KINDS
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from zarr.dtype import parse_data_type
 
@@ -26,7 +26,7 @@ from ..bcf.fields import EVERY_FIELD, PREFIX, FieldChoice, FieldMap, map_fields
 from ..bcf.header import BCFHeader
 from ..cache.base import CacheRanges, ChunkRanges, SegmentRanges
 from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, compressor_of, effective_samples_chunk_size
-from ..errors import CorruptBCFError, FieldShapeError, VcfVirtualError
+from ..errors import CorruptBCFError, FieldShapeError, UnsupportedBCFError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
 from ..scan.results import ScanResult
@@ -139,8 +139,10 @@ def segment_of(kind: str, field: str | None = None) -> str:
     (``field``: the INFO/FORMAT ID of an ``info`` or ``format`` array, whatever its array's name)."""
     if kind in FIXED_SEGMENTS:
         return FIXED_SEGMENTS[kind]
-    if kind.startswith("genotype"):
+    if kind.startswith("genotype") or kind == "local_alleles":
         return "format/GT"
+    if kind in LOCAL_KINDS:  # call_LAD, call_LPL: their field's segment, beside GT's
+        return "format/" + _LOCAL_SOURCES[kind]
     return f"{kind}/{field}"
 
 
@@ -171,7 +173,7 @@ def _variant_array(
             chunk_shape[0] = samples_chunk_size
         if kind == "length":
             spec_extra["key"] = -1  # rlen was resolved from END when the cache was written
-        array_ranges = ranges.segments[segment]
+        array_ranges = local_ranges(ranges, kind) if kind in LOCAL_KINDS else ranges.segments[segment]
     else:
         array_ranges = ranges
     spec = ChunkSpec(
@@ -209,6 +211,32 @@ def _variant_array(
         else ChunkManifest(entries={}, shape=grid)
     )
     return ManifestArray(metadata=metadata, chunkmanifest=manifest)
+
+
+# The FORMAT field each local-allele kind gathers, and the arrays they replace (bio2zarr
+# renames call_AD and call_PL to call_LAD and call_LPL).
+_LOCAL_SOURCES = {"local_ad": "AD", "local_pl": "PL"}
+LOCAL_ARRAYS = {"local_alleles": "call_LA", "local_ad": "call_LAD", "local_pl": "call_LPL"}
+# bio2zarr's description of call_LA.
+LA_DESCRIPTION = "0-based indices into REF+ALT, indicating which alleles are relevant (local) for the current sample"
+
+
+def local_ranges(ranges: SegmentRanges, kind: str) -> ChunkRanges:
+    """A local-allele array's chunks in the columns cache: GT's segments (call_LA), or one
+    range over each block's AD and GT segments (call_LAD) or GT and PL (call_LPL), which
+    the cache written with local alleles lays side by side (cache.columns.SegmentPlan)."""
+    gt = ranges.segments["format/GT"]
+    if kind == "local_alleles":
+        return gt
+    field = ranges.segments["format/" + _LOCAL_SOURCES[kind]]
+    first, second = (field, gt) if kind == "local_ad" else (gt, field)
+    if not np.array_equal(first.offsets + first.lengths, second.offsets):
+        raise VcfVirtualError(
+            None,
+            f"the cache does not hold FORMAT/{_LOCAL_SOURCES[kind]} beside GT",
+            hint="index with --local-alleles, which writes them side by side",
+        )
+    return ChunkRanges(first.offsets, first.lengths + second.lengths)
 
 
 def _inline_array(values, dtype, dims, description=None, chunk: int | None = None) -> ManifestArray:
@@ -345,6 +373,7 @@ def build_group(
     extra_attributes: dict | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     field_map: FieldMap | None = None,
+    local_alleles: bool = False,
 ) -> ManifestGroup:
     """Every VCF Zarr array for ``scan``, referencing ``cache_url``.
 
@@ -354,6 +383,7 @@ def build_group(
     dimension are chunked ``samples_chunk_size`` samples wide). ``field_map`` names the
     INFO/FORMAT fields' arrays and leaves out those not chosen (default: every field,
     named ``variant_<ID>``/``call_<ID>``; a field taking a fixed array's name is refused).
+    ``local_alleles``: bio2zarr's ``--local-alleles`` arrays (:func:`local_allele_arrays`).
     """
     h = scan.header
     if field_map is None:
@@ -367,6 +397,9 @@ def build_group(
     arrays.update(_field_arrays(variant, scan, n_alleles, ploidy, field_map))
     if h.gt_key >= 0 and field_map.genotypes:
         arrays.update(_genotype_arrays(variant, h.gt_key, len(h.samples), n_alleles, ploidy))
+    if local_alleles:
+        _refuse_local_alleles_of_choice(field_map)
+        local_allele_arrays(variant, scan, arrays, n_alleles)
     # bio2zarr chunks sample_id as the samples blocks, and readers (vcztools) take the
     # samples chunking of every call_* array from it.
     sample_block = effective_samples_chunk_size(samples_chunk_size, len(h.samples)) if layout == "columns" else None
@@ -529,6 +562,84 @@ def _genotype_arrays(
     }
 
 
+def _refuse_local_alleles_of_choice(field_map: FieldMap) -> None:
+    """Local alleles are derived from GT and replace call_AD and call_PL under their own
+    names: GT left out, or AD or PL renamed, leaves nothing they are defined on."""
+    problem = None
+    if not field_map.genotypes:
+        problem = "they are derived from GT, which the header lacks or the field choice leaves out"
+    for name in _LOCAL_SOURCES.values():
+        if field_map.array_of("FORMAT", name) not in (None, "call_" + name):
+            problem = f"FORMAT/{name} is renamed, and call_L{name} replaces call_{name}"
+    if problem is not None:
+        raise UnsupportedBCFError(None, f"cannot expose local alleles: {problem}", hint="index without --local-alleles")
+
+
+def refuse_local_alleles(scan: ScanResult, n_alleles: int) -> None:
+    """Where bio2zarr's local alleles are not defined, one line saying why."""
+    h = scan.header
+    problem = None
+    names = {f.name: f for f in h.formats}
+    taken = sorted(set(names) & {"LA", "LAD", "LPL"})
+    if h.gt_key < 0:
+        problem = "they are derived from GT, and the header declares no FORMAT/GT"
+    elif scan.max_ploidy != 2:
+        seen = f"the largest ploidy is {scan.max_ploidy}" if scan.max_ploidy else "no record has a GT call"
+        problem = f"bio2zarr defines them for diploid calls only, and {seen}"
+    elif n_alleles > np.iinfo(np.int8).max:
+        problem = f"call_LA is int8 (bio2zarr's dtype) and a record has {n_alleles} alleles"
+    elif taken:
+        problem = f"the header already has FORMAT/{taken[0]}, whose array call_{taken[0]} they would replace"
+    else:
+        bad = [n for n in _LOCAL_SOURCES.values() if n in names and names[n].type != "Integer"]
+        if bad:
+            problem = f"FORMAT/{bad[0]} is {names[bad[0]].type}, and local values are gathered from Integer ones"
+    if problem is not None:
+        raise UnsupportedBCFError(None, f"cannot expose local alleles: {problem}", hint="index without --local-alleles")
+
+
+def local_allele_arrays(variant: VariantArrayFactory, scan: ScanResult, arrays: dict, n_alleles: int) -> None:
+    """bio2zarr's ``--local-alleles`` arrays, in place: call_LA (int8, ``local_alleles``
+    = 2) from GT; call_LAD and call_LPL (AD's and PL's dtypes, ``local_alleles_AD`` = 2,
+    ``local_<PL's last dimension's last word>`` = 3) in place of call_AD and call_PL.
+    Each is derived by the codec from the GT and field chunks of the same samples block."""
+    h = scan.header
+    refuse_local_alleles(scan, n_alleles)
+    n_samples = len(h.samples)
+    shared = dict(gt_key=h.gt_key, ploidy=2)
+    arrays["call_LA"] = variant(
+        "call_LA",
+        "local_alleles",
+        np.int8,
+        ("variants", "samples", "local_alleles"),
+        (n_samples, 2),
+        description=LA_DESCRIPTION,
+        key=h.gt_key,
+        **shared,
+    )
+    for kind, field_name in _LOCAL_SOURCES.items():
+        source = arrays.pop("call_" + field_name, None)
+        if source is None:
+            continue
+        key = next(f.key for f in h.formats if f.name == field_name)
+        dims = list(source.metadata.dimension_names or ())
+        width = int(source.shape[2]) if len(source.shape) == 3 else 1
+        local_dim = "local_alleles_AD" if kind == "local_ad" else "local_" + dims[-1].split("_")[-1]
+        name = LOCAL_ARRAYS[kind]
+        description = source.metadata.attributes.get("description", "") + " (local-alleles)"
+        arrays[name] = variant(
+            name,
+            kind,
+            source.dtype,
+            ("variants", "samples", local_dim),
+            (n_samples, 2 if kind == "local_ad" else 3),
+            description=description,
+            key=key,
+            source_width=width,
+            **shared,
+        )
+
+
 def _header_arrays(scan: ScanResult, position_dtype: np.dtype, sample_block: int | None) -> dict[str, ManifestArray]:
     """The small arrays from the header and the scan, inlined in the manifest."""
     h = scan.header
@@ -555,6 +666,7 @@ def build_store_group(
     zero_copy: bool,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     field_choice: FieldChoice = EVERY_FIELD,
+    local_alleles: bool = False,
 ) -> ManifestGroup:
     """The store's arrays and attributes; ``local_cache_url`` is where the cache is
     (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
@@ -591,6 +703,7 @@ def build_store_group(
             extra_attributes=attrs,
             samples_chunk_size=samples_chunk_size,
             field_map=field_map,
+            local_alleles=local_alleles,
         )
     except VcfVirtualError as e:
         if e.path is None:  # pure builders do not know the file: name it here

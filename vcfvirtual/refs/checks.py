@@ -413,7 +413,32 @@ def _agrees_with_header(name: str, spec: ChunkSpec, meta: dict[str, Any], expect
         problems.append(f"{spec.num_records} records in its config, {shape[0]} in its shape")
     if name in _KIND_OF_ARRAY:
         return problems + _fixed_array_problems(name, spec, header, layout)
+    if spec.kind in _LOCAL_ARRAY_OF_KIND:
+        return problems + _local_array_problems(name, spec, header)
     return problems + _field_array_problems(name, spec, header, expected.fields.get(name))
+
+
+# The local-allele arrays (index --local-alleles) and the FORMAT field each gathers.
+_LOCAL_ARRAY_OF_KIND = {
+    "local_alleles": ("call_LA", "GT"),
+    "local_ad": ("call_LAD", "AD"),
+    "local_pl": ("call_LPL", "PL"),
+}
+
+
+def _local_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list[str]:
+    """A local-allele array's config: its name, and GT's and its field's keys and type."""
+    expected, field_name = _LOCAL_ARRAY_OF_KIND[spec.kind]
+    if name != expected:
+        return [f"kind {spec.kind!r} is call_{expected.removeprefix('call_')}'s, not {name}'s"]
+    field = next((f for f in header.formats if f.name == field_name), None)
+    typed = field is not None and (field.type == "Integer" or spec.kind == "local_alleles")
+    if field is None or spec.gt_key != header.gt_key or spec.key != field.key or not typed:
+        found = "none" if field is None else f"{field.key} ({field.type})"
+        return [f"GT key {spec.gt_key} and {field_name} key {spec.key}, the header's are {header.gt_key} and {found}"]
+    if spec.shape[0] != len(header.samples):
+        return [f"{spec.shape[0]} samples, the header has {len(header.samples)}"]
+    return []
 
 
 def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, layout: str | None = None) -> list[str]:

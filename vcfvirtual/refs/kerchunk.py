@@ -240,13 +240,17 @@ def public_cache_url(cache_url: str, cache_name: str) -> str:
     return cache_url + cache_name if cache_url.endswith("/") else cache_url
 
 
-def load_references(refs_path: str | os.PathLike[str]) -> KerchunkRefs:
+def load_references(refs_path: str | os.PathLike[str], storage_options: dict[str, Any] | None = None) -> KerchunkRefs:
     """Kerchunk references from a JSON file, or the metadata of a Parquet directory.
 
     Parameters
     ----------
     refs_path
-        A Kerchunk JSON file, or a Kerchunk Parquet directory.
+        A Kerchunk JSON file (a local path, or a URL: a collaborator opens a shared
+        ``https://host/c.vcz.json`` or ``s3://bucket/c.vcz.json``), or a local Kerchunk
+        Parquet directory.
+    storage_options
+        fsspec's options for a URL.
 
     Returns
     -------
@@ -258,6 +262,8 @@ def load_references(refs_path: str | os.PathLike[str]) -> KerchunkRefs:
     ------
     VcfVirtualError
         The file cannot be read, or is not Kerchunk JSON / a Kerchunk Parquet directory."""
+    if _is_remote(os.fspath(refs_path)):
+        return _load_remote_json(os.fspath(refs_path), storage_options)
     if os.path.isdir(refs_path):
         try:
             with open(os.path.join(refs_path, ".zmetadata"), encoding="utf-8") as f:
@@ -273,3 +279,25 @@ def load_references(refs_path: str | os.PathLike[str]) -> KerchunkRefs:
         raise VcfVirtualError(refs_path, f"cannot read references: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise VcfVirtualError(refs_path, f"not a Kerchunk JSON file ({e})") from None
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def _load_remote_json(url: str, storage_options: dict[str, Any] | None) -> KerchunkRefs:
+    """Kerchunk JSON at a URL, read whole through fsspec."""
+    import fsspec
+
+    from ..io.remote import missing_library
+
+    try:
+        with fsspec.open(url, "rb", **(storage_options or {})) as f:
+            loaded: KerchunkRefs = json.load(f)
+            return loaded
+    except ImportError as e:
+        raise missing_library(url, e) from None
+    except json.JSONDecodeError as e:
+        raise VcfVirtualError(url, f"not a Kerchunk JSON file ({e})") from None
+    except Exception as e:  # fsspec's backends raise their own (aiohttp, botocore...)
+        raise VcfVirtualError(url, f"cannot read references: {type(e).__name__}: {e}") from None

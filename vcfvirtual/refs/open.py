@@ -49,7 +49,7 @@ def open_store(
     ----------
     refs_path
         Kerchunk JSON file or Parquet directory, or an Icechunk repository, that
-        ``vcfvirtual index`` wrote.
+        ``vcfvirtual index`` wrote; a Kerchunk JSON may be a URL (``https://``, ``s3://``).
     check
         Check the cache, the sources and every reference first (default). ``False`` reads
         the references as plain Kerchunk does (which follows any URL they name): only for
@@ -59,8 +59,8 @@ def open_store(
         ``s3://...`` or served over ``https://...``; a folder URL ending in ``/`` gets the
         cache's file name). Kerchunk JSON only.
     storage_options
-        fsspec's options for reaching the cache (e.g. ``{"endpoint_url": ...}`` for an
-        S3-compatible service).
+        fsspec's options for reaching the cache, and the references when given as a URL
+        (e.g. ``{"endpoint_url": ...}`` for an S3-compatible service).
 
     Returns
     -------
@@ -93,7 +93,7 @@ def open_store(
                 hint="write it again with vcfvirtual index --format icechunk",
             )
         return open_icechunk(refs_path, check=check)
-    refs = _load_for_reading(refs_path, cache_url)
+    refs = _load_for_reading(refs_path, cache_url, storage_options)
     if check:
         cache = _checked_cache(refs, refs_path, storage_options)
         if not refs.get("parquet") and cache["url"].startswith("file://"):
@@ -106,9 +106,9 @@ def open_store(
     return _reference_store(refs, refs_path, url, storage_options)
 
 
-def _load_for_reading(refs_path: str, cache_url: str | None) -> KerchunkRefs:
+def _load_for_reading(refs_path: str, cache_url: str | None, storage_options: dict[str, Any] | None) -> KerchunkRefs:
     """The references, pointed at ``cache_url`` when given (Kerchunk JSON only)."""
-    refs = load_references(refs_path)
+    refs = load_references(refs_path, storage_options)
     if not isinstance(refs, dict) or not isinstance(refs.get("refs"), dict):
         raise UntrustedReferenceError(refs_path, "not Kerchunk references: no 'refs' map")
     if refs.get("parquet"):

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._progress import byte_bar
 from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader, compatibility_problems
 from ..errors import CorruptBCFError, HeaderError, OutputWriteError
@@ -287,13 +287,7 @@ def scan_all(
     sizes = [_partition_bytes(p) for p in partitions]
 
     def new_bar():
-        return tqdm(
-            total=sum(sizes),
-            unit="B",
-            unit_scale=True,
-            desc="index",
-            disable=None if progress is None else not progress,
-        )
+        return byte_bar("scan", sum(sizes), progress)
 
     # In a pool, the bar is made once the workers are started: tqdm's monitor thread
     # must not exist at a fork. Inline, tasks run as they are submitted.

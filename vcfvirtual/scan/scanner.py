@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO, NamedTuple, NoReturn
 
 import numpy as np
-from tqdm.auto import tqdm
 from vcfvirtual_codec.bcf import bgzf, records
 
+from .._progress import byte_bar
 from ..bcf.csi import RecordStart
 from ..bcf.header import BCF_PREFIX_SIZE, BCFHeader, classify_prefix, parse_header_text, read_prefix
 from ..errors import CorruptBCFError, HeaderError, NotBCFError
@@ -214,14 +214,14 @@ def _walk(
     sink: RecordSink,
     begin: Callable[[BCFHeader], RecordFolder],
     header: BCFHeader | None = None,
-    on_piece: Callable[[int, int], None] | None = None,
+    on_piece: Callable[[StreamPiece, int], None] | None = None,
 ) -> tuple[BCFHeader, _RecordAccumulator]:
     """The one loop of every scan: hand each piece to ``sink``, read the header from the
     first ones (unless ``header`` is known: a partition inside the file, whose stream
     offsets then count from its first byte), and walk the records of the rest.
 
-    ``begin(header)`` gives what the record facts are folded into; ``on_piece(inflated
-    bytes, stream offset scanned to)`` follows the progress."""
+    ``begin(header)`` gives what the record facts are folded into; ``on_piece(piece,
+    stream offset scanned to)`` follows the progress."""
     reader = _HeaderReader(path)
     acc = None if header is None else _RecordAccumulator(header, path, begin(header), sink, base=0)
     for piece in pieces:
@@ -234,7 +234,7 @@ def _walk(
         if acc is not None:
             acc.add(data)
         if on_piece is not None:
-            on_piece(len(piece.data), 0 if acc is None else acc.base)
+            on_piece(piece, 0 if acc is None else acc.base)
     if acc is None or header is None:
         reader.fail()
     acc.scan_staged(final=True)
@@ -314,21 +314,18 @@ def scan_bcf(
             sink.header_parsed(header, chunk_length)
             return RecordSummary(chunk_length)
 
-        bar = tqdm(
-            total=total, unit="B", unit_scale=True, desc="index", disable=None if progress is None else not progress
-        )
-        scanned_at = [0]  # stream offset when the progress bar last moved
+        bar = byte_bar("scan", total, progress)
 
-        def on_piece(inflated: int, scanned_to: int) -> None:
-            if not compressed:
-                bar.update(inflated)
-            elif scanned_to != scanned_at[0]:
-                scanned_at[0] = scanned_to
-                bar.n = fileobj.tell()
-                bar.refresh()
+        def on_piece(piece: StreamPiece, scanned_to: int) -> None:
+            # The compressed bytes handed to the scan, block by block: neither the file's
+            # read position (it jumps by 4 MiB reads) nor the records scanned (they are
+            # walked a staged window at a time) moves smoothly. update() redraws at most
+            # every 0.1 s, so a call per block costs nothing that shows.
+            bar.update(piece.offset + len(piece.raw or b"") - bar.n if compressed else len(piece.data))
 
         header, acc = _walk(path, remember(pieces), sink, begin, on_piece=on_piece)
-        bar.n = total
+        if total:
+            bar.update(total - bar.n)  # the EOF block and any bytes after the last record
         bar.close()
         has_eof = not compressed or not last_piece[0]
         if not has_eof:

@@ -36,6 +36,7 @@ def test_index_keeps_its_public_signature():
         "variants_chunk_size",
         "cache_layout",
         "samples_chunk_size",
+        "local_alleles",
         "force",
         "progress",
         "inflate_threads",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import struct
-import subprocess
 
 import click
 import pysam
@@ -178,9 +177,11 @@ def test_corpus_files_with_conventions_pass(name, tmp_path):
     if not path.exists():
         pytest.skip(f"corpus file {name} not present")
     bcf = tmp_path / "input.bcf"
-    subprocess.run(
-        ["bcftools", "view", "--no-version", "-Ob", "-o", str(bcf), str(path)], check=True, capture_output=True
-    )
+    try:
+        bcfdata.bcftools("view", "--no-version", "-Ob", "-o", bcf, path)
+    except pysam.utils.SamtoolsError as error:
+        # noroundtrip.vcf: the htslib pysam bundles will not write one of its tags as BCF.
+        pytest.skip(f"htslib cannot write {name} as BCF: {str(error)[-120:]}")
     refs = _index(bcf, tmp_path, chunk=7 if bcf.stat().st_size < 100_000 else 5000)
     report = verify_store(refs, progress=False)
     assert report.ok, [d.describe() for d in report.differences]

@@ -1,0 +1,116 @@
+"""An xarray backend: ``xr.open_dataset("https://host/c.vcz.json", engine="vcfvirtual", chunks={})``.
+
+The one line a collaborator runs, the same on zarr 2 (sgkit) and zarr 3, for references
+and caches on a local disk, over HTTP or on S3. fsspec's reference filesystem must be
+opened to match the zarr that reads it: zarr 3 reads it asynchronously and so needs the
+cache's filesystem asynchronous too, zarr 2 reads it synchronously and refuses an
+asynchronous one ("Reference-FS's target filesystem must have same value of
+asynchronous"). This backend picks for the zarr it finds.
+
+With the full ``vcfvirtual`` package importable (Python >= 3.12), the store comes from
+``vcfvirtual.open_store``, which checks the cache's fingerprint and every reference before
+anything is read. With this codec alone, the references are read as plain Kerchunk reads
+them; the codec still checks every chunk it decodes. ``vcfvirtual`` is imported only when
+a dataset is opened, never by this module: the codec does not depend on the indexer.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from xarray.backends import BackendEntrypoint
+
+from .errors import VcfVirtualError
+
+
+class VcfVirtualBackend(BackendEntrypoint):
+    """Open the Kerchunk references that ``vcfvirtual index`` writes as a VCF Zarr dataset."""
+
+    description = "Open a vcfvirtual store (the Kerchunk JSON of vcfvirtual index) as a VCF Zarr dataset"
+    url = "https://github.com/sgkit-dev/vcf-zarr-spec"
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "check", "storage_options")
+
+    def open_dataset(
+        self,
+        filename_or_obj,
+        *,
+        drop_variables=None,
+        check: bool = True,
+        storage_options: dict[str, Any] | None = None,
+    ):
+        """``check``: with ``vcfvirtual`` installed, refuse a changed cache or references
+        that point anywhere but their cache (``False`` reads them unchecked). Without it,
+        references are read unchecked whatever ``check`` says. ``storage_options``:
+        fsspec's options for the references' URL and the cache's (e.g.
+        ``{"anon": True}``, ``{"endpoint_url": ...}``)."""
+        import xarray as xr
+
+        path = os.fspath(filename_or_obj)
+        store = _open_store(path, check, storage_options)
+        # chunks=None: lazily indexed arrays whose encoding names the zarr chunks, so that
+        # xr.open_dataset(..., chunks={}) gives dask chunks of one zarr chunk each, as
+        # xr.open_zarr does.
+        return xr.open_zarr(store, consolidated=False, drop_variables=drop_variables, chunks=None)
+
+    def guess_can_open(self, filename_or_obj) -> bool:
+        try:
+            return os.fspath(filename_or_obj).endswith(".vcz.json")
+        except TypeError:
+            return False
+
+
+def _open_store(path: str, check: bool, storage_options: dict[str, Any] | None):
+    """The full package's checked store when it is installed, else plain references."""
+    try:
+        from vcfvirtual.refs.open import open_store
+    except ImportError:  # not installed, or this Python is older than it needs
+        return plain_reference_store(path, storage_options)
+    return open_store(path, check=check, storage_options=storage_options)
+
+
+def zarr_major() -> int:
+    import zarr
+
+    return int(zarr.__version__.split(".", 1)[0])
+
+
+def plain_reference_store(path: str, storage_options: dict[str, Any] | None = None):
+    """fsspec's reference filesystem over the references at ``path`` (a local file or a
+    URL), as a read-only store for the installed zarr: zarr 3 needs it and the cache's
+    filesystem asynchronous, zarr 2 needs both synchronous.
+
+    Raises ``VcfVirtualError`` for an Icechunk repository (the full package opens those)
+    and when the library a URL needs is not installed (s3fs: the codec's ``s3`` extra)."""
+    if os.path.isdir(os.path.join(path, "repo")):
+        raise VcfVirtualError(
+            path, "an Icechunk repository opens with the full vcfvirtual package", hint="vcfvirtual.open_store"
+        )
+    try:
+        return _reference_store(path, storage_options)
+    except ImportError as e:
+        raise VcfVirtualError(
+            path, f"reading this needs a library that is not installed ({e})", hint='pip install "./codec[s3]"'
+        ) from None
+
+
+def _reference_store(path: str, storage_options: dict[str, Any] | None):
+    import fsspec
+
+    options = dict(storage_options or {})
+    # The references' own URL is reached with the same options as the cache (one service
+    # holds both, as share.md lays them out); a local file needs none.
+    target = options if "://" in path and not path.startswith("file://") else {}
+    if zarr_major() >= 3:
+        from zarr.storage import FsspecStore
+
+        fs = fsspec.filesystem(
+            "reference",
+            fo=path,
+            target_options=target,
+            remote_options={**options, "asynchronous": True},
+            asynchronous=True,
+        )
+        return FsspecStore(fs=fs, read_only=True)
+    fs = fsspec.filesystem("reference", fo=path, target_options=target, remote_options=options)
+    return fs.get_mapper("")
