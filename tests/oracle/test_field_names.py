@@ -247,3 +247,26 @@ def test_partitioned_run_leaves_out_the_same_segments(tmp_path):
         )  # fmt: skip
         caches.append(cache.read_bytes())
     assert caches[0] == caches[1]
+
+
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
+def test_local_alleles_with_chosen_fields(tmp_path, layout):
+    """--local-alleles beside a field choice: call_LAD/call_LPL stand in for call_AD and
+    call_PL (verify counts them replaced, not missing) whatever else is left out; leaving
+    GT out or renaming AD leaves nothing they are defined on, and is refused in one line."""
+    from vcfvirtual.errors import UnsupportedBCFError
+
+    from .test_local_alleles import HEADER, RECORDS
+
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(RECORDS, header=HEADER), tmp_path / "local.bcf")
+    refs = tmp_path / "s.json"
+    options = dict(cache_path=tmp_path / "s.cache", cache_layout=layout, local_alleles=True, force=True)
+    vcfvirtual.index(bcf, refs_path=refs, exclude_fields="FORMAT/DP", **options)
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    assert {"call_LA", "call_LAD", "call_LPL"} <= set(ds.data_vars) and "call_DP" not in ds
+    report = verify_store(refs, progress=False)
+    assert report.ok and not report.missing and report.omitted == ("FORMAT/DP",), report.summary()
+    with pytest.raises(UnsupportedBCFError, match="derived from GT, which .* leaves out"):
+        vcfvirtual.index(bcf, refs_path=refs, exclude_fields="FORMAT/GT", **options)
+    with pytest.raises(UnsupportedBCFError, match="FORMAT/AD is renamed"):
+        vcfvirtual.index(bcf, refs_path=refs, rename_fields={"FORMAT/AD": "AD2"}, **options)
