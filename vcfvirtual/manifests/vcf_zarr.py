@@ -398,7 +398,7 @@ def build_group(
     if h.gt_key >= 0 and field_map.genotypes:
         arrays.update(_genotype_arrays(variant, h.gt_key, len(h.samples), n_alleles, ploidy))
     if local_alleles:
-        _refuse_local_alleles_of_choice(field_map)
+        _refuse_local_alleles_of_choice(field_map, h.gt_key >= 0)
         local_allele_arrays(variant, scan, arrays, n_alleles)
     # bio2zarr chunks sample_id as the samples blocks, and readers (vcztools) take the
     # samples chunking of every call_* array from it.
@@ -562,12 +562,12 @@ def _genotype_arrays(
     }
 
 
-def _refuse_local_alleles_of_choice(field_map: FieldMap) -> None:
+def _refuse_local_alleles_of_choice(field_map: FieldMap, header_has_gt: bool) -> None:
     """Local alleles are derived from GT and replace call_AD and call_PL under their own
     names: GT left out, or AD or PL renamed, leaves nothing they are defined on."""
     problem = None
-    if not field_map.genotypes:
-        problem = "they are derived from GT, which the header lacks or the field choice leaves out"
+    if header_has_gt and not field_map.genotypes:  # a header without GT: refuse_local_alleles says so
+        problem = "they are derived from GT, which the field choice leaves out"
     for name in _LOCAL_SOURCES.values():
         if field_map.array_of("FORMAT", name) not in (None, "call_" + name):
             problem = f"FORMAT/{name} is renamed, and call_L{name} replaces call_{name}"
