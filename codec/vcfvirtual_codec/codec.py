@@ -133,27 +133,75 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
 # chunk is legitimately much larger than its records when fields are absent (every
 # value then reads missing), so the bound is generous: any decode up to
 # MIN_DECODE_BUDGET, else EXPANSION bytes per record byte, or a few values per sample
-# that the records themselves claim (each record's 24-bit n_sample).
+# that the records themselves claim (each record's 24-bit n_sample). Whatever the bytes
+# and the configuration claim, no decode passes MAX_DECODE_BYTES (docs/design.md,
+# "Decode bounds"): absent fields, padding rows and highly compressible frames can make
+# the other rules pass for a chunk of a few bytes, and a shared reference file must not
+# be able to make a reader allocate gigabytes.
 MIN_DECODE_BUDGET = int(os.environ.get("VCFVIRTUAL_MIN_DECODE_BUDGET", str(128 << 20)))
 EXPANSION = 1024
 BYTES_PER_CLAIMED_SAMPLE = 64
+# 900 MiB: a default chunk's widest honest decode (1,000 variants x 10,000 samples of a
+# 21-value int32 PL) is 840 MB; raising VCFVIRTUAL_MIN_DECODE_BUDGET raises this too.
+MAX_DECODE_BYTES = max(MIN_DECODE_BUDGET, 900 << 20)
+# The most decompressed bytes one compressed byte may stand for beyond MIN_DECODE_BUDGET
+# (inflated BGZF records, a columns segment without a bound from its shape): Blosc's LZ4
+# gives at most ~255, a BCF's deflate at most 1032 on degenerate data. A reference file
+# under 2 MB (1.5 MB of base64 inline bytes) thus inflates to 768 MiB at most.
+LENGTH_EXPANSION = 512
 _SPAN_KINDS = ("id", "id_mask", "allele")
 
 
-def _decode_cost(spec: ChunkSpec) -> int:
-    """Bytes a decode of one chunk allocates at most (outputs and working arrays)."""
-    per_row = 1
-    for x in spec.shape:
-        per_row *= x
+def is_string_spec(spec: ChunkSpec) -> bool:
+    """Whether a decode of this array makes string spans (IDs, alleles, String and
+    Character fields), whose output size the shape does not bound."""
+    return spec.kind in _SPAN_KINDS or (spec.kind in ("info", "format") and spec.vcf_type in ("String", "Character"))
+
+
+def _bytes_per_value(spec: ChunkSpec) -> int:
+    """Bytes a decode allocates per value of the decoded chunk: its output and the working
+    arrays behind it (int32 values narrowed after, int64 spans then vlen-utf8 items)."""
+    itemsize = np.dtype(spec.dtype).itemsize if spec.dtype != "str" else 0
+    if is_string_spec(spec):
+        return 24  # int64 start and length, then at least 4 bytes of vlen-utf8 (+ the text)
+    if spec.kind == "genotype":
+        return 2 * itemsize  # the chunk, and its copy widened to the last samples block
+    if spec.kind == "genotype_mask":
+        return 6  # int32 alleles, then the mask (and its widened copy)
     if spec.kind == "genotype_phased":
-        per_row *= spec.ploidy + 1  # alleles decoded alongside the phase bits
-    strings = spec.kind in _SPAN_KINDS or (spec.kind in ("info", "format") and spec.vcf_type in ("String", "Character"))
-    # spans: int64 start and length, then the vlen-utf8 bytes; numbers: int32 + a cast.
-    return spec.chunk_length * max(per_row, 1) * (24 if strings else 8)
+        return 4 * spec.ploidy + 2  # per call: int32 alleles, then the phase bit
+    if spec.kind in ("info", "format") and spec.vcf_type != "Flag":
+        return 4 + itemsize
+    if spec.kind in ("contig", "position", "length"):
+        return 16 + itemsize  # int32 or int64 working values, then the narrowed chunk
+    return max(itemsize, 1)
+
+
+def decode_cost(spec: ChunkSpec) -> int:
+    """Bytes a decode of one chunk allocates at most (outputs and working arrays), from the
+    decoded chunk's shape (:attr:`ChunkSpec.chunk_shape`; per call for the phased array)."""
+    shape = spec.chunk_shape[:2] if spec.kind == "genotype_phased" else spec.chunk_shape
+    values = 1
+    for x in shape:
+        values *= max(x, 1)
+    return values * _bytes_per_value(spec)
+
+
+def refuse_over_ceiling(spec: ChunkSpec, cost: int, what: str) -> None:
+    """The decode ceiling, whatever backs the decode (see MAX_DECODE_BYTES)."""
+    if cost > MAX_DECODE_BYTES:
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: its configuration (chunk {list(spec.chunk_shape)}) would take "
+            f"{cost} bytes to decode {what}, more than any chunk may ({MAX_DECODE_BYTES}; "
+            f"VCFVIRTUAL_MIN_DECODE_BUDGET raises it)",
+            hint="the references' codec configuration does not fit the cache; refusing to allocate",
+        )
 
 
 def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> None:
-    cost = _decode_cost(spec)
+    cost = decode_cost(spec)
+    refuse_over_ceiling(spec, cost, f"{buf.shape[0]} bytes of records")
     if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * buf.shape[0]:
         return
     if spec.kind in SAMPLE_KINDS and offsets.shape[0]:
@@ -172,6 +220,11 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> None
         f"{buf.shape[0]} bytes of records",
         hint="the references' codec configuration does not fit the cache; refusing to allocate",
     )
+
+
+def inflate_limit(compressed: int) -> int:
+    """The most bytes ``compressed`` bytes of a chunk may inflate to (see LENGTH_EXPANSION)."""
+    return min(MAX_DECODE_BYTES, max(MIN_DECODE_BUDGET, LENGTH_EXPANSION * compressed))
 
 
 # Chunks decode on as many threads at once as there are cores: more only thrash the
@@ -288,7 +341,7 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
             scratch = _inflate_buffers.pop() if _inflate_buffers else None
         try:
             try:
-                inflated = bgzf.inflate_chunk(buf, buffer=scratch)
+                inflated = bgzf.inflate_chunk(buf, buffer=scratch, limit=inflate_limit(buf.shape[0]))
                 if inflated.base is None:  # too big for the pooled buffer: it replaces it
                     scratch = inflated
             except VcfVirtualError as e:

@@ -1,0 +1,313 @@
+"""A chunk's bytes bound what decoding it may allocate (docs/design.md, "Decode bounds").
+
+Issue 21 found three ways a small shared Kerchunk JSON made the codec allocate
+gigabytes: a GT summary answered from a preamble (a 26 kB JSON -> 5.9 GB), a FORMAT
+field absent from every record of a segment redeclared huge (26 kB -> 4.8 GB), and a
+real Zstd frame of a gigabyte of zeros padded so that its length passed the old
+1024-fold budget (1.4 MB -> 1.3 GB). Each is crafted here as the reference file a
+collaborator would open with plain ``xr.open_zarr("reference://")`` (only the codec
+installed): self-contained references whose one chunk is inline, the segment sealed
+with a valid CRC32. Each must be refused with a typed error before anything large is
+allocated: the codec directly (traced allocations) and through zarr in a child process
+(peak RSS). The FILTER map cases check that the codec alone refuses configs that would
+read silently wrong ``variant_filter`` values.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import struct
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pysam
+import pytest
+import xarray as xr
+from numcodecs import Zstd
+from vcfvirtual_codec import codec as codec_mod
+from vcfvirtual_codec import columns as columns_mod
+from vcfvirtual_codec.errors import ChunkDecodeError, CodecConfigError, VcfVirtualError
+
+import vcfvirtual
+
+from .. import bcfdata
+
+REPO = Path(__file__).resolve().parents[2]
+# What any case may add to a child's peak RSS beyond the interpreter, zarr and the
+# compiled kernels (~0.3-0.5 GB): the decodes refused here allocate almost nothing.
+PEAK_RSS = 1 << 30
+# What the codec may allocate, traced, while refusing a crafted chunk.
+TRACED = 64 << 20
+ZSTD_BLOCK = 128 << 10  # a Zstandard block regenerates at most 128 KiB
+
+
+def zstd_rle_frame(n_bytes: int, value: int = 0) -> bytes:
+    """A real Zstandard frame of ``n_bytes`` copies of one byte, written by hand (RFC 8878)
+    as RLE blocks of 4 bytes per 128 KiB: a gigabyte in 33 kB, without holding it."""
+    # Frame header descriptor 0xE0: an 8-byte content size, single segment.
+    out = [b"\x28\xb5\x2f\xfd\xe0", n_bytes.to_bytes(8, "little")]
+    full, rest = divmod(n_bytes, ZSTD_BLOCK)
+    sizes = [ZSTD_BLOCK] * full + ([rest] if rest else [])
+    block = ((ZSTD_BLOCK << 3) | (1 << 1)).to_bytes(3, "little") + bytes([value])  # RLE type 1
+    out.append(block * (len(sizes) - 1))
+    out.append(((sizes[-1] << 3) | (1 << 1) | 1).to_bytes(3, "little") + bytes([value]))  # last block
+    return b"".join(out)
+
+
+def skippable_frame(n_bytes: int) -> bytes:
+    """A Zstandard skippable frame of ``n_bytes`` payload: decompressors pass over it."""
+    return b"\x50\x2a\x4d\x18" + n_bytes.to_bytes(4, "little") + bytes(n_bytes)
+
+
+def blosc_header(nbytes: int) -> bytes:
+    """A Blosc 1.x header alone (16 bytes) that claims ``nbytes`` decompressed."""
+    return bytes([2, 1, 0x20 | 0x04, 1]) + struct.pack("<III", nbytes, min(nbytes, 1 << 18), 16)
+
+
+def seal(spec: codec_mod.ChunkSpec, records: int, length: int, frame: bytes, **preamble) -> bytes:
+    """A segment as the index stores it: preamble (its CRC32 right) then ``frame``."""
+    segment = columns_mod.SEGMENT_OF_KIND[spec.kind]
+    return columns_mod.seal_segment(
+        columns_mod.SEGMENT_KINDS[segment],
+        preamble.get("flags", 0),
+        spec.key if segment in ("info", "format") else -1,
+        records,
+        preamble.get("block", 0),
+        preamble.get("block_samples", spec.samples_chunk_size or 1),
+        length,
+        frame,
+        complete_count=preamble.get("complete_count", 0),
+    )
+
+
+def one_array_refs(spec: codec_mod.ChunkSpec, segment: bytes, dims: list[str]) -> dict:
+    """Kerchunk references holding one array of ``spec`` and its first chunk inline."""
+    shape = [spec.num_records, *spec.shape]
+    chunks = list(spec.chunk_shape)
+    zarray = {
+        "shape": shape,
+        "chunks": chunks,
+        "dtype": spec.dtype if spec.dtype != "str" else "|O",
+        "fill_value": None,
+        "order": "C",
+        "filters": [{"id": codec_mod.CODEC_ID, **spec.to_config()}],
+        "dimension_separator": ".",
+        "compressor": None,
+        "zarr_format": 2,
+    }
+    key = ".".join("0" * len(shape))
+    return {
+        "version": 1,
+        "refs": {
+            ".zgroup": json.dumps({"zarr_format": 2}),
+            f"{spec.array}/.zarray": json.dumps(zarray),
+            f"{spec.array}/.zattrs": json.dumps({"_ARRAY_DIMENSIONS": dims}),
+            f"{spec.array}/{key}": "base64:" + base64.b64encode(segment).decode(),
+        },
+    }
+
+
+CHILD = """
+import json, resource, sys
+import numpy as np
+import xarray as xr
+from vcfvirtual_codec.errors import VcfVirtualError
+outcome = {}
+try:
+    ds = xr.open_zarr("reference://", consolidated=False, storage_options={"fo": sys.argv[1]})
+    # The first chunk only: the one the references hold.
+    values = ds[sys.argv[2]][(slice(0, 1),) * ds[sys.argv[2]].ndim].values
+    outcome["result"] = "values"
+except VcfVirtualError as e:
+    outcome["result"] = "typed " + type(e).__name__
+    outcome["error"] = str(e)
+except BaseException as e:
+    outcome["result"] = "untyped " + type(e).__name__
+    outcome["error"] = repr(e)[:500]
+outcome["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print("OUTCOME " + json.dumps(outcome))
+"""
+
+
+def plain_read_in_child(refs: Path, name: str) -> dict:
+    """Read ``name`` through plain ``reference://`` in a fresh process: its outcome and
+    peak RSS. A crash is reported as the outcome."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "codec"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(refs), name], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    if proc.returncode != 0:
+        return {"result": f"crash (exit {proc.returncode})", "error": proc.stderr[-2000:]}
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("OUTCOME "))
+    return json.loads(line.removeprefix("OUTCOME "))
+
+
+def refused_with_little_memory(segment: bytes, spec: codec_mod.ChunkSpec, match: str) -> None:
+    """The codec refuses ``segment`` (ChunkDecodeError naming ``match``) having allocated
+    at most TRACED bytes (numpy reports its buffers to tracemalloc)."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ChunkDecodeError, match=match):
+            codec_mod.decode_chunk(segment, spec)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < TRACED, f"{peak >> 20} MiB traced while refusing"
+
+
+def save(doc: dict, path: Path) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+# ------------------------------------------------------------------ item 1: GT summary
+
+
+def mask_spec(records: int, samples: int, ploidy: int) -> codec_mod.ChunkSpec:
+    return codec_mod.ChunkSpec(
+        array="call_genotype_mask",
+        kind="genotype_mask",
+        dtype="|b1",
+        shape=(samples, ploidy),
+        chunk_length=records,
+        num_records=records,
+        key=1,
+        ploidy=ploidy,
+        layout="columns",
+        samples_chunk_size=samples,
+        compressor="blosc",
+    )
+
+
+def test_gt_summary_claiming_a_huge_mask_is_refused(tmp_path):
+    """Issue 21 item 1: call_genotype_mask redeclared 1,000,000 records x 59 samples x
+    ploidy 100 over one segment whose preamble says "every call complete" and whose
+    frame is a 16-byte Blosc header claiming 64 MiB: the summary answered without
+    decompressing, the budget took the claimed length for real bytes, and 5.9 GB were
+    allocated. A complete block's length is now exactly its calls' alleles (5.9 GB here,
+    more than the shape's ceiling), and the mask's size is checked against the ceiling
+    before the summary answers."""
+    n, samples, ploidy = 1_000_000, 59, 100
+    spec = mask_spec(n, samples, ploidy)
+    length = 64 << 20
+    segment = seal(spec, n, length, blosc_header(length), complete_count=ploidy, flags=columns_mod.FLAG_GT_SHIFT)
+    assert len(segment) < 100
+    refused_with_little_memory(segment, spec, "every call holds 100 alleles")
+    # Its length made what the claim needs (177 MB): refused by the decode ceiling instead.
+    # (Below the ceiling such a claim is answered: a mask of at most ~150 MB.)
+    exact = 5 * 30_000 + 30_000 * samples * ploidy
+    spec = mask_spec(30_000, samples, ploidy)
+    honest_looking = seal(spec, 30_000, exact, blosc_header(exact), complete_count=ploidy)
+    refused_with_little_memory(honest_looking, spec, "more than any chunk may")
+    refs = save(one_array_refs(mask_spec(n, samples, ploidy), segment, ["variants", "samples", "ploidy"]), tmp_path / "m.json")
+    assert refs.stat().st_size < 30_000
+    plain = plain_read_in_child(refs, spec.array)
+    assert plain["result"] == "typed ChunkDecodeError", plain
+    assert plain["peak_rss"] < PEAK_RSS, plain
+
+
+def test_gt_summary_whose_length_cannot_hold_its_calls_is_refused():
+    """A preamble saying every call holds ploidy alleles, with a length too short for
+    them: within the length bound, the summary would answer for calls the segment cannot
+    hold. Refused before any output."""
+    n, samples, ploidy = 100_000, 100, 2
+    spec = mask_spec(n, samples, ploidy)
+    length = 5 * n  # room for the counts alone
+    frame = Zstd(level=1).encode(np.zeros(length, np.uint8))  # any frame: it is never read
+    segment = seal(spec, n, length, blosc_header(length), complete_count=ploidy)
+    assert len(frame) > 0
+    refused_with_little_memory(segment, spec, "complete|cannot hold")
+
+
+# ------------------------------------------------------------------ item 2: absent fields
+
+
+def dp_spec(records: int, samples: int, width: int) -> codec_mod.ChunkSpec:
+    return codec_mod.ChunkSpec(
+        array="call_DP",
+        kind="format",
+        dtype="<i4",
+        shape=(samples, width),
+        chunk_length=records,
+        num_records=records,
+        key=5,
+        vcf_type="Integer",
+        layout="columns",
+        samples_chunk_size=samples,
+        compressor="zstd",
+    )
+
+
+def absent_segment(spec: codec_mod.ChunkSpec, n: int) -> bytes:
+    """A typed column in which no record holds the field: count -1 and type 0 each."""
+    raw = np.concatenate([np.full(n, -1, "<i4").view(np.uint8), np.zeros(n, np.uint8)])
+    return seal(spec, n, raw.shape[0], bytes(Zstd(level=1).encode(raw)))
+
+
+def test_absent_field_redeclared_huge_is_refused(tmp_path):
+    """Issue 21 item 2: call_DP redeclared 1,000,000 records x 30 samples x width 20 over
+    a segment in which every record lacks DP (187 bytes compressed): 2.4 GB decoded,
+    copied once by zarr. Nothing in the segment backs the claimed records x samples x
+    width, so beyond the fixed floor they are capped."""
+    n = 1_000_000
+    spec = dp_spec(n, 30, 20)
+    segment = absent_segment(spec, n)
+    assert len(segment) < 1000
+    refused_with_little_memory(segment, spec, "would take")
+    refs = save(one_array_refs(spec, segment, ["variants", "samples", "DP_dim"]), tmp_path / "dp.json")
+    plain = plain_read_in_child(refs, spec.array)
+    assert plain["result"] == "typed ChunkDecodeError", plain
+    assert plain["peak_rss"] < PEAK_RSS, plain
+
+
+def test_absent_field_of_an_ordinary_chunk_still_reads_missing():
+    """The honest case the cap must leave alone: a chunk of 1,000 records x 2,000 samples
+    in which no record holds DP reads -1 (missing) everywhere, as bio2zarr stores it."""
+    spec = dp_spec(1000, 2000, 1)
+    values = np.asarray(codec_mod.decode_chunk(absent_segment(spec, 1000), spec))
+    assert values.shape == (1000, 2000, 1) and (values == -1).all()
+
+
+# ------------------------------------------------------------------ item 3: zero frames
+
+
+def position_spec() -> codec_mod.ChunkSpec:
+    return codec_mod.ChunkSpec(
+        array="variant_position",
+        kind="position",
+        dtype="<i4",
+        shape=(),
+        chunk_length=2,
+        num_records=2,
+        layout="columns",
+        compressor="zstd",
+    )
+
+
+def test_zstd_frame_of_a_gigabyte_of_zeros_is_refused_before_inflating(tmp_path):
+    """Issue 21 item 3: a real Zstd frame of 1.1 GB of zeros, padded with a skippable
+    frame so that the body passed length/1024: typed, but only after a 1.1 GB buffer was
+    filled. Two positions need 8 bytes: a longer claim is refused from the shape, before
+    any buffer exists."""
+    length = 1_100_000_000
+    frame = zstd_rle_frame(length) + skippable_frame(length // 1024 + 1)
+    spec = position_spec()
+    segment = seal(spec, 2, length, frame)
+    refused_with_little_memory(segment, spec, "preamble claims")
+    refs = save(one_array_refs(spec, segment, ["variants"]), tmp_path / "zeros.json")
+    assert refs.stat().st_size < 2_000_000
+    plain = plain_read_in_child(refs, spec.array)
+    assert plain["result"] == "typed ChunkDecodeError", plain
+    assert plain["peak_rss"] < PEAK_RSS, plain
+
+
+def test_handwritten_zstd_frame_is_one_numcodecs_reads():
+    """The crafted frames above are real: numcodecs inflates a small one to its zeros."""
+    frame = zstd_rle_frame(300_000, 7) + skippable_frame(10)
+    assert bytes(Zstd().decode(frame)) == bytes([7]) * 300_000
