@@ -311,3 +311,83 @@ def test_handwritten_zstd_frame_is_one_numcodecs_reads():
     """The crafted frames above are real: numcodecs inflates a small one to its zeros."""
     frame = zstd_rle_frame(300_000, 7) + skippable_frame(10)
     assert bytes(Zstd().decode(frame)) == bytes([7]) * 300_000
+
+
+# ------------------------------------------------------------------ item 6: FILTER maps
+
+IDX_HEADER = """##fileformat=VCFv4.2
+##FILTER=<ID=PASS,Description="All filters passed",IDX=0>
+##FILTER=<ID=q10,Description="Quality below 10",IDX=3>
+##FILTER=<ID=s50,Description="Less than 50% of samples have data",IDX=1>
+##INFO=<ID=DP,Number=1,Type=Integer,Description="Total depth",IDX=2>
+##contig=<ID=chr1,length=1000,IDX=0>
+"""
+IDX_RECORDS = [
+    "chr1\t10\t.\tA\tC\t.\tq10\tDP=3",
+    "chr1\t20\t.\tA\tC\t.\ts50;q10\tDP=3",
+    "chr1\t30\t.\tA\tC\t.\tPASS\t.",
+    "chr1\t40\t.\tA\tC\t.\ts50\tDP=1",
+]
+
+
+@pytest.fixture(scope="module")
+def filters_store(tmp_path_factory):
+    """A BCF whose header gives its FILTERs IDX= out of order (htslib honours it: q10 is
+    dictionary key 3, s50 key 1), indexed in the default layout; and pysam's filters."""
+    work = tmp_path_factory.mktemp("filters")
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(IDX_RECORDS, samples=(), header=IDX_HEADER), work / "idx.bcf")
+    refs = work / "idx.json"
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=work / "idx.cache", variants_chunk_size=2, progress=False)
+    with pysam.VariantFile(str(bcf)) as vf:
+        names = list(vf.header.filters)
+        rows = [list(r.filter) for r in vf]
+    return refs, names, rows
+
+
+def _filter_config(doc: dict) -> dict:
+    return json.loads(doc["refs"]["variant_filter/.zarray"])["filters"][-1]
+
+
+def _with_filter_columns(doc: dict, columns: list[int]) -> dict:
+    doc = copy.deepcopy(doc)
+    meta = json.loads(doc["refs"]["variant_filter/.zarray"])
+    meta["filters"][-1]["filter_columns"] = columns
+    doc["refs"]["variant_filter/.zarray"] = json.dumps(meta)
+    return doc
+
+
+def _plain(refs: Path) -> xr.Dataset:
+    return xr.open_zarr("reference://", consolidated=False, storage_options={"fo": str(refs)})
+
+
+def test_filter_map_of_an_out_of_order_header_reads_pysams_filters(filters_store):
+    """The honest map the codec must keep accepting: columns in the header's order, keys
+    in IDX order, so the map is not increasing ([0, 2, -1, 1])."""
+    refs, names, rows = filters_store
+    assert _filter_config(json.loads(refs.read_text()))["filter_columns"] == [0, 2, -1, 1]
+    ds = _plain(refs)
+    got = [[str(name) for name, on in zip(ds["filter_id"].values, row) if on] for row in ds["variant_filter"].values]
+    assert [sorted(g) for g in got] == [sorted(r) for r in rows]
+    assert sorted(ds["filter_id"].values.tolist()) == sorted(names)
+
+
+@pytest.mark.parametrize("columns", [[0, 1, -1, 1], [0, 2, -1, 2], [0, 0, -1, 1], [0, 2, -1, -1]])
+def test_filter_map_no_header_gives_is_refused_by_the_codec_alone(filters_store, tmp_path, columns):
+    """Issue 21 item 6: duplicated filter_columns decoded a silently wrong variant_filter
+    through plain reference:// (two keys setting one column, another never set). The
+    codec alone now refuses any map that is not one column per key."""
+    refs, _, _ = filters_store
+    bad = save(_with_filter_columns(json.loads(refs.read_text()), columns), tmp_path / "dup.json")
+    with pytest.raises(CodecConfigError, match="filter_columns"):
+        _ = _plain(bad)["variant_filter"].values
+    with pytest.raises(VcfVirtualError):
+        vcfvirtual.open_store(bad)
+
+
+def test_reordered_filter_map_is_refused_by_open_store(filters_store, tmp_path):
+    """A map reordered into another valid one ([0, 1, -1, 2]) is what a header with other
+    IDX values would give: the codec cannot tell it from the header's, open_store can."""
+    refs, _, _ = filters_store
+    bad = save(_with_filter_columns(json.loads(refs.read_text()), [0, 1, -1, 2]), tmp_path / "perm.json")
+    with pytest.raises(VcfVirtualError, match="filter_columns"):
+        vcfvirtual.open_store(bad)
