@@ -703,7 +703,9 @@ def _max_segment_length(spec: ChunkSpec, seg: _Segment) -> int | None:
     n = seg.records
     if spec.kind in ("contig", "position", "length", "quality"):
         return 4 * n
-    numeric = spec.kind.startswith("genotype") or (spec.kind in ("info", "format") and spec.vcf_type in ("Integer", "Float"))
+    numeric = spec.kind.startswith("genotype") or (
+        spec.kind in ("info", "format") and spec.vcf_type in ("Integer", "Float")
+    )
     if not numeric:
         return None
     if spec.kind.startswith("genotype"):

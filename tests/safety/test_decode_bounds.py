@@ -23,6 +23,7 @@ import struct
 import subprocess
 import sys
 import tracemalloc
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -121,8 +122,10 @@ from vcfvirtual_codec.errors import VcfVirtualError
 outcome = {}
 try:
     ds = xr.open_zarr("reference://", consolidated=False, storage_options={"fo": sys.argv[1]})
-    # The first chunk only: the one the references hold.
-    values = ds[sys.argv[2]][(slice(0, 1),) * ds[sys.argv[2]].ndim].values
+    # One value of the chunk the references hold (the first, or the row given).
+    row = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    array = ds[sys.argv[2]]
+    values = array[(slice(row, row + 1),) + (slice(0, 1),) * (array.ndim - 1)].values
     outcome["result"] = "values"
 except VcfVirtualError as e:
     outcome["result"] = "typed " + type(e).__name__
@@ -136,11 +139,22 @@ print("OUTCOME " + json.dumps(outcome))
 
 
 def plain_read_in_child(refs: Path, name: str) -> dict:
-    """Read ``name`` through plain ``reference://`` in a fresh process: its outcome and
-    peak RSS. A crash is reported as the outcome."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "codec"), os.environ.get("PYTHONPATH", "")])}
+    """Read ``name``'s first chunk through plain ``reference://`` in a fresh process: its
+    outcome and peak RSS. A crash is reported as the outcome."""
+    return plain_read_in_child_at(refs, name, 0)
+
+
+def plain_read_in_child_at(refs: Path, name: str, row: int) -> dict:
+    """As :func:`plain_read_in_child`, reading the chunk holding variant ``row``."""
+    path = os.pathsep.join([str(REPO), str(REPO / "codec"), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(refs), name], env=env, capture_output=True, text=True, timeout=600, check=False
+        [sys.executable, "-c", CHILD, str(refs), name, str(row)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     if proc.returncode != 0:
         return {"result": f"crash (exit {proc.returncode})", "error": proc.stderr[-2000:]}
@@ -205,7 +219,8 @@ def test_gt_summary_claiming_a_huge_mask_is_refused(tmp_path):
     spec = mask_spec(30_000, samples, ploidy)
     honest_looking = seal(spec, 30_000, exact, blosc_header(exact), complete_count=ploidy)
     refused_with_little_memory(honest_looking, spec, "more than any chunk may")
-    refs = save(one_array_refs(mask_spec(n, samples, ploidy), segment, ["variants", "samples", "ploidy"]), tmp_path / "m.json")
+    doc = one_array_refs(mask_spec(n, samples, ploidy), segment, ["variants", "samples", "ploidy"])
+    refs = save(doc, tmp_path / "m.json")
     assert refs.stat().st_size < 30_000
     plain = plain_read_in_child(refs, spec.array)
     assert plain["result"] == "typed ChunkDecodeError", plain
@@ -219,10 +234,12 @@ def test_gt_summary_whose_length_cannot_hold_its_calls_is_refused():
     n, samples, ploidy = 100_000, 100, 2
     spec = mask_spec(n, samples, ploidy)
     length = 5 * n  # room for the counts alone
-    frame = Zstd(level=1).encode(np.zeros(length, np.uint8))  # any frame: it is never read
     segment = seal(spec, n, length, blosc_header(length), complete_count=ploidy)
-    assert len(frame) > 0
-    refused_with_little_memory(segment, spec, "complete|cannot hold")
+    refused_with_little_memory(segment, spec, "every call holds 2 alleles")
+    # The phase flags likewise: every call (un)phased means two alleles or more each.
+    phased = codec_mod.ChunkSpec(**{**spec.to_config(), "kind": "genotype_phased", "shape": [samples]})
+    segment = seal(phased, n, length, blosc_header(length), flags=columns_mod.FLAG_GT_ALL_PHASED)
+    refused_with_little_memory(segment, phased, "phase flags")
 
 
 # ------------------------------------------------------------------ item 2: absent fields
@@ -391,3 +408,73 @@ def test_reordered_filter_map_is_refused_by_open_store(filters_store, tmp_path):
     bad = save(_with_filter_columns(json.loads(refs.read_text()), [0, 1, -1, 2]), tmp_path / "perm.json")
     with pytest.raises(VcfVirtualError, match="filter_columns"):
         vcfvirtual.open_store(bad)
+
+
+# ------------------------------------------------------------------ raw and bgzf layouts
+
+
+@pytest.fixture(scope="module")
+def raw_dp_chunk(tmp_path_factory):
+    """The first call_DP chunk of the fuzz seed in the raw layout (2 whole records), and
+    its codec configuration."""
+    work = tmp_path_factory.mktemp("raw")
+    bcf = bcfdata.fuzz_bcf(work / "seed.bcf")
+    refs = work / "seed.json"
+    cache = work / "seed.cache"
+    vcfvirtual.index(
+        bcf, refs_path=refs, cache_path=cache, variants_chunk_size=2, cache_layout="raw", force=True, progress=False
+    )
+    doc = json.loads(refs.read_text())
+    _, offset, length = doc["refs"]["call_DP/0.0"]
+    config = json.loads(doc["refs"]["call_DP/.zarray"])["filters"][-1]
+    config.pop("id")
+    return cache.read_bytes()[offset : offset + length], config
+
+
+def test_records_claiming_the_most_samples_cannot_justify_gigabytes(raw_dp_chunk, tmp_path):
+    """Raw layout: two records whose 24-bit n_sample claims 16,777,215 samples, as the
+    last chunk of a call_DP redeclared with 30-variant chunks of that many samples. The
+    records' own claims passed the budget (64 bytes per claimed sample and row) and the
+    decode allocated 2 GB of padding before reading a record; the ceiling refuses it."""
+    data, config = raw_dp_chunk
+    buf = np.frombuffer(data, np.uint8).copy()
+    offsets, n, _, _ = codec_mod.records.record_offsets(buf, 2)
+    assert n == 2
+    for at in offsets[:n]:
+        buf[at + codec_mod.records.OFF_N_FMT_SAMPLE : at + codec_mod.records.OFF_N_FMT_SAMPLE + 3] = 0xFF
+    samples = codec_mod.MAX_SAMPLES
+    spec = codec_mod.ChunkSpec(**{**config, "shape": [samples], "chunk_length": 30, "num_records": 32})
+    refused_with_little_memory(buf.tobytes(), spec, "more than any chunk may")
+    refs = save(one_array_refs(spec, buf.tobytes(), ["variants", "samples"]), tmp_path / "claims.json")
+    # The chunk read is the last one, whose two records the references hold.
+    doc = json.loads(refs.read_text())
+    doc["refs"]["call_DP/1.0"] = doc["refs"].pop("call_DP/0.0")
+    save(doc, refs)
+    plain = plain_read_in_child_at(refs, spec.array, 30)
+    assert plain["result"] == "typed ChunkDecodeError", plain
+    assert plain["peak_rss"] < PEAK_RSS, plain
+
+
+BGZF_INPUT = 0xFF00
+
+
+def bgzf_block(data: bytes) -> bytes:
+    """One BGZF block (SAM/BAM spec 4.1) holding ``data``, deflated at zlib's level 9."""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    payload = deflate.compress(data) + deflate.flush()
+    size = 18 + len(payload) + 8
+    header = b"\x1f\x8b\x08\x04" + bytes(4) + b"\x00\xff" + struct.pack("<H2sHH", 6, b"BC", 2, size - 1)
+    return header + payload + struct.pack("<II", zlib.crc32(data), len(data))
+
+
+def test_bgzf_chunk_inflating_past_its_honest_ratio_is_refused_before_inflating():
+    """BGZF layout: 2,100 blocks of 65,280 zeros each (~100 bytes compressed, deflate's
+    best) inflate to 137 MB before the record walk refuses them. The ISIZE fields add up
+    past what 512 bytes per compressed byte allow, so nothing is inflated."""
+    block = bgzf_block(bytes(BGZF_INPUT))
+    data = block * 2_100
+    assert len(data) * 512 < 2_100 * BGZF_INPUT  # deflate's best: ~600 to 1
+    spec = codec_mod.ChunkSpec(
+        array="variant_position", kind="position", dtype="<i4", shape=(), chunk_length=2, num_records=2, layout="bgzf"
+    )
+    refused_with_little_memory(data, spec, "ISIZE fields add up")

@@ -233,9 +233,7 @@ def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
     return spans, total
 
 
-def inflate_chunk(
-    buf: np.ndarray, path=None, buffer: np.ndarray | None = None, limit: int | None = None
-) -> np.ndarray:
+def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None, limit: int | None = None) -> np.ndarray:
     """Inflate a byte range made of whole BGZF blocks (one cache chunk) into one array.
 
     Block boundaries are walked first, so the output's final size is known (the ISIZE
