@@ -133,17 +133,20 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
 # chunk is legitimately much larger than its records when fields are absent (every
 # value then reads missing), so the bound is generous: any decode up to
 # MIN_DECODE_BUDGET, else EXPANSION bytes per record byte, or a few values per sample
-# that the records themselves claim (each record's 24-bit n_sample). Whatever the bytes
-# and the configuration claim, no decode passes MAX_DECODE_BYTES (docs/design.md,
-# "Decode bounds"): absent fields, padding rows and highly compressible frames can make
-# the other rules pass for a chunk of a few bytes, and a shared reference file must not
-# be able to make a reader allocate gigabytes.
+# that the records themselves claim (each record's 24-bit n_sample). Beyond
+# MAX_DECODE_BYTES a decode must also be paid for: PAID_EXPANSION bytes per byte of the
+# chunk as stored, which its author had to supply (docs/design.md, "Decode bounds").
+# Absent fields, padding rows and highly compressible frames make the other rules pass
+# for a chunk of a few bytes; a shared reference file of a few MB must not be able to make
+# a reader allocate gigabytes.
 MIN_DECODE_BUDGET = int(os.environ.get("VCFVIRTUAL_MIN_DECODE_BUDGET", str(128 << 20)))
 EXPANSION = 1024
 BYTES_PER_CLAIMED_SAMPLE = 64
-# 900 MiB: a default chunk's widest honest decode (1,000 variants x 10,000 samples of a
-# 21-value int32 PL) is 840 MB; raising VCFVIRTUAL_MIN_DECODE_BUDGET raises this too.
+# 900 MiB: a default columns chunk's widest honest decode from next to nothing (1,000
+# variants x 10,000 samples of an absent 21-value int16 PL) is 840 MB; raising
+# VCFVIRTUAL_MIN_DECODE_BUDGET raises this too.
 MAX_DECODE_BYTES = max(MIN_DECODE_BUDGET, 900 << 20)
+PAID_EXPANSION = 256
 # The most decompressed bytes one compressed byte may stand for beyond MIN_DECODE_BUDGET
 # (inflated BGZF records, a columns segment without a bound from its shape): Blosc's LZ4
 # gives at most ~255, a BCF's deflate at most 1032 on degenerate data. A reference file
@@ -171,7 +174,9 @@ def _bytes_per_value(spec: ChunkSpec) -> int:
     if spec.kind == "genotype_phased":
         return 4 * spec.ploidy + 2  # per call: int32 alleles, then the phase bit
     if spec.kind in ("info", "format") and spec.vcf_type != "Flag":
-        return 4 + itemsize
+        if spec.layout == "columns" and itemsize <= 4:
+            return 2 * itemsize  # the array's dtype (floats as int32 bits), widened to the block
+        return 8 + itemsize  # int32 values (widened), then narrowed or cast
     if spec.kind in ("contig", "position", "length"):
         return 16 + itemsize  # int32 or int64 working values, then the narrowed chunk
     return max(itemsize, 1)
@@ -187,21 +192,22 @@ def decode_cost(spec: ChunkSpec) -> int:
     return values * _bytes_per_value(spec)
 
 
-def refuse_over_ceiling(spec: ChunkSpec, cost: int, what: str) -> None:
-    """The decode ceiling, whatever backs the decode (see MAX_DECODE_BYTES)."""
-    if cost > MAX_DECODE_BYTES:
+def refuse_over_ceiling(spec: ChunkSpec, cost: int, paid: int, what: str) -> None:
+    """The decode ceiling: past MAX_DECODE_BYTES, a decode costs at most PAID_EXPANSION
+    bytes per byte of the chunk as stored (``paid``), whatever else backs it."""
+    if cost > MAX_DECODE_BYTES and cost > PAID_EXPANSION * paid:
         raise ChunkDecodeError(
             None,
             f"cannot decode {spec.array} chunk: its configuration (chunk {list(spec.chunk_shape)}) would take "
-            f"{cost} bytes to decode {what}, more than any chunk may ({MAX_DECODE_BYTES}; "
-            f"VCFVIRTUAL_MIN_DECODE_BUDGET raises it)",
+            f"{cost} bytes to decode {what}, more than any chunk of {paid} stored bytes may "
+            f"({max(MAX_DECODE_BYTES, PAID_EXPANSION * paid)}; VCFVIRTUAL_MIN_DECODE_BUDGET raises it)",
             hint="the references' codec configuration does not fit the cache; refusing to allocate",
         )
 
 
-def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> None:
+def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, paid: int) -> None:
     cost = decode_cost(spec)
-    refuse_over_ceiling(spec, cost, f"{buf.shape[0]} bytes of records")
+    refuse_over_ceiling(spec, cost, paid, f"{buf.shape[0]} bytes of records")
     if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * buf.shape[0]:
         return
     if spec.kind in SAMPLE_KINDS and offsets.shape[0]:
@@ -224,7 +230,7 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> None
 
 def inflate_limit(compressed: int) -> int:
     """The most bytes ``compressed`` bytes of a chunk may inflate to (see LENGTH_EXPANSION)."""
-    return min(MAX_DECODE_BYTES, max(MIN_DECODE_BUDGET, LENGTH_EXPANSION * compressed))
+    return max(MIN_DECODE_BUDGET, LENGTH_EXPANSION * compressed)
 
 
 # Chunks decode on as many threads at once as there are cores: more only thrash the
@@ -352,7 +358,7 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
                     hint="the cache may not match the references",
                 ) from None
             # Nothing returned is a view of the records, so the buffer can be reused.
-            return _decode_records(inflated, spec)
+            return _decode_records(inflated, spec, paid=buf.shape[0])
         finally:
             if scratch is not None and scratch.shape[0] <= MAX_POOLED_BUFFER_BYTES:
                 with _inflate_buffers_lock:
@@ -360,10 +366,11 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
                         _inflate_buffers.append(scratch)
 
 
-def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
-    """Decode a chunk's whole, uncompressed records."""
+def _decode_records(buf: np.ndarray, spec: ChunkSpec, paid: int | None = None) -> bytes | np.ndarray:
+    """Decode a chunk's whole, uncompressed records (``paid``: the chunk's bytes as stored,
+    when they were compressed)."""
     offsets = _chunk_offsets(buf, spec)
-    _check_budget(buf, offsets, spec)
+    _check_budget(buf, offsets, spec, buf.shape[0] if paid is None else paid)
     full = (spec.chunk_length, *spec.shape)
     kind = spec.kind
 

@@ -46,6 +46,7 @@ from .codec import (
     FLOAT32_FILL,
     MAX_DECODE_BYTES,
     MIN_DECODE_BUDGET,
+    PAID_EXPANSION,
     _check,
     _check_utf8,
     _narrow,
@@ -744,22 +745,23 @@ def _check_length(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:
     and equal to what the compressed frame's header declares. The bound: what a chunk of
     the array's shape can need where the format gives one (the frame then decompresses
     into exactly that many bytes, Zstd and Blosc refusing more), else what the compressed
-    bytes can honestly stand for (:func:`vcfvirtual_codec.codec.inflate_limit`); never
-    more than MAX_DECODE_BYTES."""
+    bytes can honestly stand for (:func:`vcfvirtual_codec.codec.inflate_limit`). Past
+    MAX_DECODE_BYTES, at most PAID_EXPANSION bytes per compressed byte either way."""
     shape_bound = _max_segment_length(spec, seg)
+    ceiling = max(MAX_DECODE_BYTES, PAID_EXPANSION * body.shape[0])
     if not body.shape[0]:
         limit, why = 0, "an empty frame holds nothing"
     elif shape_bound is not None:
-        limit = min(shape_bound, MAX_DECODE_BYTES)
+        limit = min(shape_bound, ceiling)
         why = f"the most a chunk of {seg.records} records of the array's shape can hold is {shape_bound}"
     else:
-        limit = inflate_limit(body.shape[0])
+        limit = min(inflate_limit(body.shape[0]), ceiling)
         why = f"{body.shape[0]} compressed bytes stand for at most {limit}"
     if seg.length > limit:
         raise _refuse(
             spec,
             f"the preamble claims {seg.length} decompressed bytes from {body.shape[0]}, more than "
-            f"the array allows ({why}; at most {MAX_DECODE_BYTES} for any chunk); refusing to allocate",
+            f"the array allows ({why}; at most {ceiling} for a segment of this size); refusing to allocate",
             24,
         )
     if spec.compressor == "zstd":
@@ -821,7 +823,7 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
 
 
-def _check_budget(spec: ChunkSpec, seg: _Segment, length: int) -> None:
+def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int) -> None:
     """The codec's decode budget, with the segment standing for the records: a chunk whose
     output would dwarf its bytes decodes only if its block's samples justify it, and none
     past the ceiling (:func:`vcfvirtual_codec.codec.refuse_over_ceiling`)."""
@@ -831,7 +833,7 @@ def _check_budget(spec: ChunkSpec, seg: _Segment, length: int) -> None:
     least = 4 * seg.records if spec.kind in ("contig", "position", "length", "quality", "allele") else 5 * seg.records
     if length < least:
         raise _refuse(spec, f"{length} bytes of segment cannot hold {seg.records} records")
-    refuse_over_ceiling(spec, cost, f"{length} bytes of segment")
+    refuse_over_ceiling(spec, cost, paid, f"{length} bytes of segment")
     if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * length:
         return
     # As the codec's records claim their samples: a few values per sample of the block and
@@ -883,7 +885,7 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     _check_crc(buf, seg, spec)
     # The preamble's length, checked against the frame's, is what decompresses: the budget
     # is checked once, before anything is allocated.
-    _check_budget(spec, seg, seg.length)
+    _check_budget(spec, seg, seg.length, paid=buf.shape[0])
     if spec.kind in ("genotype_mask", "genotype_phased"):
         # The preamble's claims are covered by the CRC just checked: no decompress needed.
         summary = _genotype_summary(seg, spec)

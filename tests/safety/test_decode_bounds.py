@@ -218,7 +218,7 @@ def test_gt_summary_claiming_a_huge_mask_is_refused(tmp_path):
     exact = 5 * 30_000 + 30_000 * samples * ploidy
     spec = mask_spec(30_000, samples, ploidy)
     honest_looking = seal(spec, 30_000, exact, blosc_header(exact), complete_count=ploidy)
-    refused_with_little_memory(honest_looking, spec, "more than any chunk may")
+    refused_with_little_memory(honest_looking, spec, "more than any chunk of")
     doc = one_array_refs(mask_spec(n, samples, ploidy), segment, ["variants", "samples", "ploidy"])
     refs = save(doc, tmp_path / "m.json")
     assert refs.stat().st_size < 30_000
@@ -444,7 +444,7 @@ def test_records_claiming_the_most_samples_cannot_justify_gigabytes(raw_dp_chunk
         buf[at + codec_mod.records.OFF_N_FMT_SAMPLE : at + codec_mod.records.OFF_N_FMT_SAMPLE + 3] = 0xFF
     samples = codec_mod.MAX_SAMPLES
     spec = codec_mod.ChunkSpec(**{**config, "shape": [samples], "chunk_length": 30, "num_records": 32})
-    refused_with_little_memory(buf.tobytes(), spec, "more than any chunk may")
+    refused_with_little_memory(buf.tobytes(), spec, "more than any chunk of")
     refs = save(one_array_refs(spec, buf.tobytes(), ["variants", "samples"]), tmp_path / "claims.json")
     # The chunk read is the last one, whose two records the references hold.
     doc = json.loads(refs.read_text())
