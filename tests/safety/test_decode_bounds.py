@@ -324,6 +324,19 @@ def test_zstd_frame_of_a_gigabyte_of_zeros_is_refused_before_inflating(tmp_path)
     assert plain["peak_rss"] < PEAK_RSS, plain
 
 
+def test_frames_giving_more_than_the_claimed_length_are_refused_without_it():
+    """The length is bounded by the shape, and the decompression by the length: a true
+    first frame of the 8 bytes two positions need, followed by a second frame of a
+    gigabyte of zeros, is refused by the decompressor writing into the 8-byte buffer
+    (numcodecs counts every frame's content size first), nothing allocated for the rest."""
+    spec = position_spec()
+    values = np.array([99, 199], "<i4").view(np.uint8)
+    frame = bytes(Zstd(level=1).encode(values)) + zstd_rle_frame(1_000_000_000)
+    refused_with_little_memory(seal(spec, 2, 8, frame), spec, "does not decompress")
+    # The same first frame alone: the positions, 1-based.
+    assert codec_mod.decode_chunk(seal(spec, 2, 8, bytes(Zstd(level=1).encode(values))), spec).tolist() == [100, 200]
+
+
 def test_handwritten_zstd_frame_is_one_numcodecs_reads():
     """The crafted frames above are real: numcodecs inflates a small one to its zeros."""
     frame = zstd_rle_frame(300_000, 7) + skippable_frame(10)
@@ -478,3 +491,64 @@ def test_bgzf_chunk_inflating_past_its_honest_ratio_is_refused_before_inflating(
         array="variant_position", kind="position", dtype="<i4", shape=(), chunk_length=2, num_records=2, layout="bgzf"
     )
     refused_with_little_memory(data, spec, "ISIZE fields add up")
+
+
+OPEN_STORE_CHILD = """
+import json, resource, sys
+import xarray as xr
+import vcfvirtual
+from vcfvirtual.errors import VcfVirtualError
+outcome = {}
+try:
+    ds = xr.open_zarr(vcfvirtual.open_store(sys.argv[1]), consolidated=False)
+    ds[sys.argv[2]][:1].values
+    outcome["result"] = "values"
+except VcfVirtualError as e:
+    outcome["result"] = "typed " + type(e).__name__
+    outcome["error"] = str(e)
+except BaseException as e:
+    outcome["result"] = "untyped " + type(e).__name__
+    outcome["error"] = repr(e)[:500]
+outcome["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print("OUTCOME " + json.dumps(outcome))
+"""
+
+
+def test_gt_summary_redeclared_in_a_real_store_is_refused_through_open_store(tmp_path):
+    """Item 1 as the issue found it, through open_store: the seed's call_genotype_mask
+    redeclared as 1,000,000 records x ploidy 100 (its own dimension names, so that xarray
+    opens it) over one inline complete-block segment with a valid CRC32."""
+    bcf = bcfdata.fuzz_bcf(tmp_path / "seed.bcf")
+    refs = tmp_path / "seed.json"
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "seed.cache", variants_chunk_size=2, progress=False)
+    doc = json.loads(refs.read_text())
+    n, ploidy = 1_000_000, 100
+    meta = json.loads(doc["refs"]["call_genotype_mask/.zarray"])
+    config = {k: v for k, v in meta["filters"][-1].items() if k != "id"}
+    config.update(chunk_length=n, num_records=n, ploidy=ploidy, shape=[3, ploidy])
+    spec = codec_mod.ChunkSpec(**config)
+    meta["shape"], meta["chunks"] = [n, 3, ploidy], list(spec.chunk_shape)
+    meta["filters"][-1] = {"id": codec_mod.CODEC_ID, **spec.to_config()}
+    block = spec.samples_chunk_size
+    segment = seal(spec, n, 64 << 20, blosc_header(64 << 20), complete_count=ploidy, block_samples=block)
+    doc["refs"] = {k: v for k, v in doc["refs"].items() if not k.startswith("call_genotype_mask/")}
+    doc["refs"]["call_genotype_mask/.zarray"] = json.dumps(meta)
+    doc["refs"]["call_genotype_mask/.zattrs"] = json.dumps({"_ARRAY_DIMENSIONS": ["v", "s", "p"]})
+    doc["refs"]["call_genotype_mask/0.0.0"] = "base64:" + base64.b64encode(segment).decode()
+    bad = save(doc, tmp_path / "bad.json")
+    path = os.pathsep.join([str(REPO), str(REPO / "codec"), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", OPEN_STORE_CHILD, str(bad), "call_genotype_mask"],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    outcome = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("OUTCOME ")).removeprefix("OUTCOME "))
+    assert outcome["result"].startswith("typed "), outcome
+    assert outcome["peak_rss"] < PEAK_RSS, outcome
+    plain = plain_read_in_child(bad, "call_genotype_mask")
+    assert plain["result"] == "typed ChunkDecodeError", plain
+    assert plain["peak_rss"] < PEAK_RSS, plain
