@@ -31,6 +31,7 @@ segment and every write against the output, whatever the bytes say.
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numba
@@ -823,11 +824,12 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
 
 
-def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int) -> None:
+def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:
     """The codec's decode budget, with the segment standing for the records: a chunk whose
     output would dwarf its bytes decodes only if its block's samples justify it, and none
-    past the ceiling (:func:`vcfvirtual_codec.codec.refuse_over_ceiling`)."""
-    cost = decode_cost(spec)
+    past the ceiling (:func:`vcfvirtual_codec.codec.refuse_over_ceiling`). A GT summary
+    allocates its boolean chunk alone (and the copy widened to the last block)."""
+    cost = 2 * math.prod(spec.chunk_shape) if summary else decode_cost(spec)
     # A segment holds at least a count (and a type) per record, so a preamble claiming
     # more records than its bytes can hold is refused before any output exists.
     least = 4 * seg.records if spec.kind in ("contig", "position", "length", "quality", "allele") else 5 * seg.records
@@ -885,12 +887,11 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     _check_crc(buf, seg, spec)
     # The preamble's length, checked against the frame's, is what decompresses: the budget
     # is checked once, before anything is allocated.
-    _check_budget(spec, seg, seg.length, paid=buf.shape[0])
-    if spec.kind in ("genotype_mask", "genotype_phased"):
+    summary = _summary_answers(seg, spec)
+    _check_budget(spec, seg, seg.length, paid=buf.shape[0], summary=summary)
+    if summary:
         # The preamble's claims are covered by the CRC just checked: no decompress needed.
-        summary = _genotype_summary(seg, spec)
-        if summary is not None:
-            return summary
+        return _genotype_summary(seg, spec)
     # A pooled buffer: a fresh one per chunk costs a page fault per 4 KiB of segment.
     # Every decode below writes fresh arrays, none a view of the segment.
     with pooled_buffer(seg.length) as raw:
@@ -940,22 +941,28 @@ def _padded(block: np.ndarray, spec: ChunkSpec, fill) -> np.ndarray:
     return out
 
 
-def _genotype_summary(seg: _Segment, spec: ChunkSpec) -> np.ndarray | None:
+def _summary_answers(seg: _Segment, spec: ChunkSpec) -> bool:
+    """Whether the preamble says enough of a GT block's calls (FLAG_GT_ALL_PHASED,
+    _NONE_PHASED, the complete count) to give this array's chunk without decompressing."""
+    if spec.kind == "genotype_mask":
+        return seg.complete_count == spec.ploidy
+    return spec.kind == "genotype_phased" and bool(seg.flags & (FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED))
+
+
+def _genotype_summary(seg: _Segment, spec: ChunkSpec) -> np.ndarray:
     """call_genotype_mask or call_genotype_phased of one samples block from what its
-    preamble says of the block's calls (FLAG_GT_ALL_PHASED, _NONE_PHASED, the complete
-    count), as :func:`_decode_genotypes` would decode them; None when it does not say."""
+    preamble says of the block's calls (:func:`_summary_answers`), as
+    :func:`_decode_genotypes` would decode them."""
     n, width = seg.records, seg.block_samples
-    if spec.kind == "genotype_mask" and seg.complete_count == spec.ploidy:
+    if spec.kind == "genotype_mask":
         mask = output_array((spec.chunk_length, width, spec.ploidy), bool)  # reused: no page faults
         mask[:n] = False
         mask[n:] = True  # rows past the records: fill, as the decode pads them
         return _padded(mask, spec, True)
-    if spec.kind == "genotype_phased" and seg.flags & (FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED):
-        phased = output_array((spec.chunk_length, width), bool)
-        phased[:n] = bool(seg.flags & FLAG_GT_ALL_PHASED)
-        phased[n:] = False
-        return _padded(phased, spec, False)
-    return None
+    phased = output_array((spec.chunk_length, width), bool)
+    phased[:n] = bool(seg.flags & FLAG_GT_ALL_PHASED)
+    phased[n:] = False
+    return _padded(phased, spec, False)
 
 
 def _decode_genotypes(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.ndarray:

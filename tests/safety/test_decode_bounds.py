@@ -213,11 +213,12 @@ def test_gt_summary_claiming_a_huge_mask_is_refused(tmp_path):
     segment = seal(spec, n, length, blosc_header(length), complete_count=ploidy, flags=columns_mod.FLAG_GT_SHIFT)
     assert len(segment) < 100
     refused_with_little_memory(segment, spec, "every call holds 100 alleles")
-    # Its length made what the claim needs (177 MB): refused by the decode ceiling instead.
-    # (Below the ceiling such a claim is answered: a mask of at most ~150 MB.)
-    exact = 5 * 30_000 + 30_000 * samples * ploidy
-    spec = mask_spec(30_000, samples, ploidy)
-    honest_looking = seal(spec, 30_000, exact, blosc_header(exact), complete_count=ploidy)
+    # Its length made what the claim needs (590 MB for 100,000 records): refused by the
+    # decode ceiling instead. (Below the ceiling such a claim is answered, as an honest
+    # block's would be: a mask of at most half the ceiling, ~470 MB.)
+    exact = 5 * 100_000 + 100_000 * samples * ploidy
+    spec = mask_spec(100_000, samples, ploidy)
+    honest_looking = seal(spec, 100_000, exact, blosc_header(exact), complete_count=ploidy)
     refused_with_little_memory(honest_looking, spec, "more than any chunk of")
     doc = one_array_refs(mask_spec(n, samples, ploidy), segment, ["variants", "samples", "ploidy"])
     refs = save(doc, tmp_path / "m.json")
