@@ -146,6 +146,9 @@ BYTES_PER_CLAIMED_SAMPLE = 64
 # variants x 10,000 samples of an absent 21-value int16 PL) is 840 MB; raising
 # VCFVIRTUAL_MIN_DECODE_BUDGET raises this too.
 MAX_DECODE_BYTES = max(MIN_DECODE_BUDGET, 900 << 20)
+# Past it, bytes of decode per byte of the chunk as stored: an honest chunk's decode is a
+# few times its records, tens of times its compressed bytes (Blosc'd GT ~250 at most), and
+# 1.5 MB of inline bytes still stop at 384 MiB.
 PAID_EXPANSION = 256
 # The most decompressed bytes one compressed byte may stand for beyond MIN_DECODE_BUDGET
 # (inflated BGZF records, a columns segment without a bound from its shape): Blosc's LZ4
