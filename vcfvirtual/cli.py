@@ -446,16 +446,38 @@ def inspect_command(store, storage_options, verbose):
     help="Show a progress bar over records (default: only when stderr is a terminal).",
 )
 @click.option(
+    "-j",
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes that check chunks in parallel (each reads its chunks of the store and "
+    "their records from the BCF; a BGZF BCF or VCF is needed for more than one).",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="A quick check: compare only N variants chunks chosen at random (the record "
+    "count and the header arrays are still checked whole). Default: every chunk.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    help="Seed of --sample's random choice, to repeat the same check.",
+)
+@click.option(
     "-v",
     "--verbose",
     count=True,
     help="More output: -v lists every array compared; also info (-v) or debug (-vv) logging.",
 )
-def verify_command(store, sources, check, storage_options, progress, verbose):
+def verify_command(store, sources, check, storage_options, progress, workers, sample, seed, verbose):
     """Decode every array of STORE and compare it with htslib's reading of the source BCF.
 
-    The source is read with pysam and encoded the way VCF Zarr 0.3 and bio2zarr store it;
-    the store is read through its references and cache, one variants chunk at a time.
+    The source is read with htslib (through pysam, and its per-sample values as arrays)
+    and encoded the way VCF Zarr 0.3 and bio2zarr store it; the store is read through its
+    references and cache, a few variants chunks at a time, in -j processes.
     Prints one summary line, and a line per differing array (how many values differ,
     the first variant and sample, both values). Exit status 0 when every value is equal,
     1 on any difference or error.
@@ -470,6 +492,9 @@ def verify_command(store, sources, check, storage_options, progress, verbose):
             progress=progress,
             check=check,
             storage_options=_storage_options(storage_options),
+            workers=workers,
+            sample=sample,
+            seed=seed,
         )
     except VcfVirtualError as e:
         _fail(e)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
+import dataclasses
 import math
 import os
 import random
@@ -131,6 +132,11 @@ class VerifyReport:
     notes : tuple of str
         What was not compared and why (e.g. genotypes of records whose GT is not the
         first FORMAT field).
+    sampled : tuple of int, optional
+        The variants chunks a ``sample=`` check compared (indices, ascending); None when
+        every chunk was compared.
+    n_chunks : int
+        Variants chunks in the store.
     """
 
     path: str
@@ -141,6 +147,8 @@ class VerifyReport:
     differences: tuple[ArrayDifference, ...]
     not_compared: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    sampled: tuple[int, ...] | None = None
+    n_chunks: int = 0
 
     @property
     def ok(self) -> bool:
@@ -153,6 +161,8 @@ class VerifyReport:
             f"{self.path}: {self.num_variants} records, {len(self.arrays_compared)} arrays compared with "
             f"htslib's reading of {', '.join(self.sources) or 'no source'}"
         )
+        if self.sampled is not None:
+            head += f" ({len(self.sampled)} of {self.n_chunks} chunks, chosen at random)"
         if self.ok:
             return head + ": all equal"
         problems = []
@@ -282,8 +292,16 @@ class _Verifier:
     def run(self) -> VerifyReport:
         c = self.checker
         spans = self._spans()
-        tasks, n_read, seekable = self._locate(spans)
-        results = self._run_tasks(tasks, seekable)
+        located = _Located(c.setup.sources, spans)
+        if self.workers == 1 and self.sample is None:
+            # One process reading every chunk in order reads the sources straight on:
+            # no pass to find where tasks start.
+            results = self._run_tasks(iter([_Task(s, e, 0, None, 0) for s, e in spans]), 1, len(spans))
+            n_read = sum(r.records for r in results) + c.cursor.count_rest()
+        else:
+            workers = self.workers if located.seekable else 1
+            results = self._run_tasks(located.tasks(), workers, len(spans))
+            n_read = located.records
         found: dict[str, _Found] = {}
         skipped = 0
         rows = []
@@ -295,9 +313,12 @@ class _Verifier:
                     found[name].count += f.count
                 else:
                     found[name] = f
-        chunks = None if self.sample is None else {t.start // c.chunk for t in tasks}
+        chunks = None if self.sample is None else {start // c.chunk for start, _ in spans}
         c.compare_header_arrays(found, rows, chunks)
-        return c.report(found, n_read, skipped)
+        report = c.report(found, n_read, skipped)
+        return dataclasses.replace(
+            report, sampled=None if chunks is None else tuple(sorted(chunks)), n_chunks=-(-c.n_variants // c.chunk)
+        )
 
     def _spans(self) -> list[tuple[int, int]]:
         """[start, stop) of each task: runs of whole chunks, or the sampled chunks."""
@@ -314,61 +335,82 @@ class _Verifier:
         step = per_task * chunk
         return [(s, min(s + step, n)) for s in range(0, n, step)]
 
-    def _locate(self, spans) -> tuple[list[_Task], int, bool]:
-        """One pass over the sources with pysam: htslib's record count, and where each
-        span's first record starts."""
-        wanted = {start: stop for start, stop in spans}
-        tasks = []
-        r = 0
-        seekable = True
-        for si, path in enumerate(self.checker.setup.sources):
-            reader = _open_source(path)
-            try:
-                bgzf = reader.compression == "BGZF"
-                seekable &= bgzf
-                first = r
-                records = iter(reader)
-                while True:
-                    if r in wanted and (not tasks or tasks[-1].start != r):
-                        tasks.append(_Task(r, wanted[r], si, reader.tell() if bgzf else None, r - first))
-                    try:
-                        next(records)
-                    except StopIteration:
-                        break
-                    except (OSError, ValueError) as e:
-                        raise VcfVirtualError(path, f"htslib cannot read a record: {e}") from None
-                    r += 1
-            finally:
-                reader.close()
-            # A span starting exactly at the next file's first record is found there.
-            if tasks and tasks[-1].start == r:
-                tasks.pop()
-        # Spans beyond htslib's records (the store holds more) still compare nothing.
-        return tasks, r, seekable
-
-    def _run_tasks(self, tasks: list[_Task], seekable: bool) -> list[_TaskResult]:
+    def _run_tasks(self, tasks, workers: int, n_tasks: int) -> list[_TaskResult]:
+        """Runs the tasks as they come (the pass that locates them hands each one over as
+        soon as it finds its start, so workers begin at once)."""
         from tqdm.auto import tqdm
 
         from .scan.parallel import executor_for
 
-        workers = min(self.workers, len(tasks)) if seekable else 1
+        workers = max(1, min(workers, n_tasks))
         bar = tqdm(
-            total=sum(t.stop - t.start for t in tasks),
+            total=self.checker.n_variants,
             unit=" records",
             desc="verify",
             disable=None if self.progress is None else not self.progress,
         )
         results = []
         with bar, executor_for(workers) as pool:
-            if workers == 1:
-                futures = [pool.submit(self.checker.check, t) for t in tasks]
-            else:
-                futures = [pool.submit(_check_in_worker, self.checker.setup, t) for t in tasks]
+            futures = []
+            for task in tasks:
+                if workers == 1:
+                    futures.append(pool.submit(self.checker.check, task))
+                else:
+                    futures.append(pool.submit(_check_in_worker, self.checker.setup, task))
             for future in concurrent.futures.as_completed(futures):
                 result = future.result()
                 bar.update(result.records)
                 results.append(result)
         return results
+
+
+class _Located:
+    """One pass over the sources with pysam: htslib's record count (``records``, once
+    ``tasks()`` is exhausted), and where each span's first record starts."""
+
+    def __init__(self, sources: tuple[str, ...], spans: list[tuple[int, int]]):
+        self.sources = sources
+        self.spans = spans
+        self.records = 0
+        self.seekable = True
+        for path in sources:
+            reader = _open_source(path)
+            self.seekable &= reader.compression == "BGZF"
+            reader.close()
+
+    def tasks(self):
+        wanted = dict(self.spans)
+        r = 0
+        pending: _Task | None = None  # found at the end of a file: the next file may start it
+        for si, path in enumerate(self.sources):
+            reader = _open_source(path)
+            try:
+                first = r
+                records = iter(reader)
+                while True:
+                    if r in wanted:
+                        if pending is not None and pending.start != r:
+                            yield pending
+                        pending = None
+                        if self.seekable:
+                            pending = _Task(r, wanted[r], si, reader.tell(), r - first)
+                        else:
+                            pending = _Task(r, wanted[r], si, None, r - first)
+                    try:
+                        next(records)
+                    except StopIteration:
+                        break
+                    except (OSError, ValueError) as e:
+                        raise VcfVirtualError(path, f"htslib cannot read a record: {e}") from None
+                    if pending is not None and pending.start == r:
+                        yield pending
+                        pending = None
+                    r += 1
+            finally:
+                reader.close()
+        # A span starting past htslib's last record has no records to compare: the
+        # record count tells that the store holds more.
+        self.records = r
 
 
 # A worker process opens the store and the sources once, for all its tasks.
@@ -792,6 +834,18 @@ class _Cursor:
             self._open(self.file + 1)
         return None
 
+    def count_rest(self) -> int:
+        """Records after the last one read, to the end of the last source (a source
+        holding more records than the store)."""
+        if self.pysam is None:
+            if self.next_record is not None or not self.sources:
+                return 0
+            self._open(0)
+        n = 0
+        while self.next() is not None:
+            n += 1
+        return n
+
     def _open(self, i: int):
         if i == self.file:
             return
@@ -868,6 +922,8 @@ class _HtsRecords:
         self.rec = self.lib.bcf_init()
         self.buf = ctypes.c_void_p()
         self.size = ctypes.c_int(0)
+        self._key: tuple | None = None
+        self._view = np.zeros((0, 0), dtype=np.int32)
         if not self.hdr or not self.rec:
             self.close()
             raise VcfVirtualError(path, "htslib cannot read the source's header")
@@ -891,14 +947,22 @@ class _HtsRecords:
         )
         if n < 0 or not self.n_samples:
             return None
-        itemsize = 1 if kind == BCF_HT_STR else 4
-        raw = ctypes.string_at(self.buf.value, n * itemsize) if n else b""
         dtype = {BCF_HT_INT: np.int32, BCF_HT_REAL: np.uint32, BCF_HT_STR: np.uint8}[kind]
-        return np.frombuffer(raw, dtype=dtype).reshape(self.n_samples, n // self.n_samples)
+        key = (self.buf.value, n, kind)
+        if key != self._key:
+            # A view of htslib's buffer, made again only when htslib moves it (it grows
+            # it with realloc) or the record's shape changes: records of one shape are
+            # read with no allocation. Valid until the next call; callers copy from it.
+            size = n * np.dtype(dtype).itemsize
+            memory = (ctypes.c_char * size).from_address(self.buf.value) if n else bytearray()
+            self._view = np.frombuffer(memory, dtype=dtype).reshape(self.n_samples, n // self.n_samples)
+            self._key = key
+        return self._view
 
     def close(self):
         lib = self.lib
         if self.buf:
+            self._key, self._view = None, np.zeros((0, 0), dtype=np.int32)
             lib.hts_free(self.buf)
             self.buf = ctypes.c_void_p()
         if getattr(self, "rec", None):
