@@ -5,7 +5,6 @@ one process reading every chunk, against hand-written VCF text read by htslib.""
 from __future__ import annotations
 
 import pysam
-import pytest
 from click.testing import CliRunner
 
 import vcfvirtual
