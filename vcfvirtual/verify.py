@@ -40,6 +40,7 @@ import math
 import os
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
@@ -793,8 +794,8 @@ class _Cursor:
         self.sources = sources
         self.n_samples = n_samples
         self.file = -1
-        self.pysam = None
-        self.records = None
+        self.pysam: Any = None
+        self.records: Any = None
         self.hts: _HtsRecords | None = None
         self.next_record: int | None = None  # the store's index of the next record read
 
@@ -903,7 +904,7 @@ def _htslib():
     return _LIB
 
 
-_LIB = None
+_LIB: ctypes.CDLL | None = None
 
 
 class _HtsRecords:
@@ -992,7 +993,7 @@ class _Found:
 class _Fixed:
     """The fixed columns of ``n`` records, encoded as VCF Zarr 0.3 stores them."""
 
-    def __init__(self, n: int, v: _Verifier):
+    def __init__(self, n: int, v: _Checker):
         self.v = v
         arrays = v.arrays
         self.n_alleles = np.zeros(n, dtype=np.int64)
