@@ -388,6 +388,49 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
     click.echo(f"{out}: cache at {url}", err=True)
 
 
+@main.command("refs")
+@click.argument("store", type=click.Path())
+@click.option(
+    "--format",
+    "refs_format",
+    type=click.Choice(["json", "parquet", "icechunk"]),
+    required=True,
+    help="The references to write: Kerchunk JSON, Kerchunk Parquet (a directory) or an "
+    "Icechunk repository (for a local cache).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(),
+    help="Where to write them. Default: STORE with the format's suffix (.json, .parq, "
+    ".icechunk) in place of its own, e.g. cohort.bcf.vcz.parq next to cohort.bcf.vcz.json.",
+)
+@click.option("--force", is_flag=True, help="Replace references vcfvirtual wrote at the output.")
+@click.option("--storage-options", metavar="JSON", help="fsspec options (a JSON object) for a cache given as a URL.")
+@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+def refs_command(store, refs_format, output, force, storage_options, verbose):
+    """Write the references of STORE (Kerchunk JSON or Parquet that index wrote) in another
+    format, over the same cache.
+
+    No BCF is scanned and the cache is not rewritten: the store's manifests are read back
+    from STORE. The cache must still match its fingerprints (a changed cache is refused:
+    index the BCF again with --force). For example, after vcfvirtual index cohort.bcf:
+    vcfvirtual refs cohort.bcf.vcz.json --format icechunk.
+    """
+    _setup_logging(verbose)
+    from .api import references_from
+
+    names = {"json": "Kerchunk JSON", "parquet": "Kerchunk Parquet", "icechunk": "Icechunk"}
+    try:
+        with _cleanup_on_signals():
+            out = references_from(
+                store, refs_format, output, force=force, storage_options=_storage_options(storage_options)
+            )
+    except (VcfVirtualError, OSError) as e:
+        _fail(e)
+    click.echo(f"wrote  {out}  ({names[refs_format]} references, over the cache of {store})")
+
+
 # --- inspect and verify --------------------------------------------------------------
 
 
