@@ -357,13 +357,48 @@ def _prepare_outputs(plan: IndexPlan) -> None:
             for stale in outputs.remove_stale_temporaries(output):
                 logger.warning("removed %s, left by an index run that was killed", stale)
     if not plan.zero_copy:
-        outputs.refuse_foreign_output(plan.cache_path, outputs.CACHE, force=force, option="cache_path=")
+        try:
+            outputs.refuse_foreign_output(plan.cache_path, outputs.CACHE, force=force, option="cache_path=")
+        except OutputExistsError as e:
+            _hint_other_format(plan, e)
+            raise
     if plan.refs_path is not None:
         outputs.refuse_foreign_output(plan.refs_path, outputs.REFS, force=force, option="refs_path=")
     if plan.remote is not None and not force:
         for url in (plan.remote.cache_url, plan.remote.refs_url):
             if url and storage.exists(url, plan.options.storage_options):
                 raise OutputExistsError(url, "output already exists", hint="pass force=True to overwrite it")
+
+
+def _hint_other_format(plan: IndexPlan, e: OutputExistsError) -> None:
+    """An existing cache refused for references in a format it has none in yet: name the
+    command that writes them from the references it has, over the same cache."""
+    refs = plan.refs_path
+    if refs is None or plan.remote is not None or os.path.lexists(refs) or e.problem != "output already exists":
+        return
+    for other in REFS_FORMATS:
+        sibling = _with_format_suffix(refs, other)
+        if other not in (plan.refs_format, "icechunk") and _references_of(sibling, plan.cache_path):
+            raise OutputExistsError(
+                e.path,
+                f"output already exists, indexed for {sibling}",
+                hint=f"write {plan.refs_format} references over it: vcfvirtual refs {sibling} --format "
+                f"{plan.refs_format}; or pass force=True to index again",
+            ) from None
+
+
+def _references_of(refs: Path, cache: Path) -> bool:
+    """Are ``refs`` vcfvirtual references over the local cache ``cache``?"""
+    from .refs.convert import cache_of
+    from .refs.kerchunk import load_references
+
+    if not outputs.is_vcfvirtual_references(refs):
+        return False
+    try:
+        _, local = cache_of(load_references(refs))
+    except (VcfVirtualError, KeyError, TypeError, ValueError):
+        return False
+    return local is not None and os.path.abspath(local) == os.path.abspath(cache)
 
 
 def _staging(plan: IndexPlan) -> Staging:

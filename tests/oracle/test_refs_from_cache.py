@@ -129,3 +129,20 @@ def test_parquet_references_read_back_whole(small_bcf, tmp_path):
             assert json.loads(from_parquet[key]) == json.loads(value), key
         else:
             assert from_parquet[key] == value, key
+
+
+def test_index_in_another_format_names_the_refs_command(small_bcf, tmp_path):
+    bcf = tmp_path / "c.bcf"
+    bcf.write_bytes(small_bcf.read_bytes())
+    assert CliRunner().invoke(main, ["index", str(bcf)]).exit_code == 0
+    cache = tmp_path / "c.bcf.vcz.cache.columns"
+    before = _stat(cache)
+    refused = CliRunner().invoke(main, ["index", "--format", "parquet", str(bcf)])
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1
+    line = f"vcfvirtual refs {tmp_path / 'c.bcf.vcz.json'} --format parquet"
+    assert line in refused.output and "--force" in refused.output
+    followed = CliRunner().invoke(main, line.split()[1:])
+    assert followed.exit_code == 0, followed.output
+    assert _stat(cache) == before
+    ref = bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", 10_000)  # the same bytes, indexed
+    assert_matches_bio2zarr(_open(tmp_path / "c.bcf.vcz.parq"), ref)

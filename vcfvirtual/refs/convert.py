@@ -157,5 +157,6 @@ def source_format(path: str | os.PathLike[str]) -> str:
 
 def cache_of(refs: KerchunkRefs) -> tuple[str, Path | None]:
     """(the cache's URL as the references record it, its local path or None)."""
-    url = json.loads(refs["refs"][".zattrs"])["vcfvirtual"]["cache"]["url"]
+    attrs = refs["refs"][".zattrs"]
+    url = (json.loads(attrs) if isinstance(attrs, (str, bytes)) else attrs)["vcfvirtual"]["cache"]["url"]
     return url, (Path(url.removeprefix("file://")) if url.startswith("file://") else None)
