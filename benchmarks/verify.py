@@ -6,8 +6,9 @@
 Writes a diploid msprime cohort as a BCF (biallelic sites, with pysam's bundled bcftools:
 nothing outside pip), indexes it once as a warm-up (numba's on-disk cache), then times in
 fresh processes, best of --repeats: `vcfvirtual index --force`, `vcfvirtual verify` in one
-process, with `-j WORKERS`, and `--sample 3`; wall seconds and peak RSS (GNU time when
-installed, else the children's ru_maxrss), and each verify's ratio to the index time.
+process, with `-j WORKERS`, and `--sample 3`; wall seconds, peak resident memory of the
+process and its workers (summed from /proc, Linux), and each verify's ratio to the index
+time.
 `--code DIR` runs another checkout's vcfvirtual (its DIR and DIR/codec first on
 PYTHONPATH), e.g. the commit before a change. Prints one markdown table and the machine's
 load average, which the timings depend on.
@@ -18,8 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
-import shutil
 import subprocess
 import sys
 import time
@@ -50,25 +49,36 @@ def make_cohort(workdir: Path, samples: int, length: float, seed: int) -> Path:
     return bcf
 
 
+def _tree_rss_mb(pid: int) -> float:
+    """Resident MB of ``pid`` and its descendants (worker processes), from /proc; pages a
+    fork shares are counted in each process, so this bounds the true total from above."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
 def timed(cmd: list[str], env: dict) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one run of ``cmd``, run outside any checkout (so
-    ``python -m`` imports the code PYTHONPATH names, not the working directory's)."""
-    gnu_time = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+    """(wall seconds, peak resident MB of the process and its workers) of one run of
+    ``cmd``, sampled from /proc every 20 ms; run outside any checkout, so ``python -m``
+    imports the code PYTHONPATH names, not the working directory's."""
     start = time.perf_counter()
-    if gnu_time:
-        out = subprocess.run(
-            [gnu_time, "-f", "%M", *cmd],
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            cwd="/",
-        )
-        wall = time.perf_counter() - start
-        return wall, int(out.stderr.decode().strip().splitlines()[-1]) / 1024
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/")
+    peak = 0.0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss_mb(proc.pid))
+        time.sleep(0.02)
     wall = time.perf_counter() - start
-    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return wall, peak
 
 
 def best_of(repeats: int, cmd: list[str], env: dict) -> tuple[float, float]:

@@ -51,6 +51,12 @@ INT_MISSING, INT_FILL = -1, -2
 FLOAT_MISSING_BITS, FLOAT_FILL_BITS = 0x7F800001, 0x7F800002
 STR_MISSING, STR_FILL = ".", ""
 
+# A task holds chunks making 1/TASK_SHARE of index's ~64 MiB decoded call_genotype, and
+# a block BLOCK_BYTES of raw htslib values: what a process holds beyond one chunk of each
+# array (a larger chunk is still read whole).
+TASK_SHARE = 4
+BLOCK_BYTES = 16 << 20
+
 # Arrays of the fixed VCF columns, and the arrays derived from the header.
 _FIXED = (
     "variant_contig",
@@ -531,11 +537,14 @@ class _Checker:
         return builders, not_compared
 
     def window_chunks(self) -> int:
-        """Chunks a task may hold: as many as make a decoded call_genotype of about the
-        size ``index`` aims its chunks at (at least one)."""
+        """Chunks a task may hold: as many as make a decoded call_genotype of a quarter of
+        the ~64 MiB ``index`` aims its chunks at (at least one), so stores of small chunks
+        are not read one small chunk per zarr call, and a worker holds little more than
+        one task's chunks of every array."""
         from .manifests.vcf_zarr import default_chunk_length
 
-        return max(1, default_chunk_length(len(self.samples), max(self._ploidy(), 1)) // self.chunk)
+        target = default_chunk_length(len(self.samples), max(self._ploidy(), 1)) // TASK_SHARE
+        return max(1, target // self.chunk)
 
     def _ploidy(self) -> int:
         a = self.arrays.get("call_genotype")
@@ -583,13 +592,13 @@ class _Checker:
         return _TaskResult(task.start, m_total, found, region, skipped)
 
     def _block_length(self) -> int:
-        """Records turned into expected arrays at once: ~32 MiB of htslib's per-sample
-        values (GT and every numeric FORMAT field), at least one record."""
+        """Records turned into expected arrays at once: ~BLOCK_BYTES of htslib's
+        per-sample values (GT and every numeric FORMAT field), at least one record."""
         width = self._ploidy() + 1
         for b in self.builders.values():
             if isinstance(b, _Field) and b.per_sample:
                 width += (b.width or 1) + 1
-        return max(1, (32 << 20) // max(1, 4 * width * max(1, len(self.samples))))
+        return max(1, BLOCK_BYTES // max(1, 4 * width * max(1, len(self.samples))))
 
     def _genotype_dtype(self):
         a = self.arrays.get("call_genotype")
