@@ -5,10 +5,12 @@ one process reading every chunk, against hand-written VCF text read by htslib.""
 from __future__ import annotations
 
 import pysam
+import pytest
 from click.testing import CliRunner
 
 import vcfvirtual
 from vcfvirtual.cli import main
+from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.verify import verify_store
 
 from ... import bcfdata
@@ -177,3 +179,15 @@ def test_cli_workers_sample_and_seed(tmp_path):
     assert CliRunner().invoke(main, args).output == result.output
     bad = CliRunner().invoke(main, ["verify", "--sample", "0", str(refs)])
     assert bad.exit_code == 2
+
+
+def test_a_damaged_cache_read_by_a_worker_is_the_typed_error_naming_it(cohort_bcf, tmp_path):
+    refs = tmp_path / "c.json"
+    cache = tmp_path / "c.cache.bcf"
+    vcfvirtual.index(cohort_bcf, refs_path=refs, cache_path=cache, variants_chunk_size=64, cache_layout="bgzf")
+    data = bytearray(cache.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside a block: its CRC32 no longer matches
+    cache.write_bytes(bytes(data))
+    with pytest.raises(VcfVirtualError) as caught:
+        verify_store(refs, check=False, progress=False, workers=2)
+    assert caught.value.path == str(cache)
