@@ -191,3 +191,12 @@ def test_a_damaged_cache_read_by_a_worker_is_the_typed_error_naming_it(cohort_bc
     with pytest.raises(VcfVirtualError) as caught:
         verify_store(refs, check=False, progress=False, workers=2)
     assert caught.value.path == str(cache)
+
+
+def test_workers_seek_into_the_middle_of_bgzf_blocks(cohort_bcf, tmp_path):
+    """1,500 records, many straddling BGZF blocks: tasks start at records inside blocks."""
+    refs = _index(cohort_bcf, tmp_path, chunk=64)
+    report = verify_store(refs, progress=False, workers=2)
+    assert report.ok and report.num_records == 1500, [d.describe() for d in report.differences]
+    sampled = verify_store(refs, progress=False, workers=2, sample=5, seed=3)
+    assert sampled.ok and len(sampled.sampled) == 5 and sampled.n_chunks == 24
