@@ -930,10 +930,10 @@ class _HtsRecords:
             raise VcfVirtualError(path, "htslib cannot open the source")
         self.hdr = self.lib.bcf_hdr_read(self.fp)
         self.rec = self.lib.bcf_init()
-        self.buf = ctypes.c_void_p()
-        self.size = ctypes.c_int(0)
-        self._key: tuple | None = None
-        self._view = np.zeros((0, 0), dtype=np.int32)
+        # One buffer per kind: htslib counts a buffer's size in values (4 bytes for
+        # GT, Integer, Float) or in bytes (String), so the two must not share one.
+        self.buffers = {kind: (ctypes.c_void_p(), ctypes.c_int(0)) for kind in (BCF_HT_INT, BCF_HT_STR)}
+        self._views: dict[int, tuple[tuple, np.ndarray]] = {}
         if not self.hdr or not self.rec:
             self.close()
             raise VcfVirtualError(path, "htslib cannot read the source's header")
@@ -952,29 +952,32 @@ class _HtsRecords:
     def format(self, tag: str, kind: int) -> np.ndarray | None:
         """(samples, values per sample): int32 (GT, Integer), float32 bits as uint32
         (Float) or bytes (String); None when the record has no such field."""
+        buf, size = self.buffers[BCF_HT_STR if kind == BCF_HT_STR else BCF_HT_INT]
         n = self.lib.bcf_get_format_values(
-            self.hdr, self.rec, tag.encode(), ctypes.byref(self.buf), ctypes.byref(self.size), kind
+            self.hdr, self.rec, tag.encode(), ctypes.byref(buf), ctypes.byref(size), kind
         )
         if n < 0 or not self.n_samples:
             return None
         dtype = {BCF_HT_INT: np.int32, BCF_HT_REAL: np.uint32, BCF_HT_STR: np.uint8}[kind]
-        key = (self.buf.value, n, kind)
-        if key != self._key:
+        key = (buf.value, n)
+        cached = self._views.get(kind)
+        if cached is None or cached[0] != key:
             # A view of htslib's buffer, made again only when htslib moves it (it grows
             # it with realloc) or the record's shape changes: records of one shape are
             # read with no allocation. Valid until the next call; callers copy from it.
-            size = n * np.dtype(dtype).itemsize
-            memory = (ctypes.c_char * size).from_address(self.buf.value) if n else bytearray()
-            self._view = np.frombuffer(memory, dtype=dtype).reshape(self.n_samples, n // self.n_samples)
-            self._key = key
-        return self._view
+            nbytes = n * np.dtype(dtype).itemsize
+            memory = (ctypes.c_char * nbytes).from_address(buf.value) if n else bytearray()
+            cached = (key, np.frombuffer(memory, dtype=dtype).reshape(self.n_samples, n // self.n_samples))
+            self._views[kind] = cached
+        return cached[1]
 
     def close(self):
         lib = self.lib
-        if self.buf:
-            self._key, self._view = None, np.zeros((0, 0), dtype=np.int32)
-            lib.hts_free(self.buf)
-            self.buf = ctypes.c_void_p()
+        self._views.clear()
+        for buf, _ in getattr(self, "buffers", {}).values():
+            if buf:
+                lib.hts_free(buf)
+                buf.value = None
         if getattr(self, "rec", None):
             lib.bcf_destroy(self.rec)
             self.rec = None
@@ -1234,6 +1237,9 @@ class _Field:
                     self.present[i] = True
                     self.count[i], _ = self._count(len(rec.alleles or ()))
                 return calls
+            raw = hts.format(self.key, BCF_HT_STR)
+            if raw is not None and self._put_strings(i, raw):
+                return calls
             if calls is None:
                 calls = list(rec.samples.values())
             for j, c in enumerate(calls):
@@ -1252,6 +1258,26 @@ class _Field:
             return calls
         self._put((i,), value)
         return calls
+
+    def _put_strings(self, i: int, raw: np.ndarray) -> bool:
+        """Record ``i``'s FORMAT strings of every sample from htslib's bytes (each call's
+        bytes up to its trailing NULs), when every call holds one plain ASCII value (no
+        comma, not empty, not htslib's missing 0x07): each then reads as pysam reads it,
+        the value itself. Returns False, leaving the record to pysam, otherwise."""
+        if raw.shape[1] == 0 or (raw >= 0x80).any() or (raw == ord(",")).any():
+            return False
+        if ((raw[:, 0] == 0) | (raw[:, 0] == 7)).any():
+            return False
+        # Character fields are <U1, as bio2zarr writes them (docs/design.md): a longer
+        # value keeps its first character.
+        first = raw[:, :1] if self.type == "Character" else raw
+        text = np.ascontiguousarray(first).view(f"S{first.shape[1]}")[:, 0].astype(str).astype(object)
+        if self.width is None:
+            self.values[i] = text
+        else:
+            self.values[i][:, 0] = text
+            self.values[i][:, 1:] = STR_FILL
+        return True
 
     def _count(self, n_alleles: int) -> tuple[int, bool]:
         """pysam's (value count, scalar) for this FORMAT field in a record of

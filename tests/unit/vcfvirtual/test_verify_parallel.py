@@ -200,3 +200,34 @@ def test_workers_seek_into_the_middle_of_bgzf_blocks(cohort_bcf, tmp_path):
     assert report.ok and report.num_records == 1500, [d.describe() for d in report.differences]
     sampled = verify_store(refs, progress=False, workers=2, sample=5, seed=3)
     assert sampled.ok and len(sampled.sampled) == 5 and sampled.n_chunks == 24
+
+
+STRINGS_HEADER = (
+    bcfdata.HEADER
+    + """##FORMAT=<ID=FT,Number=1,Type=String,Description="Sample filter">
+##FORMAT=<ID=XS,Number=2,Type=String,Description="Two strings">
+##FORMAT=<ID=C,Number=1,Type=Character,Description="One character">
+"""
+)
+
+# FORMAT strings plain (read from htslib's bytes) and not (commas, missing, empty: pysam).
+STRING_RECORDS = [
+    "chr1\t100\t.\tA\tT\t.\t.\t.\tGT:FT:XS:C\t0/1:PASS:ab,c:x\t1/1:lowq:d:yz\t./.:.:.:.",
+    "chr1\t200\t.\tA\tC\t.\t.\t.\tGT:FT:XS:C\t0/1:PASS:ab:x\t1/1:lowq:cd:y\t0/0:q:e:z",
+    "chr1\t300\t.\tA\tG\t.\t.\t.\tGT:FT:C\t0/1:a,b:x\t1/1\t0/0:PASS:w",
+]
+
+
+def test_format_strings_equal_htslib(tmp_path):
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(STRING_RECORDS, header=STRINGS_HEADER), tmp_path / "s.bcf", index=False)
+    refs = _index(bcf, tmp_path, chunk=2)
+    report = verify_store(refs, progress=False, workers=2)
+    assert report.ok, [d.describe() for d in report.differences]
+    assert {"call_FT", "call_XS", "call_C"} <= set(report.arrays_compared)
+    changed = list(STRING_RECORDS)
+    changed[1] = changed[1].replace("1/1:lowq:cd:y", "1/1:lowr:cd:y")
+    altered = bcfdata.write_bcf(bcfdata.vcf_text(changed, header=STRINGS_HEADER), tmp_path / "a.bcf", index=False)
+    found = {d.name: d for d in verify_store(refs, source=altered, progress=False).differences}
+    assert set(found) == {"call_FT"}
+    assert (found["call_FT"].first_variant, found["call_FT"].first_sample) == (1, 1)
+    assert (found["call_FT"].ours, found["call_FT"].expected) == ("'lowq'", "'lowr'")
