@@ -1186,7 +1186,7 @@ class _Field:
     """An INFO (``variant_<name>``) or FORMAT (``call_<name>``) field of a block's records:
     the store array's expected values. INFO values come from pysam per record; numeric
     FORMAT values from htslib's array of every sample, read as pysam reads one sample's
-    value; FORMAT strings from pysam per sample."""
+    value; FORMAT strings from htslib's bytes when plain, else from pysam per sample."""
 
     def __init__(self, name: str, key: str, vcf_type: str, tail: tuple, per_sample: bool, number=None):
         self.name = name
