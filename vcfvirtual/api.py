@@ -29,7 +29,7 @@ from .cache.base import CacheRanges
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.raw import raw_ranges
 from .cache.write import write_cache_partitioned, write_cache_serial
-from .errors import OutputExistsError, OutputWriteError, StaleCacheError
+from .errors import OutputExistsError, OutputWriteError, StaleCacheError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
 from .io.staging import Staging
@@ -47,6 +47,7 @@ __all__ = [
     "index",
     "index_with_summary",
     "local_registry",
+    "references_from",
     "references_path",
 ]
 
@@ -271,6 +272,107 @@ def _index(
     return ManifestStore(group, registry=_registry(plan)), summary
 
 
+def references_from(
+    refs_path: str | os.PathLike[str],
+    refs_format: str,
+    output: str | os.PathLike[str] | None = None,
+    *,
+    force: bool = False,
+    storage_options: dict | None = None,
+) -> Path:
+    """Write the references of an indexed store in another format, over the same cache:
+    the store's manifests are read back from its Kerchunk JSON or Parquet references;
+    the BCF is not scanned and the cache is only read (to check its fingerprint).
+
+    Parameters
+    ----------
+    refs_path : str or path
+        Kerchunk JSON or Kerchunk Parquet references that ``index`` wrote.
+    refs_format : {"json", "parquet", "icechunk"}
+        The format to write (Icechunk: for a local cache, so far).
+    output : str, path or None
+        Where; default ``refs_path`` with its format's suffix (``.json``, ``.parq``,
+        ``.icechunk``) in place of the one it has.
+    force : bool
+        Replace references vcfvirtual wrote at ``output``.
+    storage_options : dict or None
+        fsspec options for a cache given as a URL.
+
+    Returns
+    -------
+    Path
+        The references written.
+
+    Raises
+    ------
+    StaleCacheError
+        The cache, or a source still reachable, changed since the references were
+        written: they are not copied; index the BCF again.
+    OutputExistsError
+        ``output`` exists (without ``force``), or is not vcfvirtual references.
+    VcfVirtualError
+        Icechunk references as input, an unknown format, or references that are not a
+        vcfvirtual store's.
+    """
+    from .refs import convert
+    from .refs.open import open_store
+
+    source = Path(refs_path)
+    if refs_format not in REFS_FORMATS:
+        raise VcfVirtualError(source, f"unknown references format {refs_format!r} (one of {', '.join(REFS_FORMATS)})")
+    if convert.source_format(source) == "icechunk":
+        raise VcfVirtualError(
+            source,
+            "references are read from Kerchunk JSON or Parquet, not Icechunk, so far",
+            hint="give the JSON or Parquet references of the same cache",
+        )
+    out = Path(output) if output is not None else _with_format_suffix(source, refs_format)
+    if out.resolve() == source.resolve():
+        raise VcfVirtualError(source, f"already {refs_format} references", hint="name another output (refs_path=)")
+    try:
+        open_store(source, check=True, storage_options=storage_options)
+    except StaleCacheError as e:
+        raise StaleCacheError(
+            e.path,
+            e.problem,
+            offset=e.offset,
+            hint="its references are not copied: index the BCF again with force=True",
+        ) from None
+    for stale in outputs.remove_stale_temporaries(out):
+        logger.warning("removed %s, left by a run that was killed", stale)
+    outputs.refuse_foreign_output(out, outputs.REFS, force=force, option="refs_path=")
+    refs = convert.load_all_references(source)
+    group = convert.manifest_group(refs, source)
+    url, local = convert.cache_of(refs)
+    if refs_format == "icechunk" and local is None:
+        raise VcfVirtualError(
+            source,
+            f"Icechunk output reads local caches only, so far; this cache is at {url}",
+            hint="write refs_format='json'",
+        )
+    tmp = outputs.temporary_name(out)
+    try:
+        write_references(group, tmp, out, refs_format, None, local or Path(url.rsplit("/", 1)[-1]), url)
+        outputs.replace_output(tmp, out)
+    except BaseException:
+        _remove(tmp)
+        raise
+    return out
+
+
+def _with_format_suffix(path: Path, refs_format: str) -> Path:
+    """``cohort.bcf.vcz.json`` -> ``cohort.bcf.vcz.parq``: the format's suffix in place of
+    a references suffix the name ends with (added otherwise)."""
+    from .plan import REFS_SUFFIXES
+
+    name = path.name
+    for suffix in REFS_SUFFIXES.values():
+        if name.endswith(suffix):
+            name = name.removesuffix(suffix)
+            break
+    return path.with_name(name + REFS_SUFFIXES[refs_format])
+
+
 def _scan_inputs(plan: IndexPlan) -> list[Path]:
     # as_bcf passes a remote BCF's URL through untouched (the cache stage streams it);
     # its annotation names local paths only.
@@ -287,13 +389,48 @@ def _prepare_outputs(plan: IndexPlan) -> None:
             for stale in outputs.remove_stale_temporaries(output):
                 logger.warning("removed %s, left by an index run that was killed", stale)
     if not plan.zero_copy:
-        outputs.refuse_foreign_output(plan.cache_path, outputs.CACHE, force=force, option="cache_path=")
+        try:
+            outputs.refuse_foreign_output(plan.cache_path, outputs.CACHE, force=force, option="cache_path=")
+        except OutputExistsError as e:
+            _hint_other_format(plan, e)
+            raise
     if plan.refs_path is not None:
         outputs.refuse_foreign_output(plan.refs_path, outputs.REFS, force=force, option="refs_path=")
     if plan.remote is not None and not force:
         for url in (plan.remote.cache_url, plan.remote.refs_url):
             if url and storage.exists(url, plan.options.storage_options):
                 raise OutputExistsError(url, "output already exists", hint="pass force=True to overwrite it")
+
+
+def _hint_other_format(plan: IndexPlan, e: OutputExistsError) -> None:
+    """An existing cache refused for references in a format it has none in yet: name the
+    command that writes them from the references it has, over the same cache."""
+    refs = plan.refs_path
+    if refs is None or plan.remote is not None or os.path.lexists(refs) or e.problem != "output already exists":
+        return
+    for other in REFS_FORMATS:
+        sibling = _with_format_suffix(refs, other)
+        if other not in (plan.refs_format, "icechunk") and _references_of(sibling, plan.cache_path):
+            raise OutputExistsError(
+                e.path,
+                f"output already exists, indexed for {sibling}",
+                hint=f"write {plan.refs_format} references over it: vcfvirtual refs {sibling} --format "
+                f"{plan.refs_format}; or pass force=True to index again",
+            ) from None
+
+
+def _references_of(refs: Path, cache: Path) -> bool:
+    """Are ``refs`` vcfvirtual references over the local cache ``cache``?"""
+    from .refs.convert import cache_of
+    from .refs.kerchunk import load_references
+
+    if not outputs.is_vcfvirtual_references(refs):
+        return False
+    try:
+        _, local = cache_of(load_references(refs))
+    except (VcfVirtualError, KeyError, TypeError, ValueError):
+        return False
+    return local is not None and os.path.abspath(local) == os.path.abspath(cache)
 
 
 def _staging(plan: IndexPlan) -> Staging:

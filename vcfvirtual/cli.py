@@ -440,6 +440,49 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
     click.echo(f"{out}: cache at {url}", err=True)
 
 
+@main.command("refs")
+@click.argument("store", type=click.Path())
+@click.option(
+    "--format",
+    "refs_format",
+    type=click.Choice(["json", "parquet", "icechunk"]),
+    required=True,
+    help="The references to write: Kerchunk JSON, Kerchunk Parquet (a directory) or an "
+    "Icechunk repository (for a local cache).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(),
+    help="Where to write them. Default: STORE with the format's suffix (.json, .parq, "
+    ".icechunk) in place of its own, e.g. cohort.bcf.vcz.parq next to cohort.bcf.vcz.json.",
+)
+@click.option("--force", is_flag=True, help="Replace references vcfvirtual wrote at the output.")
+@click.option("--storage-options", metavar="JSON", help="fsspec options (a JSON object) for a cache given as a URL.")
+@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+def refs_command(store, refs_format, output, force, storage_options, verbose):
+    """Write the references of STORE (Kerchunk JSON or Parquet that index wrote) in another
+    format, over the same cache.
+
+    No BCF is scanned and the cache is not rewritten: the store's manifests are read back
+    from STORE. The cache must still match its fingerprints (a changed cache is refused:
+    index the BCF again with --force). For example, after vcfvirtual index cohort.bcf:
+    vcfvirtual refs cohort.bcf.vcz.json --format icechunk.
+    """
+    _setup_logging(verbose)
+    from .api import references_from
+
+    names = {"json": "Kerchunk JSON", "parquet": "Kerchunk Parquet", "icechunk": "Icechunk"}
+    try:
+        with _cleanup_on_signals():
+            out = references_from(
+                store, refs_format, output, force=force, storage_options=_storage_options(storage_options)
+            )
+    except (VcfVirtualError, OSError) as e:
+        _fail(e)
+    click.echo(f"wrote  {out}  ({names[refs_format]} references, over the cache of {store})")
+
+
 # --- inspect and verify --------------------------------------------------------------
 
 
@@ -509,16 +552,38 @@ def inspect_command(store, samples, storage_options, verbose):
     help="Show a progress bar over records (default: only when stderr is a terminal).",
 )
 @click.option(
+    "-j",
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes that check chunks in parallel (each reads its chunks of the store and "
+    "their records from the BCF; a BGZF BCF or VCF is needed for more than one).",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="A quick check: compare only N variants chunks chosen at random (the record "
+    "count and the header arrays are still checked whole). Default: every chunk.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    help="Seed of --sample's random choice, to repeat the same check.",
+)
+@click.option(
     "-v",
     "--verbose",
     count=True,
     help="More output: -v lists every array compared; also info (-v) or debug (-vv) logging.",
 )
-def verify_command(store, sources, check, storage_options, progress, verbose):
+def verify_command(store, sources, check, storage_options, progress, workers, sample, seed, verbose):
     """Decode every array of STORE and compare it with htslib's reading of the source BCF.
 
-    The source is read with pysam and encoded the way VCF Zarr 0.3 and bio2zarr store it;
-    the store is read through its references and cache, one variants chunk at a time.
+    The source is read with htslib (through pysam, and its per-sample values as arrays)
+    and encoded the way VCF Zarr 0.3 and bio2zarr store it; the store is read through its
+    references and cache, a few variants chunks at a time, in -j processes.
     Prints one summary line, and a line per differing array (how many values differ,
     the first variant and sample, both values). Exit status 0 when every value is equal,
     1 on any difference or error.
@@ -533,6 +598,9 @@ def verify_command(store, sources, check, storage_options, progress, verbose):
             progress=progress,
             check=check,
             storage_options=_storage_options(storage_options),
+            workers=workers,
+            sample=sample,
+            seed=seed,
         )
     except VcfVirtualError as e:
         _fail(e)

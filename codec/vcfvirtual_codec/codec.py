@@ -133,27 +133,84 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
 # chunk is legitimately much larger than its records when fields are absent (every
 # value then reads missing), so the bound is generous: any decode up to
 # MIN_DECODE_BUDGET, else EXPANSION bytes per record byte, or a few values per sample
-# that the records themselves claim (each record's 24-bit n_sample).
+# that the records themselves claim (each record's 24-bit n_sample). Beyond
+# MAX_DECODE_BYTES a decode must also be paid for: PAID_EXPANSION bytes per byte of the
+# chunk as stored, which its author had to supply (docs/design.md, "Decode bounds").
+# Absent fields, padding rows and highly compressible frames make the other rules pass
+# for a chunk of a few bytes; a shared reference file of a few MB must not be able to make
+# a reader allocate gigabytes.
 MIN_DECODE_BUDGET = int(os.environ.get("VCFVIRTUAL_MIN_DECODE_BUDGET", str(128 << 20)))
 EXPANSION = 1024
 BYTES_PER_CLAIMED_SAMPLE = 64
+# 900 MiB: a default columns chunk's widest honest decode from next to nothing (1,000
+# variants x 10,000 samples of an absent 21-value int16 PL) is 840 MB; raising
+# VCFVIRTUAL_MIN_DECODE_BUDGET raises this too.
+MAX_DECODE_BYTES = max(MIN_DECODE_BUDGET, 900 << 20)
+# Past it, bytes of decode per byte of the chunk as stored: an honest chunk's decode is a
+# few times its records, tens of times its compressed bytes (Blosc'd GT ~250 at most), and
+# 1.5 MB of inline bytes still stop at 384 MiB.
+PAID_EXPANSION = 256
+# The most decompressed bytes one compressed byte may stand for beyond MIN_DECODE_BUDGET
+# (inflated BGZF records, a columns segment without a bound from its shape): Blosc's LZ4
+# gives at most ~255, a BCF's deflate at most 1032 on degenerate data. A reference file
+# under 2 MB (1.5 MB of base64 inline bytes) thus inflates to 768 MiB at most.
+LENGTH_EXPANSION = 512
 _SPAN_KINDS = ("id", "id_mask", "allele")
 
 
-def _decode_cost(spec: ChunkSpec) -> int:
-    """Bytes a decode of one chunk allocates at most (outputs and working arrays)."""
-    per_row = 1
-    for x in spec.shape:
-        per_row *= x
+def is_string_spec(spec: ChunkSpec) -> bool:
+    """Whether a decode of this array makes string spans (IDs, alleles, String and
+    Character fields), whose output size the shape does not bound."""
+    return spec.kind in _SPAN_KINDS or (spec.kind in ("info", "format") and spec.vcf_type in ("String", "Character"))
+
+
+def _bytes_per_value(spec: ChunkSpec) -> int:
+    """Bytes a decode allocates per value of the decoded chunk: its output and the working
+    arrays behind it (int32 values narrowed after, int64 spans then vlen-utf8 items)."""
+    itemsize = np.dtype(spec.dtype).itemsize if spec.dtype != "str" else 0
+    if is_string_spec(spec):
+        return 24  # int64 start and length, then at least 4 bytes of vlen-utf8 (+ the text)
+    if spec.kind == "genotype":
+        return 2 * itemsize  # the chunk, and its copy widened to the last samples block
+    if spec.kind == "genotype_mask":
+        return 6  # int32 alleles, then the mask (and its widened copy)
     if spec.kind == "genotype_phased":
-        per_row *= spec.ploidy + 1  # alleles decoded alongside the phase bits
-    strings = spec.kind in _SPAN_KINDS or (spec.kind in ("info", "format") and spec.vcf_type in ("String", "Character"))
-    # spans: int64 start and length, then the vlen-utf8 bytes; numbers: int32 + a cast.
-    return spec.chunk_length * max(per_row, 1) * (24 if strings else 8)
+        return 4 * spec.ploidy + 2  # per call: int32 alleles, then the phase bit
+    if spec.kind in ("info", "format") and spec.vcf_type != "Flag":
+        if spec.layout == "columns" and itemsize <= 4:
+            return 2 * itemsize  # the array's dtype (floats as int32 bits), widened to the block
+        return 8 + itemsize  # int32 values (widened), then narrowed or cast
+    if spec.kind in ("contig", "position", "length"):
+        return 16 + itemsize  # int32 or int64 working values, then the narrowed chunk
+    return max(itemsize, 1)
 
 
-def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> None:
-    cost = _decode_cost(spec)
+def decode_cost(spec: ChunkSpec) -> int:
+    """Bytes a decode of one chunk allocates at most (outputs and working arrays), from the
+    decoded chunk's shape (:attr:`ChunkSpec.chunk_shape`; per call for the phased array)."""
+    shape = spec.chunk_shape[:2] if spec.kind == "genotype_phased" else spec.chunk_shape
+    values = 1
+    for x in shape:
+        values *= max(x, 1)
+    return values * _bytes_per_value(spec)
+
+
+def refuse_over_ceiling(spec: ChunkSpec, cost: int, paid: int, what: str) -> None:
+    """The decode ceiling: past MAX_DECODE_BYTES, a decode costs at most PAID_EXPANSION
+    bytes per byte of the chunk as stored (``paid``), whatever else backs it."""
+    if cost > MAX_DECODE_BYTES and cost > PAID_EXPANSION * paid:
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: its configuration (chunk {list(spec.chunk_shape)}) would take "
+            f"{cost} bytes to decode {what}, more than any chunk of {paid} stored bytes may "
+            f"({max(MAX_DECODE_BYTES, PAID_EXPANSION * paid)}; VCFVIRTUAL_MIN_DECODE_BUDGET raises it)",
+            hint="the references' codec configuration does not fit the cache; refusing to allocate",
+        )
+
+
+def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, paid: int) -> None:
+    cost = decode_cost(spec)
+    refuse_over_ceiling(spec, cost, paid, f"{buf.shape[0]} bytes of records")
     if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * buf.shape[0]:
         return
     if spec.kind in SAMPLE_KINDS and offsets.shape[0]:
@@ -172,6 +229,11 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> None
         f"{buf.shape[0]} bytes of records",
         hint="the references' codec configuration does not fit the cache; refusing to allocate",
     )
+
+
+def inflate_limit(compressed: int) -> int:
+    """The most bytes ``compressed`` bytes of a chunk may inflate to (see LENGTH_EXPANSION)."""
+    return max(MIN_DECODE_BUDGET, LENGTH_EXPANSION * compressed)
 
 
 # Chunks decode on as many threads at once as there are cores: more only thrash the
@@ -288,7 +350,7 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
             scratch = _inflate_buffers.pop() if _inflate_buffers else None
         try:
             try:
-                inflated = bgzf.inflate_chunk(buf, buffer=scratch)
+                inflated = bgzf.inflate_chunk(buf, buffer=scratch, limit=inflate_limit(buf.shape[0]))
                 if inflated.base is None:  # too big for the pooled buffer: it replaces it
                     scratch = inflated
             except VcfVirtualError as e:
@@ -299,7 +361,7 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
                     hint="the cache may not match the references",
                 ) from None
             # Nothing returned is a view of the records, so the buffer can be reused.
-            return _decode_records(inflated, spec)
+            return _decode_records(inflated, spec, paid=buf.shape[0])
         finally:
             if scratch is not None and scratch.shape[0] <= MAX_POOLED_BUFFER_BYTES:
                 with _inflate_buffers_lock:
@@ -307,14 +369,16 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
                         _inflate_buffers.append(scratch)
 
 
-def _decode_records(buf: np.ndarray, spec: ChunkSpec) -> bytes | np.ndarray:
-    """Decode a chunk's whole, uncompressed records."""
+def _decode_records(buf: np.ndarray, spec: ChunkSpec, paid: int | None = None) -> bytes | np.ndarray:
+    """Decode a chunk's whole, uncompressed records (``paid``: the chunk's bytes as stored,
+    when they were compressed)."""
     if spec.kind in LOCAL_KINDS:  # derived from GT (and AD or PL) of the same records
         from .local_alleles import decode_local_records
 
-        return decode_local_records(buf, spec, _decode_records)
+        # Each source array's decode is bounded by the same stored bytes.
+        return decode_local_records(buf, spec, lambda records, source: _decode_records(records, source, paid))
     offsets = _chunk_offsets(buf, spec)
-    _check_budget(buf, offsets, spec)
+    _check_budget(buf, offsets, spec, buf.shape[0] if paid is None else paid)
     full = (spec.chunk_length, *spec.shape)
     kind = spec.kind
 

@@ -31,6 +31,7 @@ segment and every write against the output, whatever the bytes say.
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numba
@@ -44,12 +45,17 @@ from .codec import (
     BYTES_PER_CLAIMED_SAMPLE,
     EXPANSION,
     FLOAT32_FILL,
+    MAX_DECODE_BYTES,
     MIN_DECODE_BUDGET,
+    PAID_EXPANSION,
     _check,
     _check_utf8,
     _narrow,
+    decode_cost,
+    inflate_limit,
     output_array,
     pooled_buffer,
+    refuse_over_ceiling,
 )
 from .errors import ChunkDecodeError
 from .spec import LOCAL_KINDS, ChunkSpec
@@ -691,24 +697,26 @@ class _Segment:
             )
 
 
-def _max_segment_length(spec: ChunkSpec, seg: _Segment) -> int:
-    """The longest segment the configuration allows: a bound where the format gives one
-    (fixed columns; numeric typed columns, whose counts are at most the array's width),
-    else MIN_DECODE_BUDGET."""
+def _max_segment_length(spec: ChunkSpec, seg: _Segment) -> int | None:
+    """The longest segment the format allows for this array's chunk, where it gives one:
+    fixed columns hold 4 bytes a record; numeric typed columns a count and a type per
+    record, then at most the array's width of values of at most 4 bytes per sample (the
+    kernels refuse a longer count). None for the kinds whose values have no such bound
+    (strings, IDs, alleles, FILTER keys, Flags)."""
     n = seg.records
     if spec.kind in ("contig", "position", "length", "quality"):
         return 4 * n
     numeric = spec.kind.startswith("genotype") or (
-        spec.kind in ("info", "format") and spec.vcf_type in ("Integer", "Float", "Flag")
+        spec.kind in ("info", "format") and spec.vcf_type in ("Integer", "Float")
     )
     if not numeric:
-        return MIN_DECODE_BUDGET
+        return None
     if spec.kind.startswith("genotype"):
         width = spec.ploidy
     else:  # the values dimension, after the samples one of a FORMAT field
         width = spec.shape[-1] if len(spec.shape) == (2 if spec.kind == "format" else 1) else 1
     vectors = seg.block_samples if spec.samples_chunk_size else 1
-    return max(5 * n + n * max(width, 1) * 4 * vectors, MIN_DECODE_BUDGET)
+    return 5 * n + n * max(width, 1) * 4 * vectors
 
 
 def zstd_content_size(frame: np.ndarray) -> int | None:
@@ -736,13 +744,26 @@ def blosc_sizes(frame: np.ndarray) -> tuple[int | None, int | None]:
 
 def _check_length(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:
     """The preamble's decompressed length, bounded before anything is allocated for it,
-    and equal to what the compressed frame's header declares."""
-    limit = max(_max_segment_length(spec, seg), EXPANSION * body.shape[0]) if body.shape[0] else 0
+    and equal to what the compressed frame's header declares. The bound: what a chunk of
+    the array's shape can need where the format gives one (the frame then decompresses
+    into exactly that many bytes, Zstd and Blosc refusing more), else what the compressed
+    bytes can honestly stand for (:func:`vcfvirtual_codec.codec.inflate_limit`). Past
+    MAX_DECODE_BYTES, at most PAID_EXPANSION bytes per compressed byte either way."""
+    shape_bound = _max_segment_length(spec, seg)
+    ceiling = max(MAX_DECODE_BYTES, PAID_EXPANSION * body.shape[0])
+    if not body.shape[0]:
+        limit, why = 0, "an empty frame holds nothing"
+    elif shape_bound is not None:
+        limit = min(shape_bound, ceiling)
+        why = f"the most a chunk of {seg.records} records of the array's shape can hold is {shape_bound}"
+    else:
+        limit = min(inflate_limit(body.shape[0]), ceiling)
+        why = f"{body.shape[0]} compressed bytes stand for at most {limit}"
     if seg.length > limit:
         raise _refuse(
             spec,
-            f"the preamble claims {seg.length} decompressed bytes from {body.shape[0]}, more than the "
-            f"array's configuration allows ({limit}); refusing to allocate",
+            f"the preamble claims {seg.length} decompressed bytes from {body.shape[0]}, more than "
+            f"the array allows ({why}; at most {ceiling} for a segment of this size); refusing to allocate",
             24,
         )
     if spec.compressor == "zstd":
@@ -757,6 +778,32 @@ def _check_length(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:
             spec,
             f"the preamble says {seg.length} decompressed bytes, the {spec.compressor} frame {what}",
             PREAMBLE.size,
+        )
+
+
+def _check_gt_claims(seg: _Segment, spec: ChunkSpec) -> None:
+    """What a GT block's preamble says of its calls (complete count, phase flags) against
+    its length, before the summary answers from them without decompressing: a block whose
+    every call holds ``count`` int8 alleles is exactly a count and a type per record and
+    ``count`` bytes per call; one whose every call is (un)phased holds at least two int8
+    alleles per call. A claim the length cannot back is refused, so that the summary's
+    output is never larger than the segment the claim describes."""
+    n, calls = seg.records, seg.records * seg.block_samples
+    if seg.complete_count and seg.length != 5 * n + calls * seg.complete_count:
+        raise _refuse(
+            spec,
+            f"the preamble says every call holds {seg.complete_count} alleles, but its {seg.length} "
+            f"decompressed bytes cannot hold {calls} such calls of {n} records",
+            6,
+        )
+    if seg.flags & (FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED) and not (
+        5 * n + 2 * calls <= seg.length <= 5 * n + spec.ploidy * calls
+    ):
+        raise _refuse(
+            spec,
+            f"the preamble's phase flags say every call holds two alleles or more, but its {seg.length} "
+            f"decompressed bytes cannot hold {calls} such calls of {n} records",
+            5,
         )
 
 
@@ -778,26 +825,24 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
 
 
-def _check_budget(spec: ChunkSpec, seg: _Segment, length: int) -> None:
+def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:
     """The codec's decode budget, with the segment standing for the records: a chunk whose
-    output would dwarf its bytes decodes only if its block's samples justify it."""
-    per_row = 1
-    for x in spec.chunk_shape[1:]:
-        per_row *= x
-    if spec.kind == "genotype_phased":
-        per_row *= spec.ploidy + 1
-    strings = spec.kind in ("id", "id_mask", "allele") or spec.vcf_type in ("String", "Character")
-    cost = spec.chunk_length * max(per_row, 1) * (24 if strings else 8)
+    output would dwarf its bytes decodes only if its block's samples justify it, and none
+    past the ceiling (:func:`vcfvirtual_codec.codec.refuse_over_ceiling`). A GT summary
+    allocates its boolean chunk alone (and the copy widened to the last block)."""
+    cost = 2 * math.prod(spec.chunk_shape) if summary else decode_cost(spec)
     # A segment holds at least a count (and a type) per record, so a preamble claiming
     # more records than its bytes can hold is refused before any output exists.
     least = 4 * seg.records if spec.kind in ("contig", "position", "length", "quality", "allele") else 5 * seg.records
     if length < least:
         raise _refuse(spec, f"{length} bytes of segment cannot hold {seg.records} records")
+    refuse_over_ceiling(spec, cost, paid, f"{length} bytes of segment")
     if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * length:
         return
     # As the codec's records claim their samples: a few values per sample of the block and
     # row, rows counted up to the array's records (a config's chunk_length may exceed them
-    # legitimately, never by 2^30).
+    # legitimately, never by 2^30). What a field absent from every record reads (missing,
+    # everywhere) is backed by nothing else; the ceiling bounds it.
     rows = min(spec.chunk_length, spec.num_records)
     if spec.samples_chunk_size and cost <= rows * seg.block_samples * BYTES_PER_CLAIMED_SAMPLE:
         return
@@ -842,15 +887,16 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     seg = _Segment(buf, spec)
     body = buf[PREAMBLE.size :]
     _check_length(body, seg, spec)
+    if spec.kind.startswith("genotype"):
+        _check_gt_claims(seg, spec)
     _check_crc(buf, seg, spec)
     # The preamble's length, checked against the frame's, is what decompresses: the budget
     # is checked once, before anything is allocated.
-    _check_budget(spec, seg, seg.length)
-    if spec.kind in ("genotype_mask", "genotype_phased"):
+    summary = _summary_answers(seg, spec)
+    _check_budget(spec, seg, seg.length, paid=buf.shape[0], summary=summary)
+    if summary:
         # The preamble's claims are covered by the CRC just checked: no decompress needed.
-        summary = _genotype_summary(seg, spec)
-        if summary is not None:
-            return summary
+        return _genotype_summary(seg, spec)
     # A pooled buffer: a fresh one per chunk costs a page fault per 4 KiB of segment.
     # Every decode below writes fresh arrays, none a view of the segment.
     with pooled_buffer(seg.length) as raw:
@@ -900,22 +946,28 @@ def _padded(block: np.ndarray, spec: ChunkSpec, fill) -> np.ndarray:
     return out
 
 
-def _genotype_summary(seg: _Segment, spec: ChunkSpec) -> np.ndarray | None:
+def _summary_answers(seg: _Segment, spec: ChunkSpec) -> bool:
+    """Whether the preamble says enough of a GT block's calls (FLAG_GT_ALL_PHASED,
+    _NONE_PHASED, the complete count) to give this array's chunk without decompressing."""
+    if spec.kind == "genotype_mask":
+        return seg.complete_count == spec.ploidy
+    return spec.kind == "genotype_phased" and bool(seg.flags & (FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED))
+
+
+def _genotype_summary(seg: _Segment, spec: ChunkSpec) -> np.ndarray:
     """call_genotype_mask or call_genotype_phased of one samples block from what its
-    preamble says of the block's calls (FLAG_GT_ALL_PHASED, _NONE_PHASED, the complete
-    count), as :func:`_decode_genotypes` would decode them; None when it does not say."""
+    preamble says of the block's calls (:func:`_summary_answers`), as
+    :func:`_decode_genotypes` would decode them."""
     n, width = seg.records, seg.block_samples
-    if spec.kind == "genotype_mask" and seg.complete_count == spec.ploidy:
+    if spec.kind == "genotype_mask":
         mask = output_array((spec.chunk_length, width, spec.ploidy), bool)  # reused: no page faults
         mask[:n] = False
         mask[n:] = True  # rows past the records: fill, as the decode pads them
         return _padded(mask, spec, True)
-    if spec.kind == "genotype_phased" and seg.flags & (FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED):
-        phased = output_array((spec.chunk_length, width), bool)
-        phased[:n] = bool(seg.flags & FLAG_GT_ALL_PHASED)
-        phased[n:] = False
-        return _padded(phased, spec, False)
-    return None
+    phased = output_array((spec.chunk_length, width), bool)
+    phased[:n] = bool(seg.flags & FLAG_GT_ALL_PHASED)
+    phased[n:] = False
+    return _padded(phased, spec, False)
 
 
 def _decode_genotypes(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.ndarray:

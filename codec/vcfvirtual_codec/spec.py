@@ -8,6 +8,7 @@ naming the value.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -235,8 +236,29 @@ def _validate_shape(spec: ChunkSpec, ranks: tuple[int, ...]) -> None:
     if kind == "filter":
         if any(c >= shape[0] for c in columns):
             _bad(spec, f"filter_columns {list(columns)} name a column past the {shape[0]} filters")
+        _validate_filter_map(spec)
     elif columns:
         _bad(spec, f"kind {kind!r} takes no filter_columns")
+
+
+def _validate_filter_map(spec: ChunkSpec) -> None:
+    """The FILTER map as a header makes it: every filter_id column named by exactly one
+    dictionary key. Two keys setting one column, or a column no key sets, is a map no
+    header gives, and would decode a wrong variant_filter silently.
+
+    The columns' order is not checked: they follow the header's FILTER lines, which are in
+    dictionary key order unless the header gives IDX= out of order (htslib honours it), so
+    an honest map may run [0, 2, -1, 1]. A reordered map is refused by open_store, which
+    compares it with the header; plain Kerchunk readers trust its author (who could as well
+    reorder the filter_id names)."""
+    named = collections.Counter(c for c in spec.filter_columns if c >= 0)
+    n_filters = spec.shape[0]
+    twice = sorted(c for c, times in named.items() if times > 1)
+    if twice:
+        _bad(spec, f"filter_columns {list(spec.filter_columns)} name column(s) {twice} for more than one FILTER key")
+    if len(named) != n_filters:
+        missing = sorted(set(range(n_filters)) - set(named))
+        _bad(spec, f"filter_columns {list(spec.filter_columns)} name no FILTER key for column(s) {missing}")
 
 
 @dataclass(frozen=True)

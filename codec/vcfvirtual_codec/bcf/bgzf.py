@@ -233,7 +233,7 @@ def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
     return spans, total
 
 
-def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None) -> np.ndarray:
+def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None, limit: int | None = None) -> np.ndarray:
     """Inflate a byte range made of whole BGZF blocks (one cache chunk) into one array.
 
     Block boundaries are walked first, so the output's final size is known (the ISIZE
@@ -247,6 +247,10 @@ def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None) 
         The file the bytes come from, for error messages.
     buffer : numpy.ndarray, optional
         A uint8 array to inflate into when it is large enough.
+    limit : int, optional
+        The most bytes the chunk may inflate to (the codec's bound for what its compressed
+        size can honestly hold); the ISIZE fields are checked against it before anything
+        is allocated or inflated.
 
     Returns
     -------
@@ -259,10 +263,17 @@ def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None) 
     CorruptBCFError
         A block that is not BGZF, is truncated, claims an ISIZE more than its
         compressed bytes can hold, does not inflate, or fails its ISIZE or CRC32 check;
-        the offset is the block's within ``buf``.
+        the offset is the block's within ``buf``. Blocks whose ISIZE fields add up to
+        more than ``limit``.
     """
     view = memoryview(np.ascontiguousarray(buf, dtype=np.uint8)).cast("B")
     spans, total = _chunk_blocks(view, path)
+    if limit is not None and total > limit:
+        raise CorruptBCFError(
+            path,
+            f"BGZF blocks' ISIZE fields add up to {total} bytes from {len(view)} compressed, more than "
+            f"a chunk of this size may inflate to ({limit})",
+        )
     if buffer is not None and buffer.shape[0] >= total:
         out = buffer[:total]
     else:

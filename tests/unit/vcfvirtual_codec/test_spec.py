@@ -25,7 +25,7 @@ GENOTYPE = {
     "version": 1,
 }
 FILTER = {"array": "variant_filter", "kind": "filter", "dtype": "|b1", "shape": [3], "chunk_length": 4,
-          "num_records": 10, "filter_columns": [0, -1, 2]}  # fmt: skip
+          "num_records": 10, "filter_columns": [0, -1, 2, 1]}  # fmt: skip  # IDX= out of order
 INFO = {"array": "variant_DP", "kind": "info", "dtype": "<i2", "shape": [], "chunk_length": 4,
         "num_records": 10, "key": 3, "vcf_type": "Integer"}  # fmt: skip
 
@@ -59,6 +59,10 @@ INFO = {"array": "variant_DP", "kind": "info", "dtype": "<i2", "shape": [], "chu
         (GENOTYPE, {"array": 5}, "array name 5"),
         (FILTER, {"filter_columns": [0, 3]}, "filter_columns [0, 3] name a column past the 3 filters"),
         (FILTER, {"filter_columns": [-2]}, "filter_columns is -2"),
+        # Issue 21 item 6: maps no header gives, which decoded a wrong variant_filter.
+        (FILTER, {"filter_columns": [0, 1, 1]}, "name column(s) [1] for more than one FILTER key"),
+        (FILTER, {"filter_columns": [0, -1, 2]}, "name no FILTER key for column(s) [1]"),
+        (FILTER, {"filter_columns": [0, 1]}, "name no FILTER key for column(s) [2]"),
         (FILTER, {"key": 1}, "takes no dictionary key, got 1"),
         (FILTER, {"ploidy": 2}, "takes no ploidy, got 2"),
         (INFO, {"key": -1}, "needs its dictionary key"),
