@@ -2,8 +2,10 @@
 
 Old and new spellings of Number (-1 for ".", VCF 4.4/4.5 P/LA/LR/LG/M), Number=0 with
 and without values, Number=G without samples, Flags given values, contig IDX= with gaps,
-very long alleles, thousands of INFO keys, missing values in every kind of field, and the
-files bio2zarr cannot convert (no records, several contigs without an index). Each case
+very long alleles, thousands of INFO keys, missing values in every kind of field, String
+keys given without a value, fields named like the fixed arrays (indexed with the renames a
+user would give), symbolic deletions ending far past their position, and the files
+bio2zarr cannot convert (no records, several contigs without an index). Each case
 is VCF text plus how to write it (through pysam, which rewrites the header, or bcftools,
 which keeps IDX=) and which oracle judges our reading: bio2zarr where it converts the
 file, htslib (pysam and bcftools) always. Nothing here knows about vcfvirtual.
@@ -21,6 +23,10 @@ BASE = """##fileformat=VCFv4.3
 ##FILTER=<ID=PASS,Description="All filters passed">
 """
 GT = '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+# The names of VCF Zarr's fixed arrays after their prefix (variant_<name>, call_<name>):
+# an INFO or FORMAT field of that name would take the fixed array's name.
+FIXED_INFO = ("contig", "position", "length", "id", "id_mask", "allele", "quality", "filter")
+FIXED_FORMAT = ("genotype", "genotype_phased", "genotype_mask")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +42,13 @@ class Case:
     index: bool = True
     own_header: bool = False
     note: str = ""
+    # index() keywords the case needs (e.g. rename_fields for names that clash); the
+    # oracles read rename_fields to find each field's array.
+    index_options: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def renames(self) -> dict:
+        return dict(self.index_options.get("rename_fields", {}))
 
     def text(self) -> str:
         header = self.header if self.own_header else BASE + self.header
@@ -271,7 +284,77 @@ def cases() -> list[Case]:
                 "chr1\t2\t.\tA\tC\t.\t.\t;V=2\tGT\t0/1\t0/0",
                 "chr1\t3\t.\tA\tC\t.\t.\tS=\tGT\t0/1\t0/0",
             ),
-            note="empty keys between ';' and an empty String value",
+            bio2zarr="differs",
+            note="empty keys between ';' and an empty String value: htslib holds no value (prints S alone, "
+            "as for a bare key), we read '.', bio2zarr ''",
+        ),
+        Case(
+            "bare_string_keys",
+            info("S1", "1", "String")
+            + info("SD", ".", "String")
+            + info("S2", "2", "String")
+            + info("SA", "A", "String")
+            + info("SR", "R", "String")
+            + info("C1", "1", "Character")
+            + info("DP", "1")
+            + GT,
+            (
+                "chr1\t10\t.\tA\tC\t.\t.\tS1;SD;S2;SA;SR;C1;DP=1\tGT\t0/1\t0/0",
+                "chr1\t20\t.\tA\tC,G\t.\t.\tS1=x;SD=a,b,c;S2=p,q;SA=y,z;SR=r,s,t;C1=c\tGT\t0/1\t1/2",
+                "chr1\t30\t.\tA\tC\t.\t.\tDP=3;SD;S1=.;S2=.\tGT\t0/1\t0/0",
+                "chr1\t40\t.\tA\tC\t.\t.\tSR=;SD=;C1=\tGT\t0/1\t0/0",
+                "chr1\t50\t.\tA\tC\t.\t.\t.\tGT\t0/1\t0/0",
+            ),
+            bio2zarr="refuses",
+            note="VEP writes String keys without a value (...;NOVALUE;...): htslib holds none, pysam reads "
+            "None or (); '.' in every slot, for every Number (bio2zarr fails on them)",
+        ),
+        Case(
+            "clashing_names",
+            info("filter", "1", "String")
+            + info("id", "1")
+            + info("id_mask", "0", "Flag")
+            + info("position", "1")
+            + info("contig", "1", "String")
+            + info("quality", "1", "Float")
+            + info("allele", ".", "String")
+            + info("length", "1")
+            + info("DP", "1")
+            + GT
+            + fmt("genotype", "1")
+            + fmt("genotype_phased", "1", "String")
+            + fmt("genotype_mask", "2"),
+            (
+                "chr1\t10\trs1\tA\tC\t5\tPASS\tfilter=x;id=3;id_mask;position=7;contig=c;quality=1.5;allele=A,C;"
+                "length=4;DP=2\tGT:genotype:genotype_phased:genotype_mask\t0/1:1:p:1,2\t1|1:.:.:3",
+                "chr1\t20\t.\tA\tC\t.\t.\tfilter=lowQ\tGT:genotype\t0/0:9\t./.:.",
+            ),
+            bio2zarr="refuses",
+            note="freebayes writes INFO/filter; each would replace a fixed array: refused, and indexed here "
+            "with renames (bio2zarr refuses them)",
+            index_options={
+                "rename_fields": {
+                    **{f"INFO/{n}": f"{n}_info" for n in FIXED_INFO},
+                    **{f"FORMAT/{n}": f"{n}_format" for n in FIXED_FORMAT},
+                }
+            },
+        ),
+        Case(
+            "long_symbolic_deletions",
+            "##contig=<ID=chr2,length=50000000>\n"
+            + info("END", "1")
+            + info("SVTYPE", "1", "String")
+            + '##ALT=<ID=DEL,Description="Deletion">\n'
+            + GT,
+            (
+                "chr1\t1\t.\tN\t<DEL>\t.\tPASS\tSVTYPE=DEL;END=10000\tGT\t0/1\t0/0",
+                "chr1\t50\t.\tA\tC\t.\tPASS\t.\tGT\t0/1\t0/0",
+                "chr1\t60\t.\tA\tC\t.\tPASS\t.\tGT\t0/1\t0/0",
+                "chr2\t1\t.\tN\t<DEL>\t.\tPASS\tSVTYPE=DEL;END=40306195\tGT\t1/1\t0/1",
+                "chr2\t100\t.\tA\tC\t.\tPASS\t.\tGT\t0/1\t0/0",
+            ),
+            bio2zarr="refuses",
+            note="positions fit int8, ends do not: region_index widens (bio2zarr: OverflowError)",
         ),
         wide_info_case(40),
     ]

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -90,6 +90,9 @@ def index(
     workers: int = 1,
     dask_client=None,
     storage_options: dict | None = None,
+    rename_fields: Mapping[str, str] | None = None,
+    fields: Iterable[str] | str | None = None,
+    exclude_fields: Iterable[str] | str | None = None,
 ) -> ManifestStore:
     """Index ``bcf_path``: write the transcode cache and the references, return the store.
 
@@ -161,6 +164,18 @@ def index(
         Scan on this cluster instead; its workers must see the same paths.
     storage_options : dict or None
         fsspec options for URLs (e.g. ``{"endpoint_url": ..., "key": ..., "secret": ...}``).
+    rename_fields : dict or None
+        New names for INFO/FORMAT fields' arrays, e.g. ``{"INFO/filter": "filter_info"}``
+        stores INFO/filter as ``variant_filter_info``: the way through for a field whose
+        array would take a fixed array's name (``variant_filter``, ``call_genotype``...),
+        which is otherwise refused before anything is written.
+    fields : list of str, str or None
+        Keep only these INFO/FORMAT fields (``["INFO/AF", "FORMAT/DP"]`` or
+        ``"INFO/AF,FORMAT/DP"``); default every field. ``FORMAT/GT`` keeps the
+        ``call_genotype`` arrays.
+    exclude_fields : list of str, str or None
+        Leave these INFO/FORMAT fields out. The store records what was left out, so
+        ``verify`` reports it as omitted on request, not as missing.
 
     Returns
     -------
@@ -178,6 +193,9 @@ def index(
         An output that cannot be written (e.g. a full disk), named as asked for.
     StaleCacheError
         An input that changed while it was being indexed.
+    FieldNameError
+        A field whose array would replace another array, or a field choice naming a
+        field the header does not declare (raised once the header is read).
     """
     options = IndexOptions(
         refs_path=refs_path,
@@ -194,6 +212,9 @@ def index(
         workers=workers,
         dask_client=dask_client,
         storage_options=storage_options,
+        rename_fields=rename_fields,
+        fields=fields,
+        exclude_fields=exclude_fields,
     )
     return index_with_summary(bcf_path, options)[0]
 
@@ -477,6 +498,7 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             o.dask_client,
             o.progress,
             samples_chunk_size=o.samples_chunk_size,
+            field_choice=o.field_choice,
             local_alleles=o.local_alleles,
         )
     source = plan.remote.source if plan.remote is not None else None
@@ -490,6 +512,7 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             o.inflate_threads,
             fileobj,
             samples_chunk_size=o.samples_chunk_size,
+            field_choice=o.field_choice,
             local_alleles=o.local_alleles,
         )
 
@@ -520,6 +543,7 @@ def _build_manifests(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges:
         ranges,
         plan.zero_copy,
         samples_chunk_size=plan.options.samples_chunk_size,
+        field_choice=plan.options.field_choice,
         local_alleles=plan.options.local_alleles,
     )
 

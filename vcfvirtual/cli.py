@@ -229,6 +229,28 @@ def main():
     "Needs pip install 'vcfvirtual[remote]'.",
 )
 @click.option(
+    "--rename-field",
+    "rename_fields",
+    multiple=True,
+    metavar="CATEGORY/ID=NAME",
+    help="Store a field under another name, e.g. INFO/filter=filter_info makes "
+    "variant_filter_info. Repeatable. The way through for a field whose array would "
+    "replace a fixed one (INFO filter, id, position...; FORMAT genotype...), which is "
+    "otherwise refused.",
+)
+@click.option(
+    "--fields",
+    metavar="LIST",
+    help="Keep only these INFO/FORMAT fields, comma-separated, e.g. INFO/AF,FORMAT/DP "
+    "(FORMAT/GT keeps the call_genotype arrays). Default: every field.",
+)
+@click.option(
+    "--exclude-fields",
+    metavar="LIST",
+    help="Leave these INFO/FORMAT fields out, comma-separated, e.g. INFO/CSQ,FORMAT/PL. "
+    "verify and inspect report them as omitted on request.",
+)
+@click.option(
     "-f",
     "--force",
     is_flag=True,
@@ -254,6 +276,9 @@ def index_command(
     workers,
     dask_scheduler,
     storage_options,
+    rename_fields,
+    fields,
+    exclude_fields,
     force,
     progress,
     verbose,
@@ -274,6 +299,7 @@ def index_command(
     start = time.perf_counter()
     try:
         storage = _storage_options(storage_options)  # a typo fails before a cluster is reached
+        renames = _renames(rename_fields)
         with _cleanup_on_signals(), _dask_client(dask_scheduler) as client:
             options = IndexOptions(
                 refs_path=refs_path,
@@ -290,6 +316,9 @@ def index_command(
                 workers=workers,
                 dask_client=client,
                 storage_options=storage,
+                rename_fields=renames,
+                fields=fields,
+                exclude_fields=exclude_fields,
             )
             _, summary = index_with_summary(bcf[0] if len(bcf) == 1 else list(bcf), options)
     except (VcfVirtualError, OSError) as e:
@@ -318,6 +347,17 @@ def _summary(summary: IndexSummary, seconds: float) -> str:
         lines.append(f"       {cache_at}  (transcode cache, {summary.cache_layout} layout)")
     lines.append(f"open:  xr.open_zarr(vcfvirtual.open_store({str(refs)!r}), consolidated=False)")
     return "\n".join(lines)
+
+
+def _renames(values: tuple[str, ...]) -> dict[str, str]:
+    """``--rename-field CATEGORY/ID=NAME`` options as a dict."""
+    renames = {}
+    for value in values:
+        ident, sep, name = value.partition("=")
+        if not sep or not ident.strip() or not name.strip():
+            raise click.BadParameter(f"{value!r} is not CATEGORY/ID=NAME, e.g. INFO/filter=filter_info")
+        renames[ident.strip()] = name.strip()
+    return renames
 
 
 def _storage_options(text):
@@ -571,6 +611,10 @@ def verify_command(store, sources, check, storage_options, progress, workers, sa
         click.echo(f"  note: {note}")
     if report.not_compared:
         click.echo(f"  not compared (no htslib counterpart): {', '.join(report.not_compared)}")
+    if report.missing:
+        click.echo(f"  missing (the header declares their fields): {', '.join(report.missing)}")
+    if report.omitted:
+        click.echo(f"  omitted on request when indexed: {', '.join(report.omitted)}")
     if verbose:
         click.echo(f"  compared: {', '.join(report.arrays_compared)}")
     sys.exit(0 if report.ok else 1)

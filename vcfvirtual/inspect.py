@@ -19,6 +19,7 @@ from typing import Any
 
 import zarr
 
+from .bcf.fields import PREFIX, FieldChoice
 from .errors import StaleCacheError, VcfVirtualError
 
 # Keys under an array's prefix that are metadata documents, not chunks.
@@ -134,6 +135,20 @@ class StoreSummary:
         """``"matches"``, or the problem ``open_store`` reports."""
         return "matches" if self.fingerprints_match else self.fingerprint_problem or "does not match"
 
+    def fields_text(self) -> str:
+        """The INFO/FORMAT fields renamed and left out on request when indexed, or
+        ``"every field, under its ID"``."""
+        try:
+            choice = FieldChoice.from_attribute(self.attributes, self.path)
+        except VcfVirtualError as e:  # inspect reports what it finds, as for fingerprints
+            return e.problem
+        parts = []
+        if choice.renames:
+            parts.append("renamed " + ", ".join(f"{k} -> {PREFIX[k.split('/', 1)[0]]}{v}" for k, v in choice.renames))
+        if choice.exclude:
+            parts.append("omitted on request " + ", ".join(choice.exclude))
+        return "; ".join(parts) or "every field, under its ID"
+
     def to_text(self) -> str:
         """The summary as plain aligned text: the array table, then the store's facts."""
         header = (
@@ -179,6 +194,7 @@ class StoreSummary:
             ("layout", (self.cache_layout or "-") + (" (the source BCF itself, no cache)" if self.zero_copy else "")),
             ("cache size", format_bytes(self.cache_bytes) if self.cache_bytes is not None else "-"),
             ("sources", ", ".join(self.sources) or "-"),
+            ("fields", self.fields_text()),
             ("fingerprints", self.fingerprint_status()),
         ]
         width = max(len(k) for k, _ in facts)

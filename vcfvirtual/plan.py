@@ -3,7 +3,8 @@
 :func:`plan_index` makes every check and naming decision of :func:`vcfvirtual.index`:
 the inputs, the options, the outputs' names, whether the references point into an
 uncompressed input itself (zero copy), and for a run with URLs, where its outputs are
-staged locally. It reads the inputs' first bytes and fingerprints and nothing else: it
+staged locally. It reads the inputs' first bytes and fingerprints (and a local VCF's header
+lines, whose fields it checks before htslib converts the file) and nothing else: it
 creates, removes and uploads nothing, so a refused run leaves no trace.
 """
 
@@ -12,20 +13,24 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vcfvirtual_codec.bcf import bgzf
 
-from .bcf.vcf_input import is_vcf_path
+from .bcf.fields import FieldChoice, FieldMap, map_fields
+from .bcf.vcf_input import is_vcf_path, vcf_field_ids
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.layouts import DEFAULT_LAYOUT, LAYOUTS
 from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
 from .io.fingerprint import Fingerprint
+
+if TYPE_CHECKING:
+    from .bcf.header import BCFHeader
 
 __all__ = [
     "LAYOUTS",
@@ -86,6 +91,12 @@ class IndexOptions:
         Scan on this Dask cluster instead of local processes.
     storage_options : dict or None
         fsspec options for inputs and outputs given as URLs.
+    rename_fields : dict or None
+        New names of INFO/FORMAT fields' arrays, ``{"INFO/filter": "filter_info"}``.
+    fields : iterable of str, str or None
+        Keep only these INFO/FORMAT fields (``CATEGORY/ID``); None keeps every field.
+    exclude_fields : iterable of str, str or None
+        Leave these INFO/FORMAT fields out.
     """
 
     refs_path: OutputArg = None
@@ -102,6 +113,22 @@ class IndexOptions:
     workers: int = 1
     dask_client: Any = None
     storage_options: dict | None = None
+    rename_fields: Mapping[str, str] | None = None
+    fields: Iterable[str] | str | None = None
+    exclude_fields: Iterable[str] | str | None = None
+
+    def __post_init__(self) -> None:
+        # Read more than once (the plan, the cache, the manifests): an iterator would be
+        # spent after the first; a tuple is also what a frozen options object should hold.
+        for name in ("fields", "exclude_fields"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                object.__setattr__(self, name, tuple(value))
+
+    @property
+    def field_choice(self) -> FieldChoice:
+        """The fields' renames and selection, as one typed value."""
+        return FieldChoice.of(self.rename_fields, self.fields, self.exclude_fields)
 
 
 @dataclass(frozen=True)
@@ -141,13 +168,30 @@ class IndexPlan:
     remote: RemotePlan | None
     options: IndexOptions
 
-    def chunk_length_for(self, header) -> int:
-        """Variants per chunk for this header: as asked, or sized from its samples."""
+    def chunk_length_for(self, header: BCFHeader) -> int:
+        """Variants per chunk for this header: as asked, or sized from its samples.
+
+        Called once the header is read, before any record: the fields are checked here
+        (names that clash, choices naming fields the header lacks), so such a run stops
+        before it has written a chunk."""
         # Imported here: the command line reads this module's choices without loading VirtualiZarr.
         from .manifests.vcf_zarr import default_chunk_length
 
+        self.field_map(header)
         return self.options.variants_chunk_size or default_chunk_length(
             len(header.samples), 2, layout=self.cache_layout
+        )
+
+    def field_map(self, header: BCFHeader) -> FieldMap:
+        """The arrays of the header's INFO/FORMAT fields under the run's choice.
+
+        Raises
+        ------
+        FieldNameError
+            A field's array would replace a fixed array or another field's, or the choice
+            names a field the header does not declare."""
+        return map_fields(
+            [f.name for f in header.info], [f.name for f in header.formats], self.options.field_choice, self.sources[0]
         )
 
 
@@ -200,6 +244,7 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
         cache_path = Path(sources[0])
     _refuse_url_characters(cache_path)
     _refuse_overlaps(sources, None if zero_copy else cache_path, refs_path)
+    _check_vcf_fields(sources, options)
     cache_url = remote.cache_url if remote is not None else None
     return IndexPlan(
         sources=sources,
@@ -284,6 +329,15 @@ def _check_numbers(options: IndexOptions) -> None:
     scs = options.samples_chunk_size
     if isinstance(scs, bool) or not isinstance(scs, int) or scs < 1:
         raise VcfVirtualError(None, f"samples chunk size must be an integer of at least 1, got {scs!r}")
+
+
+def _check_vcf_fields(sources: Sequence[Source], options: IndexOptions) -> None:
+    """A local VCF's fields, checked from its header text before it is converted (a BCF's
+    are checked once the scan has its header, before any record: chunk_length_for)."""
+    source = next((s for s in sources if not isinstance(s, str) and is_vcf_path(s)), None)
+    ids = vcf_field_ids(source) if source is not None else None
+    if ids is not None:
+        map_fields(*ids, options.field_choice, source)
 
 
 def _refuse_folder_names(refs_path, cache_path) -> None:

@@ -45,6 +45,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .errors import VcfVirtualError
 
 INT_MISSING, INT_FILL = -1, -2
@@ -144,6 +145,12 @@ class VerifyReport:
         every chunk was compared.
     n_chunks : int
         Variants chunks in the store.
+    missing : tuple of str
+        Arrays of INFO/FORMAT fields the source's header declares that the store lacks,
+        though they were not left out on request: each is a failure.
+    omitted : tuple of str
+        ``CATEGORY/ID`` of the fields left out on request when the store was indexed
+        (``fields=``/``exclude_fields=``), as the store records them: not compared, not failures.
     """
 
     path: str
@@ -156,11 +163,14 @@ class VerifyReport:
     notes: tuple[str, ...] = ()
     sampled: tuple[int, ...] | None = None
     n_chunks: int = 0
+    missing: tuple[str, ...] = ()
+    omitted: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """True when every array equals htslib's reading and the record counts agree."""
-        return not self.differences and self.num_records == self.num_variants
+        """True when every array equals htslib's reading, none is missing and the record
+        counts agree."""
+        return not self.differences and not self.missing and self.num_records == self.num_variants
 
     def summary(self) -> str:
         """One line: equal, or how many arrays differ."""
@@ -170,6 +180,8 @@ class VerifyReport:
         )
         if self.sampled is not None:
             head += f" ({len(self.sampled)} of {self.n_chunks} chunks, chosen at random)"
+        if self.omitted:
+            head += f" ({len(self.omitted)} field{'s' if len(self.omitted) != 1 else ''} omitted on request)"
         if self.ok:
             return head + ": all equal"
         problems = []
@@ -179,6 +191,12 @@ class VerifyReport:
             problems.append(
                 f"{len(self.differences)} array{'s' if len(self.differences) != 1 else ''} differ ("
                 + ", ".join(d.name for d in self.differences)
+                + ")"
+            )
+        if self.missing:
+            problems.append(
+                f"{len(self.missing)} array{'s' if len(self.missing) != 1 else ''} of header fields missing ("
+                + ", ".join(self.missing)
                 + ")"
             )
         return head + ": " + "; ".join(problems)
@@ -245,7 +263,7 @@ def verify_store(
         raise VcfVirtualError(path, "the store has no variant_position array to compare records by")
     if sample is not None and sample < 1:
         raise VcfVirtualError(path, f"sample={sample}: check at least one chunk")
-    setup = _Setup(path, storage_options, tuple(sources), (info.get("cache") or {}).get("url"))
+    setup = _Setup(path, storage_options, tuple(sources), (info.get("cache") or {}).get("url"), info.get("fields"))
     checker = _Checker(setup, arrays)
     try:
         return _Verifier(checker, progress, max(1, int(workers)), sample, seed).run()
@@ -261,6 +279,7 @@ class _Setup:
     storage_options: dict | None
     sources: tuple[str, ...]
     cache_url: str | None
+    fields: Any = None  # the store's vcfvirtual.fields attribute: renamed and omitted fields
 
 
 @dataclass(frozen=True)
@@ -435,6 +454,20 @@ def _check_in_worker(setup: _Setup, task: _Task) -> _TaskResult:
     return _WORKER[2].check(task)
 
 
+def _field_map(path: str, header, info: dict) -> FieldMap:
+    """The arrays of the source header's INFO/FORMAT fields, under the renames and the
+    selection the store recorded when it was indexed."""
+    try:
+        choice = FieldChoice.from_attribute(info, path)
+        return map_fields(list(header.info), list(header.formats), choice, path)
+    except VcfVirtualError as e:
+        raise VcfVirtualError(path, f"the source's fields do not fit the store: {e.problem}", hint=e.hint) from None
+
+
+# The local-allele arrays that stand in for a FORMAT field's array, and that field.
+_LOCAL_REPLACES = {"call_LAD": "AD", "call_LPL": "PL"}
+
+
 def _declared_type(definition) -> str:
     """The Type the header line declares: htslib reports Character as String."""
     declared = definition.record.get("Type") if definition.record is not None else None
@@ -500,6 +533,7 @@ class _Checker:
                 -1 if header.contigs[c].length is None else header.contigs[c].length for c in self.contigs
             ]
             self.filter_description = [header.filters[f].description or "" for f in self.filters]
+            self.field_map = _field_map(setup.path, header, {"fields": setup.fields})
             self.builders, self.not_compared = self._builders(header)
         finally:
             reader.close()
@@ -519,6 +553,7 @@ class _Checker:
         _Local: a local-allele array derived from GT and AD/PL)."""
         builders: dict[str, _Field | _Local | None] = {}
         not_compared: list[str] = []
+        owners = self.field_map.fields_by_array()  # renamed fields under their arrays' names
         for name, array in self.arrays.items():
             if name in _HEADER or name == "region_index":
                 continue
@@ -530,11 +565,12 @@ class _Checker:
                 builders[name] = local
                 continue
             f = None
-            if name.startswith("variant_") and name[8:] in header.info:
-                f = _Field(name, name[8:], _declared_type(header.info[name[8:]]), array.shape[1:], per_sample=False)
-            elif name.startswith("call_") and name[5:] in header.formats and name[5:] != "GT":
-                meta = header.formats[name[5:]]
-                f = _Field(name, name[5:], _declared_type(meta), array.shape[2:], per_sample=True, number=meta.number)
+            category, key = owners.get(name, ("", ""))
+            if category == "INFO":
+                f = _Field(name, key, _declared_type(header.info[key]), array.shape[1:], per_sample=False)
+            elif category == "FORMAT":
+                meta = header.formats[key]
+                f = _Field(name, key, _declared_type(meta), array.shape[2:], per_sample=True, number=meta.number)
             if f is None or (f.per_sample and array.shape[1:2] != (len(self.samples),)):
                 not_compared.append(name)
             else:
@@ -757,7 +793,19 @@ class _Checker:
             differences,
             tuple(self.not_compared),
             tuple(notes),
+            missing=self._missing(),
+            omitted=self.field_map.omitted,
         )
+
+    def _missing(self) -> tuple[str, ...]:
+        """The arrays every INFO/FORMAT field of the header gets, unless left out on
+        request, that the store lacks: a field lost silently fails here."""
+        wanted = list(self.field_map.arrays.values())
+        if self.field_map.genotypes:
+            wanted += list(_GENOTYPE)
+        # With local alleles (index --local-alleles), call_LAD and call_LPL replace call_AD and call_PL.
+        replaced = {"call_" + name for local, name in _LOCAL_REPLACES.items() if local in self.arrays}
+        return tuple(name for name in wanted if name not in self.arrays and name not in replaced)
 
 
 def _join_region_rows(rows: list) -> np.ndarray:
@@ -1270,6 +1318,10 @@ class _Field:
         if self.key not in rec.info:
             return calls
         value = rec.info[self.key]
+        if self.type in ("String", "Character") and value in (None, ()):
+            # A key given without a value (bare, or with no characters): htslib holds no
+            # value and pysam reads None or (); missing in every slot, as when absent.
+            return calls
         if self.type == "Flag":
             self.values[i] = bool(value)
             return calls
@@ -1350,6 +1402,10 @@ class _Field:
         if len(items) > self.width:
             self.overflow[cell] = True
             return
+        if not self.per_sample and self.type in ("Integer", "Float") and items == [None]:
+            # An INFO value written "." (one missing value) is missing in every slot, as
+            # bio2zarr stores it (docs/design.md, "Values and encodings").
+            items = [None] * self.width
         row = [self._missing() if x is None else x for x in items]
         if self.type == "Float":
             self.values[cell][: len(row)] = row

@@ -535,11 +535,12 @@ def allele_spans(seg, n, starts_out, lengths_out):
 
 
 @_njit
-def string_spans(seg, n, starts_out, lengths_out):
+def string_spans(seg, n, starts_out, lengths_out, is_format=True):
     """An INFO String segment (spans: rows, 1, width) or a FORMAT String block segment
     (rows, block samples, width) as comma-separated parts, as the codec's
-    ``field_string_spans``: absent -> "." in every slot; parts past a value's own count
-    keep the caller's fill ("" spans); parts past the width are dropped."""
+    ``field_string_spans``: absent, or an INFO key without characters -> "." in every
+    slot; parts past a value's own count keep the caller's fill ("" spans); parts past
+    the width are dropped."""
     n_vectors = starts_out.shape[1]
     width = starts_out.shape[2]
     if starts_out.shape[0] < n:
@@ -549,7 +550,7 @@ def string_spans(seg, n, starts_out, lengths_out):
         return err, at
     for k in range(n):
         c = np.int64(R.i32(seg, 4 * k))
-        if c < 0:
+        if c < 0 or (c == 0 and not is_format):
             lengths_out[k, :, :] = _SPAN_MISSING
             continue
         if c > 0 and seg[4 * n + k] != R.BT_CHAR:
@@ -1033,7 +1034,7 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         return _narrow(padded, dtype, spec)
     starts = np.zeros(inner, np.int64)
     lengths = np.full(inner, decode.SPAN_FILL, np.int64)
-    err, at = string_spans(raw, n, starts, lengths)
+    err, at = string_spans(raw, n, starts, lengths, is_format)
     _check(err, at, spec, spec.vcf_type)
     if is_format:
         starts = _padded(starts.reshape(block), spec, 0)

@@ -388,8 +388,10 @@ def info_flag(buf, offsets, key, out):
 def field_string_spans(buf, offsets, key, is_format, starts, lengths):
     """Comma-separated parts of INFO/FORMAT strings as spans (records, samples or 1, width).
 
-    A field absent from a record is "." in every slot; parts past a value's own count
-    are "" (fill); parts past the width are dropped (only the single-value case).
+    A field absent from a record is "." in every slot, and so is an INFO key given
+    without a value (``...;KEY;...``, or ``KEY=``: no characters; htslib prints both as
+    the bare key and pysam reads no value); parts past a value's own count are ""
+    (fill); parts past the width are dropped (only the single-value case).
     """
     n_vectors = starts.shape[1]
     width = starts.shape[2]
@@ -398,7 +400,7 @@ def field_string_spans(buf, offsets, key, is_format, starts, lengths):
         t, n, d, err = _locate(buf, pos, key, is_format, n_vectors)
         if err != R.OK:
             return err, pos
-        if d < 0:
+        if d < 0 or (n == 0 and not is_format):
             lengths[k, :, :] = SPAN_MISSING
             continue
         if n > 0 and t != R.BT_CHAR:

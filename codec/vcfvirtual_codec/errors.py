@@ -73,6 +73,12 @@ class FieldShapeError(VcfVirtualError):
     """Records hold more values for a field than its declared Number allows."""
 
 
+class FieldNameError(HeaderError):
+    """An INFO/FORMAT field whose array would take another array's name (a fixed one such
+    as ``variant_filter``, or another field's), or a field choice (``fields=``,
+    ``exclude_fields=``, ``rename_fields=``) naming a field the header does not declare."""
+
+
 class OutputWriteError(VcfVirtualError):
     """An output (cache or references) could not be written: no space, no permission."""
 

@@ -16,6 +16,8 @@ import xarray as xr
 
 import vcfvirtual
 from vcfvirtual.errors import FieldShapeError, HeaderError
+from vcfvirtual.regions import select_region
+from vcfvirtual.verify import verify_store
 
 from .. import bcfdata, header_cases
 from ..conftest import bio2zarr_convert, differences_from_bio2zarr, layout_options, open_both
@@ -47,6 +49,14 @@ def _bcftools_values(bcf, category, key, n_samples):
     return [[parse(x) for x in line.split("\t")[:n_samples]] for line in out]
 
 
+def _info_end(rec):
+    """INFO/END as htslib prints the record (pysam shows it only as ``rec.stop``)."""
+    for entry in str(rec).split("\t")[7].split(";"):
+        if entry.startswith("END="):
+            return tuple(None if x == "." else int(x) for x in entry[4:].split(","))
+    return None
+
+
 def _as_tuple(value):
     return value if isinstance(value, tuple) else (value,)
 
@@ -73,6 +83,7 @@ def htslib_reading(bcf):
                     chrom=rec.chrom,
                     pos=rec.pos,
                     rlen=rec.rlen,
+                    stop=rec.stop,
                     id=rec.id or ".",
                     alleles=list(rec.alleles),
                     qual=rec.qual,
@@ -83,7 +94,9 @@ def htslib_reading(bcf):
             for category, key, _, _ in defs:
                 present = key in (rec.info if category == "INFO" else rec.format)
                 value = None
-                if present:
+                if (category, key) == ("INFO", "END"):
+                    value = _info_end(rec)  # pysam folds END into rec.stop, out of rec.info
+                elif present:
                     try:
                         if category == "INFO":
                             value = _as_tuple(rec.info[key])
@@ -176,7 +189,9 @@ def expected_field(category, key, number, vtype, reading):
         # for Floats that is a NaN, which VCF Zarr (bio2zarr) stores as missing, not fill.
         record_width = max((len(vec) for vec in vectors if vec is not None), default=0)
         for vec in vectors:
-            if vtype == "String":
+            if vtype in ("String", "Character"):
+                if category == "INFO" and vec is not None and all(x is None for x in vec):
+                    vec = None  # a key without a value (pysam: None or ()) is missing, as htslib holds none
                 row.append(_expected_string(vec, w))
                 continue
             if category == "FORMAT" and vtype == "Float" and vec is not None:
@@ -184,13 +199,31 @@ def expected_field(category, key, number, vtype, reading):
             row.append(_expected_numeric(vec, w, vtype == "Float", category == "INFO" and w > 1))
         rows.append(row)
     shape = (len(values),) + ((n_samples,) if category == "FORMAT" else ()) + ((w,) if has_dim else ())
-    if vtype == "String":
+    if vtype in ("String", "Character"):
         return np.array(rows, dtype=object).reshape(shape)
     return np.array(rows, dtype=np.int64).reshape(shape)
 
 
-def htslib_differences(ds: xr.Dataset, reading) -> list[str]:
-    """Every way our dataset differs from htslib's reading, as readable lines."""
+def expected_region_index(reading, contig_ids, chunk_length: int) -> np.ndarray:
+    """VCF Zarr 0.3's region index from htslib's records: per chunk and contig run, the
+    chunk, contig, first and last POS, the largest end (pysam's ``stop``: END for a
+    symbolic allele) and the record count."""
+    rows = []
+    for i, r in enumerate(reading["rows"]):
+        key = (i // chunk_length, contig_ids.index(r["chrom"]))
+        if rows and rows[-1][:2] == list(key):
+            rows[-1][3] = r["pos"]
+            rows[-1][4] = max(rows[-1][4], r["stop"])
+            rows[-1][5] += 1
+        else:
+            rows.append([*key, r["pos"], r["pos"], r["stop"], 1])
+    return np.array(rows, dtype=np.int64).reshape(-1, 6)
+
+
+def htslib_differences(ds: xr.Dataset, reading, renames=None) -> list[str]:
+    """Every way our dataset differs from htslib's reading, as readable lines
+    (``renames``: the ``rename_fields`` the store was indexed with)."""
+    renames = renames or {}
     problems = []
     rows = reading["rows"]
     n = len(rows)
@@ -237,10 +270,15 @@ def htslib_differences(ds: xr.Dataset, reading) -> list[str]:
                     else gt[: len(call)].tolist() == call and (gt[len(call) :] == -2).all(),
                     (i, j),
                 )
+    if n:
+        chunk_length = ds["variant_position"].data.chunks[0][0]
+        expected = expected_region_index(reading, contig_ids, chunk_length)
+        got = ds["region_index"].values
+        check("region_index", np.array_equal(got.astype(np.int64), expected), f"{got.tolist()} != {expected.tolist()}")
     for category, key, number, vtype in reading["defs"]:
         if (category, key) == ("FORMAT", "GT"):
             continue
-        name = ("variant_" if category == "INFO" else "call_") + key
+        name = ("variant_" if category == "INFO" else "call_") + renames.get(f"{category}/{key}", key)
         if name not in ds:
             problems.append(f"{name}: missing from the store")
             continue
@@ -251,7 +289,7 @@ def htslib_differences(ds: xr.Dataset, reading) -> list[str]:
             continue
         if vtype == "Float":
             same = np.array_equal(got.view(np.uint32).astype(np.int64), expected)
-        elif vtype == "String":
+        elif vtype in ("String", "Character"):
             same = got.tolist() == expected.tolist()
         else:
             same = np.array_equal(got.astype(np.int64) if got.dtype != bool else got, expected)
@@ -260,7 +298,7 @@ def htslib_differences(ds: xr.Dataset, reading) -> list[str]:
     return problems
 
 
-def _index_refs(bcf, tmp_path, chunk_length=2, layout="bgzf"):
+def _index_refs(bcf, tmp_path, chunk_length=2, layout="bgzf", **options):
     refs = tmp_path / (bcf.name + ".vcz.json")
     vcfvirtual.index(
         bcf,
@@ -269,6 +307,7 @@ def _index_refs(bcf, tmp_path, chunk_length=2, layout="bgzf"):
         variants_chunk_size=chunk_length,
         force=True,
         **layout_options(layout),
+        **options,
     )
     return xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
 
@@ -277,10 +316,11 @@ def _index_refs(bcf, tmp_path, chunk_length=2, layout="bgzf"):
 @pytest.mark.parametrize("layout", ["bgzf", "columns"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_case_matches_htslib(name, tmp_path, layout):
-    bcf = CASES[name].write(tmp_path)
+    case = CASES[name]
+    bcf = case.write(tmp_path)
     reading = htslib_reading(bcf)
-    for ds in open_both(bcf, 2, tmp_path, **layout_options(layout)):
-        problems = htslib_differences(ds, reading)
+    for ds in open_both(bcf, 2, tmp_path, **layout_options(layout), **case.index_options):
+        problems = htslib_differences(ds, reading, case.renames)
         assert not problems, "\n".join(problems)
 
 
@@ -434,3 +474,66 @@ def test_number_g_with_gt_declared_but_no_calls_is_explained(tmp_path):
     with pytest.raises(FieldShapeError, match="no record has a GT call, so genotypes are counted for ploidy 1") as e:
         _index_refs(bcf, tmp_path)
     assert "g_no_calls.bcf" in str(e.value) and "INFO/XG" in str(e.value)
+
+
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
+def test_long_symbolic_deletions_are_found_by_region(tmp_path, layout):
+    """<DEL> at POS 1 ending at 10,000 and at 40,306,195: positions fit int8, ends do not.
+    region_index holds the ends (they once saturated at 127 and 32,767, and a region
+    query missed the deletion); select_region finds what htslib's index finds."""
+    bcf = CASES["long_symbolic_deletions"].write(tmp_path)
+    ds = _index_refs(bcf, tmp_path, layout=layout)
+    with pysam.VariantFile(str(bcf)) as vf:
+        assert [r.stop for r in vf][0::3] == [10000, 40306195]
+        for region in ("chr1:5000-5000", "chr1:10000", "chr1:10001-20000", "chr1:55", "chr2:40306195", "chr2:2-99"):
+            contig, _, span = region.partition(":")
+            start, _, end = span.partition("-")
+            # htslib's index query: 0-based half-open, overlap by each record's end (stop).
+            theirs = [(r.chrom, r.pos) for r in vf.fetch(contig, int(start) - 1, int(end or start))]
+            found = select_region(ds, region)
+            contigs = ds["contig_id"].values.tolist()
+            at = zip(found["variant_contig"].values, found["variant_position"].values)
+            ours = [(contigs[c], int(p)) for c, p in at]
+            assert ours == theirs, region
+    index = ds["region_index"].values
+    assert index[:, 4].max() == 40306195 and index.dtype == np.int32
+    assert ds["variant_position"].dtype == np.int8  # bio2zarr's rule for the positions themselves
+    with pytest.raises(OverflowError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bio2zarr_convert(bcf, tmp_path / "bio2zarr.vcz", 2)
+
+
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
+def test_bare_string_keys_read_missing_and_verify(tmp_path, layout):
+    """VEP's bare keys (...;NOVALUE;...) and KEY=: htslib holds no value (pysam: None for
+    Number=1, () otherwise; bcftools prints the key alone), read '.' in every slot, as an
+    absent key, for every Number; verify agrees."""
+    bcf = CASES["bare_string_keys"].write(tmp_path)
+    with pysam.VariantFile(str(bcf)) as vf:
+        first, _, _, fourth, _ = list(vf)
+    assert first.info["S1"] is None and first.info["C1"] is None
+    assert first.info["SD"] == first.info["S2"] == first.info["SA"] == first.info["SR"] == ()
+    assert fourth.info["SR"] == () and str(fourth).split("\t")[7] == "SR;SD;C1"
+    ds = _index_refs(bcf, tmp_path, layout=layout)
+    assert ds["variant_S1"].values.tolist() == [".", "x", ".", ".", "."]
+    assert ds["variant_C1"].values.tolist() == [".", "c", ".", ".", "."]
+    assert ds["variant_SR"].values[[0, 3, 4]].tolist() == [["."] * 3] * 3
+    assert ds["variant_SD"].values[:, 0].tolist() == [".", "a", ".", ".", "."]
+    assert ds["variant_S2"].values[2].tolist() == [".", ""]  # S2=. : one missing value, then fill
+    report = verify_store(tmp_path / (bcf.name + ".vcz.json"), progress=False)
+    assert report.ok, report.summary()
+
+
+def test_empty_string_value_reads_missing_where_bio2zarr_reads_empty(tmp_path):
+    """S= : htslib stores no characters and prints the key alone, as for a bare key
+    (which it also writes back as one): '.', where bio2zarr stores ''. Every other array
+    equals bio2zarr's."""
+    bcf = CASES["empty_info_keys"].write(tmp_path)
+    with pysam.VariantFile(str(bcf)) as vf:
+        last = list(vf)[2]
+    assert last.info["S"] is None and str(last).split("\t")[7] == "S"
+    ds = _index_refs(bcf, tmp_path)
+    assert ds["variant_S"].values.tolist() == ["x", ".", "."]
+    ref = bio2zarr_convert(bcf, tmp_path / "bio2zarr.vcz", 2)
+    assert ref["variant_S"][:].tolist() == ["x", ".", ""]
+    assert differences_from_bio2zarr(ds.drop_vars("variant_S"), ref, ignore=("variant_S",)) == []

@@ -6,7 +6,10 @@ BCF of the same records.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import logging
+import re
+import zlib
 from pathlib import Path
 
 from ..errors import NotBCFError, OutputWriteError
@@ -20,6 +23,29 @@ logger = logging.getLogger(__name__)
 def is_vcf_path(path) -> bool:
     """VCF input is recognised by name: a ``.bcf`` holding VCF text is a mistake to report."""
     return Path(path).name.lower().endswith(VCF_SUFFIXES)
+
+
+_FIELD_LINE = re.compile(r"##(INFO|FORMAT)=<(?:.*?,)?ID=([^,>]+)")
+
+
+def vcf_field_ids(path) -> tuple[list[str], list[str]] | None:
+    """The IDs of a local VCF's INFO and FORMAT header lines, in order, first definition
+    of each (as htslib keeps them), read from its text without converting it, so the
+    fields can be checked before htslib writes anything; None when it cannot be read as
+    text (the conversion then says why)."""
+    found: dict[str, list[str]] = {"INFO": [], "FORMAT": []}
+    opener = gzip.open if Path(path).name.lower().endswith((".gz", ".bgz")) else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.startswith("##"):
+                    break
+                m = _FIELD_LINE.match(line)
+                if m and m.group(2) not in found[m.group(1)]:
+                    found[m.group(1)].append(m.group(2))
+    except (OSError, EOFError, zlib.error):
+        return None
+    return found["INFO"], found["FORMAT"]
 
 
 def vcf_to_bcf(vcf_path, bcf_path) -> None:

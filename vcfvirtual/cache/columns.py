@@ -25,6 +25,7 @@ from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
 
 from .._progress import phase
+from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC
@@ -86,7 +87,13 @@ class SegmentPlan:
     identity; and the order they are written to the cache (``write_order``: the demux's,
     or with ``local_alleles`` each samples block's AD, GT and PL segments together)."""
 
-    def __init__(self, header: BCFHeader, samples_chunk_size: int, local_alleles: bool = False):
+    def __init__(
+        self,
+        header: BCFHeader,
+        samples_chunk_size: int,
+        local_alleles: bool = False,
+        field_choice: FieldChoice = EVERY_FIELD,
+    ):
         self.n_samples = len(header.samples)
         self.samples_chunk_size = effective_samples_chunk_size(samples_chunk_size, self.n_samples)
         self.n_blocks = demux.n_blocks(self.n_samples, self.samples_chunk_size)
@@ -107,9 +114,16 @@ class SegmentPlan:
             for b in range(self.n_blocks):
                 width = min(self.samples_chunk_size, self.n_samples - b * self.samples_chunk_size)
                 self.segments.append((name, b, KIND_CODES["format"], f.key, width, flags, compressor_of(name)))
+        # The demux still splits every field (its slots cover the header's keys); the
+        # segments of a field left out are neither compressed nor written.
+        field_map = map_fields([f.name for f in header.info], [f.name for f in header.formats], field_choice)
+        omitted = {ident.replace("INFO/", "info/", 1).replace("FORMAT/", "format/", 1) for ident in field_map.omitted}
+        self.kept = [s for s, segment in enumerate(self.segments) if segment[0] not in omitted]
         self.write_order = list(range(len(self.segments)))
         if local_alleles and self.gt_slot >= 0:  # without GT there is nothing to put beside it
             self.write_order = self._local_order()
+        kept = set(self.kept)
+        self.write_order = [s for s in self.write_order if s in kept]
 
     def _local_order(self) -> list[int]:
         """Segment indices in the order written with local alleles: each block's AD, GT and
@@ -130,8 +144,8 @@ class SegmentPlan:
         return order
 
     def names(self) -> dict[str, bool]:
-        """Each segment name, and whether it is cut into samples blocks."""
-        return {s[0]: s[2] == KIND_CODES["format"] for s in self.segments}
+        """Each segment name written, and whether it is cut into samples blocks."""
+        return {self.segments[s][0]: self.segments[s][2] == KIND_CODES["format"] for s in self.kept}
 
 
 def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
@@ -177,11 +191,13 @@ class ColumnsWriter:
         samples_chunk_size: int,
         threads: int = COMPRESS_THREADS,
         local_alleles: bool = False,
+        field_choice: FieldChoice = EVERY_FIELD,
     ):
         self.fileobj = fileobj
         self.path = path
         self.samples_chunk_size = samples_chunk_size
         self.local_alleles = local_alleles
+        self.field_choice = field_choice
         self.pool = ThreadPoolExecutor(max(1, threads))
         self.plan: SegmentPlan | None = None
         self.chunk_length = 0
@@ -207,7 +223,7 @@ class ColumnsWriter:
         if chunk_length < 1:
             raise VcfVirtualError(self.path, "the columns layout needs the variants chunk size before the records")
         self.chunk_length = chunk_length
-        self.plan = SegmentPlan(header, self.samples_chunk_size, self.local_alleles)
+        self.plan = SegmentPlan(header, self.samples_chunk_size, self.local_alleles, self.field_choice)
         self.ranges = [[] for _ in self.plan.segments]
         self._write(FILE_MAGIC)
         self._write(self._take(0, header.size).tobytes())
@@ -251,8 +267,8 @@ class ColumnsWriter:
         """Each segment name's ranges, ``(n_chunks,)`` or ``(n_chunks, n_blocks)`` (uint64)."""
         assert self.plan is not None
         grouped: dict[str, list[list[tuple[int, int]]]] = {}
-        for segment, ranges in zip(self.plan.segments, self.ranges):
-            grouped.setdefault(segment[0], []).append(ranges)
+        for s in self.plan.kept:
+            grouped.setdefault(self.plan.segments[s][0], []).append(self.ranges[s])
         out = {}
         blocked = self.plan.names()
         for name, per_block in grouped.items():
@@ -349,10 +365,16 @@ class ColumnsLayout:
     needs_segments = True
     needs_record_offsets = True  # write_partitioned cuts the merged stream by record
 
-    def __init__(self, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE, local_alleles: bool = False):
+    def __init__(
+        self,
+        samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+        local_alleles: bool = False,
+        field_choice: FieldChoice = EVERY_FIELD,
+    ):
         self.samples_chunk_size = samples_chunk_size
         # Each samples block's AD, GT and PL segments written together (SegmentPlan).
         self.local_alleles = local_alleles
+        self.field_choice = field_choice
 
     def write_serial(
         self,
@@ -365,7 +387,13 @@ class ColumnsLayout:
     ) -> tuple[ScanResult, SegmentRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
         with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(f, str(bcf_path), self.samples_chunk_size, local_alleles=self.local_alleles)
+            writer = ColumnsWriter(
+                f,
+                str(bcf_path),
+                self.samples_chunk_size,
+                local_alleles=self.local_alleles,
+                field_choice=self.field_choice,
+            )
             try:
                 scan = scan_bcf(
                     bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj
@@ -387,7 +415,9 @@ class ColumnsLayout:
         # Errors name the first input (its records come first in the merged stream).
         name = merged.pieces[0].path if merged.pieces else str(tmp_cache)
         with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(f, name, self.samples_chunk_size, local_alleles=self.local_alleles)
+            writer = ColumnsWriter(
+                f, name, self.samples_chunk_size, local_alleles=self.local_alleles, field_choice=self.field_choice
+            )
             try:
                 _feed_segments(writer, merged, scan, offsets)
                 writer.close(scan.stream_size)

@@ -7,6 +7,7 @@ from __future__ import annotations
 # The codec decodes every layout, so its list is the one list (the codec is the lower layer).
 from vcfvirtual_codec.spec import LAYOUTS
 
+from ..bcf.fields import EVERY_FIELD, FieldChoice
 from .base import CacheLayout
 from .bgzf import BGZFLayout
 from .columns import DEFAULT_SAMPLES_CHUNK_SIZE, ColumnsLayout
@@ -23,12 +24,16 @@ LAYOUT_WRITERS: dict[str, CacheLayout] = {
 
 
 def layout_writer(
-    name: str, samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE, local_alleles: bool = False
+    name: str,
+    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    local_alleles: bool = False,
+    field_choice: FieldChoice = EVERY_FIELD,
 ) -> CacheLayout:
-    """The writer of layout ``name``; ``samples_chunk_size`` and ``local_alleles`` (each
-    samples block's AD, GT and PL segments written together) are read by ``columns`` only."""
+    """The writer of layout ``name``; ``samples_chunk_size``, ``local_alleles`` (each
+    samples block's AD, GT and PL segments written together) and ``field_choice`` (no
+    segment for a field left out) are read by ``columns`` only."""
     if name == ColumnsLayout.name:
-        return ColumnsLayout(samples_chunk_size, local_alleles)
+        return ColumnsLayout(samples_chunk_size, local_alleles, field_choice)
     return LAYOUT_WRITERS[name]
 
 

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 from .._progress import phase
 from ..bcf.csi import RecordStart
+from ..bcf.fields import EVERY_FIELD, FieldChoice
 from ..io.outputs import temporary_name
 from ..scan import parallel, partition
 from ..scan.results import ScanResult
@@ -33,6 +34,7 @@ def write_cache_serial(
     threads: int,
     fileobj: BinaryIO | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    field_choice: FieldChoice = EVERY_FIELD,
     local_alleles: bool = False,
 ) -> tuple[ScanResult, CacheRanges]:
     """One pass over one BCF, writing the cache as it goes.
@@ -55,6 +57,9 @@ def write_cache_serial(
         The BCF already open (a URL's stream), closed when done.
     samples_chunk_size : int
         Samples per block of the ``columns`` layout (the others ignore it).
+    field_choice : FieldChoice
+        The fields chosen: the ``columns`` layout writes no segment of a field left out
+        (the others hold whole records).
     local_alleles : bool
         ``columns``: write each samples block's AD, GT and PL segments together, so that
         a call_LAD or call_LPL chunk is one byte range (the others ignore it).
@@ -71,7 +76,7 @@ def write_cache_serial(
     NotBCFError, HeaderError, CorruptBCFError
         The input is not a readable BCF.
     """
-    return layout_writer(layout, samples_chunk_size, local_alleles).write_serial(
+    return layout_writer(layout, samples_chunk_size, local_alleles, field_choice).write_serial(
         bcf_path, tmp_cache, chunk_length_for, progress=progress, threads=threads, fileobj=fileobj
     )
 
@@ -86,6 +91,7 @@ def write_cache_partitioned(
     dask_client: Any,
     progress: bool | None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    field_choice: FieldChoice = EVERY_FIELD,
     local_alleles: bool = False,
 ) -> tuple[ScanResult, CacheRanges]:
     """Scan files (and parts of large ones) apart, merge, then write the cache.
@@ -108,6 +114,8 @@ def write_cache_partitioned(
         Show a progress bar (None: when on a terminal).
     samples_chunk_size : int
         Samples per block of the ``columns`` layout (the others ignore it).
+    field_choice : FieldChoice
+        The fields chosen (as for :func:`write_cache_serial`).
     local_alleles : bool
         As for :func:`write_cache_serial`.
 
@@ -126,7 +134,7 @@ def write_cache_partitioned(
     NotBCFError, CorruptBCFError
         An input is not a readable BCF.
     """
-    writer = layout_writer(layout, samples_chunk_size, local_alleles)
+    writer = layout_writer(layout, samples_chunk_size, local_alleles, field_choice)
     # Twice as many parts as workers, so one slow part (denser records) does not leave
     # the others idle at the end.
     n_parts = 2 * (workers if dask_client is None else max(workers, _dask_threads(dask_client)))

@@ -22,6 +22,8 @@ from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from zarr.dtype import parse_data_type
 
 from .. import __version__
+from ..bcf.fields import EVERY_FIELD, PREFIX, FieldChoice, FieldMap, map_fields
+from ..bcf.header import BCFHeader
 from ..cache.base import CacheRanges, ChunkRanges, SegmentRanges
 from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, compressor_of, effective_samples_chunk_size
 from ..errors import CorruptBCFError, FieldShapeError, UnsupportedBCFError, VcfVirtualError
@@ -132,17 +134,16 @@ def _zarr_dtype(dtype):
 FIXED_SEGMENTS = {kind: seg for kind, seg in SEGMENT_OF_KIND.items() if seg not in ("info", "format")}
 
 
-def segment_of(name: str, kind: str) -> str:
-    """The columns layout's segment an array reads: ``position``, ``info/DP``, ``format/GT``..."""
+def segment_of(kind: str, field: str | None = None) -> str:
+    """The columns layout's segment an array reads: ``position``, ``info/DP``, ``format/GT``...
+    (``field``: the INFO/FORMAT ID of an ``info`` or ``format`` array, whatever its array's name)."""
     if kind in FIXED_SEGMENTS:
         return FIXED_SEGMENTS[kind]
     if kind.startswith("genotype") or kind == "local_alleles":
         return "format/GT"
     if kind in LOCAL_KINDS:  # call_LAD, call_LPL: their field's segment, beside GT's
         return "format/" + _LOCAL_SOURCES[kind]
-    if kind == "info":
-        return "info/" + name.removeprefix("variant_")
-    return "format/" + name.removeprefix("call_")
+    return f"{kind}/{field}"
 
 
 def _variant_array(
@@ -157,13 +158,14 @@ def _variant_array(
     ranges: CacheRanges,
     description=None,
     samples_chunk_size: int = 0,
+    field: str | None = None,
     **spec_extra,
 ) -> ManifestArray:
     per_variant_shape = tuple(per_variant_shape)
     chunk_shape = [max(1, s) for s in per_variant_shape]
     array_ranges: ChunkRanges
     if isinstance(ranges, SegmentRanges):
-        segment = segment_of(name, kind)
+        segment = segment_of(kind, field)
         spec_extra["compressor"] = compressor_of(segment)
         if kind in SAMPLE_KINDS:
             samples_chunk_size = effective_samples_chunk_size(samples_chunk_size, per_variant_shape[0])
@@ -272,14 +274,19 @@ def _inline_array(values, dtype, dims, description=None, chunk: int | None = Non
     return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries=entries))
 
 
-def region_index(region_rows: np.ndarray, dtype) -> np.ndarray:
+def region_index(region_rows: np.ndarray, position_dtype) -> np.ndarray:
     """The spec's region index, bio2zarr's column order, from the scan's region rows
-    (chunk, contig, first POS, last POS, largest end, records per chunk and contig run)."""
-    rows = region_rows.astype(np.int64, copy=True)
-    # A record can end past the largest value of the positions' dtype (POS near 2^31 with
-    # rlen > 1); saturate rather than wrap, so overlap queries still find it.
-    rows[:, 4] = np.minimum(rows[:, 4], np.iinfo(dtype).max)
-    return rows.astype(dtype)
+    (chunk, contig, first POS, last POS, largest end, records per chunk and contig run).
+
+    Its dtype is the positions' (bio2zarr's), widened to hold every value of the table:
+    a record's end (POS + rlen - 1, from END for a symbolic deletion) or a chunk's record
+    count can pass the positions' largest value, which bio2zarr's OverflowError and an
+    earlier saturation here both got wrong (a region query then missed the record)."""
+    rows = np.asarray(region_rows, dtype=np.int64)
+    if not rows.size:
+        return rows.astype(position_dtype)
+    info = np.iinfo(position_dtype)
+    return rows.astype(min_int_dtype(min(int(rows.min()), info.min), max(int(rows.max()), info.max)))
 
 
 def field_dtype(vcf_type: str, lo: int, hi: int):
@@ -351,6 +358,11 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
     return out
 
 
+def header_field_map(header: BCFHeader, choice: FieldChoice = EVERY_FIELD, path=None) -> FieldMap:
+    """The arrays of ``header``'s fields under ``choice`` (:func:`vcfvirtual.bcf.fields.map_fields`)."""
+    return map_fields([f.name for f in header.info], [f.name for f in header.formats], choice, path)
+
+
 def build_group(
     scan: ScanResult,
     cache_url: str,
@@ -360,6 +372,7 @@ def build_group(
     layout: str = "raw",
     extra_attributes: dict | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    field_map: FieldMap | None = None,
     local_alleles: bool = False,
 ) -> ManifestGroup:
     """Every VCF Zarr array for ``scan``, referencing ``cache_url``.
@@ -367,20 +380,25 @@ def build_group(
     ``ranges`` are the (offsets, lengths) of the chunks in the cache, as its layout wrote
     them: one per variants chunk for every array (:class:`ChunkRanges`), or each array's
     own segments (:class:`SegmentRanges`, the columns layout, whose arrays with a samples
-    dimension are chunked ``samples_chunk_size`` samples wide). ``local_alleles``: bio2zarr's
-    ``--local-alleles`` arrays (:func:`local_allele_arrays`).
+    dimension are chunked ``samples_chunk_size`` samples wide). ``field_map`` names the
+    INFO/FORMAT fields' arrays and leaves out those not chosen (default: every field,
+    named ``variant_<ID>``/``call_<ID>``; a field taking a fixed array's name is refused).
+    ``local_alleles``: bio2zarr's ``--local-alleles`` arrays (:func:`local_allele_arrays`).
     """
     h = scan.header
+    if field_map is None:
+        field_map = header_field_map(h)
     variant = _variant_factory(scan.num_records, chunk_length, cache_url, ranges, layout, samples_chunk_size)
     _refuse_undefined_contigs(scan)
     position_dtype = min_int_dtype(*scan.pos_range) if scan.num_records else np.dtype("i1")
     n_alleles = max(scan.max_alleles, 2)
     ploidy = max(scan.max_ploidy, 1)
     arrays = _fixed_arrays(variant, scan, position_dtype, n_alleles)
-    arrays.update(_field_arrays(variant, scan, n_alleles, ploidy))
-    if h.gt_key >= 0:
+    arrays.update(_field_arrays(variant, scan, n_alleles, ploidy, field_map))
+    if h.gt_key >= 0 and field_map.genotypes:
         arrays.update(_genotype_arrays(variant, h.gt_key, len(h.samples), n_alleles, ploidy))
     if local_alleles:
+        _refuse_local_alleles_of_choice(field_map, h.gt_key >= 0)
         local_allele_arrays(variant, scan, arrays, n_alleles)
     # bio2zarr chunks sample_id as the samples blocks, and readers (vcztools) take the
     # samples chunking of every call_* array from it.
@@ -486,18 +504,24 @@ def _fixed_arrays(
 
 
 def _field_arrays(
-    variant: VariantArrayFactory, scan: ScanResult, n_alleles: int, ploidy: int
+    variant: VariantArrayFactory, scan: ScanResult, n_alleles: int, ploidy: int, field_map: FieldMap
 ) -> dict[str, ManifestArray]:
-    """One array per INFO and FORMAT field but GT, sized and typed by bio2zarr's rules."""
+    """One array per INFO and FORMAT field kept but GT, named by ``field_map``, sized and
+    typed by bio2zarr's rules (dimensions as if every field were kept: a field left out
+    changes no other array)."""
     h = scan.header
     n_samples = len(h.samples)
     dims = field_dimensions(h, scan, n_alleles, ploidy)
     arrays = {}
     for field in (*h.info, *h.formats):
-        if field.category == "FORMAT" and field.name == "GT":
+        name = field_map.array_of(field.category, field.name)
+        if name is None:  # GT, or left out
             continue
-        name = ("variant_" if field.category == "INFO" else "call_") + field.name
         width, dim = dims[(field.category, field.name)]
+        if dim == f"{field.category}_{field.name}_dim":
+            # A renamed field's own dimension follows its array's name, as bio2zarr names
+            # it for a file whose header holds the new name.
+            dim = f"{field.category}_{name.removeprefix(PREFIX[field.category])}_dim"
         stats = (scan.info_stats if field.category == "INFO" else scan.format_stats)[field.key]
         dtype = field_dtype(field.type, int(stats[1]), int(stats[2]))
         shape = ((n_samples,) if field.category == "FORMAT" else ()) + ((width,) if dim else ())
@@ -511,6 +535,7 @@ def _field_arrays(
             description=field.description,
             key=field.key,
             vcf_type=field.type,
+            field=field.name,
         )
     return arrays
 
@@ -535,6 +560,19 @@ def _genotype_arrays(
             "call_genotype_mask", "genotype_mask", bool, ("variants", "samples", "ploidy"), (n_samples, ploidy), **gt
         ),
     }
+
+
+def _refuse_local_alleles_of_choice(field_map: FieldMap, header_has_gt: bool) -> None:
+    """Local alleles are derived from GT and replace call_AD and call_PL under their own
+    names: GT left out, or AD or PL renamed, leaves nothing they are defined on."""
+    problem = None
+    if header_has_gt and not field_map.genotypes:  # a header without GT: refuse_local_alleles says so
+        problem = "they are derived from GT, which the field choice leaves out"
+    for name in _LOCAL_SOURCES.values():
+        if field_map.array_of("FORMAT", name) not in (None, "call_" + name):
+            problem = f"FORMAT/{name} is renamed, and call_L{name} replaces call_{name}"
+    if problem is not None:
+        raise UnsupportedBCFError(None, f"cannot expose local alleles: {problem}", hint="index without --local-alleles")
 
 
 def refuse_local_alleles(scan: ScanResult, n_alleles: int) -> None:
@@ -612,11 +650,8 @@ def _header_arrays(scan: ScanResult, position_dtype: np.dtype, sample_block: int
     arrays["filter_id"] = _inline_array(list(h.filters), str, ["filters"])
     arrays["filter_description"] = _inline_array(list(h.filter_descriptions), str, ["filters"])
     arrays["sample_id"] = _inline_array(list(h.samples), str, ["samples"], chunk=sample_block)
-    arrays["region_index"] = _inline_array(
-        region_index(scan.region_rows, position_dtype),
-        position_dtype,
-        ["region_index_values", "region_index_fields"],
-    )
+    index = region_index(scan.region_rows, position_dtype)
+    arrays["region_index"] = _inline_array(index, index.dtype, ["region_index_values", "region_index_fields"])
     return arrays
 
 
@@ -630,11 +665,14 @@ def build_store_group(
     ranges: CacheRanges,
     zero_copy: bool,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    field_choice: FieldChoice = EVERY_FIELD,
     local_alleles: bool = False,
 ) -> ManifestGroup:
     """The store's arrays and attributes; ``local_cache_url`` is where the cache is
     (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
-    or the URL it is uploaded to)."""
+    or the URL it is uploaded to). ``field_choice``: the fields' renames and selection,
+    recorded in the attributes for the store's readers."""
+    field_map = header_field_map(scan.header, field_choice, sources[0])
     # A chunk longer than the array only makes the chunk grid irregular; with at
     # most one chunk, the per-chunk summaries hold for any longer N.
     chunk_length = max(1, min(scan.chunk_length, scan.num_records))
@@ -652,6 +690,9 @@ def build_store_group(
     }
     if layout == "columns":  # the other layouts keep the samples dimension whole
         attrs["vcfvirtual"]["samples_chunk_size"] = samples_chunk_size
+    fields = field_map.to_attribute()
+    if fields is not None:  # renamed or omitted fields: verify, inspect and the checks read them
+        attrs["vcfvirtual"]["fields"] = fields
     try:
         return build_group(
             scan,
@@ -661,6 +702,7 @@ def build_store_group(
             layout=layout,
             extra_attributes=attrs,
             samples_chunk_size=samples_chunk_size,
+            field_map=field_map,
             local_alleles=local_alleles,
         )
     except VcfVirtualError as e:

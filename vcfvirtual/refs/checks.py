@@ -205,11 +205,11 @@ def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, A
         with its codec configuration, or a configuration with the store's own header;
         the references hold keys vcfvirtual never writes."""
     header = _store_header(refs, refs_path)
-    layout = cache.get("layout")
+    expected = _Expected(header, _store_fields(refs, refs_path), cache.get("layout"))
     if refs.get("parquet"):
         for key, value in refs["refs"].items():
             if isinstance(key, str) and key.endswith(".zarray"):
-                _check_array_metadata(key, value, refs_path, header, layout)
+                _check_array_metadata(key, value, refs_path, expected)
         return
     templates = _check_top_level(refs, refs_path, cache["url"])
     template = "{{" + CACHE_TEMPLATE + "}}"
@@ -222,7 +222,7 @@ def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, A
         if isinstance(value, list):
             check_chunk_ref(key, value, cache["url"], cache["size"], refs_path, alias)
         elif key.endswith(".zarray"):
-            _check_array_metadata(key, value, refs_path, header, layout)
+            _check_array_metadata(key, value, refs_path, expected)
         elif not isinstance(value, (str, dict)):
             raise UntrustedReferenceError(refs_path, f"reference {key!r} is neither data nor [url, offset, length]")
 
@@ -328,6 +328,42 @@ def _store_header(refs: KerchunkRefs, refs_path: PathLike) -> BCFHeader:
         ) from None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Expected:
+    """What every codec configuration of one store must agree with: its header, the array
+    of each INFO/FORMAT field (``array -> (category, ID)``, under the store's recorded
+    renames and selection), and its cache's layout."""
+
+    header: BCFHeader
+    fields: dict[str, tuple[str, str]]
+    layout: str | None
+
+
+def _store_fields(refs: KerchunkRefs, refs_path: PathLike) -> dict[str, tuple[str, str]]:
+    """``array -> (category, ID)`` of the INFO/FORMAT fields, as the index named them."""
+    attrs = group_attributes(refs, refs_path)
+    info = attrs.get("vcfvirtual")
+    recorded = info.get("fields") if isinstance(info, dict) else None
+    try:
+        # Keyed by the header's text (its hash is kept with the string), not the header.
+        return _fields_of(attrs["vcf_header"], json.dumps(recorded, sort_keys=True))
+    except VcfVirtualError as e:
+        raise UntrustedReferenceError(
+            refs_path, f"the recorded field choice does not fit the store's header: {e.problem}", hint=UNTRUSTED_HINT
+        ) from None
+
+
+@functools.lru_cache(maxsize=8)
+def _fields_of(text: str, recorded: str) -> dict[str, tuple[str, str]]:
+    """The field map of one header text and recorded choice, made once per store as its
+    header is parsed once (a header of 1,000 INFO keys takes ~1 ms). Callers only read it."""
+    from ..bcf.fields import FieldChoice, map_fields
+
+    header = _parsed_header(text)
+    choice = FieldChoice.from_attribute({"fields": json.loads(recorded)})
+    return map_fields([f.name for f in header.info], [f.name for f in header.formats], choice).fields_by_array()
+
+
 @functools.lru_cache(maxsize=8)
 def _parsed_header(text: str) -> BCFHeader:
     """The header htslib makes of ``text`` (BCFHeader is frozen): parsed once per text, as
@@ -364,10 +400,9 @@ def _split_samples(text: str) -> tuple[str, tuple[str, ...] | None]:
     return text[: cut + 1] + "\t".join(columns[:10]) + "\n", tuple(columns[9:])
 
 
-def _agrees_with_header(
-    name: str, spec: ChunkSpec, meta: dict[str, Any], header: BCFHeader, layout: str | None
-) -> list[str]:
+def _agrees_with_header(name: str, spec: ChunkSpec, meta: dict[str, Any], expected: _Expected) -> list[str]:
     """How ``spec`` differs from what the index writes for array ``name`` of this header."""
+    header, layout = expected.header, expected.layout
     problems = []
     if spec.array != name:
         problems.append(f"its config names array {spec.array!r}")
@@ -380,7 +415,7 @@ def _agrees_with_header(
         return problems + _fixed_array_problems(name, spec, header, layout)
     if spec.kind in _LOCAL_ARRAY_OF_KIND:
         return problems + _local_array_problems(name, spec, header)
-    return problems + _field_array_problems(name, spec, header)
+    return problems + _field_array_problems(name, spec, header, expected.fields.get(name))
 
 
 # The local-allele arrays (index --local-alleles) and the FORMAT field each gathers.
@@ -424,14 +459,14 @@ def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, layout:
     return []
 
 
-def _field_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list[str]:
-    """An INFO/FORMAT array's config: a field the header declares, with its key and type."""
+def _field_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, owner: tuple[str, str] | None) -> list[str]:
+    """An INFO/FORMAT array's config: a field the header declares, whose array is ``name``
+    under the store's field choice (``owner``: that field), with its key and type."""
     category = {"info": "INFO", "format": "FORMAT"}.get(spec.kind)
-    if category is None:
+    if category is None or owner is None or owner[0] != category:
         return [f"kind {spec.kind!r} is not that of an INFO or FORMAT field the header declares"]
     fields = header.info if category == "INFO" else header.formats
-    prefix = "variant_" if category == "INFO" else "call_"
-    field = next((f for f in fields if prefix + f.name == name), None)
+    field = next((f for f in fields if f.name == owner[1]), None)
     if field is None:
         return [f"kind {spec.kind!r} is not that of an INFO or FORMAT field the header declares"]
     if spec.key != field.key or spec.vcf_type != field.type:
@@ -444,9 +479,7 @@ def _field_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list
     return []
 
 
-def _check_array_metadata(
-    key: str, value: Any, refs_path: PathLike, header: BCFHeader | None = None, layout: str | None = None
-) -> None:
+def _check_array_metadata(key: str, value: Any, refs_path: PathLike, expected: _Expected | None = None) -> None:
     """An array decoded by our codec: its metadata must agree with the codec's config,
     or zarr would reshape the decoded bytes into another shape (an untyped error)."""
     from vcfvirtual_codec.codec import CODEC_ID
@@ -464,8 +497,8 @@ def _check_array_metadata(
     if filters[-1] is not ours[-1] or len(ours) != 1:
         problems.append("the vcfvirtual.bcf codec is not the one, last filter")
     problems += _metadata_problems(meta, filters, spec)
-    if header is not None:
-        problems += _agrees_with_header(name, spec, meta, header, layout)
+    if expected is not None:
+        problems += _agrees_with_header(name, spec, meta, expected)
     if problems:
         raise UntrustedReferenceError(refs_path, f"array {name}: " + "; ".join(problems), hint=UNTRUSTED_HINT)
 

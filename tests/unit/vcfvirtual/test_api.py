@@ -45,6 +45,9 @@ def test_index_keeps_its_public_signature():
         "workers",
         "dask_client",
         "storage_options",
+        "rename_fields",
+        "fields",
+        "exclude_fields",
     ]
     assert all(p.kind is p.KEYWORD_ONLY for name, p in params.items() if name != "bcf_path")
     # IndexOptions holds the same options, with the same defaults.

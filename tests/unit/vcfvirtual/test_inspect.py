@@ -170,3 +170,24 @@ def test_help_explains_every_option():
         if isinstance(param, click.Option):
             assert all(opt in text for opt in param.opts), param.opts
             assert param.help, param.opts
+
+
+@pytest.mark.parametrize(
+    ("fields", "text"),
+    [
+        (None, "every field, under its ID"),
+        ({"rename": {"INFO/filter": "filter_info"}, "omitted": ["FORMAT/PL"]},
+         "renamed INFO/filter -> variant_filter_info; omitted on request FORMAT/PL"),
+        ({"rename": "x"}, "the store's vcfvirtual.fields attribute is malformed"),
+    ],
+)  # fmt: skip
+def test_fields_line_says_what_was_renamed_and_left_out(fields, text):
+    from vcfvirtual.inspect import StoreSummary
+
+    summary = StoreSummary(
+        path="s.json", refs_format="json", arrays=(), num_variants=0, num_samples=0, vcf_zarr_version=None,
+        cache_url=None, cache_layout=None, cache_bytes=None, zero_copy=False, sources=(), variants_chunk_size=None,
+        fingerprints_match=True, attributes={} if fields is None else {"fields": fields},
+    )  # fmt: skip
+    assert summary.fields_text().startswith(text)
+    assert f"fields:       {text}" in summary.to_text()

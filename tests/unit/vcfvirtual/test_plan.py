@@ -240,12 +240,20 @@ def test_inputs_are_fingerprinted_by_their_size(untouched):
     assert plan(bcf).fingerprints[0].size == bcf.stat().st_size
 
 
-def test_the_chunk_length_asked_for_wins(untouched):
+def _header(bcf):
+    """The header as the scan hands it to chunk_length_for (htslib's reading, through pysam)."""
     import pysam
 
-    bcf, _ = untouched
+    from vcfvirtual.bcf.header import parse_header_text
+
     with pysam.VariantFile(str(bcf)) as vf:
-        header = vf.header
+        text = str(vf.header)
+    return parse_header_text(text.encode(), str(bcf), 0)
+
+
+def test_the_chunk_length_asked_for_wins(untouched):
+    bcf, _ = untouched
+    header = _header(bcf)
     assert plan(bcf, variants_chunk_size=7).chunk_length_for(header) == 7
 
 
@@ -285,11 +293,48 @@ def test_references_path_matches_the_plan(untouched):
 
 
 def test_the_default_chunk_length_follows_the_layout(untouched):
-    import pysam
-
     bcf, _ = untouched
-    with pysam.VariantFile(str(bcf)) as vf:
-        header = vf.header
+    header = _header(bcf)
     # A few samples: bgzf and raw chunks hold up to 10,000 variants, columns chunks 1,000.
     assert plan(bcf, cache_layout="columns").chunk_length_for(header) == 1_000
     assert plan(bcf, cache_layout="bgzf").chunk_length_for(header) == 10_000
+
+
+def test_fields_are_checked_once_the_header_is_known(untouched):
+    """chunk_length_for runs as soon as the scan has the header, before any record: a
+    field choice naming no field of it stops the run there, writing nothing."""
+    from vcfvirtual.errors import FieldNameError
+
+    bcf, _ = untouched
+    header = _header(bcf)
+    assert [f.name for f in header.info] == ["DP"]
+    assert plan(bcf, fields=["INFO/DP"]).field_map(header).arrays == {("INFO", "DP"): "variant_DP"}
+    with pytest.raises(FieldNameError, match="names INFO/AF, which the header does not declare"):
+        plan(bcf, exclude_fields="INFO/AF").chunk_length_for(header)
+
+
+def test_a_vcf_with_clashing_fields_is_refused_before_conversion(untouched):
+    """A VCF's fields are checked from its header text in the plan, before htslib writes
+    the temporary BCF it would index."""
+    from vcfvirtual.errors import FieldNameError
+
+    bcf, _ = untouched
+    vcf = bcf.with_name("freebayes.vcf")
+    vcf.write_text(
+        "##fileformat=VCFv4.2\n##contig=<ID=chr1,length=100>\n"
+        '##INFO=<ID=filter,Number=1,Type=String,Description="f">\n'
+        "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nchr1\t5\t.\tA\tC\t.\t.\tfilter=x\n"
+    )
+    try:
+        with pytest.raises(FieldNameError, match="INFO field 'filter' would be stored as variant_filter"):
+            plan(vcf)
+        assert plan(vcf, rename_fields={"INFO/filter": "filter_info"}).sources == (vcf,)
+    finally:
+        vcf.unlink()
+
+
+def test_field_choices_given_as_iterators_are_read_every_time(untouched):
+    bcf, _ = untouched
+    p = plan(bcf, exclude_fields=(f for f in ["INFO/DP"]))
+    header = _header(bcf)
+    assert p.field_map(header).omitted == p.field_map(header).omitted == ("INFO/DP",)

@@ -9,7 +9,7 @@ import os
 import pysam
 import pytest
 
-from vcfvirtual.bcf.vcf_input import as_bcf, is_vcf_path
+from vcfvirtual.bcf.vcf_input import as_bcf, is_vcf_path, vcf_field_ids
 from vcfvirtual.errors import NotBCFError
 
 from .... import bcfdata
@@ -44,3 +44,22 @@ def test_a_vcf_htslib_refuses_is_a_typed_error(tmp_path):
         with as_bcf([vcf], tmp_path / "c.bcf"):
             pass
     assert os.listdir(tmp_path) == ["bad.vcf"]
+
+
+@pytest.mark.parametrize("suffix", [".vcf", ".vcf.gz"])
+def test_field_ids_are_read_from_the_header_text(tmp_path, suffix):
+    """The INFO and FORMAT IDs htslib reads from the header (pysam's header.info/formats),
+    without converting the file; a repeated ID counts once, as htslib keeps the first."""
+    header = bcfdata.HEADER + '##INFO=<ID=AF,Number=A,Type=Float,Description="a, ID=X">\n'
+    header += '##INFO=<ID=DP,Number=1,Type=Integer,Description="again">\n'
+    text = bcfdata.vcf_text(bcfdata.SMALL_RECORDS, header=header)
+    plain = tmp_path / "in.vcf"
+    plain.write_text(text)
+    path = plain
+    if suffix == ".vcf.gz":
+        path = tmp_path / "in.vcf.gz"
+        pysam.tabix_compress(str(plain), str(path))
+    with pysam.VariantFile(str(path)) as vf:
+        expected = (list(vf.header.info), list(vf.header.formats))
+    assert vcf_field_ids(path) == expected == (["DP", "AF"], ["GT"])
+    assert vcf_field_ids(tmp_path / "missing.vcf") is None
