@@ -17,6 +17,8 @@ import numpy as np
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
+from . import arrays
+from .arrays import UNTRUSTED_HINT
 from .kerchunk import CACHE_TEMPLATE, KerchunkRefs
 
 if TYPE_CHECKING:
@@ -181,8 +183,6 @@ def _check_remote_cache(
 # the one cache the attributes declare and fingerprint, within its size, through
 # metadata that agrees with the codec configuration.
 
-UNTRUSTED_HINT = "open_store(..., check=False) reads them as plain Kerchunk would, if you trust their author"
-
 
 def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, Any]) -> None:
     """Refuse references that would make a reader fetch or decode anything but the cache.
@@ -202,29 +202,57 @@ def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, A
     ------
     UntrustedReferenceError
         A chunk names another URL or reads past the cache; an array's metadata disagrees
-        with its codec configuration, or a configuration with the store's own header;
-        the references hold keys vcfvirtual never writes."""
+        with its codec configuration, the other arrays, the store's own header or the
+        sizes the index recorded; the references hold keys or arrays vcfvirtual never
+        writes (see ``refs/arrays.py``)."""
+    parquet = bool(refs.get("parquet"))
+    templates = {} if parquet else _check_top_level(refs, refs_path, cache["url"])
+    keys = arrays.StoreKeys()
+    for key, value in refs["refs"].items():
+        if not isinstance(key, str):
+            raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
+        arrays.split_key(keys, key, value, refs_path)
     header = _store_header(refs, refs_path)
-    layout = cache.get("layout")
-    if refs.get("parquet"):
-        for key, value in refs["refs"].items():
-            if isinstance(key, str) and key.endswith(".zarray"):
-                _check_array_metadata(key, value, refs_path, header, layout)
+    metas = _check_arrays(keys, refs_path, header, group_attributes(refs, refs_path)["vcfvirtual"])
+    if parquet:
         return
-    templates = _check_top_level(refs, refs_path, cache["url"])
     template = "{{" + CACHE_TEMPLATE + "}}"
     # The URL as written, not as resolved here: Kerchunk resolves templates its own way
     # (str.format), so only the exact template (naming the cache) or the cache URL pass.
     alias = template if templates.get(CACHE_TEMPLATE) == cache["url"] else None
-    for key, value in refs["refs"].items():
-        if not isinstance(key, str):
-            raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
-        if isinstance(value, list):
-            check_chunk_ref(key, value, cache["url"], cache["size"], refs_path, alias)
-        elif key.endswith(".zarray"):
-            _check_array_metadata(key, value, refs_path, header, layout)
-        elif not isinstance(value, (str, dict)):
-            raise UntrustedReferenceError(refs_path, f"reference {key!r} is neither data nor [url, offset, length]")
+    for name in metas:
+        leaves = keys.chunks.get(name, [])
+        if name in arrays.PLAIN_ARRAYS:
+            for leaf in leaves:
+                arrays.check_plain_chunk(name, leaf, refs["refs"][f"{name}/{leaf}"], metas[name], refs_path)
+            continue
+        arrays.check_codec_chunks(name, metas[name], leaves, refs["refs"], refs_path)
+        for leaf in leaves:
+            key = f"{name}/{leaf}"
+            check_chunk_ref(key, refs["refs"][key], cache["url"], cache["size"], refs_path, alias)
+
+
+def _check_arrays(
+    keys: arrays.StoreKeys, refs_path: PathLike, header: BCFHeader, info: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Every array's metadata: the codec arrays' against their configs, the header and one
+    another, the header arrays' against the header. Returns each array's ``.zarray``."""
+    expected = arrays.expected_arrays(header)
+    arrays.check_names(keys, expected, refs_path)
+    layout = info["cache"].get("layout")
+    metas = {name: arrays.json_object(value, f"{name}/.zarray", refs_path) for name, value in keys.metas.items()}
+    specs = {
+        name: _check_array_metadata(name, meta, refs_path, header, layout)
+        for name, meta in metas.items()
+        if expected[name] == "codec"
+    }
+    arrays.check_codec_arrays(specs, header, info, refs_path)
+    n_records = next(iter(specs.values())).num_records if specs else 0
+    for name, meta in metas.items():
+        if expected[name] == "plain":
+            arrays.check_plain_array(name, meta, header, n_records, refs_path)
+    arrays.check_dimension_names(keys, metas, refs_path)
+    return metas
 
 
 def _check_top_level(refs: KerchunkRefs, refs_path: PathLike, cache_url: str) -> dict[str, str]:
@@ -420,39 +448,41 @@ def _field_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list
 
 
 def _check_array_metadata(
-    key: str, value: Any, refs_path: PathLike, header: BCFHeader | None = None, layout: str | None = None
-) -> None:
-    """An array decoded by our codec: its metadata must agree with the codec's config,
-    or zarr would reshape the decoded bytes into another shape (an untyped error)."""
+    name: str, meta: dict[str, Any], refs_path: PathLike, header: BCFHeader, layout: str | None
+) -> ChunkSpec:
+    """An array the index writes for our codec: the codec is its one, last filter, and its
+    metadata agrees with the codec's config (or zarr would reshape the decoded bytes into
+    another shape, an untyped error) and the config with the store's header. An array
+    naming the codec nowhere, or as its compressor, is refused: it would reach zarr
+    unchecked. Returns the config."""
     from vcfvirtual_codec.codec import CODEC_ID
 
-    meta = _array_metadata(key, value, refs_path)
     filters = meta.get("filters") or []
     if not isinstance(filters, list) or not all(isinstance(f, dict) for f in filters):
-        raise UntrustedReferenceError(refs_path, f"{key}: filters are not a list of codec configs")
+        raise UntrustedReferenceError(refs_path, f"{name}/.zarray: filters are not a list of codec configs")
     ours = [f for f in filters if f.get("id") == CODEC_ID]
     if not ours:
-        return
-    name = key.rsplit("/", 1)[0]
+        where = " (it is the compressor)" if _names_codec(meta.get("compressor")) else ""
+        raise UntrustedReferenceError(
+            refs_path,
+            f"array {name}: its filters name no vcfvirtual.bcf codec{where}, which the index writes for it",
+            hint=UNTRUSTED_HINT,
+        )
     spec = _chunk_spec(name, ours[-1], refs_path)
-    problems = []
+    problems = arrays.common_problems(meta)
     if filters[-1] is not ours[-1] or len(ours) != 1:
         problems.append("the vcfvirtual.bcf codec is not the one, last filter")
     problems += _metadata_problems(meta, filters, spec)
-    if header is not None:
-        problems += _agrees_with_header(name, spec, meta, header, layout)
+    problems += _agrees_with_header(name, spec, meta, header, layout)
     if problems:
         raise UntrustedReferenceError(refs_path, f"array {name}: " + "; ".join(problems), hint=UNTRUSTED_HINT)
+    return spec
 
 
-def _array_metadata(key: str, value: Any, refs_path: PathLike) -> dict[str, Any]:
-    try:
-        meta = json.loads(value) if isinstance(value, (str, bytes)) else value
-    except json.JSONDecodeError as e:
-        raise UntrustedReferenceError(refs_path, f"{key} is not JSON ({e})") from None
-    if not isinstance(meta, dict):
-        raise UntrustedReferenceError(refs_path, f"{key} is not a JSON object")
-    return meta
+def _names_codec(compressor: Any) -> bool:
+    from vcfvirtual_codec.codec import CODEC_ID
+
+    return isinstance(compressor, dict) and compressor.get("id") == CODEC_ID
 
 
 def _chunk_spec(name: str, config: dict[str, Any], refs_path: PathLike) -> ChunkSpec:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VcfVirtualError
+from ..errors import OutputWriteError, VcfVirtualError
+from ..io.outputs import write_hint
 from .checks import check_cache
 
 if TYPE_CHECKING:
@@ -20,7 +22,28 @@ def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
     The cache's folder is the repository's virtual chunk container (local files); the
     first commit holds the whole store. Returns the snapshot id."""
     icechunk = _import_icechunk(path)
+    try:
+        return _write_repository(icechunk, group, path, cache_url)
+    except icechunk.IcechunkError as e:
+        # Icechunk's Rust side reports a full disk or a read-only folder as a StorageError
+        # whose text ends in "(os error N)": made the one line JSON and Parquet give.
+        raise storage_write_error(path, str(e)) from None
 
+
+def storage_write_error(path: Path, message: str) -> OutputWriteError:
+    """One OutputWriteError for an Icechunk write failure: the OS error its message names
+    (the same words and hint as a failed file write), else its first line."""
+    found = re.search(r"\(os error (\d+)\)", message)
+    if found:
+        error = OSError(int(found.group(1)), os.strerror(int(found.group(1))))
+        return OutputWriteError(
+            path, f"cannot write the references: {error.strerror}", hint=write_hint(error, "refs_path=")
+        )
+    first = next((line.strip() for line in message.splitlines() if line.strip()), "unknown error")
+    return OutputWriteError(path, f"cannot write the references: Icechunk says {first[:300]}")
+
+
+def _write_repository(icechunk: Any, group: ManifestGroup, path: Path, cache_url: str) -> str:
     prefix = cache_url.rsplit("/", 1)[0] + "/"
     config = icechunk.RepositoryConfig.default()
     config.set_virtual_chunk_container(
