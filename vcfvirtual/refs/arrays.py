@@ -356,4 +356,16 @@ def width_problems(specs: dict[str, ChunkSpec], header: BCFHeader, dimensions: d
             allowed, why = 1 if field.number == "." else max(int(field.number), 1), f"Number={field.number}"
         if width != allowed:
             problems.append(f"array {name} is {width} wide, where {why} gives {allowed}")
+        elif bool(extra) != _has_values_axis(field, allowed):
+            problems.append(f"array {name} has {'a' if extra else 'no'} values axis, which the index does not write")
     return problems
+
+
+def _has_values_axis(field: Any, width: int) -> bool:
+    """Whether the index gives a field a values axis (bio2zarr's rules): A/R/G always,
+    FORMAT/LAA always, a Flag never, others when more than one value is seen or declared."""
+    if field.type == "Flag":
+        return False
+    if field.number in ("A", "R", "G") or (field.category == "FORMAT" and field.name == "LAA"):
+        return True
+    return width > 1
