@@ -12,7 +12,7 @@ preamble and CRC32 (format VVS2, ``codec/vcfvirtual_codec/columns.py``). Each ca
 
 and classified: ``correct`` (the seed's values, which equal htslib's), ``typed``
 (a VcfVirtualError), ``untyped`` (any other exception), ``crash`` (the process died),
-``hang`` (no answer in HANG_SECONDS), ``silent`` (other values, no error) or
+``hang`` (HANG_SECONDS of CPU, or ten times that of waiting, without an answer), ``silent`` (other values, no error) or
 ``as_written`` (plain Kerchunk reading crafted segment bytes as they say: no reader can
 tell those from data); apart from the outcome, ``rss_gb`` marks a read whose peak RSS
 grew more than 1 GB (or whose allocation the address-space limit refused).
@@ -528,18 +528,29 @@ def run(work: Path, seed: int, cases: int, log: Path, start: int = 0) -> list[di
     return results
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _drain(proc: subprocess.Popen, results: list, out, position: tuple[int, int], cases: int) -> tuple[int, int]:
-    """Collect a worker's lines until it ends; where the next worker starts."""
+    """Collect a worker's lines until it ends; where the next worker starts. A read is a
+    hang when it has used HANG_SECONDS of CPU, or ten times that of wall-clock time
+    (blocked): on a shared machine at nice 19 wall-clock time alone would flag slow reads."""
     current = None
     assert proc.stdout is not None
-    deadline = time.monotonic() + 600  # building and warming the seed
+    cpu_deadline, wall_deadline = float("inf"), time.monotonic() + 1800  # building and warming the seed
     buffer = b""
     while True:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:  # a hang
-            proc.kill()
-            proc.wait()
-            return _after_loss(current, "hang", results, out, position)
+        ready, _, _ = select.select([proc.stdout], [], [], 5.0)
+        if not ready:
+            if time.monotonic() > wall_deadline or _cpu_seconds(proc.pid) > cpu_deadline:
+                proc.kill()
+                proc.wait()
+                return _after_loss(current, "hang", results, out, position)
+            continue
         chunk = os.read(proc.stdout.fileno(), 1 << 16)
         if not chunk:
             code = proc.wait()
@@ -552,7 +563,8 @@ def _drain(proc: subprocess.Popen, results: list, out, position: tuple[int, int]
             message = json.loads(line)
             if message.get("start"):
                 current = (message["case"], message["path"])
-                deadline = time.monotonic() + HANG_SECONDS
+                cpu_deadline = _cpu_seconds(proc.pid) + HANG_SECONDS
+                wall_deadline = time.monotonic() + 10 * HANG_SECONDS
             else:
                 current = None
                 results.append(message)
