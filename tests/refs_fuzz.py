@@ -10,7 +10,8 @@ preamble and CRC32 (format VVS2, ``codec/vcfvirtual_codec/columns.py``). Each ca
 - through ``vcfvirtual.open_store`` (checking, the default) and xarray, and
 - as plain Kerchunk: ``xr.open_zarr("reference://", storage_options={"fo": ...})``,
 
-and classified: ``correct`` (the seed's values, which equal htslib's), ``typed``
+and classified: ``correct`` (the seed's values, which equal htslib's), ``padded`` (the
+seed's values padded with fill to axes declared wider: the same VCF), ``typed``
 (a VcfVirtualError), ``untyped`` (any other exception), ``crash`` (the process died),
 ``hang`` (HANG_SECONDS of CPU, or ten times that of waiting, without an answer), ``silent`` (other values, no error) or
 ``as_written`` (plain Kerchunk reading crafted segment bytes as they say: no reader can
@@ -46,7 +47,7 @@ from typing import Any, Literal
 
 Path_ = Literal["open_store", "plain"]
 PATHS: tuple[Path_, ...] = ("open_store", "plain")
-OUTCOMES = ("correct", "typed", "untyped", "crash", "hang", "silent", "as_written")
+OUTCOMES = ("correct", "padded", "typed", "untyped", "crash", "hang", "silent", "as_written")
 HANG_SECONDS = int(os.environ.get("VCFVIRTUAL_REFS_FUZZ_HANG", "30"))
 RSS_LIMIT = 1 << 30
 CHUNK = 2
@@ -310,6 +311,17 @@ def op_drop_chunk(d: Doc, rng: random.Random) -> None:
     d.changed()
 
 
+def op_harmless(d: Doc, rng: random.Random) -> None:
+    """What changes no value: a description, the JSON's key order and spacing."""
+    name = rng.choice(d.codec_arrays())
+    attrs = d.attrs(name)
+    attrs["description"] = "edited"
+    d.set_attrs(attrs, name)
+    m = d.meta(name)
+    d.refs[f"{name}/.zarray"] = json.dumps(dict(reversed(list(m.items()))), indent=1)
+    d.ops.append(f"{name}: description and key order")
+
+
 # --- crafted segments ------------------------------------------------------------------
 
 
@@ -388,6 +400,7 @@ OPS = [
     (op_dims, 1),
     (op_drop_chunk, 1),
     (op_craft_segment, 5),
+    (op_harmless, 3),
 ]
 
 
@@ -447,6 +460,36 @@ def _same(a, b) -> bool:
     return bool(np.array_equal(a, b))
 
 
+def _padded(a, b) -> bool:
+    """``a`` is ``b`` padded along its non-variant axes (or given a values axis) with what
+    VCF Zarr writes where there is no value: -1 or -2, the missing or fill NaN, "" or ".",
+    and any mask: the same VCF declared wider, as a sender who widens an array and records
+    the width consistently makes it."""
+    import numpy as np
+
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim == b.ndim + 1:
+        b = b[..., None]
+    if a.ndim != b.ndim or a.dtype != b.dtype or a.shape[0] != b.shape[0]:
+        return False
+    if any(x < y for x, y in zip(a.shape, b.shape)):
+        return False
+    inner = tuple(slice(0, n) for n in b.shape)
+    if not _same(a[inner], b):
+        return False
+    rest = np.ones(a.shape, bool)
+    rest[inner] = False
+    kind = a.dtype.kind
+    if kind == "f":
+        bits = a.view(f"u{a.itemsize}")[rest]
+        nans = (0x7F800001, 0x7F800002) if a.itemsize == 4 else (0x7FF0000000000001, 0x7FF0000000000002)
+        return bool(np.isin(bits, nans).all())
+    if kind == "b":
+        return True
+    empty = (-1, -2) if kind in "iu" else ("", ".")
+    return bool(np.isin(a[rest], np.array(empty, dtype=object if kind in "OUT" else a.dtype)).all())
+
+
 def classify(path: Path, how: Path_, expected: dict, meaning: str) -> dict:
     """One read: its outcome, peak RSS growth, and the error's type and first words."""
     from vcfvirtual.errors import VcfVirtualError
@@ -467,6 +510,10 @@ def classify(path: Path, how: Path_, expected: dict, meaning: str) -> dict:
         same = set(values) == set(expected) and all(_same(values[k], v) for k, v in expected.items())
         if same:
             outcome = "correct"
+        elif set(values) == set(expected) and all(
+            _same(values[k], v) or _padded(values[k], v) for k, v in expected.items()
+        ):
+            outcome, detail = "padded", "the seed's values, padded with fill to wider declared axes"
         else:
             outcome = "as_written" if meaning == "crafted" and how == "plain" else "silent"
             wrong = sorted(k for k in expected if k not in values or not _same(values[k], expected[k]))

@@ -262,3 +262,15 @@ def test_references_without_recorded_dimensions_are_refused(store):
     del attrs["vcfvirtual"]["dimensions"]
     doc["refs"][".zattrs"] = json.dumps(attrs)
     assert "re-run vcfvirtual index" in refused(doc, path, "record no dimensions")
+
+
+def test_a_header_edited_to_vouch_for_wider_arrays_is_refused(store):
+    """The vcf_header attribute must be the header the fingerprinted cache starts with:
+    an edited Number (1 -> .) cannot make room for a widened call_DP."""
+    doc, path, _ = store
+    doc = widen(doc, "call_DP", "append", 20, "FORMAT_DP_dim")
+    attrs = json.loads(doc["refs"][".zattrs"])
+    attrs["vcf_header"] = attrs["vcf_header"].replace("ID=DP,Number=1,", "ID=DP,Number=.,")
+    attrs["vcfvirtual"]["dimensions"]["fields"]["FORMAT/DP"] = 20
+    doc["refs"][".zattrs"] = json.dumps(attrs)
+    refused(doc, path, "starts with another header than the references' vcf_header")

@@ -118,6 +118,9 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
             f"the transcode cache {path} does not match the references: " + "; ".join(problems),
             hint="re-run vcfvirtual index --force",
         )
+    problem = _cache_header_problem(path, group_attributes(refs, refs_path).get("vcf_header"))
+    if problem:
+        raise UntrustedReferenceError(refs_path, f"the transcode cache {path} {problem}", hint=UNTRUSTED_HINT)
     changed = _source_differences(group_attributes(refs, refs_path)["vcfvirtual"].get("sources"))
     if changed is not None:
         source_path, problems = changed
@@ -126,6 +129,37 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
             f"the source BCF {source_path} changed since it was indexed: " + "; ".join(problems),
             hint="re-run vcfvirtual index --force",
         )
+
+
+def _cache_header_problem(path: str, text: Any) -> str | None:
+    """How the header the (fingerprinted) cache starts with differs from the references'
+    ``vcf_header`` attribute, which every codec config and width is checked against:
+    pinned to the cache, an edited header cannot vouch for edited arrays. A columns or raw
+    cache holds the header as BCF does; a BGZF one in its first blocks. None when equal."""
+    import gzip
+    import zlib
+
+    from ..io.outputs import BCF_MAGIC, COLUMNS_CACHE_MAGIC
+
+    if not isinstance(text, str):
+        return None  # refused later, with the other header checks
+    want = text.encode("utf-8")
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(len(COLUMNS_CACHE_MAGIC))
+            raw.seek(0 if head != COLUMNS_CACHE_MAGIC else len(COLUMNS_CACHE_MAGIC))
+            stream = gzip.GzipFile(fileobj=raw) if head[:2] == b"\x1f\x8b" else raw
+            prefix = stream.read(9)
+            if prefix[:5] != BCF_MAGIC + b"\x02":
+                return "does not start with a BCF 2.2 header"
+            size = int.from_bytes(prefix[5:9], "little")
+            # Read no more than the attribute can match (a NUL ends the stored text).
+            if not len(want) <= size <= len(want) + 1:
+                return f"holds a {size}-byte header, the references' vcf_header is {len(want)} bytes"
+            stored = stream.read(size).rstrip(b"\x00")
+    except (OSError, EOFError, zlib.error) as e:
+        return f"has no readable header ({e})"
+    return None if stored == want else "starts with another header than the references' vcf_header attribute"
 
 
 def _source_differences(sources: Any) -> tuple[str, list[str]] | None:
