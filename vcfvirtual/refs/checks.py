@@ -218,7 +218,9 @@ def _check_remote_cache(
 # metadata that agrees with the codec configuration.
 
 
-def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, Any]) -> None:
+def check_references(
+    refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, Any], *, metadata_only: bool = False
+) -> None:
     """Refuse references that would make a reader fetch or decode anything but the cache.
 
     Parameters
@@ -231,6 +233,9 @@ def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, A
         The references, as errors name them.
     cache
         The cache they declare (:func:`declared_cache`), whose fingerprint was checked.
+    metadata_only
+        Check the keys' metadata only (an Icechunk repository's, see
+        :func:`icechunk_as_references`): its virtual chunks are the repository's to check.
 
     Raises
     ------
@@ -239,7 +244,7 @@ def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, A
         with its codec configuration, the other arrays, the store's own header or the
         sizes the index recorded; the references hold keys or arrays vcfvirtual never
         writes (see ``refs/arrays.py``)."""
-    parquet = bool(refs.get("parquet"))
+    parquet = bool(refs.get("parquet")) or metadata_only
     templates = {} if parquet else _check_top_level(refs, refs_path, cache["url"])
     keys = arrays.StoreKeys()
     for key, value in refs["refs"].items():
@@ -597,3 +602,67 @@ def copy_differs(expected: Fingerprint, found: Fingerprint) -> str | None:
     if expected.digest is not None and found.digest != expected.digest:
         return "its contents changed (sampled hash differs) since it was indexed"
     return None
+
+
+# Zarr v3 data types as the v2 dtype strings the checks compare with the codec's.
+_V2_DTYPES = {
+    "bool": "|b1",
+    "int8": "|i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "uint8": "|u1",
+    "float32": "<f4",
+    "float64": "<f8",
+    "string": "|O",
+}
+
+
+def icechunk_as_references(group: Any, attrs: dict[str, Any], refs_path: PathLike) -> KerchunkRefs:
+    """An Icechunk repository's metadata as the Kerchunk references it stands for, so the
+    same checks read it: each array's zarr.json becomes a ``.zarray`` (its array-to-bytes
+    codec and ``vlen-utf8`` as filters, our codec last) and its dimension names a ``.zattrs``.
+    Anything the index never writes there (another codec, a storage transformer, a
+    nested group, a data type with no v2 spelling) is refused.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        As described."""
+    out: dict[str, Any] = {".zgroup": {"zarr_format": 2}, ".zattrs": attrs}
+    for name, node in group.members():
+        meta = json.loads(json.dumps(node.metadata.to_dict(), default=str))  # lists, as JSON has them
+        if meta.get("node_type") != "array" or meta.get("storage_transformers"):
+            raise UntrustedReferenceError(
+                refs_path, f"{name} is not an array vcfvirtual index writes", hint=UNTRUSTED_HINT
+            )
+        out[f"{name}/.zarray"] = _v2_metadata(name, meta, refs_path)
+        out[f"{name}/.zattrs"] = {"_ARRAY_DIMENSIONS": list(meta.get("dimension_names") or [])}
+    return {"refs": out}
+
+
+def _v2_metadata(name: str, meta: dict[str, Any], refs_path: PathLike) -> dict[str, Any]:
+    from vcfvirtual_codec.codec import CODEC_ID
+
+    codecs = meta.get("codecs") or []
+    first = codecs[0].get("name") if codecs and isinstance(codecs[0], dict) else None
+    rest = [c for c in codecs[1:] if isinstance(c, dict)]
+    grid = meta.get("chunk_grid", {})
+    dtype = _V2_DTYPES.get(str(meta.get("data_type")))
+    if first not in ("bytes", "vlen-utf8") or len(rest) != len(codecs) - 1 or dtype is None:
+        raise UntrustedReferenceError(
+            refs_path, f"array {name}: codecs {codecs!r}"[:300] + " are not what the index writes", hint=UNTRUSTED_HINT
+        )
+    filters = [{"id": "vlen-utf8"}] if first == "vlen-utf8" else []
+    filters += [{"id": c.get("name"), **(c.get("configuration") or {})} for c in rest]
+    theirs = [f for f in filters if f.get("id") not in ("vlen-utf8", CODEC_ID)]
+    return {
+        "shape": meta.get("shape"),
+        "chunks": grid.get("configuration", {}).get("chunk_shape") if grid.get("name") == "regular" else None,
+        "dtype": dtype,
+        "filters": [f for f in filters if f not in theirs] or None,
+        "compressor": theirs[0] if theirs else None,
+        "order": "C",
+        "zarr_format": 2,
+        "fill_value": meta.get("fill_value"),
+    }

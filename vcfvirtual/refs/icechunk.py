@@ -8,9 +8,9 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import OutputWriteError, VcfVirtualError
+from ..errors import OutputWriteError, UntrustedReferenceError, VcfVirtualError
 from ..io.outputs import write_hint
-from .checks import check_cache
+from .checks import check_cache, check_references, declared_cache, icechunk_as_references
 
 if TYPE_CHECKING:
     from virtualizarr.manifests import ManifestGroup
@@ -93,10 +93,18 @@ def open_icechunk(path, *, check: bool = True, branch: str = "main"):
 
     storage = icechunk.local_filesystem_storage(os.fspath(path))
     probe = icechunk.Repository.open(storage)
-    attrs: dict[str, Any] = dict(zarr.open_group(probe.readonly_session(branch).store, mode="r", zarr_format=3).attrs)
-    cache_url = attrs["vcfvirtual"]["cache"]["url"]
+    group = zarr.open_group(probe.readonly_session(branch).store, mode="r", zarr_format=3)
+    attrs: dict[str, Any] = dict(group.attrs)
+    cache = declared_cache({"refs": {".zattrs": attrs}}, path)
+    if cache is None:
+        raise UntrustedReferenceError(
+            path, "the repository declares no vcfvirtual cache, so nothing it points at can be checked"
+        )
+    cache_url = cache["url"]
     if check:
         check_cache({"refs": {".zattrs": attrs}}, path)
+        # Every array's zarr.json, as open_store checks a Kerchunk JSON's .zarray keys.
+        check_references(icechunk_as_references(group, attrs, path), path, cache, metadata_only=True)
     repo = icechunk.Repository.open(
         storage, authorize_virtual_chunk_access=_icechunk_access(cache_url.rsplit("/", 1)[0] + "/")
     )
