@@ -59,6 +59,14 @@ def index_command(bcf: Path, refs: Path, cache: Path, fmt: str) -> list[str]:
     ]
 
 
+def _wait_for_a_temporary(folder: Path, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 300
+    while not any(p.name.startswith(".") for p in folder.iterdir()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return
+        time.sleep(0.002)
+
+
 @pytest.mark.parametrize("fmt", ["json", "parquet", "icechunk"])
 def test_kills_at_random_instants_leave_old_or_new_outputs(bcf, tmp_path, fmt):
     if fmt == "icechunk":
@@ -76,7 +84,12 @@ def test_kills_at_random_instants_leave_old_or_new_outputs(bcf, tmp_path, fmt):
     for _ in range(KILLS_PER_FORMAT):
         sig = rng.choice([signal.SIGKILL, signal.SIGTERM])
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
-        time.sleep(rng.uniform(0.1, 1.1) * duration)
+        if rng.random() < 0.5:  # any instant of the run, start-up included
+            time.sleep(rng.uniform(0.1, 1.1) * duration)
+        else:  # an instant while it writes: from its first temporary on (on a busy machine
+            # start-up alone can outlast a run timed at rest)
+            _wait_for_a_temporary(tmp_path, proc)
+            time.sleep(rng.uniform(0, 0.5) * duration)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=300)
         outcomes.append((sig.name, proc.returncode))

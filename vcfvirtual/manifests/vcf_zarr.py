@@ -354,7 +354,7 @@ def build_group(
     # samples chunking of every call_* array from it.
     sample_block = effective_samples_chunk_size(samples_chunk_size, len(h.samples)) if layout == "columns" else None
     arrays.update(_header_arrays(scan, position_dtype, sample_block))
-    attributes = {
+    attributes: dict[str, Any] = {
         "vcf_zarr_version": VCF_ZARR_VERSION,
         "vcf_header": h.text,
         "vcf_meta_information": h.meta_information(),

@@ -154,7 +154,9 @@ def common_problems(meta: dict[str, Any]) -> list[str]:
     if meta.get("dimension_separator", ".") != ".":
         problems.append(f"dimension_separator {meta.get('dimension_separator')!r}, the index writes '.'")
     shape, chunks = meta.get("shape"), meta.get("chunks")
-    if not _counts(shape, 0) or not _counts(chunks, 1) or len(shape) != len(chunks):
+    if not (isinstance(shape, list) and isinstance(chunks, list)) or not (_counts(shape, 0) and _counts(chunks, 1)):
+        problems.append(f"shape {shape!r} and chunks {chunks!r} are not counts of one rank")
+    elif len(shape) != len(chunks):
         problems.append(f"shape {shape!r} and chunks {chunks!r} are not counts of one rank")
     return problems
 

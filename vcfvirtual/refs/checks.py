@@ -653,7 +653,7 @@ def _v2_metadata(name: str, meta: dict[str, Any], refs_path: PathLike) -> dict[s
         raise UntrustedReferenceError(
             refs_path, f"array {name}: codecs {codecs!r}"[:300] + " are not what the index writes", hint=UNTRUSTED_HINT
         )
-    filters = [{"id": "vlen-utf8"}] if first == "vlen-utf8" else []
+    filters: list[dict[str, Any]] = [{"id": "vlen-utf8"}] if first == "vlen-utf8" else []
     filters += [{"id": c.get("name"), **(c.get("configuration") or {})} for c in rest]
     theirs = [f for f in filters if f.get("id") not in ("vlen-utf8", CODEC_ID)]
     return {
