@@ -152,6 +152,7 @@ def test_open_store_refuses_every_other_cache(store, server, kind):
     refs = pointed_at(doc, _target(kind, work, server), work, f"open-{kind}")
     before = len(_Recorder.requests)
     result = read_in_child(refs, "open_store")
+    print("open_store", kind, result)  # with -s: the table in docs/design.md#safety
     assert result["outcome"] == "typed", result
     assert result["error"].startswith(("StaleCacheError", "UntrustedReferenceError")), result
     assert result["peak_mb"] < 1024, result
@@ -169,6 +170,7 @@ def test_plain_kerchunk_reads_other_caches_into_typed_errors_or_its_own(store, s
     doc, work = store
     refs = pointed_at(doc, _target(kind, work, server), work, f"plain-{kind}")
     result = read_in_child(refs, "plain")
+    print("plain", kind, result)
     # never values, a hang or a crash (http: fsspec refuses to mix its sync and async filesystems)
     assert result["outcome"] in ("typed", "untyped"), result
     assert result["peak_mb"] < 1024, result

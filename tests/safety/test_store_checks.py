@@ -274,3 +274,19 @@ def test_a_header_edited_to_vouch_for_wider_arrays_is_refused(store):
     attrs["vcfvirtual"]["dimensions"]["fields"]["FORMAT/DP"] = 20
     doc["refs"][".zattrs"] = json.dumps(attrs)
     refused(doc, path, "starts with another header than the references' vcf_header")
+
+
+@pytest.mark.parametrize("layout", ["columns", "raw"])
+def test_a_store_of_no_samples_with_a_gt_header_opens(tmp_path, layout):
+    """Its sample arrays have a samples axis of 0 with one chunk across it (a zarr chunk is
+    never 0 wide): a complete grid, not a chunk outside it. Oracle: pysam's positions."""
+    vcf = (
+        Path(__file__).parents[1]
+        / "data/corpus/sgkit-dev+bio2zarr/tests/data/vcf/sample_no_genotypes_with_gt_header.vcf.gz"
+    )
+    refs = tmp_path / "r.json"
+    vcfvirtual.index(vcf, refs_path=refs, cache_path=tmp_path / "c", cache_layout=layout, variants_chunk_size=3)
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    with pysam.VariantFile(str(vcf)) as vf:
+        assert ds["variant_position"].values.tolist() == [r.pos for r in vf]
+    assert ds["call_genotype"].shape[1] == 0

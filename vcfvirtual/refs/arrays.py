@@ -240,7 +240,14 @@ def check_codec_chunks(
     """A codec array's chunk grid: complete (zarr fills a missing chunk with fill_value,
     which would read as values), every key inside it, every chunk a byte range (checked
     against the cache by the caller), never inline bytes the cache's fingerprint does not cover."""
-    grid = [-(-s // c) for s, c in zip(meta["shape"], meta["chunks"])]
+    # The index writes one chunk across an axis of no samples or values (a zarr chunk is
+    # never 0 wide) and none at all for a store of no records.
+    grid = [
+        -(-s // c) if axis == 0 else max(1, -(-s // c))
+        for axis, (s, c) in enumerate(zip(meta["shape"], meta["chunks"]))
+    ]
+    if grid and grid[0] == 0:
+        grid = [0] * len(grid)
     for leaf in leaves:
         index = leaf.split(".")
         if len(index) != len(grid) or any(int(i) >= n for i, n in zip(index, grid)):
