@@ -199,7 +199,7 @@ def test_inline_segment_for_a_codec_array_is_refused(store):
     doc, path, _ = store
     doc = copy.deepcopy(doc)
     doc["refs"]["call_DP/0.0"] = "base64:" + base64.b64encode(b"VVS2" + bytes(40)).decode()
-    refused(doc, path, "call_DP/0.0 is inline data")
+    refused(doc, path, "call_DP has a chunk of inline data")
 
 
 def test_a_missing_chunk_is_refused_not_filled(store):
@@ -214,7 +214,10 @@ def test_a_chunk_outside_the_grid_is_refused(store):
     doc, path, _ = store
     doc = copy.deepcopy(doc)
     doc["refs"]["variant_position/7"] = doc["refs"]["variant_position/0"]
-    refused(doc, path, "outside the array's chunk grid")
+    refused(doc, path, "variant_position has 4 chunks of its grid's 3")
+    del doc["refs"]["variant_position/7"]
+    doc["refs"]["variant_position/1.0"] = doc["refs"].pop("variant_position/1")
+    refused(doc, path, r"chunk variant_position/1\.0 is outside the array.s chunk grid \[3\]")
 
 
 def test_header_array_chunk_of_the_wrong_size_is_refused(store):

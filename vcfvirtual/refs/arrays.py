@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import itertools
 import json
 import math
 from collections import defaultdict
@@ -76,11 +77,13 @@ REGION_INDEX_FIELDS = 6
 @dataclasses.dataclass
 class StoreKeys:
     """The references' keys sorted by what they are: each array's ``.zarray`` and
-    ``.zattrs`` (as stored: JSON text or an object), and its chunk keys' grid indices."""
+    ``.zattrs`` (as stored: JSON text or an object), its chunk keys' grid indices, and
+    which arrays have a chunk stored inline."""
 
     metas: dict[str, Any] = dataclasses.field(default_factory=dict)
     attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
     chunks: dict[str, list[str]] = dataclasses.field(default_factory=lambda: defaultdict(list))
+    inline: set[str] = dataclasses.field(default_factory=set)  # arrays with a chunk that is no [url, offset, length]
 
 
 def _refuse(refs_path: PathLike, problem: str, hint: str = UNTRUSTED_HINT) -> UntrustedReferenceError:
@@ -88,7 +91,9 @@ def _refuse(refs_path: PathLike, problem: str, hint: str = UNTRUSTED_HINT) -> Un
 
 
 def split_key(keys: StoreKeys, key: str, value: Any, refs_path: PathLike) -> None:
-    """File one reference key; refuse a key the index never writes."""
+    """File one reference key; refuse a key the index never writes. A chunk key's form
+    is checked with its grid (:func:`check_codec_chunks`, :func:`check_plain_chunk`): once
+    per key here costs more than the rest of an open's checks."""
     name, slash, leaf = key.partition("/")
     if not slash:
         if key in (".zgroup", ".zattrs"):
@@ -98,8 +103,10 @@ def split_key(keys: StoreKeys, key: str, value: Any, refs_path: PathLike) -> Non
         keys.metas[name] = value
     elif leaf == ".zattrs":
         keys.attrs[name] = value
-    elif name and all(part.isdigit() for part in leaf.split(".")):
+    elif name and leaf[:1].isdigit() and "/" not in leaf:
         keys.chunks[name].append(leaf)
+        if type(value) is not list:
+            keys.inline.add(name)
     else:
         # zarr.json (zarr v3 metadata, read before .zarray), .zmetadata, nested groups.
         raise _refuse(refs_path, f"the references hold key {key!r}, which vcfvirtual never writes")
@@ -212,6 +219,10 @@ def check_plain_chunk(name: str, leaf: str, value: Any, meta: dict[str, Any], re
     holding exactly one chunk's values, so zarr never reshapes a wrong count."""
     if not isinstance(value, str):
         raise _refuse(refs_path, f"{name}/{leaf} is not inline data, as the index writes a header array's chunks")
+    index = leaf.split(".")
+    grid = [max(1, -(-s // c)) for s, c in zip(meta["shape"], meta["chunks"])]
+    if len(index) != len(grid) or not all(i.isdigit() and int(i) < n for i, n in zip(index, grid)):
+        raise _refuse(refs_path, f"chunk {name}/{leaf} is outside the array's chunk grid {grid}")
     try:
         data = base64.b64decode(value[7:], validate=True) if value.startswith("base64:") else value.encode()
     except (binascii.Error, ValueError) as e:
@@ -234,12 +245,13 @@ def check_plain_chunk(name: str, leaf: str, value: Any, meta: dict[str, Any], re
         raise _refuse(refs_path, f"{name}/{leaf} holds {found}, not the {expected} values of a chunk {meta['chunks']}")
 
 
-def check_codec_chunks(
-    name: str, meta: dict[str, Any], leaves: list[str], refs: dict[str, Any], refs_path: PathLike
-) -> None:
+def check_codec_chunks(name: str, meta: dict[str, Any], keys: StoreKeys, refs_path: PathLike) -> None:
     """A codec array's chunk grid: complete (zarr fills a missing chunk with fill_value,
-    which would read as values), every key inside it, every chunk a byte range (checked
+    which would read as values), every key one of it, every chunk a byte range (checked
     against the cache by the caller), never inline bytes the cache's fingerprint does not cover."""
+    leaves = keys.chunks.get(name, [])
+    if name in keys.inline:
+        raise _refuse(refs_path, f"array {name} has a chunk of inline data, not a byte range of the cache")
     # The index writes one chunk across an axis of no samples or values (a zarr chunk is
     # never 0 wide) and none at all for a store of no records.
     grid = [
@@ -248,20 +260,17 @@ def check_codec_chunks(
     ]
     if grid and grid[0] == 0:
         grid = [0] * len(grid)
-    for leaf in leaves:
-        index = leaf.split(".")
-        if len(index) != len(grid) or any(int(i) >= n for i, n in zip(index, grid)):
-            raise _refuse(refs_path, f"chunk {name}/{leaf} is outside the array's chunk grid {grid}")
-        if not isinstance(refs[f"{name}/{leaf}"], list):
-            raise _refuse(
-                refs_path, f"chunk {name}/{leaf} is inline data, not a byte range of the cache the index writes"
-            )
     if len(leaves) != math.prod(grid):
         raise _refuse(
             refs_path,
             f"array {name} has {len(leaves)} chunks of its grid's {math.prod(grid)}: zarr would fill the others",
             hint=REINDEX_HINT,
         )
+    # As many keys as the grid has chunks, all distinct: complete if every one is in it
+    # (one set comparison, in C, rather than parsing each key).
+    if leaves and set(leaves) != set(map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))):
+        outside = sorted(set(leaves) - set(map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))))
+        raise _refuse(refs_path, f"chunk {name}/{outside[0]} is outside the array's chunk grid {grid}")
 
 
 def check_dimension_names(keys: StoreKeys, metas: dict[str, dict[str, Any]], refs_path: PathLike) -> None:

@@ -260,15 +260,16 @@ def check_references(
     # (str.format), so only the exact template (naming the cache) or the cache URL pass.
     alias = template if templates.get(CACHE_TEMPLATE) == cache["url"] else None
     for name in metas:
-        leaves = keys.chunks.get(name, [])
         if name in arrays.PLAIN_ARRAYS:
-            for leaf in leaves:
+            for leaf in keys.chunks.get(name, []):
                 arrays.check_plain_chunk(name, leaf, refs["refs"][f"{name}/{leaf}"], metas[name], refs_path)
-            continue
-        arrays.check_codec_chunks(name, metas[name], leaves, refs["refs"], refs_path)
-        for leaf in leaves:
-            key = f"{name}/{leaf}"
-            check_chunk_ref(key, refs["refs"][key], cache["url"], cache["size"], refs_path, alias)
+        else:
+            arrays.check_codec_chunks(name, metas[name], keys, refs_path)
+    # Every codec chunk is a reference (checked above); the header arrays' are inline.
+    url, size = cache["url"], cache["size"]
+    for key, value in refs["refs"].items():
+        if type(value) is list:
+            check_chunk_ref(key, value, url, size, refs_path, alias)
 
 
 def _check_arrays(
