@@ -293,3 +293,11 @@ def test_a_store_of_no_samples_with_a_gt_header_opens(tmp_path, layout):
     with pysam.VariantFile(str(vcf)) as vf:
         assert ds["variant_position"].values.tolist() == [r.pos for r in vf]
     assert ds["call_genotype"].shape[1] == 0
+
+
+@pytest.mark.parametrize("value", ["5", '{"zarr_format": 3}', ["/etc/passwd", 0, 10]])
+def test_a_group_that_is_not_zarr_v2s_is_refused(store, value):
+    doc, path, _ = store
+    doc = copy.deepcopy(doc)
+    doc["refs"][".zgroup"] = value
+    refused(doc, path, ".zgroup")

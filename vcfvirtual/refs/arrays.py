@@ -96,6 +96,8 @@ def split_key(keys: StoreKeys, key: str, value: Any, refs_path: PathLike) -> Non
     per key here costs more than the rest of an open's checks."""
     name, slash, leaf = key.partition("/")
     if not slash:
+        if key == ".zgroup" and json_object(value, ".zgroup", refs_path).get("zarr_format") != 2:
+            raise _refuse(refs_path, "the .zgroup is not zarr v2's, which the index writes")
         if key in (".zgroup", ".zattrs"):
             return
         raise _refuse(refs_path, f"the references hold key {key!r}, which vcfvirtual never writes")
