@@ -412,7 +412,7 @@ def make_case(doc: dict, cache: bytes, seed: int, index: int) -> Doc:
     for op in rng.choices(ops, weights, k=rng.choice([1, 1, 2, 3])):
         try:
             op(d, rng)
-        except (KeyError, IndexError, ValueError):  # an earlier edit removed what this one edits
+        except (KeyError, IndexError, ValueError, TypeError):  # an earlier edit removed what this one edits
             d.ops.append(f"{op.__name__}: nothing to edit")
     return d
 

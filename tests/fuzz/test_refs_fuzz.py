@@ -22,11 +22,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_CASES = 16
-SAMPLE_SEED = 0
+# Seed 5's 16 cases reach every kind of edit and both open_store outcomes, and none is a
+# read that takes seconds (seed 0's case 6, 10^5 records over 6, takes ~30 s of CPU on the
+# plain path, too close to the fuzzer's hang threshold for a suite test).
+SAMPLE_SEED = 5
 
 
 def test_refs_fuzz_sample(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env["VCFVIRTUAL_REFS_FUZZ_HANG"] = "120"  # CPU seconds: a busy machine is not a hang
     command = [sys.executable, "-m", "tests.refs_fuzz", "--cases", str(SAMPLE_CASES), "--seed", str(SAMPLE_SEED)]
     proc = subprocess.run(
         [*command, "--out", str(tmp_path)], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
