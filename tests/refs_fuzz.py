@@ -388,6 +388,43 @@ def op_craft_segment(d: Doc, rng: random.Random) -> None:
     d.changed("crafted")
 
 
+def op_summary_bomb(d: Doc, rng: random.Random) -> None:
+    """Issue 21's first finding: a genotype mask or phased array redeclared as one chunk of
+    10^6-10^7 records at ploidy 100-255 (own dimension names, so xarray opens it beside the
+    6-record arrays) over one inline segment whose preamble says every call is complete and
+    phased, with a bare 16-byte Blosc header as its frame claiming the largest length the
+    config allows: answered from the preamble, never decompressed."""
+    from vcfvirtual_codec import columns
+
+    name = rng.choice(["call_genotype_mask", "call_genotype_phased"])
+    n, ploidy = rng.choice([10**6, 10**7]), rng.choice([100, 255])
+    m = d.meta(name)
+    config = _config(m)
+    config["num_records"] = config["chunk_length"] = m["shape"][0] = m["chunks"][0] = n
+    config["ploidy"] = ploidy
+    if name == "call_genotype_mask":
+        config["shape"][-1] = m["shape"][-1] = m["chunks"][-1] = ploidy
+    d.set_meta(name, m)
+    attrs = d.attrs(name)
+    attrs["_ARRAY_DIMENSIONS"] = [f"fuzz_{dim}" for dim in attrs["_ARRAY_DIMENSIONS"]]
+    d.set_attrs(attrs, name)
+    keys = d.chunk_keys(name)
+    _, seg = _segment(d, keys[0])
+    for key in keys:
+        del d.refs[key]
+    fields = list(columns.PREAMBLE_HEAD.unpack_from(seg))
+    block_samples = fields[7]
+    length = min(5 * n + n * ploidy * 4 * block_samples, (1 << 32) - 1)  # a Blosc header's field
+    fields[2] = (fields[2] & columns.FLAG_GT_SHIFT) | columns.FLAG_GT_ALL_PHASED
+    fields[3], fields[5], fields[8] = ploidy, n, length
+    frame = bytes([2, 1, 1, 1]) + struct.pack("<III", length, 1 << 16, 16)
+    head = columns.PREAMBLE_HEAD.pack(*fields)
+    sealed = head + columns.segment_crc(head, frame).to_bytes(4, "little") + frame
+    d.refs[keys[0]] = "base64:" + base64.b64encode(sealed).decode()
+    d.ops.append(f"summary bomb: {name} {n} records x ploidy {ploidy}, one {len(sealed)}-byte segment")
+    d.changed("crafted")
+
+
 OPS = [
     (op_records, 3),
     (op_width, 4),
@@ -401,18 +438,27 @@ OPS = [
     (op_drop_chunk, 1),
     (op_craft_segment, 5),
     (op_harmless, 3),
+    (op_summary_bomb, 1),
 ]
 
 
-def make_case(doc: dict, cache: bytes, seed: int, index: int) -> Doc:
-    """Case ``index`` of run ``seed``: 1-3 edits, the same every time."""
+def make_case(doc: dict, cache: bytes, seed: int, index: int, only: str | None = None) -> Doc:
+    """Case ``index`` of run ``seed``: 1-3 edits, the same every time (``only``: edits of
+    that one kind, ``op_<only>``)."""
     rng = random.Random(f"{seed}:{index}")
     d = Doc(doc, cache)
-    ops, weights = zip(*OPS)
+    only = only or os.environ.get("VCFVIRTUAL_REFS_FUZZ_ONLY") or None
+    ops, weights = zip(*(o for o in OPS if only is None or o[0].__name__ == f"op_{only}"))
     for op in rng.choices(ops, weights, k=rng.choice([1, 1, 2, 3])):
         try:
             op(d, rng)
-        except (KeyError, IndexError, ValueError, TypeError):  # an earlier edit removed what this one edits
+        except (
+            KeyError,
+            IndexError,
+            ValueError,
+            TypeError,
+            struct.error,
+        ):  # an earlier edit removed what this one edits
             d.ops.append(f"{op.__name__}: nothing to edit")
     return d
 
@@ -570,9 +616,13 @@ def run(work: Path, seed: int, cases: int, log: Path, start: int = 0) -> list[di
         while position[0] < cases:
             command = [sys.executable, "-m", "tests.refs_fuzz", "--worker", str(work), str(seed)]
             command += [str(position[0]), str(cases), str(position[1])]
-            proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            with open(work / "worker-stderr.log", "ab") as err:  # a harness failure's traceback
+                proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=err)
             position = _drain(proc, results, out, position, cases)
     return results
+
+
+_STALLS: dict[tuple[int, int], int] = {}  # worker deaths at a position before any read
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -623,8 +673,11 @@ def _drain(proc: subprocess.Popen, results: list, out, position: tuple[int, int]
 
 
 def _after_loss(current, what: str, results: list, out, position: tuple[int, int]) -> tuple[int, int]:
-    if current is None:  # died before its first read: the seed itself
-        raise RuntimeError(f"the fuzz worker {what} before reading any case")
+    if current is None:  # died between reads (making a case): the harness's fault, not a read's
+        _STALLS[position] = _STALLS.get(position, 0) + 1
+        if _STALLS[position] >= 3:
+            raise RuntimeError(f"the fuzz worker {what} three times at case {position[0]}, before any read")
+        return position
     case, how = current
     result = {"case": case, "path": how, "outcome": what.split(" ")[0], "rss_gb": False, "detail": what}
     results.append(result)
@@ -666,7 +719,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("refs-fuzz"))
     parser.add_argument("--start", type=int, default=0, help="resume from this case (appends to cases.jsonl)")
     parser.add_argument("--replay", type=int, help="print case N's edits and read it here, both ways")
+    parser.add_argument("--only", help="edits of one kind only, e.g. summary_bomb (op_<name>)")
     ns = parser.parse_args(args)
+    if ns.only:
+        os.environ["VCFVIRTUAL_REFS_FUZZ_ONLY"] = ns.only  # the workers' environment
     if ns.replay is not None:
         return _replay(ns.out, ns.seed, ns.replay)
     log = ns.out / "cases.jsonl"
