@@ -22,10 +22,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_CASES = 16
-# Seed 5's 16 cases reach every kind of edit and both open_store outcomes, and none is a
-# read that takes seconds (seed 0's case 6, 10^5 records over 6, takes ~30 s of CPU on the
+# Seed 9's 16 cases reach both open_store outcomes, and none is a
+# read that takes seconds or a GB (seed 0's case 6, 10^5 records over 6, takes ~30 s of CPU on the
 # plain path, too close to the fuzzer's hang threshold for a suite test).
-SAMPLE_SEED = 5
+SAMPLE_SEED = 9
 
 
 def test_refs_fuzz_sample(tmp_path):

@@ -301,3 +301,20 @@ def test_a_group_that_is_not_zarr_v2s_is_refused(store, value):
     doc = copy.deepcopy(doc)
     doc["refs"][".zgroup"] = value
     refused(doc, path, ".zgroup")
+
+
+@pytest.mark.parametrize("layout", ["columns", "raw"])
+def test_records_lowered_by_one_in_every_array_are_refused(tmp_path, layout):
+    """5 records over the 6 of 3 full chunks: the codec accepts a full last chunk (it cannot
+    tell which chunk it decodes), so zarr would drop the 6th record silently (the refs
+    fuzzer's seed 11, case 11). The cache's last chunk holds 2 records, not 1."""
+    bcf = bcfdata.fuzz_bcf(tmp_path / "seed.bcf")
+    refs = tmp_path / "r.json"
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "c", cache_layout=layout, variants_chunk_size=2)
+    doc = json.loads(refs.read_text())
+    for key in [k for k in doc["refs"] if k.endswith("/.zarray")]:
+        m = json.loads(doc["refs"][key])
+        if m.get("filters") and m["filters"][-1].get("id") == "vcfvirtual.bcf":
+            m["filters"][-1]["num_records"] = m["shape"][0] = 5
+            doc["refs"][key] = json.dumps(m)
+    refused(doc, refs, "the arrays declare 5 records, but the cache's last chunk holds 2, not 1")

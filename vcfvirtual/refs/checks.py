@@ -270,6 +270,44 @@ def check_references(
     for key, value in refs["refs"].items():
         if type(value) is list:
             check_chunk_ref(key, value, url, size, refs_path, alias)
+    if url.startswith("file://") and "variant_position" in metas:
+        _check_record_count(refs["refs"], metas["variant_position"], url.removeprefix("file://"), cache, refs_path)
+
+
+def _check_record_count(
+    refs: dict[str, Any], meta: dict[str, Any], path: str, cache: dict, refs_path: PathLike
+) -> None:
+    """The records the arrays declare against the cache's: the last chunk of
+    variant_position must hold exactly the remainder. The codec cannot tell a last chunk
+    from another (numcodecs does not say which chunk it decodes), so it accepts a full one
+    there, and num_records lowered by one in every array would drop a record silently.
+    Read from the fingerprinted cache: a columns segment's preamble (its record count), a
+    raw chunk's record lengths; a BGZF cache's records would need inflating: not checked."""
+    from vcfvirtual_codec.columns import MAGIC, PREAMBLE
+
+    config = meta["filters"][-1]
+    n, length = config["num_records"], config["chunk_length"]
+    if not n or cache.get("layout") not in ("columns", "raw"):
+        return
+    last = (n - 1) // length
+    _, offset, size = refs[f"variant_position/{last}"]
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read(size if cache["layout"] == "raw" else PREAMBLE.size)
+    if cache["layout"] == "columns":
+        fields = PREAMBLE.unpack_from(data) if len(data) == PREAMBLE.size else None
+        found = fields[5] if fields and fields[0] == MAGIC else -1
+    else:
+        found, at = 0, 0
+        while at + 8 <= len(data):
+            at += 8 + int.from_bytes(data[at : at + 4], "little") + int.from_bytes(data[at + 4 : at + 8], "little")
+            found += 1
+    if found != n - last * length:
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the arrays declare {n} records, but the cache's last chunk holds {found}, not {n - last * length}",
+            hint=UNTRUSTED_HINT,
+        )
 
 
 def _check_arrays(
