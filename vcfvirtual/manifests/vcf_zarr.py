@@ -404,7 +404,7 @@ def build_group(
     # samples chunking of every call_* array from it.
     sample_block = effective_samples_chunk_size(samples_chunk_size, len(h.samples)) if layout == "columns" else None
     arrays.update(_header_arrays(scan, position_dtype, sample_block))
-    attributes = {
+    attributes: dict[str, Any] = {
         "vcf_zarr_version": VCF_ZARR_VERSION,
         "vcf_header": h.text,
         "vcf_meta_information": h.meta_information(),
@@ -412,7 +412,28 @@ def build_group(
     }
     if extra_attributes:
         attributes.update(extra_attributes)
+    if isinstance(attributes.get("vcfvirtual"), dict):
+        dimensions = recorded_dimensions(h, arrays, n_alleles, ploidy)
+        attributes["vcfvirtual"] = {**attributes["vcfvirtual"], "dimensions": dimensions}
     return ManifestGroup(arrays=arrays, attributes=attributes)
+
+
+def recorded_dimensions(header, arrays: dict[str, ManifestArray], n_alleles: int, ploidy: int) -> dict[str, Any]:
+    """The sizes the scan chose, which the header alone does not give: alleles, ploidy
+    (with GT), and each INFO/FORMAT field's width (its values per record, or per call).
+    open_store refuses arrays wider than these (refs/arrays.py): a width comes from the
+    data, so without this record nothing would bound a ``Number=.`` field's."""
+    fields = {}
+    for field in (*header.info, *header.formats):
+        name = ("variant_" if field.category == "INFO" else "call_") + field.name
+        if name in arrays and not (field.category == "FORMAT" and field.name == "GT"):
+            shape = arrays[name].metadata.shape
+            extra = shape[2:] if field.category == "FORMAT" else shape[1:]
+            fields[f"{field.category}/{field.name}"] = int(extra[0]) if extra else 1
+    out: dict[str, Any] = {"alleles": int(n_alleles), "fields": fields}
+    if header.gt_key >= 0:
+        out["ploidy"] = int(ploidy)
+    return out
 
 
 # variant(name, kind, dtype, dims=("variants",), shape=(), description="", **spec_extra):

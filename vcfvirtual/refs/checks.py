@@ -17,11 +17,14 @@ import numpy as np
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
+from . import arrays
+from .arrays import UNTRUSTED_HINT
 from .kerchunk import CACHE_TEMPLATE, KerchunkRefs
 
 if TYPE_CHECKING:
     from vcfvirtual_codec.codec import ChunkSpec
 
+    from ..bcf.fields import FieldMap
     from ..bcf.header import BCFHeader
 
 PathLike = str | os.PathLike[str] | None
@@ -116,6 +119,9 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
             f"the transcode cache {path} does not match the references: " + "; ".join(problems),
             hint="re-run vcfvirtual index --force",
         )
+    problem = _cache_header_problem(path, group_attributes(refs, refs_path).get("vcf_header"))
+    if problem:
+        raise UntrustedReferenceError(refs_path, f"the transcode cache {path} {problem}", hint=UNTRUSTED_HINT)
     changed = _source_differences(group_attributes(refs, refs_path)["vcfvirtual"].get("sources"))
     if changed is not None:
         source_path, problems = changed
@@ -124,6 +130,37 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
             f"the source BCF {source_path} changed since it was indexed: " + "; ".join(problems),
             hint="re-run vcfvirtual index --force",
         )
+
+
+def _cache_header_problem(path: str, text: Any) -> str | None:
+    """How the header the (fingerprinted) cache starts with differs from the references'
+    ``vcf_header`` attribute, which every codec config and width is checked against:
+    pinned to the cache, an edited header cannot vouch for edited arrays. A columns or raw
+    cache holds the header as BCF does; a BGZF one in its first blocks. None when equal."""
+    import gzip
+    import zlib
+
+    from ..io.outputs import BCF_MAGIC, COLUMNS_CACHE_MAGIC
+
+    if not isinstance(text, str):
+        return None  # refused later, with the other header checks
+    want = text.encode("utf-8")
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(len(COLUMNS_CACHE_MAGIC))
+            raw.seek(0 if head != COLUMNS_CACHE_MAGIC else len(COLUMNS_CACHE_MAGIC))
+            stream = gzip.GzipFile(fileobj=raw) if head[:2] == b"\x1f\x8b" else raw
+            prefix = stream.read(9)
+            if prefix[:5] != BCF_MAGIC + b"\x02":
+                return "does not start with a BCF 2.2 header"
+            size = int.from_bytes(prefix[5:9], "little")
+            # Read no more than the attribute can match (a NUL ends the stored text).
+            if not len(want) <= size <= len(want) + 1:
+                return f"holds a {size}-byte header, the references' vcf_header is {len(want)} bytes"
+            stored = stream.read(size).rstrip(b"\x00")
+    except (OSError, EOFError, zlib.error) as e:
+        return f"has no readable header ({e})"
+    return None if stored == want else "starts with another header than the references' vcf_header attribute"
 
 
 def _source_differences(sources: Any) -> tuple[str, list[str]] | None:
@@ -181,10 +218,10 @@ def _check_remote_cache(
 # the one cache the attributes declare and fingerprint, within its size, through
 # metadata that agrees with the codec configuration.
 
-UNTRUSTED_HINT = "open_store(..., check=False) reads them as plain Kerchunk would, if you trust their author"
 
-
-def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, Any]) -> None:
+def check_references(
+    refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, Any], *, metadata_only: bool = False
+) -> None:
     """Refuse references that would make a reader fetch or decode anything but the cache.
 
     Parameters
@@ -197,34 +234,107 @@ def check_references(refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, A
         The references, as errors name them.
     cache
         The cache they declare (:func:`declared_cache`), whose fingerprint was checked.
+    metadata_only
+        Check the keys' metadata only (an Icechunk repository's, see
+        :func:`icechunk_as_references`): its virtual chunks are the repository's to check.
 
     Raises
     ------
     UntrustedReferenceError
         A chunk names another URL or reads past the cache; an array's metadata disagrees
-        with its codec configuration, or a configuration with the store's own header;
-        the references hold keys vcfvirtual never writes."""
+        with its codec configuration, the other arrays, the store's own header or the
+        sizes the index recorded; the references hold keys or arrays vcfvirtual never
+        writes (see ``refs/arrays.py``)."""
+    parquet = bool(refs.get("parquet")) or metadata_only
+    templates = {} if parquet else _check_top_level(refs, refs_path, cache["url"])
+    keys = arrays.StoreKeys()
+    for key, value in refs["refs"].items():
+        if not isinstance(key, str):
+            raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
+        arrays.split_key(keys, key, value, refs_path)
     header = _store_header(refs, refs_path)
-    expected = _Expected(header, _store_fields(refs, refs_path), cache.get("layout"))
-    if refs.get("parquet"):
-        for key, value in refs["refs"].items():
-            if isinstance(key, str) and key.endswith(".zarray"):
-                _check_array_metadata(key, value, refs_path, expected)
+    attrs = group_attributes(refs, refs_path)
+    metas = _check_arrays(keys, refs_path, header, attrs["vcf_header"], attrs["vcfvirtual"])
+    if parquet:
         return
-    templates = _check_top_level(refs, refs_path, cache["url"])
     template = "{{" + CACHE_TEMPLATE + "}}"
     # The URL as written, not as resolved here: Kerchunk resolves templates its own way
     # (str.format), so only the exact template (naming the cache) or the cache URL pass.
     alias = template if templates.get(CACHE_TEMPLATE) == cache["url"] else None
+    for name in metas:
+        if name in arrays.PLAIN_ARRAYS:
+            for leaf in keys.chunks.get(name, []):
+                arrays.check_plain_chunk(name, leaf, refs["refs"][f"{name}/{leaf}"], metas[name], refs_path)
+        else:
+            arrays.check_codec_chunks(name, metas[name], keys, refs_path)
+    # Every codec chunk is a reference (checked above); the header arrays' are inline.
+    url, size = cache["url"], cache["size"]
     for key, value in refs["refs"].items():
-        if not isinstance(key, str):
-            raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
-        if isinstance(value, list):
-            check_chunk_ref(key, value, cache["url"], cache["size"], refs_path, alias)
-        elif key.endswith(".zarray"):
-            _check_array_metadata(key, value, refs_path, expected)
-        elif not isinstance(value, (str, dict)):
-            raise UntrustedReferenceError(refs_path, f"reference {key!r} is neither data nor [url, offset, length]")
+        if type(value) is list:
+            check_chunk_ref(key, value, url, size, refs_path, alias)
+    if url.startswith("file://") and "variant_position" in metas:
+        _check_record_count(refs["refs"], metas["variant_position"], url.removeprefix("file://"), cache, refs_path)
+
+
+def _check_record_count(
+    refs: dict[str, Any], meta: dict[str, Any], path: str, cache: dict, refs_path: PathLike
+) -> None:
+    """The records the arrays declare against the cache's: the last chunk of
+    variant_position must hold exactly the remainder. The codec cannot tell a last chunk
+    from another (numcodecs does not say which chunk it decodes), so it accepts a full one
+    there, and num_records lowered by one in every array would drop a record silently.
+    Read from the fingerprinted cache: a columns segment's preamble (its record count), a
+    raw chunk's record lengths; a BGZF cache's records would need inflating: not checked."""
+    from vcfvirtual_codec.columns import MAGIC, PREAMBLE
+
+    config = meta["filters"][-1]
+    n, length = config["num_records"], config["chunk_length"]
+    if not n or cache.get("layout") not in ("columns", "raw"):
+        return
+    last = (n - 1) // length
+    _, offset, size = refs[f"variant_position/{last}"]
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read(size if cache["layout"] == "raw" else PREAMBLE.size)
+    if cache["layout"] == "columns":
+        fields = PREAMBLE.unpack_from(data) if len(data) == PREAMBLE.size else None
+        found = fields[5] if fields and fields[0] == MAGIC else -1
+    else:
+        found, at = 0, 0
+        while at + 8 <= len(data):
+            at += 8 + int.from_bytes(data[at : at + 4], "little") + int.from_bytes(data[at + 4 : at + 8], "little")
+            found += 1
+    if found != n - last * length:
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the arrays declare {n} records, but the cache's last chunk holds {found}, not {n - last * length}",
+            hint=UNTRUSTED_HINT,
+        )
+
+
+def _check_arrays(
+    keys: arrays.StoreKeys, refs_path: PathLike, header: BCFHeader, header_text: str, info: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Every array's metadata: the codec arrays' against their configs, the header and one
+    another, the header arrays' against the header. Returns each array's ``.zarray``."""
+    field_map = _store_fields(refs_path, header_text, info)
+    # The local-allele arrays (index --local-alleles) stand in for call_AD and call_PL.
+    expected = arrays.expected_arrays(header, field_map, local_alleles="call_LA" in keys.metas)
+    arrays.check_names(keys, expected, refs_path)
+    shared = _Expected(header, field_map.fields_by_array(), info["cache"].get("layout"))
+    metas = {name: arrays.json_object(value, f"{name}/.zarray", refs_path) for name, value in keys.metas.items()}
+    specs = {
+        name: _check_array_metadata(name, meta, refs_path, shared)
+        for name, meta in metas.items()
+        if expected[name] == "codec"
+    }
+    arrays.check_codec_arrays(specs, header, info, refs_path)
+    n_records = next(iter(specs.values())).num_records if specs else 0
+    for name, meta in metas.items():
+        if expected[name] == "plain":
+            arrays.check_plain_array(name, meta, header, n_records, refs_path)
+    arrays.check_dimension_names(keys, metas, refs_path)
+    return metas
 
 
 def _check_top_level(refs: KerchunkRefs, refs_path: PathLike, cache_url: str) -> dict[str, str]:
@@ -328,42 +438,6 @@ def _store_header(refs: KerchunkRefs, refs_path: PathLike) -> BCFHeader:
         ) from None
 
 
-@dataclasses.dataclass(frozen=True)
-class _Expected:
-    """What every codec configuration of one store must agree with: its header, the array
-    of each INFO/FORMAT field (``array -> (category, ID)``, under the store's recorded
-    renames and selection), and its cache's layout."""
-
-    header: BCFHeader
-    fields: dict[str, tuple[str, str]]
-    layout: str | None
-
-
-def _store_fields(refs: KerchunkRefs, refs_path: PathLike) -> dict[str, tuple[str, str]]:
-    """``array -> (category, ID)`` of the INFO/FORMAT fields, as the index named them."""
-    attrs = group_attributes(refs, refs_path)
-    info = attrs.get("vcfvirtual")
-    recorded = info.get("fields") if isinstance(info, dict) else None
-    try:
-        # Keyed by the header's text (its hash is kept with the string), not the header.
-        return _fields_of(attrs["vcf_header"], json.dumps(recorded, sort_keys=True))
-    except VcfVirtualError as e:
-        raise UntrustedReferenceError(
-            refs_path, f"the recorded field choice does not fit the store's header: {e.problem}", hint=UNTRUSTED_HINT
-        ) from None
-
-
-@functools.lru_cache(maxsize=8)
-def _fields_of(text: str, recorded: str) -> dict[str, tuple[str, str]]:
-    """The field map of one header text and recorded choice, made once per store as its
-    header is parsed once (a header of 1,000 INFO keys takes ~1 ms). Callers only read it."""
-    from ..bcf.fields import FieldChoice, map_fields
-
-    header = _parsed_header(text)
-    choice = FieldChoice.from_attribute({"fields": json.loads(recorded)})
-    return map_fields([f.name for f in header.info], [f.name for f in header.formats], choice).fields_by_array()
-
-
 @functools.lru_cache(maxsize=8)
 def _parsed_header(text: str) -> BCFHeader:
     """The header htslib makes of ``text`` (BCFHeader is frozen): parsed once per text, as
@@ -398,6 +472,40 @@ def _split_samples(text: str) -> tuple[str, tuple[str, ...] | None]:
     if len(columns) <= 10:
         return text, None
     return text[: cut + 1] + "\t".join(columns[:10]) + "\n", tuple(columns[9:])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Expected:
+    """What every codec configuration of one store must agree with: its header, the array
+    of each INFO/FORMAT field (``array -> (category, ID)``, under the store's recorded
+    renames and selection), and its cache's layout."""
+
+    header: BCFHeader
+    fields: dict[str, tuple[str, str]]
+    layout: str | None
+
+
+def _store_fields(refs_path: PathLike, header_text: str, info: Any) -> FieldMap:
+    """The INFO/FORMAT fields' arrays, as the index named them (``vcfvirtual.fields``)."""
+    recorded = info.get("fields") if isinstance(info, dict) else None
+    try:
+        # Keyed by the header's text (its hash is kept with the string), not the header.
+        return _fields_of(header_text, json.dumps(recorded, sort_keys=True))
+    except VcfVirtualError as e:
+        raise UntrustedReferenceError(
+            refs_path, f"the recorded field choice does not fit the store's header: {e.problem}", hint=UNTRUSTED_HINT
+        ) from None
+
+
+@functools.lru_cache(maxsize=8)
+def _fields_of(text: str, recorded: str) -> FieldMap:
+    """The field map of one header text and recorded choice, made once per store as its
+    header is parsed once (a header of 1,000 INFO keys takes ~1 ms). Callers only read it."""
+    from ..bcf.fields import FieldChoice, map_fields
+
+    header = _parsed_header(text)
+    choice = FieldChoice.from_attribute({"fields": json.loads(recorded)})
+    return map_fields([f.name for f in header.info], [f.name for f in header.formats], choice)
 
 
 def _agrees_with_header(name: str, spec: ChunkSpec, meta: dict[str, Any], expected: _Expected) -> list[str]:
@@ -479,38 +587,40 @@ def _field_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, owner: 
     return []
 
 
-def _check_array_metadata(key: str, value: Any, refs_path: PathLike, expected: _Expected | None = None) -> None:
-    """An array decoded by our codec: its metadata must agree with the codec's config,
-    or zarr would reshape the decoded bytes into another shape (an untyped error)."""
+def _check_array_metadata(name: str, meta: dict[str, Any], refs_path: PathLike, expected: _Expected) -> ChunkSpec:
+    """An array the index writes for our codec: the codec is its one, last filter, and its
+    metadata agrees with the codec's config (or zarr would reshape the decoded bytes into
+    another shape, an untyped error) and the config with the store's header. An array
+    naming the codec nowhere, or as its compressor, is refused: it would reach zarr
+    unchecked. Returns the config."""
     from vcfvirtual_codec.codec import CODEC_ID
 
-    meta = _array_metadata(key, value, refs_path)
     filters = meta.get("filters") or []
     if not isinstance(filters, list) or not all(isinstance(f, dict) for f in filters):
-        raise UntrustedReferenceError(refs_path, f"{key}: filters are not a list of codec configs")
+        raise UntrustedReferenceError(refs_path, f"{name}/.zarray: filters are not a list of codec configs")
     ours = [f for f in filters if f.get("id") == CODEC_ID]
     if not ours:
-        return
-    name = key.rsplit("/", 1)[0]
+        where = " (it is the compressor)" if _names_codec(meta.get("compressor")) else ""
+        raise UntrustedReferenceError(
+            refs_path,
+            f"array {name}: its filters name no vcfvirtual.bcf codec{where}, which the index writes for it",
+            hint=UNTRUSTED_HINT,
+        )
     spec = _chunk_spec(name, ours[-1], refs_path)
-    problems = []
+    problems = arrays.common_problems(meta)
     if filters[-1] is not ours[-1] or len(ours) != 1:
         problems.append("the vcfvirtual.bcf codec is not the one, last filter")
     problems += _metadata_problems(meta, filters, spec)
-    if expected is not None:
-        problems += _agrees_with_header(name, spec, meta, expected)
+    problems += _agrees_with_header(name, spec, meta, expected)
     if problems:
         raise UntrustedReferenceError(refs_path, f"array {name}: " + "; ".join(problems), hint=UNTRUSTED_HINT)
+    return spec
 
 
-def _array_metadata(key: str, value: Any, refs_path: PathLike) -> dict[str, Any]:
-    try:
-        meta = json.loads(value) if isinstance(value, (str, bytes)) else value
-    except json.JSONDecodeError as e:
-        raise UntrustedReferenceError(refs_path, f"{key} is not JSON ({e})") from None
-    if not isinstance(meta, dict):
-        raise UntrustedReferenceError(refs_path, f"{key} is not a JSON object")
-    return meta
+def _names_codec(compressor: Any) -> bool:
+    from vcfvirtual_codec.codec import CODEC_ID
+
+    return isinstance(compressor, dict) and compressor.get("id") == CODEC_ID
 
 
 def _chunk_spec(name: str, config: dict[str, Any], refs_path: PathLike) -> ChunkSpec:
@@ -591,3 +701,67 @@ def copy_differs(expected: Fingerprint, found: Fingerprint) -> str | None:
     if expected.digest is not None and found.digest != expected.digest:
         return "its contents changed (sampled hash differs) since it was indexed"
     return None
+
+
+# Zarr v3 data types as the v2 dtype strings the checks compare with the codec's.
+_V2_DTYPES = {
+    "bool": "|b1",
+    "int8": "|i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "uint8": "|u1",
+    "float32": "<f4",
+    "float64": "<f8",
+    "string": "|O",
+}
+
+
+def icechunk_as_references(group: Any, attrs: dict[str, Any], refs_path: PathLike) -> KerchunkRefs:
+    """An Icechunk repository's metadata as the Kerchunk references it stands for, so the
+    same checks read it: each array's zarr.json becomes a ``.zarray`` (its array-to-bytes
+    codec and ``vlen-utf8`` as filters, our codec last) and its dimension names a ``.zattrs``.
+    Anything the index never writes there (another codec, a storage transformer, a
+    nested group, a data type with no v2 spelling) is refused.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        As described."""
+    out: dict[str, Any] = {".zgroup": {"zarr_format": 2}, ".zattrs": attrs}
+    for name, node in group.members():
+        meta = json.loads(json.dumps(node.metadata.to_dict(), default=str))  # lists, as JSON has them
+        if meta.get("node_type") != "array" or meta.get("storage_transformers"):
+            raise UntrustedReferenceError(
+                refs_path, f"{name} is not an array vcfvirtual index writes", hint=UNTRUSTED_HINT
+            )
+        out[f"{name}/.zarray"] = _v2_metadata(name, meta, refs_path)
+        out[f"{name}/.zattrs"] = {"_ARRAY_DIMENSIONS": list(meta.get("dimension_names") or [])}
+    return {"refs": out}
+
+
+def _v2_metadata(name: str, meta: dict[str, Any], refs_path: PathLike) -> dict[str, Any]:
+    from vcfvirtual_codec.codec import CODEC_ID
+
+    codecs = meta.get("codecs") or []
+    first = codecs[0].get("name") if codecs and isinstance(codecs[0], dict) else None
+    rest = [c for c in codecs[1:] if isinstance(c, dict)]
+    grid = meta.get("chunk_grid", {})
+    dtype = _V2_DTYPES.get(str(meta.get("data_type")))
+    if first not in ("bytes", "vlen-utf8") or len(rest) != len(codecs) - 1 or dtype is None:
+        raise UntrustedReferenceError(
+            refs_path, f"array {name}: codecs {codecs!r}"[:300] + " are not what the index writes", hint=UNTRUSTED_HINT
+        )
+    filters: list[dict[str, Any]] = [{"id": "vlen-utf8"}] if first == "vlen-utf8" else []
+    filters += [{"id": c.get("name"), **(c.get("configuration") or {})} for c in rest]
+    theirs = [f for f in filters if f.get("id") not in ("vlen-utf8", CODEC_ID)]
+    return {
+        "shape": meta.get("shape"),
+        "chunks": grid.get("configuration", {}).get("chunk_shape") if grid.get("name") == "regular" else None,
+        "dtype": dtype,
+        "filters": [f for f in filters if f not in theirs] or None,
+        "compressor": theirs[0] if theirs else None,
+        "order": "C",
+        "zarr_format": 2,
+        "fill_value": meta.get("fill_value"),
+    }

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VcfVirtualError
-from .checks import check_cache
+from ..errors import OutputWriteError, UntrustedReferenceError, VcfVirtualError
+from ..io.outputs import write_hint
+from .checks import check_cache, check_references, declared_cache, icechunk_as_references
 
 if TYPE_CHECKING:
     from virtualizarr.manifests import ManifestGroup
@@ -20,7 +22,28 @@ def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
     The cache's folder is the repository's virtual chunk container (local files); the
     first commit holds the whole store. Returns the snapshot id."""
     icechunk = _import_icechunk(path)
+    try:
+        return _write_repository(icechunk, group, path, cache_url)
+    except icechunk.IcechunkError as e:
+        # Icechunk's Rust side reports a full disk or a read-only folder as a StorageError
+        # whose text ends in "(os error N)": made the one line JSON and Parquet give.
+        raise storage_write_error(path, str(e)) from None
 
+
+def storage_write_error(path: Path, message: str) -> OutputWriteError:
+    """One OutputWriteError for an Icechunk write failure: the OS error its message names
+    (the same words and hint as a failed file write), else its first line."""
+    found = re.search(r"\(os error (\d+)\)", message)
+    if found:
+        error = OSError(int(found.group(1)), os.strerror(int(found.group(1))))
+        return OutputWriteError(
+            path, f"cannot write the references: {error.strerror}", hint=write_hint(error, "refs_path=")
+        )
+    first = next((line.strip() for line in message.splitlines() if line.strip()), "unknown error")
+    return OutputWriteError(path, f"cannot write the references: Icechunk says {first[:300]}")
+
+
+def _write_repository(icechunk: Any, group: ManifestGroup, path: Path, cache_url: str) -> str:
     prefix = cache_url.rsplit("/", 1)[0] + "/"
     config = icechunk.RepositoryConfig.default()
     config.set_virtual_chunk_container(
@@ -70,10 +93,18 @@ def open_icechunk(path, *, check: bool = True, branch: str = "main"):
 
     storage = icechunk.local_filesystem_storage(os.fspath(path))
     probe = icechunk.Repository.open(storage)
-    attrs: dict[str, Any] = dict(zarr.open_group(probe.readonly_session(branch).store, mode="r", zarr_format=3).attrs)
-    cache_url = attrs["vcfvirtual"]["cache"]["url"]
+    group = zarr.open_group(probe.readonly_session(branch).store, mode="r", zarr_format=3)
+    attrs: dict[str, Any] = dict(group.attrs)
+    cache = declared_cache({"refs": {".zattrs": attrs}}, path)
+    if cache is None:
+        raise UntrustedReferenceError(
+            path, "the repository declares no vcfvirtual cache, so nothing it points at can be checked"
+        )
+    cache_url = cache["url"]
     if check:
         check_cache({"refs": {".zattrs": attrs}}, path)
+        # Every array's zarr.json, as open_store checks a Kerchunk JSON's .zarray keys.
+        check_references(icechunk_as_references(group, attrs, path), path, cache, metadata_only=True)
     repo = icechunk.Repository.open(
         storage, authorize_virtual_chunk_access=_icechunk_access(cache_url.rsplit("/", 1)[0] + "/")
     )

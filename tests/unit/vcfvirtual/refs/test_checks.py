@@ -194,7 +194,7 @@ def test_field_array_naming_an_undeclared_field_is_refused(store):
     meta = json.loads(changed["refs"]["variant_DP/.zarray"])
     meta["filters"][-1]["array"] = "variant_XX"
     changed["refs"]["variant_XX/.zarray"] = json.dumps(meta)
-    _refuses(changed, path, cache, "kind 'info' is not that of an INFO or FORMAT field")
+    _refuses(changed, path, cache, "are not arrays vcfvirtual index writes")
     changed = _with_zarray(refs, "variant_DP", lambda m: m["filters"][-1].update(key=99))
     _refuses(changed, path, cache, "the header's INFO/DP has")
 
