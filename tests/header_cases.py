@@ -310,26 +310,6 @@ def cases() -> list[Case]:
             "None or (); '.' in every slot, for every Number (bio2zarr fails on them)",
         ),
         Case(
-            "bare_numeric_keys",
-            info("I1", "1")
-            + info("I2", "2")
-            + info("IA", "A")
-            + info("IR", "R")
-            + info("ID_", ".")
-            + info("F1", "1", "Float")
-            + info("FA", "A", "Float")
-            + GT,
-            (
-                "chr1\t10\t.\tA\tC\t.\t.\tI1;I2;IA;IR;ID_;F1;FA\tGT\t0/1\t0/0",
-                "chr1\t20\t.\tA\tC,G\t.\t.\tI1=3;I2=1,2;IA=4,5;IR=1,2,3;ID_=7;F1=1.5;FA=0.5,0.25\tGT\t0/1\t1/2",
-                "chr1\t30\t.\tA\tC\t.\t.\tI1;F1=2.5;IA\tGT\t0/1\t0/0",
-                "chr1\t40\t.\tA\tC\t.\t.\t.\tGT\t0/1\t0/0",
-            ),
-            bio2zarr="differs",
-            note="Integer/Float INFO keys without a value: htslib holds zero values; pysam reads None for "
-            "Number=1 (missing, -1) and () for a vector (fill); bio2zarr stores 0 for both",
-        ),
-        Case(
             "clashing_names",
             info("filter", "1", "String")
             + info("id", "1")

@@ -488,7 +488,7 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
     if spec.vcf_type in ("Integer", "Float"):
         is_float = spec.vcf_type == "Float"
         out = np.full(inner, records.FLOAT_END_BITS if is_float else -2, dtype=np.int32)
-        err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, out, not is_format and not vector)
+        err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, out)
         _check(err, at, spec, spec.vcf_type)
         if is_float:
             return out.view("<f4").reshape(full)

@@ -367,7 +367,7 @@ def _full_width_values(seg, d, t, m, flat, lo, hi):
 
 
 @_njit
-def numeric(seg, n, is_format, is_float, out, lo=-(1 << 31), hi=(1 << 31) - 1, bare_missing=False):  # noqa: C901 - one loop per record (kernel)
+def numeric(seg, n, is_format, is_float, out, lo=-(1 << 31), hi=(1 << 31) - 1):  # noqa: C901 - one loop per record (kernel)
     """An INFO segment (out: rows, 1, width) or a FORMAT block segment (rows, block
     samples, width) of Integer/Float values into int32 (floats as bits), as the codec's
     ``field_numeric``: absent -> missing; past the record's count -> fill; after an
@@ -389,7 +389,7 @@ def numeric(seg, n, is_format, is_float, out, lo=-(1 << 31), hi=(1 << 31) - 1, b
         c = np.int64(R.i32(seg, 4 * k))
         t = np.int64(seg[4 * n + k])
         d = starts[k]
-        if c < 0 or (c == 0 and bare_missing):  # absent, or a bare Number=1 INFO key (as field_numeric)
+        if c < 0:
             out[k, :, :] = missing_out
             continue
         if c > width:
@@ -1019,13 +1019,11 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         values = output_array(inner, out_dtype)
         values[n:] = fill  # the kernel writes every value of the record rows
         info = np.iinfo(out_dtype) if narrow else np.iinfo(np.int32)
-        # A bare INFO key of an array without a values dimension reads missing (as field_numeric).
-        bare_missing = not is_format and not vector
-        err, at = numeric(raw, n, is_format, is_float, values, info.min, info.max, bare_missing)
+        err, at = numeric(raw, n, is_format, is_float, values, info.min, info.max)
         if err == ERR_NARROW:
             # Decoded again wide, so that _narrow names the record and the value.
             values = np.full(inner, fill, dtype=np.int32)
-            err, at = numeric(raw, n, is_format, is_float, values, -(1 << 31), (1 << 31) - 1, bare_missing)
+            err, at = numeric(raw, n, is_format, is_float, values)
             _check(err, at, spec, spec.vcf_type)
             _narrow(values, dtype, spec)
             raise _refuse(spec, f"record {at} holds a value outside the array's {dtype}")

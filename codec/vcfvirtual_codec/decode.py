@@ -301,7 +301,7 @@ def genotypes(buf, offsets, gt_key, out_gt, out_phased, max_allele):  # noqa: C9
 
 
 @_njit
-def field_numeric(buf, offsets, key, is_format, is_float, out, bare_missing=False):  # noqa: C901 - one loop per record (kernel)
+def field_numeric(buf, offsets, key, is_format, is_float, out):  # noqa: C901 - one loop per record (kernel)
     """INFO or FORMAT Integer/Float values into ``out`` (records, samples or 1, width).
 
     Integers: -1 missing, -2 end-of-vector and padding. Floats are written as their
@@ -309,9 +309,6 @@ def field_numeric(buf, offsets, key, is_format, is_float, out, bare_missing=Fals
     padding past the record's own width 0x7F800002 (fill). Any NaN inside the record's
     width (end-of-vector, or a NaN value) reads as missing, which is how bio2zarr
     stores it. An INFO field holding the single value "." reads missing in every slot.
-    ``bare_missing`` (an INFO array without a values dimension, Number=1): a key given
-    without a value (``...;KEY;...``, zero values) reads missing, as htslib (pysam: None)
-    reads it; a vector's zero values stay fill, as pysam's ``()``.
     """
     n_vectors = out.shape[1]
     width = out.shape[2]
@@ -322,7 +319,7 @@ def field_numeric(buf, offsets, key, is_format, is_float, out, bare_missing=Fals
         t, n, d, err = _locate(buf, pos, key, is_format, n_vectors)
         if err != R.OK:
             return err, pos
-        if d < 0 or (n == 0 and bare_missing):
+        if d < 0:
             out[k, :, :] = missing_out
             continue
         if n > width:

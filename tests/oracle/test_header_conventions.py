@@ -194,10 +194,6 @@ def expected_field(category, key, number, vtype, reading):
                     vec = None  # a key without a value (pysam: None or ()) is missing, as htslib holds none
                 row.append(_expected_string(vec, w))
                 continue
-            if category == "INFO" and not has_dim and vec == ():
-                # A key without a value (pysam: () unless Number=1, then None): an array
-                # without a values dimension has no padding to hold "no values", so missing.
-                vec = None
             if category == "FORMAT" and vtype == "Float" and vec is not None:
                 vec = tuple(vec) + (None,) * (record_width - len(vec))
             row.append(_expected_numeric(vec, w, vtype == "Float", category == "INFO" and w > 1))
