@@ -47,6 +47,7 @@ import numpy as np
 
 from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .errors import VcfVirtualError
+from .refs.arrays import FIXED_ARRAYS, GENOTYPE_ARRAYS
 
 INT_MISSING, INT_FILL = -1, -2
 FLOAT_MISSING_BITS, FLOAT_FILL_BITS = 0x7F800001, 0x7F800002
@@ -58,18 +59,9 @@ STR_MISSING, STR_FILL = ".", ""
 TASK_SHARE = 4
 BLOCK_BYTES = 16 << 20
 
-# Arrays of the fixed VCF columns, and the arrays derived from the header.
-_FIXED = (
-    "variant_contig",
-    "variant_position",
-    "variant_length",
-    "variant_id",
-    "variant_id_mask",
-    "variant_allele",
-    "variant_quality",
-    "variant_filter",
-)
-_GENOTYPE = ("call_genotype", "call_genotype_phased", "call_genotype_mask")
+# Arrays of the fixed VCF columns and of GT (one list: refs.arrays, what open_store expects).
+_FIXED = FIXED_ARRAYS
+_GENOTYPE = GENOTYPE_ARRAYS
 _HEADER = ("contig_id", "contig_length", "filter_id", "filter_description", "sample_id")
 
 

@@ -54,14 +54,14 @@ print(json.dumps(out))
 """
 
 
-def read_in_child(refs: Path, how: str) -> dict:
+def read_in_child(refs: Path, how: str, deadline: float = DEADLINE) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     try:
         proc = subprocess.run(
             [sys.executable, "-c", CHILD, how, str(refs)],
             capture_output=True,
             text=True,
-            timeout=DEADLINE,
+            timeout=deadline,
             env=env,
             check=False,
         )
@@ -183,4 +183,5 @@ def test_plain_kerchunk_blocks_on_a_fifo_which_open_store_refuses(store, server)
     reach (no byte arrives to refuse). Recorded, so a change in fsspec shows here."""
     doc, work = store
     refs = pointed_at(doc, _target("fifo", work, server), work, "plain-fifo")
-    assert read_in_child(refs, "plain")["outcome"] == "hang"
+    # 10 s: a child's start-up is ~2 s; the FIFO would block forever.
+    assert read_in_child(refs, "plain", deadline=10)["outcome"] == "hang"
