@@ -40,7 +40,7 @@ import math
 import os
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -48,6 +48,9 @@ import numpy as np
 from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .errors import VcfVirtualError
 from .refs.arrays import FIXED_ARRAYS, GENOTYPE_ARRAYS
+
+if TYPE_CHECKING:  # imported where used: verify --help and the workers' start stay light
+    import pysam
 
 INT_MISSING, INT_FILL = -1, -2
 FLOAT_MISSING_BITS, FLOAT_FILL_BITS = 0x7F800001, 0x7F800002
@@ -1280,45 +1283,55 @@ class _Field:
     def _end(self) -> int:
         return int(np.uint32(FLOAT_VECTOR_END_BITS).view(np.int32)) if self.type == "Float" else INT32_VECTOR_END
 
-    def add(self, i: int, rec, hts: _HtsRecords, calls):
+    def add(
+        self, i: int, rec: pysam.VariantRecord, hts: _HtsRecords, calls: list[pysam.VariantRecordSample] | None
+    ) -> list[pysam.VariantRecordSample] | None:
         """Adds record ``i``; returns pysam's calls of the record once made (``calls``
         passes them on to the next field, so they are made once per record)."""
         if self.per_sample:
-            if self.key not in rec.format:
-                return calls  # absent: missing everywhere
-            if self.type in ("Integer", "Float"):
-                raw = hts.format(self.key, BCF_HT_INT if self.type == "Integer" else BCF_HT_REAL)
-                if raw is not None:
-                    width = min(raw.shape[1], self.raw.shape[2])
-                    self.raw[i, :, :width] = raw[:, :width].view(np.int32)
-                    self.present[i] = True
-                    self.count[i], _ = self._count(len(rec.alleles or ()))
-                return calls
-            raw = hts.format(self.key, BCF_HT_STR)
-            if raw is not None and self._put_strings(i, raw):
-                return calls
-            if calls is None:
-                calls = list(rec.samples.values())
-            for j, c in enumerate(calls):
-                self._put((i, j), c[self.key])
+            return self._add_format(i, rec, hts, calls)
+        self._add_info(i, rec)
+        return calls
+
+    def _add_format(
+        self, i: int, rec: pysam.VariantRecord, hts: _HtsRecords, calls: list[pysam.VariantRecordSample] | None
+    ) -> list[pysam.VariantRecordSample] | None:
+        if self.key not in rec.format:
+            return calls  # absent: missing everywhere
+        if self.type in ("Integer", "Float"):
+            raw = hts.format(self.key, BCF_HT_INT if self.type == "Integer" else BCF_HT_REAL)
+            if raw is not None:
+                width = min(raw.shape[1], self.raw.shape[2])
+                self.raw[i, :, :width] = raw[:, :width].view(np.int32)
+                self.present[i] = True
+                self.count[i], _ = self._count(len(rec.alleles or ()))
             return calls
+        raw = hts.format(self.key, BCF_HT_STR)
+        if raw is not None and self._put_strings(i, raw):
+            return calls
+        if calls is None:
+            calls = list(rec.samples.values())
+        for j, c in enumerate(calls):
+            self._put((i, j), c[self.key])
+        return calls
+
+    def _add_info(self, i: int, rec: pysam.VariantRecord) -> None:
         if self.key in _HIDDEN_INFO:
             value = _info_from_text(rec, self.key, self.type)
             if value is not None:
                 self._put((i,), value)
-            return calls
+            return
         if self.key not in rec.info:
-            return calls
+            return
         value = rec.info[self.key]
         if self.type in ("String", "Character") and value in (None, ()):
             # A key given without a value (bare, or with no characters): htslib holds no
             # value and pysam reads None or (); missing in every slot, as when absent.
-            return calls
+            return
         if self.type == "Flag":
             self.values[i] = bool(value)
-            return calls
+            return
         self._put((i,), value)
-        return calls
 
     def _put_strings(self, i: int, raw: np.ndarray) -> bool:
         """Record ``i``'s FORMAT strings of every sample from htslib's bytes (each call's

@@ -14,6 +14,7 @@ import os
 import re
 import struct
 import tempfile
+from collections.abc import Sequence
 from typing import Literal
 
 import pysam
@@ -91,7 +92,7 @@ class BCFHeader:
 VCF_TYPES = ("Integer", "Float", "Flag", "Character", "String")
 
 
-def classify_prefix(prefix: bytes, path) -> None:
+def classify_prefix(prefix: bytes, path: str | os.PathLike[str]) -> None:
     """Raise a clear error when the first bytes of an (inflated) stream are not BCF 2.2."""
     if prefix.startswith(BCF_MAGIC):
         return
@@ -117,7 +118,7 @@ def classify_prefix(prefix: bytes, path) -> None:
     raise NotBCFError(path, "not a BCF file (no BCF magic)")
 
 
-def read_prefix(data: bytes, path) -> int:
+def read_prefix(data: bytes, path: str | os.PathLike[str]) -> int:
     """Validate the magic and return ``l_text``. ``data`` holds at least 9 bytes."""
     classify_prefix(data[:5], path)
     if len(data) < BCF_PREFIX_SIZE:
@@ -126,11 +127,11 @@ def read_prefix(data: bytes, path) -> int:
     return l_text
 
 
-def _strip_quotes(value) -> str:
+def _strip_quotes(value: object) -> str:
     return str(value).strip('"') if value is not None else ""
 
 
-def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
+def parse_header_text(raw_text: bytes, path: str | os.PathLike[str], stream_size: int) -> BCFHeader:
     """Parse the header text with htslib (through pysam) and collect what VCF Zarr needs."""
     try:
         text = raw_text.rstrip(b"\x00").decode("utf-8", errors="strict")
@@ -215,7 +216,7 @@ HTSLIB_VARIABLE_NUMBER = 0xFFFFF
 VARIABLE_NUMBERS = ("P", "LA", "LR", "LG", "M")
 
 
-def normalise_number(word) -> str:
+def normalise_number(word: object) -> str:
     """The Number of a definition as we size it: "A", "R", "G", a fixed count, or "."
     for anything whose length varies by record (".", a negative count, htslib's
     variable-length marker, the VCF 4.4/4.5 words above)."""
@@ -288,7 +289,10 @@ def _moved_first[T](seq: list[T], i: int) -> list[T]:
 
 
 def _field_def(
-    category: Literal["INFO", "FORMAT"], rec: pysam.VariantHeaderRecord, meta: pysam.VariantMetadata, path: str
+    category: Literal["INFO", "FORMAT"],
+    rec: pysam.VariantHeaderRecord,
+    meta: pysam.VariantMetadata,
+    path: str | os.PathLike[str],
 ) -> FieldDef:
     """One INFO or FORMAT definition, its Number and Type as the header line writes them.
 
@@ -316,7 +320,10 @@ def _field_def(
 
 
 def _field_defs(
-    h: pysam.VariantHeader, category: Literal["INFO", "FORMAT"], table: pysam.VariantHeaderMetadata, path: str
+    h: pysam.VariantHeader,
+    category: Literal["INFO", "FORMAT"],
+    table: pysam.VariantHeaderMetadata,
+    path: str | os.PathLike[str],
 ) -> tuple[FieldDef, ...]:
     """The INFO or FORMAT definitions htslib registered, in header order; a repeated ID
     keeps its first definition, as htslib does."""
@@ -330,7 +337,7 @@ def _field_defs(
     return tuple(out)
 
 
-def _collect(h: pysam.VariantHeader, text: str, path: str, stream_size: int) -> BCFHeader:
+def _collect(h: pysam.VariantHeader, text: str, path: str | os.PathLike[str], stream_size: int) -> BCFHeader:
     contig_names, contig_lengths, unused_contig_ids = _contigs(h)
     filters, descriptions, filter_keys = _filters(h)
     if len(h.samples) > MAX_SAMPLES:
@@ -354,7 +361,7 @@ def _collect(h: pysam.VariantHeader, text: str, path: str, stream_size: int) -> 
     )
 
 
-def _first_difference(kind: str, ours, theirs) -> str | None:
+def _first_difference(kind: str, ours: Sequence[str], theirs: Sequence[str]) -> str | None:
     """The first position where two ordered name lists differ, said in words."""
     for i, (a, b) in enumerate(zip(ours, theirs)):
         if a != b:
