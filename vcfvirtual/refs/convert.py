@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import VcfVirtualError
-from .kerchunk import KerchunkRefs, _resolve_templates, load_references, require_parquet
+from .kerchunk import KerchunkRefs, resolve_templates, load_references, require_parquet
 
 # The keys of Kerchunk references that hold metadata (JSON text), not chunks.
 _METADATA_KEYS = (".zgroup", ".zattrs", ".zarray")
@@ -40,7 +40,7 @@ def load_all_references(path: str | os.PathLike[str]) -> KerchunkRefs:
         The references cannot be read.
     """
     if not os.path.isdir(path):
-        return {"version": 1, "refs": _resolve_templates(load_references(path))}
+        return {"version": 1, "refs": resolve_templates(load_references(path))}
     require_parquet(path)
     from fsspec.implementations.reference import LazyReferenceMapper
 

@@ -219,10 +219,11 @@ def write_kerchunk_parquet(
     from kerchunk.df import refs_to_dataframe
 
     refs = with_cache_template(kerchunk_refs(group), cache_url)
-    refs_to_dataframe({"version": 1, "refs": _resolve_templates(refs)}, str(path), record_size=record_size)
+    refs_to_dataframe({"version": 1, "refs": resolve_templates(refs)}, str(path), record_size=record_size)
 
 
-def _resolve_templates(refs: KerchunkRefs) -> dict[str, Any]:
+def resolve_templates(refs: KerchunkRefs) -> dict[str, Any]:
+    """The references' ``refs`` map with every template in a chunk's URL replaced by what it names."""
     templates = refs.get("templates", {})
     out = {}
     for key, value in refs["refs"].items():
