@@ -147,7 +147,9 @@ def _check_copy(cache: dict[str, Any], refs_url: str, registry: ObjectStoreRegis
     try:
         reader = obstore.open_reader(store, path)
     except FileNotFoundError:
-        raise StaleCacheError(refs_url, f"the transcode cache {url} is missing", hint="re-run vcfvirtual index") from None
+        raise StaleCacheError(
+            refs_url, f"the transcode cache {url} is missing", hint="re-run vcfvirtual index"
+        ) from None
     try:
         # obstore's reader seeks and reads as a binary file does: the windows are fetched as ranges.
         digest = digest_of(cast("BinaryIO", reader), reader.size, expected.kind)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import VcfVirtualError
-from .kerchunk import KerchunkRefs, resolve_templates, load_references, require_parquet
+from .kerchunk import KerchunkRefs, load_references, require_parquet, resolve_templates
 
 # The keys of Kerchunk references that hold metadata (JSON text), not chunks.
 _METADATA_KEYS = (".zgroup", ".zattrs", ".zarray")

@@ -186,7 +186,10 @@ def templated_refs(group: ManifestGroup, cache_url: str | None = None) -> Kerchu
     attrs["vcfvirtual"] = {**info, "cache": {**info["cache"], "url": cache_url}}
     names = {local, local.removeprefix("file://")}
     template = "{{" + CACHE_TEMPLATE + "}}"
-    refs: dict[str, Any] = {".zgroup": _ZGROUP, ".zattrs": json.dumps(attrs, separators=(",", ":"), default=_json_default)}
+    refs: dict[str, Any] = {
+        ".zgroup": _ZGROUP,
+        ".zattrs": json.dumps(attrs, separators=(",", ":"), default=_json_default),
+    }
     for key, value in _arrays(group).items():
         if isinstance(value, list) and value and value[0] in names:
             value = [template, *value[1:]]
