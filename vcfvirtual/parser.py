@@ -23,9 +23,10 @@ from . import _codecs  # noqa: F401  (registers the codecs, for stale entry poin
 from .errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from .io.fingerprint import Fingerprint, digest_of
 from .io.outputs import REFS_SUFFIX
-from .refs.checks import UNTRUSTED_HINT, check_cache, check_references, copy_differs, declared_cache
+from .refs.checks import check_cache, check_references, copy_differs
 from .refs.convert import manifest_group
 from .refs.kerchunk import KerchunkRefs, resolve_templates
+from .refs.open import required_cache
 
 
 class BCFParser:
@@ -124,13 +125,7 @@ def _resolve(registry: ObjectStoreRegistry, url: str) -> tuple[Any, str]:
 def _check(refs: KerchunkRefs, refs_url: str, registry: ObjectStoreRegistry) -> None:
     """open_store's checks: the cache (and, for a local cache, the sources) against their
     fingerprints, then every reference against the cache, before any chunk is read."""
-    cache = declared_cache(refs, refs_url)
-    if cache is None:
-        raise UntrustedReferenceError(
-            refs_url,
-            "the references declare no vcfvirtual cache, so nothing they point at can be checked",
-            hint=UNTRUSTED_HINT,
-        )
+    cache = required_cache(refs, refs_url)
     if cache["url"].startswith("file://"):
         check_cache(refs, refs_url)
     else:

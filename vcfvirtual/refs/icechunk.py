@@ -6,6 +6,7 @@ import os
 import re
 import warnings
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OutputWriteError, UntrustedReferenceError, VcfVirtualError
@@ -14,6 +15,7 @@ from .checks import check_cache, check_references, declared_cache, icechunk_as_r
 
 if TYPE_CHECKING:
     from virtualizarr.manifests import ManifestGroup
+    from zarr.abc.store import Store
 
 
 def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
@@ -62,7 +64,7 @@ def _write_repository(icechunk: Any, group: ManifestGroup, path: Path, cache_url
     return session.commit(f"vcfvirtual index: {cache_url}")
 
 
-def _import_icechunk(path):
+def _import_icechunk(path: str | os.PathLike[str]) -> ModuleType:
     try:
         import icechunk
     except ImportError:
@@ -75,17 +77,17 @@ def _import_icechunk(path):
     return icechunk
 
 
-def _icechunk_access(prefix: str) -> dict:
+def _icechunk_access(prefix: str) -> dict[str, Any]:
     import icechunk
 
     return {prefix: icechunk.credentials.LocalFileSystemAccess}
 
 
-def is_icechunk_repo(path) -> bool:
+def is_icechunk_repo(path: str | os.PathLike[str]) -> bool:
     return os.path.isdir(path) and os.path.exists(os.path.join(path, "repo"))
 
 
-def open_icechunk(path, *, check: bool = True, branch: str = "main"):
+def open_icechunk(path: str | os.PathLike[str], *, check: bool = True, branch: str = "main") -> Store:
     """A read-only store over the Icechunk repository that ``index --format icechunk`` wrote."""
     import zarr
 

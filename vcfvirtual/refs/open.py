@@ -130,6 +130,19 @@ def _checked_cache(refs: KerchunkRefs, refs_path: str, storage_options: dict[str
     """The declared cache, once it and every reference passed their checks: the cache first
     (missing, changed, not a regular file), then every reference against it, so nothing
     the references name is fetched before both pass."""
+    cache = required_cache(refs, refs_path)
+    check_cache(refs, refs_path, storage_options)
+    check_references(refs, refs_path, cache)
+    return cache
+
+
+def required_cache(refs: KerchunkRefs, refs_path: str) -> dict[str, Any]:
+    """The cache the references declare (:func:`declared_cache`), which checked reading needs.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        They declare none (not written by vcfvirtual), or a malformed one."""
     cache = declared_cache(refs, refs_path)
     if cache is None:
         raise UntrustedReferenceError(
@@ -137,8 +150,6 @@ def _checked_cache(refs: KerchunkRefs, refs_path: str, storage_options: dict[str
             "the references declare no vcfvirtual cache, so nothing they point at can be checked",
             hint=UNTRUSTED_HINT,
         )
-    check_cache(refs, refs_path, storage_options)
-    check_references(refs, refs_path, cache)
     return cache
 
 
