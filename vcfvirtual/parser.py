@@ -11,9 +11,10 @@ job, done once, not a side effect of opening.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, BinaryIO, cast
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import obstore
 from obspec_utils.registry import ObjectStoreRegistry
@@ -87,11 +88,19 @@ class BCFParser:
 
 
 def _as_url(location: str | Path) -> str:
-    """A local path as an absolute ``file://`` URL (what registries resolve); URLs unchanged."""
+    """A local path or ``file://`` URL as the ``file://`` URL of its absolute path, unquoted
+    (a registry's LocalStore reads the path as it is; ``index`` names local caches so); other
+    URLs unchanged."""
     text = str(location)
-    if urlparse(text).scheme not in ("", "file"):
+    parsed = urlparse(text)
+    if parsed.scheme not in ("", "file"):
         return text
-    return Path(text.removeprefix("file://")).absolute().as_uri()
+    return "file://" + os.path.abspath(unquote(parsed.path) if parsed.scheme else text)
+
+
+def _index_command(url: str) -> str:
+    """The command that indexes ``url`` (the CLI takes local files by path)."""
+    return "vcfvirtual index " + (_as_url(url).removeprefix("file://") if urlparse(url).scheme in ("", "file") else url)
 
 
 def _read_references(refs_url: str, url: str, registry: ObjectStoreRegistry) -> KerchunkRefs:
@@ -101,7 +110,7 @@ def _read_references(refs_url: str, url: str, registry: ObjectStoreRegistry) -> 
         data = obstore.get(store, path).bytes()
     except FileNotFoundError:
         raise VcfVirtualError(
-            url, f"no vcfvirtual index found: {refs_url} does not exist", hint=f"vcfvirtual index {url}"
+            url, f"no vcfvirtual index found: {refs_url} does not exist", hint=_index_command(url)
         ) from None
     try:
         refs = json.loads(bytes(data))

@@ -57,6 +57,16 @@ def test_parser_reads_the_index_through_the_registry(indexed, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
 
 
+def test_a_folder_with_a_space_by_path_and_by_quoted_url(small_bcf, tmp_path):
+    bcf = tmp_path / "a folder" / "s.bcf"
+    bcf.parent.mkdir()
+    shutil.copy(small_bcf, bcf)
+    vcfvirtual.index(bcf, variants_chunk_size=3)
+    assert "%20" in bcf.as_uri()
+    for url in (str(bcf), bcf.as_uri()):
+        _assert_htslib_values(vcfvirtual.BCFParser()(url, _local()), bcf)
+
+
 def test_a_plain_path_and_named_references(small_bcf, tmp_path):
     refs = tmp_path / "elsewhere.json"
     vcfvirtual.index(small_bcf, refs_path=refs, cache_path=tmp_path / "c.cache", variants_chunk_size=3)
@@ -72,7 +82,7 @@ def test_the_store_reads_through_the_callers_registry(indexed):
     _assert_htslib_values(store, indexed)
     with pytest.raises(VcfVirtualError, match="reaches no store") as e:
         vcfvirtual.BCFParser()(indexed.as_uri(), ObjectStoreRegistry())
-    assert e.value.path == indexed.as_uri() + ".vcz.json"
+    assert e.value.path == f"file://{indexed}.vcz.json"
 
 
 def test_no_index_is_one_typed_error_naming_the_command(small_bcf, tmp_path):
@@ -80,7 +90,8 @@ def test_no_index_is_one_typed_error_naming_the_command(small_bcf, tmp_path):
     shutil.copy(small_bcf, bcf)
     with pytest.raises(VcfVirtualError, match="no vcfvirtual index found") as e:
         vcfvirtual.BCFParser()(bcf.as_uri(), _local())
-    assert e.value.path == bcf.as_uri() and e.value.hint == f"vcfvirtual index {bcf.as_uri()}"
+    # The command as the CLI takes it: a local file by its path.
+    assert e.value.path == bcf.as_uri() and e.value.hint == f"vcfvirtual index {bcf}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.bcf"]
 
 
