@@ -98,9 +98,9 @@ def _as_url(location: str | Path) -> str:
     return "file://" + os.path.abspath(unquote(parsed.path) if parsed.scheme else text)
 
 
-def _index_command(url: str) -> str:
-    """The command that indexes ``url`` (the CLI takes local files by path)."""
-    return "vcfvirtual index " + (_as_url(url).removeprefix("file://") if urlparse(url).scheme in ("", "file") else url)
+def _as_cli_argument(url: str) -> str:
+    """``url`` as the command line takes it: a local file by its path, other URLs as they are."""
+    return _as_url(url).removeprefix("file://") if urlparse(url).scheme in ("", "file") else url
 
 
 def _read_references(refs_url: str, url: str, registry: ObjectStoreRegistry) -> KerchunkRefs:
@@ -109,8 +109,18 @@ def _read_references(refs_url: str, url: str, registry: ObjectStoreRegistry) -> 
     try:
         data = obstore.get(store, path).bytes()
     except FileNotFoundError:
+        if next(iter(obstore.list(store, prefix=path.rstrip("/") + "/", chunk_size=1)), None):
+            # A folder: Kerchunk Parquet or an Icechunk repository.
+            raise VcfVirtualError(
+                refs_url,
+                "BCFParser reads Kerchunk JSON references, and this is a folder (Parquet or Icechunk)",
+                hint=f"from Parquet: vcfvirtual refs {_as_cli_argument(refs_url)} --format json; else index it again "
+                "with --format json",
+            ) from None
         raise VcfVirtualError(
-            url, f"no vcfvirtual index found: {refs_url} does not exist", hint=_index_command(url)
+            url,
+            f"no vcfvirtual index found: {refs_url} does not exist",
+            hint=f"vcfvirtual index {_as_cli_argument(url)}",
         ) from None
     try:
         refs = json.loads(bytes(data))

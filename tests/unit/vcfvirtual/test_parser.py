@@ -17,6 +17,7 @@ from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestStore
 
 import vcfvirtual
+from vcfvirtual.api import references_from
 from vcfvirtual.errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 
 
@@ -93,6 +94,19 @@ def test_no_index_is_one_typed_error_naming_the_command(small_bcf, tmp_path):
     # The command as the CLI takes it: a local file by its path.
     assert e.value.path == bcf.as_uri() and e.value.hint == f"vcfvirtual index {bcf}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.bcf"]
+
+
+def test_parquet_references_are_refused_with_the_command_that_converts_them(small_bcf, tmp_path):
+    pytest.importorskip("fastparquet")
+    bcf = tmp_path / "p.bcf"
+    shutil.copy(small_bcf, bcf)
+    vcfvirtual.index(bcf, variants_chunk_size=3, refs_format="parquet")
+    parquet = tmp_path / "p.bcf.vcz.parq"
+    with pytest.raises(VcfVirtualError, match="reads Kerchunk JSON references") as e:
+        vcfvirtual.BCFParser(refs=parquet)(str(bcf), _local())
+    assert f"vcfvirtual refs {parquet} --format json" in e.value.hint
+    references_from(parquet, "json")  # what the hint runs: then the parser opens it
+    _assert_htslib_values(vcfvirtual.BCFParser()(str(bcf), _local()), bcf)
 
 
 def test_a_changed_cache_is_refused_unless_unchecked(indexed):
