@@ -66,11 +66,7 @@ def _import_icechunk(path: str | os.PathLike[str]) -> ModuleType:
         import icechunk
     except ImportError:
         raise VcfVirtualError(path, "Icechunk is not installed", hint="pip install 'vcfvirtual[icechunk]'") from None
-    if "ICECHUNK_LOG" not in os.environ:
-        # Icechunk's Rust side prints coloured WARN blocks about local-filesystem commits on
-        # every open; they concern concurrent writers, which a vcfvirtual store never has.
-        # Errors still show; ICECHUNK_LOG set by the user wins.
-        icechunk.set_logs_filter("error")
+    # Icechunk's logging is left as the process has it (the command line quiets it).
     return icechunk
 
 

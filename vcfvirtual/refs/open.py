@@ -198,7 +198,7 @@ class LocalCacheStore(Store):
 
     def __init__(
         self, refs: dict[str, Any], templates: dict[str, str], cache_url: str, cache_size: int, refs_path: str
-    ):
+    ) -> None:
         super().__init__(read_only=True)
         self._refs = refs
         self._templates = templates
