@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlparse
 
 import obstore
 from obspec_utils.registry import ObjectStoreRegistry
+from obstore.exceptions import BaseError
 from virtualizarr.manifests import ManifestStore
 
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
@@ -122,6 +123,8 @@ def _read_references(refs_url: str, url: str, registry: ObjectStoreRegistry) -> 
             f"no vcfvirtual index found: {refs_url} does not exist",
             hint=f"vcfvirtual index {_as_cli_argument(url)}",
         ) from None
+    except (BaseError, OSError) as e:  # unreachable, refused: obstore's own errors
+        raise VcfVirtualError(refs_url, f"cannot read the references: {type(e).__name__}: {e}"[:500]) from None
     try:
         refs = json.loads(bytes(data))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -160,15 +163,21 @@ def _check_copy(cache: dict[str, Any], refs_url: str, registry: ObjectStoreRegis
     store, path = _resolve(registry, url)
     try:
         reader = obstore.open_reader(store, path)
+        try:
+            # obstore's reader seeks and reads as a binary file does: the windows are fetched as ranges.
+            digest = digest_of(cast("BinaryIO", reader), reader.size, expected.kind)
+        finally:
+            reader.close()
     except FileNotFoundError:
         raise StaleCacheError(
             refs_url, f"the transcode cache {url} is missing", hint="re-run vcfvirtual index"
         ) from None
-    try:
-        # obstore's reader seeks and reads as a binary file does: the windows are fetched as ranges.
-        digest = digest_of(cast("BinaryIO", reader), reader.size, expected.kind)
-    finally:
-        reader.close()
+    except (BaseError, OSError) as e:
+        raise StaleCacheError(
+            refs_url,
+            f"cannot reach the transcode cache {url}: {type(e).__name__}: {e}"[:500],
+            hint="check the registry's store for it, or vcfvirtual relocate",
+        ) from None
     found = Fingerprint(reader.size, 0, digest, expected.kind)
     problem = copy_differs(expected, found)
     if problem:

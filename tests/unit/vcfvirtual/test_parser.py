@@ -150,3 +150,6 @@ def test_a_cache_on_s3_is_fingerprinted_and_read_through_the_registry(small_bcf,
     fs.pipe_file(f"{bucket}/s.bcf.vcz.cache.columns", bytes(data))
     with pytest.raises(StaleCacheError, match="does not match"):
         vcfvirtual.BCFParser()(url, registry)
+    fs.rm_file(f"{bucket}/s.bcf.vcz.cache.columns")
+    with pytest.raises(StaleCacheError, match="is missing"):
+        vcfvirtual.BCFParser()(url, registry)
