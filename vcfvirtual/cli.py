@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -111,6 +112,10 @@ def _setup_logging(verbose: int) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.getLogger("vcfvirtual").setLevel(level)
+    # Icechunk's Rust side prints coloured WARN blocks about local-filesystem commits on every
+    # open; they concern concurrent writers, which a vcfvirtual store never has. The command's
+    # process is ours to quiet (errors still show; ICECHUNK_LOG set by the user wins); the library leaves it be.
+    os.environ.setdefault("ICECHUNK_LOG", "error")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

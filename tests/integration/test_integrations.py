@@ -40,10 +40,15 @@ print(json.dumps(ds["variant_position"].values.tolist()))
 def test_virtualizarr_parser_and_kerchunk_writer_keep_the_codec(cohort_bcf, tmp_path, zarr_format, cache_layout):
     from virtualizarr import open_virtual_dataset
 
-    registry = ObjectStoreRegistry({"file://": LocalStore()})
-    parser = vcfvirtual.BCFParser(
-        cache_path=tmp_path / "c.cache", variants_chunk_size=100, **layout_options(cache_layout, 7)
+    # Indexed first (the parser only opens what the index wrote), then opened through
+    # VirtualiZarr with the caller's registry.
+    refs_path = tmp_path / "c.vcz.json"
+    options = layout_options(cache_layout, 7)
+    vcfvirtual.index(
+        cohort_bcf, refs_path=refs_path, cache_path=tmp_path / "c.cache", variants_chunk_size=100, **options
     )
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    parser = vcfvirtual.BCFParser(refs=refs_path)
     vds = open_virtual_dataset(f"file://{cohort_bcf}", registry=registry, parser=parser)
     assert type(vds["call_genotype"].data).__name__ == "ManifestArray"
     if cache_layout == "columns":
@@ -67,9 +72,12 @@ def test_virtualizarr_parser_and_kerchunk_writer_keep_the_codec(cohort_bcf, tmp_
     assert_matches_bio2zarr(ds, ref)
 
 
-def test_parser_refuses_remote_urls_clearly():
-    with pytest.raises(VcfVirtualError, match="local BCFs only, not s3://"):
-        vcfvirtual.BCFParser()("s3://bucket/cohort.bcf", ObjectStoreRegistry())
+def test_parser_without_an_index_names_the_command_that_writes_it(small_bcf, tmp_path):
+    bcf = tmp_path / "new.bcf"
+    bcf.write_bytes(small_bcf.read_bytes())
+    with pytest.raises(VcfVirtualError, match="no vcfvirtual index found") as e:
+        vcfvirtual.BCFParser()(bcf.as_uri(), ObjectStoreRegistry({"file://": LocalStore()}))
+    assert e.value.hint == f"vcfvirtual index {bcf}"
 
 
 @pytest.mark.parametrize("name", ["in.vcf", "in.vcf.gz"])

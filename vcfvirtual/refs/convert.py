@@ -8,12 +8,15 @@ import base64
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import VcfVirtualError
-from .kerchunk import KerchunkRefs, _resolve_templates, load_references, require_parquet
+from .kerchunk import KerchunkRefs, load_references, require_parquet, resolve_templates
+
+if TYPE_CHECKING:  # reading references back needs VirtualiZarr only where a group is built
+    from virtualizarr.manifests import ManifestArray, ManifestGroup
 
 # The keys of Kerchunk references that hold metadata (JSON text), not chunks.
 _METADATA_KEYS = (".zgroup", ".zattrs", ".zarray")
@@ -40,7 +43,7 @@ def load_all_references(path: str | os.PathLike[str]) -> KerchunkRefs:
         The references cannot be read.
     """
     if not os.path.isdir(path):
-        return {"version": 1, "refs": _resolve_templates(load_references(path))}
+        return {"version": 1, "refs": resolve_templates(load_references(path))}
     require_parquet(path)
     from fsspec.implementations.reference import LazyReferenceMapper
 
@@ -62,7 +65,7 @@ def _json_value(key: str, value: Any) -> Any:
     return "base64:" + base64.b64encode(value).decode("ascii")
 
 
-def manifest_group(refs: KerchunkRefs, refs_path: str | os.PathLike[str]):
+def manifest_group(refs: KerchunkRefs, refs_path: str | os.PathLike[str]) -> ManifestGroup:
     """The store's ManifestGroup, read back from its Kerchunk references (the inverse of
     :func:`vcfvirtual.refs.kerchunk.kerchunk_refs`: written again, they are the same).
 
@@ -94,7 +97,7 @@ def manifest_group(refs: KerchunkRefs, refs_path: str | os.PathLike[str]):
     return ManifestGroup(arrays=arrays, attributes=attributes)
 
 
-def _manifest_array(name: str, r: dict[str, Any]):
+def _manifest_array(name: str, r: dict[str, Any]) -> ManifestArray:
     from virtualizarr.manifests import ChunkManifest, ManifestArray
 
     from ..manifests.vcf_zarr import _array_metadata, _fill_value, _zarr_dtype

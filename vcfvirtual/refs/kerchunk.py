@@ -41,15 +41,20 @@ def kerchunk_refs(group: ManifestGroup) -> KerchunkRefs:
 
     Notes
     -----
-    Written from the arrays' public metadata and chunk manifests. They are what VirtualiZarr's
-    Dataset route (``ManifestStore.to_virtual_dataset`` then ``dataset_to_kerchunk_refs``)
-    writes, but without its cost, quadratic in the number of arrays (zarr lists the whole
-    store for every array it opens): 20-40 s for a header of 1,000 INFO fields
-    (benchmarks/wide_header.py), 0.05 s here."""
-    refs: dict[str, Any] = {".zgroup": '{"zarr_format":2}', ".zattrs": _group_attributes_json(group)}
-    for name, marr in group.arrays.items():
-        refs.update({f"{name}/{key}": value for key, value in array_refs(marr).items()})
-    return {"version": 1, "refs": refs}
+    Written from VirtualiZarr's manifest types (each array's metadata and chunk manifest):
+    what its Dataset route (``ManifestStore.to_virtual_dataset`` then
+    ``dataset_to_kerchunk_refs``) writes, less the fill value, without its cost: quadratic
+    in the number of arrays there, and ~1 ms an array through its per-variable functions
+    (docs/design.md, "The Kerchunk writer")."""
+    return {"version": 1, "refs": {".zgroup": _ZGROUP, ".zattrs": _group_attributes_json(group), **_arrays(group)}}
+
+
+_ZGROUP = '{"zarr_format":2}'
+
+
+def _arrays(group: ManifestGroup) -> dict[str, Any]:
+    """Every array's references, keyed ``<array>/<key>``."""
+    return {f"{name}/{key}": value for name, marr in group.arrays.items() for key, value in array_refs(marr).items()}
 
 
 def _group_attributes_json(group: ManifestGroup) -> str:
@@ -157,29 +162,46 @@ def _v2_dtype(marr: ManifestArray) -> str:
 CACHE_TEMPLATE = "cache"
 
 
-def with_cache_template(refs: KerchunkRefs, cache_url: str | None = None) -> KerchunkRefs:
-    """Kerchunk version-1 references whose chunks name the cache through a template
-    pointing at ``cache_url`` (by default where it was written); the group attributes
-    record the URL too."""
-    attrs = json.loads(refs["refs"][".zattrs"])
-    local = attrs["vcfvirtual"]["cache"]["url"]
+def templated_refs(group: ManifestGroup, cache_url: str | None = None) -> KerchunkRefs:
+    """Kerchunk version-1 references of a vcfvirtual store whose chunks name the cache
+    through a template pointing at ``cache_url`` (by default where it was written); the
+    group attributes record that URL too.
+
+    Parameters
+    ----------
+    group
+        The store's arrays and attributes (``vcfvirtual.cache.url``: where the cache was written).
+    cache_url
+        Where readers will find the cache.
+
+    Returns
+    -------
+    dict
+        ``{"version": 1, "templates": {"cache": URL}, "refs": ...}``."""
+    attrs = dict(group.metadata.attributes)
+    info = attrs["vcfvirtual"]
+    local = info["cache"]["url"]
     cache_url = cache_url or local
+    # The attributes as they are published, serialised once (they hold the whole VCF header).
+    attrs["vcfvirtual"] = {**info, "cache": {**info["cache"], "url": cache_url}}
     names = {local, local.removeprefix("file://")}
     template = "{{" + CACHE_TEMPLATE + "}}"
-    out = {}
-    for key, value in refs["refs"].items():
+    refs: dict[str, Any] = {
+        ".zgroup": _ZGROUP,
+        ".zattrs": json.dumps(attrs, separators=(",", ":"), default=_json_default),
+    }
+    for key, value in _arrays(group).items():
         if isinstance(value, list) and value and value[0] in names:
             value = [template, *value[1:]]
-        out[key] = value
-    attrs["vcfvirtual"]["cache"]["url"] = cache_url
-    out[".zattrs"] = json.dumps(attrs, separators=(",", ":"))
-    return {"version": 1, "templates": {CACHE_TEMPLATE: cache_url}, "refs": out}
+        refs[key] = value
+    return {"version": 1, "templates": {CACHE_TEMPLATE: cache_url}, "refs": refs}
 
 
 def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None = None) -> None:
+    """Kerchunk JSON references of ``group`` at ``path``, naming the cache through its template."""
     from ..io import outputs as cache_mod
 
-    refs = with_cache_template(kerchunk_refs(group), cache_url)
+    refs = templated_refs(group, cache_url)
     # Flushed to disk before the rename that publishes it, as the cache is: after a crash
     # the final name holds the whole old or the whole new references, never an empty file.
     with cache_mod.output_file(path, "the references", "refs_path=", mode="w", opener=open) as f:
@@ -218,11 +240,12 @@ def write_kerchunk_parquet(
     require_parquet(path)
     from kerchunk.df import refs_to_dataframe
 
-    refs = with_cache_template(kerchunk_refs(group), cache_url)
-    refs_to_dataframe({"version": 1, "refs": _resolve_templates(refs)}, str(path), record_size=record_size)
+    refs = templated_refs(group, cache_url)
+    refs_to_dataframe({"version": 1, "refs": resolve_templates(refs)}, str(path), record_size=record_size)
 
 
-def _resolve_templates(refs: KerchunkRefs) -> dict[str, Any]:
+def resolve_templates(refs: KerchunkRefs) -> dict[str, Any]:
+    """The references' ``refs`` map with every template in a chunk's URL replaced by what it names."""
     templates = refs.get("templates", {})
     out = {}
     for key, value in refs["refs"].items():

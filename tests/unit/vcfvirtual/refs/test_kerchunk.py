@@ -116,6 +116,21 @@ def test_zarray_follows_the_zarr_v2_spec(group):
     assert refs["names/0"] == "base64:" + base64.b64encode(VLenUTF8().encode(np.array(NAMES, dtype=object))).decode()
 
 
+def test_zarray_is_virtualizarrs_v2_conversion_without_the_fill_value(group):
+    """Each ``.zarray`` is the text VirtualiZarr's own public conversion gives (its
+    ``convert_v3_to_v2_metadata`` and ``to_kerchunk_json``), less the fill value, which
+    xarray would turn into a mask, and the attributes, which are the ``.zattrs``'s."""
+    import dataclasses
+
+    from virtualizarr.utils import convert_v3_to_v2_metadata
+    from virtualizarr.writers.kerchunk import to_kerchunk_json
+
+    g, _ = group
+    for marr in g.arrays.values():
+        v2 = dataclasses.replace(convert_v3_to_v2_metadata(marr.metadata), fill_value=None, attributes={})
+        assert kerchunk.array_refs(marr)[".zarray"] == to_kerchunk_json(v2)
+
+
 def test_group_attributes_escape_slashes_as_virtualizarr_does(group):
     g, _ = group
     text = kerchunk.kerchunk_refs(g)["refs"][".zattrs"]
@@ -149,10 +164,9 @@ def test_codec_filters_keep_their_configuration(tmp_path):
 def test_cache_template_names_the_cache_once(group):
     g, data = group
     url = "file://" + str(data)
-    refs = kerchunk.kerchunk_refs(
-        ManifestGroup(arrays=dict(g.arrays), attributes={"vcfvirtual": {"cache": {"url": url}}})
+    moved = kerchunk.templated_refs(
+        ManifestGroup(arrays=dict(g.arrays), attributes={"vcfvirtual": {"cache": {"url": url}}}), "s3://bucket/data.bin"
     )
-    moved = kerchunk.with_cache_template(refs, "s3://bucket/data.bin")
     assert moved["templates"] == {"cache": "s3://bucket/data.bin"}
     assert moved["refs"]["ints/0.0"][0] == "{{cache}}"
     assert json.loads(moved["refs"][".zattrs"])["vcfvirtual"]["cache"]["url"] == "s3://bucket/data.bin"
