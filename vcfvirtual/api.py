@@ -27,13 +27,16 @@ from ._progress import phase
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
+from .cache.names import LayoutName
 from .cache.raw import raw_ranges
 from .cache.write import write_cache_partitioned, write_cache_serial
 from .errors import OutputExistsError, OutputWriteError, StaleCacheError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
+from .io.fingerprint import Fingerprint
 from .io.staging import Staging
-from .manifests.vcf_zarr import build_store_group
+from .manifests.provenance import Provenance, RecordedCache, RecordedSource
+from .manifests.vcf_zarr import build_store_group, store_chunk_length, store_provenance
 from .plan import LAYOUTS, REFS_FORMATS, IndexOptions, IndexPlan, OutputArg, plan_index, references_path
 from .refs.write import write_references
 from .scan.results import ScanResult
@@ -79,7 +82,7 @@ def index(
     refs_path: OutputArg = None,
     cache_path=None,
     variants_chunk_size: int | None = None,
-    cache_layout: str | None = None,
+    cache_layout: LayoutName | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     local_alleles: bool = False,
     force: bool = False,
@@ -258,10 +261,11 @@ def _index(
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
             _refuse_changed_sources(plan)
             with phase("references", plan.options.progress):
-                group = _build_manifests(plan, scan, tmp_cache, ranges)
+                provenance = _provenance(plan, scan, tmp_cache)
+                group = _build_manifests(plan, scan, ranges, provenance)
                 _write_references(plan, group, tmp_refs)
         staging.publish(_placer(tmp_refs, plan.refs_path))
-    summary = _summary(plan, scan, group)
+    summary = _summary(plan, scan, provenance)
     logger.info(
         "%s: %d records in %d-variant chunks -> %s",
         ", ".join(map(str, plan.sources)),
@@ -530,21 +534,28 @@ def _refuse_changed_sources(plan: IndexPlan) -> None:
             )
 
 
-def _build_manifests(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges: CacheRanges) -> ManifestGroup:
-    """The manifests stage: the store's arrays over the cache, and its attributes
-    (fingerprints of the sources and of the cache just written)."""
-    return build_store_group(
+def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: Path) -> Provenance:
+    """The store's record of its sources and of the cache just written (fingerprinted
+    under its temporary name: the rename keeps its contents and mtime)."""
+    sources = [
+        RecordedSource(p if storage.is_url(p) else os.path.abspath(p), f)
+        for p, f in zip(map(str, plan.sources), plan.fingerprints)
+    ]
+    cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(tmp_cache))
+    return store_provenance(
         scan,
-        plan.sources,
-        plan.fingerprints,
-        plan.cache_location,
-        tmp_cache,
-        plan.cache_layout,
-        ranges,
-        plan.zero_copy,
+        sources=sources,
+        cache=cache,
+        zero_copy=plan.zero_copy,
         samples_chunk_size=plan.options.samples_chunk_size,
         field_choice=plan.options.field_choice,
-        local_alleles=plan.options.local_alleles,
+    )
+
+
+def _build_manifests(plan: IndexPlan, scan: ScanResult, ranges: CacheRanges, provenance: Provenance) -> ManifestGroup:
+    """The manifests stage: the store's arrays over the cache, and its attributes."""
+    return build_store_group(
+        scan, ranges, provenance, field_choice=plan.options.field_choice, local_alleles=plan.options.local_alleles
     )
 
 
@@ -570,15 +581,14 @@ def _placer(tmp_refs: Path | None, refs_path: Path | None):
     return lambda: outputs.replace_output(tmp_refs, refs_path)
 
 
-def _summary(plan: IndexPlan, scan: ScanResult, group: ManifestGroup) -> IndexSummary:
-    attrs = group.metadata.attributes["vcfvirtual"]
+def _summary(plan: IndexPlan, scan: ScanResult, provenance: Provenance) -> IndexSummary:
     return IndexSummary(
         sources=plan.sources,
         records=int(scan.num_records),
-        variants_chunk_size=int(attrs["variants_chunk_size"]),
+        variants_chunk_size=store_chunk_length(scan),
         references=plan.refs_target,
         refs_format=plan.refs_format,
-        cache=str(attrs["cache"]["url"]),
+        cache=provenance.cache.url,
         cache_layout=plan.cache_layout,
         zero_copy=plan.zero_copy,
     )

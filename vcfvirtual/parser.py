@@ -15,6 +15,7 @@ from virtualizarr.manifests import ManifestStore
 
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
+from .cache.names import LayoutName
 from .errors import VcfVirtualError
 
 
@@ -47,7 +48,7 @@ class BCFParser:
         *,
         cache_path=None,
         variants_chunk_size: int | None = None,
-        cache_layout: str | None = None,
+        cache_layout: LayoutName | None = None,
         samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
         inflate_threads: int = 0,
         force: bool = True,

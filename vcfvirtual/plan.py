@@ -24,6 +24,7 @@ from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .bcf.vcf_input import is_vcf_path, vcf_field_ids
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.layouts import DEFAULT_LAYOUT, LAYOUTS
+from .cache.names import LayoutName, layout_name
 from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
@@ -102,7 +103,7 @@ class IndexOptions:
     refs_path: OutputArg = None
     cache_path: str | os.PathLike[str] | None = None
     variants_chunk_size: int | None = None
-    cache_layout: str | None = None
+    cache_layout: LayoutName | None = None
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE
     local_alleles: bool = False
     force: bool = False
@@ -157,7 +158,7 @@ class IndexPlan:
     sources: tuple[Source, ...]
     fingerprints: tuple[Fingerprint, ...]
     refs_format: str
-    cache_layout: str
+    cache_layout: LayoutName
     refs_path: Path | None
     cache_path: Path
     refs_target: Path | str | None
@@ -235,7 +236,7 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     # references must name local or uploaded bytes.) Chosen first: it names the cache.
     with_urls = _run_urls(sources, options) != (None, None, None)
     single_plain = len(sources) == 1 and not with_urls and _is_uncompressed(sources[0], options.storage_options)
-    layout = options.cache_layout or ("raw" if single_plain else DEFAULT_LAYOUT)
+    layout = layout_name(options.cache_layout) or ("raw" if single_plain else DEFAULT_LAYOUT)
     remote = _plan_remote(sources, options, partitioned, layout)
     refs_path, cache_path = _local_outputs(sources, options, remote, layout)
     fingerprints = tuple(_source_fingerprint(p, options.storage_options) for p in sources)

@@ -11,12 +11,13 @@ from ..bcf.fields import EVERY_FIELD, FieldChoice
 from .base import CacheLayout
 from .bgzf import BGZFLayout
 from .columns import DEFAULT_SAMPLES_CHUNK_SIZE, ColumnsLayout
+from .names import LayoutName
 from .raw import RawLayout
 
 # The layout of a compressed BCF's cache unless asked otherwise: columns reads each array
 # (and each samples block) alone, 10-100x faster than bgzf on one array and about bio2zarr's
 # speed (docs/benchmarks.md, issue 12); bgzf stays for a cache that is itself a BCF.
-DEFAULT_LAYOUT = "columns"
+DEFAULT_LAYOUT: LayoutName = "columns"
 
 LAYOUT_WRITERS: dict[str, CacheLayout] = {
     layout.name: layout for layout in (RawLayout(), BGZFLayout(), ColumnsLayout())

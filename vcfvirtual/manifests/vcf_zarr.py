@@ -8,8 +8,8 @@ Everything here is pure: the scan result and the cache location in, a group out.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,9 +27,8 @@ from ..bcf.header import BCFHeader
 from ..cache.base import CacheRanges, ChunkRanges, SegmentRanges
 from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, compressor_of, effective_samples_chunk_size
 from ..errors import CorruptBCFError, FieldShapeError, UnsupportedBCFError, VcfVirtualError
-from ..io import remote as storage
-from ..io.fingerprint import Fingerprint
 from ..scan.results import ScanResult
+from .provenance import ATTRIBUTE, Dimensions, Provenance, RecordedCache, RecordedSource
 
 VCF_ZARR_VERSION = "0.3"
 # Target size of one decoded call_genotype chunk, and the bounds on variants per chunk.
@@ -370,7 +369,7 @@ def build_group(
     *,
     ranges: CacheRanges,
     layout: str = "raw",
-    extra_attributes: dict | None = None,
+    provenance: Provenance | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     field_map: FieldMap | None = None,
     local_alleles: bool = False,
@@ -410,15 +409,13 @@ def build_group(
         "vcf_meta_information": h.meta_information(),
         "source": f"vcfvirtual {__version__}",
     }
-    if extra_attributes:
-        attributes.update(extra_attributes)
-    if isinstance(attributes.get("vcfvirtual"), dict):
+    if provenance is not None:
         dimensions = recorded_dimensions(h, arrays, n_alleles, ploidy)
-        attributes["vcfvirtual"] = {**attributes["vcfvirtual"], "dimensions": dimensions}
+        attributes[ATTRIBUTE] = dataclasses.replace(provenance, dimensions=dimensions).to_json()
     return ManifestGroup(arrays=arrays, attributes=attributes)
 
 
-def recorded_dimensions(header, arrays: dict[str, ManifestArray], n_alleles: int, ploidy: int) -> dict[str, Any]:
+def recorded_dimensions(header: BCFHeader, arrays: dict[str, ManifestArray], n_alleles: int, ploidy: int) -> Dimensions:
     """The sizes the scan chose, which the header alone does not give: alleles, ploidy
     (with GT), and each INFO/FORMAT field's width (its values per record, or per call).
     open_store refuses arrays wider than these (refs/arrays.py): a width comes from the
@@ -430,10 +427,7 @@ def recorded_dimensions(header, arrays: dict[str, ManifestArray], n_alleles: int
             shape = arrays[name].metadata.shape
             extra = shape[2:] if field.category == "FORMAT" else shape[1:]
             fields[f"{field.category}/{field.name}"] = int(extra[0]) if extra else 1
-    out: dict[str, Any] = {"alleles": int(n_alleles), "fields": fields}
-    if header.gt_key >= 0:
-        out["ploidy"] = int(ploidy)
-    return out
+    return Dimensions(int(n_alleles), int(ploidy) if header.gt_key >= 0 else None, fields)
 
 
 # variant(name, kind, dtype, dims=("variants",), shape=(), description="", **spec_extra):
@@ -676,57 +670,71 @@ def _header_arrays(scan: ScanResult, position_dtype: np.dtype, sample_block: int
     return arrays
 
 
-def build_store_group(
+def store_chunk_length(scan: ScanResult) -> int:
+    """Variants per chunk of the store: the scan's, but no longer than the array. A chunk
+    longer than the array only makes the chunk grid irregular; with at most one chunk,
+    the per-chunk summaries hold for any longer N."""
+    return max(1, min(scan.chunk_length, scan.num_records))
+
+
+def store_provenance(
     scan: ScanResult,
-    sources: Sequence[str | os.PathLike[str]],
-    fingerprints: Sequence[Fingerprint],
-    local_cache_url: str,
-    tmp_cache: str | os.PathLike[str],
-    layout: str,
-    ranges: CacheRanges,
+    *,
+    sources: Sequence[RecordedSource],
+    cache: RecordedCache,
     zero_copy: bool,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     field_choice: FieldChoice = EVERY_FIELD,
+) -> Provenance:
+    """The store's ``vcfvirtual`` attribute but its dimensions (which the arrays give):
+    the sources' and the cache's fingerprints, which let readers refuse a cache or source
+    that has changed; the chunking; the fields' renames and selection (for verify, inspect
+    and the reference checks).
+
+    Raises
+    ------
+    FieldNameError
+        A field's array would replace another's, or the choice names an undeclared field."""
+    fields = header_field_map(scan.header, field_choice, sources[0].path).to_attribute()
+    return Provenance(
+        sources=tuple(sources),
+        cache=cache,
+        variants_chunk_size=store_chunk_length(scan),
+        zero_copy=zero_copy,
+        # The other layouts keep the samples dimension whole.
+        samples_chunk_size=samples_chunk_size if cache.layout == "columns" else None,
+        fields=fields,
+    )
+
+
+def build_store_group(
+    scan: ScanResult,
+    ranges: CacheRanges,
+    provenance: Provenance,
+    *,
+    field_choice: FieldChoice = EVERY_FIELD,
     local_alleles: bool = False,
 ) -> ManifestGroup:
-    """The store's arrays and attributes; ``local_cache_url`` is where the cache is
-    (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
-    or the URL it is uploaded to). ``field_choice``: the fields' renames and selection,
-    recorded in the attributes for the store's readers."""
-    field_map = header_field_map(scan.header, field_choice, sources[0])
-    # A chunk longer than the array only makes the chunk grid irregular; with at
-    # most one chunk, the per-chunk summaries hold for any longer N.
-    chunk_length = max(1, min(scan.chunk_length, scan.num_records))
-    attrs = {
-        "vcfvirtual": {
-            # Fingerprints let readers refuse a cache or source that has changed.
-            "sources": [
-                {"path": p if storage.is_url(p) else os.path.abspath(p), **f.to_json()}
-                for p, f in zip(sources, fingerprints)
-            ],
-            "cache": {"url": local_cache_url, "layout": layout, **Fingerprint.of(tmp_cache).to_json()},
-            "variants_chunk_size": chunk_length,
-            "zero_copy": zero_copy,
-        }
-    }
-    if layout == "columns":  # the other layouts keep the samples dimension whole
-        attrs["vcfvirtual"]["samples_chunk_size"] = samples_chunk_size
-    fields = field_map.to_attribute()
-    if fields is not None:  # renamed or omitted fields: verify, inspect and the checks read them
-        attrs["vcfvirtual"]["fields"] = fields
+    """The store's arrays over the cache at ``provenance.cache.url`` (a ``file://`` URL,
+    not percent-encoded: obstore and fsspec take the path literally; or the URL it is
+    uploaded to), and its attributes: ``provenance`` (:func:`store_provenance`) with the
+    dimensions the arrays were given. ``field_choice``: the fields' renames and selection."""
+    source = provenance.sources[0].path
+    field_map = header_field_map(scan.header, field_choice, source)
+    layout = provenance.cache.layout or "raw"
     try:
         return build_group(
             scan,
-            local_cache_url,
-            chunk_length,
+            provenance.cache.url,
+            store_chunk_length(scan),
             ranges=ranges,
             layout=layout,
-            extra_attributes=attrs,
-            samples_chunk_size=samples_chunk_size,
+            provenance=provenance,
+            samples_chunk_size=provenance.samples_chunk_size or DEFAULT_SAMPLES_CHUNK_SIZE,
             field_map=field_map,
             local_alleles=local_alleles,
         )
     except VcfVirtualError as e:
         if e.path is None:  # pure builders do not know the file: name it here
-            raise type(e)(sources[0], e.problem, offset=e.offset, hint=e.hint) from None
+            raise type(e)(source, e.problem, offset=e.offset, hint=e.hint) from None
         raise

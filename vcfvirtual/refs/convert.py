@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import VcfVirtualError
+from ..manifests.provenance import Provenance
 from .kerchunk import KerchunkRefs, _resolve_templates, load_references, require_parquet
 
 # The keys of Kerchunk references that hold metadata (JSON text), not chunks.
@@ -158,5 +159,5 @@ def source_format(path: str | os.PathLike[str]) -> str:
 def cache_of(refs: KerchunkRefs) -> tuple[str, Path | None]:
     """(the cache's URL as the references record it, its local path or None)."""
     attrs = refs["refs"][".zattrs"]
-    url = (json.loads(attrs) if isinstance(attrs, (str, bytes)) else attrs)["vcfvirtual"]["cache"]["url"]
+    url = Provenance.from_attributes(json.loads(attrs) if isinstance(attrs, (str, bytes)) else attrs, None).cache.url
     return url, (Path(url.removeprefix("file://")) if url.startswith("file://") else None)

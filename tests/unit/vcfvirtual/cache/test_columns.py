@@ -27,7 +27,8 @@ from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, FL
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.io import outputs
 from vcfvirtual.io.fingerprint import Fingerprint
-from vcfvirtual.manifests.vcf_zarr import build_store_group
+from vcfvirtual.manifests.provenance import RecordedCache, RecordedSource
+from vcfvirtual.manifests.vcf_zarr import build_store_group, store_provenance
 
 from .... import bcfdata
 
@@ -254,9 +255,10 @@ def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_column
     cache = tmp_path / "f.columns"
     scs = 2
     scan, ranges = ColumnsLayout(scs).write_serial(bcf, cache, lambda h: CHUNK)
-    group = build_store_group(
-        scan, [bcf], [Fingerprint.of(bcf)], f"file://{cache}", cache, "columns", ranges, False, samples_chunk_size=scs
-    )
+    sources = [RecordedSource(str(bcf), Fingerprint.of(bcf))]
+    cached = RecordedCache(f"file://{cache}", "columns", Fingerprint.of(cache))
+    provenance = store_provenance(scan, sources=sources, cache=cached, zero_copy=False, samples_chunk_size=scs)
+    group = build_store_group(scan, ranges, provenance)
     data = cache.read_bytes()
     keys = header_keys(bcf)
     n_samples = len(scan.header.samples)
