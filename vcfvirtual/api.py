@@ -22,7 +22,6 @@ from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestGroup, ManifestStore
 
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
-from ._gc import collector_paused
 from ._progress import phase
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges
@@ -38,6 +37,7 @@ from .io.staging import Staging
 from .manifests.provenance import Provenance, RecordedCache, RecordedSource
 from .manifests.vcf_zarr import build_store_group, store_chunk_length, store_provenance
 from .plan import LAYOUTS, REFS_FORMATS, IndexOptions, IndexPlan, OutputArg, plan_index, references_path
+from .refs.formats import RefsFormat
 from .refs.write import write_references
 from .scan.results import ScanResult
 from .scan.scanner import scan_bcf
@@ -70,7 +70,7 @@ class IndexSummary:
     records: int
     variants_chunk_size: int
     references: Path | str | None
-    refs_format: str
+    refs_format: RefsFormat
     cache: str
     cache_layout: str
     zero_copy: bool
@@ -89,7 +89,7 @@ def index(
     progress: bool | None = None,
     inflate_threads: int = 0,
     cache_url: str | None = None,
-    refs_format: str = "json",
+    refs_format: RefsFormat = "json",
     workers: int = 1,
     dask_client=None,
     storage_options: dict | None = None,
@@ -245,15 +245,6 @@ def index_with_summary(
     VcfVirtualError
         As :func:`index` raises.
     """
-    # The pass makes no reference cycles worth collecting: collections would only walk
-    # the libraries' objects (0.3-1 s of a first run).
-    with collector_paused():
-        return _index(bcf_path, options)
-
-
-def _index(
-    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions
-) -> tuple[ManifestStore, IndexSummary]:
     plan = plan_index(bcf_path, options)
     _prepare_outputs(plan)
     with _staging(plan) as staging, _temporary_references(plan) as tmp_refs, _outputs_named(plan, tmp_refs):
@@ -278,7 +269,7 @@ def _index(
 
 def references_from(
     refs_path: str | os.PathLike[str],
-    refs_format: str,
+    refs_format: RefsFormat,
     output: str | os.PathLike[str] | None = None,
     *,
     force: bool = False,
@@ -356,7 +347,15 @@ def references_from(
         )
     tmp = outputs.temporary_name(out)
     try:
-        write_references(group, tmp, out, refs_format, None, local or Path(url.rsplit("/", 1)[-1]), url)
+        write_references(
+            group,
+            tmp,
+            refs_path=out,
+            refs_format=refs_format,
+            cache_url=None,
+            cache_path=local or Path(url.rsplit("/", 1)[-1]),
+            local_cache_url=url,
+        )
         outputs.replace_output(tmp, out)
     except BaseException:
         _remove(tmp)
@@ -364,10 +363,10 @@ def references_from(
     return out
 
 
-def _with_format_suffix(path: Path, refs_format: str) -> Path:
+def _with_format_suffix(path: Path, refs_format: RefsFormat) -> Path:
     """``cohort.bcf.vcz.json`` -> ``cohort.bcf.vcz.parq``: the format's suffix in place of
     a references suffix the name ends with (added otherwise)."""
-    from .plan import REFS_SUFFIXES
+    from .refs.formats import REFS_SUFFIXES
 
     name = path.name
     for suffix in REFS_SUFFIXES.values():
@@ -566,11 +565,11 @@ def _write_references(plan: IndexPlan, group: ManifestGroup, tmp_refs: Path | No
     write_references(
         group,
         tmp_refs,
-        plan.refs_path,
-        plan.refs_format,
-        plan.public_cache_url,
-        plan.cache_path,
-        plan.cache_location,
+        refs_path=plan.refs_path,
+        refs_format=plan.refs_format,
+        cache_url=plan.public_cache_url,
+        cache_path=plan.cache_path,
+        local_cache_url=plan.cache_location,
     )
 
 

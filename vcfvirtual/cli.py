@@ -9,24 +9,24 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from . import __version__
-from ._gc import collector_paused
-from .errors import VcfVirtualError
-
 # Importing this module must stay cheap (--help, relocate, inspect): the indexer's modules
 # load numba, zarr, VirtualiZarr and xarray (~1 s), so each command imports what it runs
-# inside its function. Hence the choices are named here rather than taken from
-# vcfvirtual.plan, which needs numpy at least (tests/unit/vcfvirtual/test_cli_startup.py
-# checks they agree).
-LAYOUTS = ("raw", "bgzf", "columns")
-REFS_FORMATS = ("json", "parquet", "icechunk")
+# inside its function. The choices come from the lists' numpy-free modules.
+from . import __version__
+from ._gc import collector_paused
+from .cache.names import LAYOUTS
+from .errors import VcfVirtualError
+from .refs.formats import REFS_FORMATS
 
 if TYPE_CHECKING:
     from .api import IndexSummary
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Interrupted(KeyboardInterrupt):
@@ -111,6 +111,26 @@ def _setup_logging(verbose: int) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.getLogger("vcfvirtual").setLevel(level)
+
+
+def _verbose_option(help: str = "More logging: -v for info, -vv for debug.") -> Callable[[F], F]:
+    return click.option("-v", "--verbose", count=True, help=help)
+
+
+def _workers_option(help: str) -> Callable[[F], F]:
+    return click.option("-j", "--workers", type=click.IntRange(min=1), default=1, show_default=True, help=help)
+
+
+def _progress_option(help: str) -> Callable[[F], F]:
+    return click.option("--progress/--no-progress", default=None, help=help)
+
+
+def _storage_option(help: str) -> Callable[[F], F]:
+    return click.option("--storage-options", metavar="JSON", help=help)
+
+
+def _check_option(help: str) -> Callable[[F], F]:
+    return click.option("--check/--no-check", default=True, show_default=True, help=help)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -203,15 +223,10 @@ def main():
     "cache's file name). Default: its local path. Change it later with "
     "vcfvirtual relocate.",
 )
-@click.option(
-    "-j",
-    "--workers",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes that scan in parallel: the BCFs given, and parts of each large "
+@_workers_option(
+    "Processes that scan in parallel: the BCFs given, and parts of each large "
     "BGZF BCF (cut at record starts its .csi index names, or found by a block "
-    "scan). The store is the same as a serial run's.",
+    "scan). The store is the same as a serial run's."
 )
 @click.option(
     "--dask-scheduler",
@@ -220,13 +235,11 @@ def main():
     "its workers must see the BCFs and the cache's folder at the same paths. "
     "Needs the distributed package.",
 )
-@click.option(
-    "--storage-options",
-    metavar="JSON",
-    help="fsspec options for a BCF, cache or references given as a URL (s3://, gs://, "
+@_storage_option(
+    "fsspec options for a BCF, cache or references given as a URL (s3://, gs://, "
     'https://), as JSON, e.g. \'{"endpoint_url": "http://host:9000", "anon": false}\'. '
     "Credentials otherwise come from the usual places (AWS_* variables, ~/.aws). "
-    "Needs pip install 'vcfvirtual[remote]'.",
+    "Needs pip install 'vcfvirtual[remote]'."
 )
 @click.option(
     "--rename-field",
@@ -258,31 +271,16 @@ def main():
     "Anything else under an output's name (a directory, another file, a link) is "
     "refused, with or without --force.",
 )
-@click.option(
-    "--progress/--no-progress", default=None, help="Show a progress bar (default: only when stderr is a terminal)."
-)
-@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+@_progress_option("Show a progress bar (default: only when stderr is a terminal).")
+@_verbose_option()
 def index_command(
-    bcf,
-    refs_path,
-    cache_path,
-    variants_chunk_size,
-    cache_layout,
-    samples_chunk_size,
-    local_alleles,
-    inflate_threads,
-    refs_format,
-    cache_url,
-    workers,
-    dask_scheduler,
-    storage_options,
-    rename_fields,
-    fields,
-    exclude_fields,
-    force,
-    progress,
-    verbose,
-):
+    bcf: tuple[str, ...],
+    dask_scheduler: str | None,
+    storage_options: str | None,
+    rename_fields: tuple[str, ...],
+    verbose: int,
+    **options: Any,
+) -> None:
     """Scan BCF once and write its transcode cache and Kerchunk JSON references.
 
     Several BCFs (e.g. one per chromosome, same samples) make one store holding their
@@ -301,26 +299,13 @@ def index_command(
         storage = _storage_options(storage_options)  # a typo fails before a cluster is reached
         renames = _renames(rename_fields)
         with _cleanup_on_signals(), _dask_client(dask_scheduler) as client:
-            options = IndexOptions(
-                refs_path=refs_path,
-                cache_path=cache_path,
-                variants_chunk_size=variants_chunk_size,
-                cache_layout=cache_layout,
-                samples_chunk_size=samples_chunk_size,
-                local_alleles=local_alleles,
-                force=force,
-                progress=progress,
-                inflate_threads=inflate_threads,
-                cache_url=cache_url,
-                refs_format=refs_format,
-                workers=workers,
-                dask_client=client,
-                storage_options=storage,
-                rename_fields=renames,
-                fields=fields,
-                exclude_fields=exclude_fields,
-            )
-            _, summary = index_with_summary(bcf[0] if len(bcf) == 1 else list(bcf), options)
+            # The other options are IndexOptions' own fields, under their names.
+            index_options = IndexOptions(**options, dask_client=client, storage_options=storage, rename_fields=renames)
+            # The pass makes no reference cycles worth collecting: collections would only
+            # walk the libraries' objects (0.3-1 s of a first run). The command owns its
+            # process, so it, not the library, pauses the collector.
+            with collector_paused():
+                _, summary = index_with_summary(bcf[0] if len(bcf) == 1 else list(bcf), index_options)
     except (VcfVirtualError, OSError) as e:
         _fail(e)
     click.echo(_summary(summary, time.perf_counter() - start), err=True)
@@ -402,21 +387,16 @@ def _dask_client(address):
     help="Write the relocated references here instead of rewriting REFS in place "
     "(an existing file there must be vcfvirtual references).",
 )
-@click.option(
-    "--check/--no-check",
-    default=True,
-    show_default=True,
-    help="Read the cache at its new home and refuse it unless its size and sampled "
+@_check_option(
+    "Read the cache at its new home and refuse it unless its size and sampled "
     "hash are those the references record. --no-check: point at a cache not "
-    "uploaded yet.",
+    "uploaded yet."
 )
-@click.option(
-    "--storage-options",
-    metavar="JSON",
-    help="fsspec options (JSON object) for reaching a cache URL (s3://, https://), "
-    'e.g. \'{"endpoint_url": "http://host:9000"}\'.',
+@_storage_option(
+    "fsspec options (JSON object) for reaching a cache URL (s3://, https://), "
+    'e.g. \'{"endpoint_url": "http://host:9000"}\'.'
 )
-@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+@_verbose_option()
 def relocate_command(refs, cache_url, output, check, storage_options, verbose):
     """Point the Kerchunk JSON REFS at the cache's new home CACHE_URL.
 
@@ -458,8 +438,8 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
     ".icechunk) in place of its own, e.g. cohort.bcf.vcz.parq next to cohort.bcf.vcz.json.",
 )
 @click.option("--force", is_flag=True, help="Replace references vcfvirtual wrote at the output.")
-@click.option("--storage-options", metavar="JSON", help="fsspec options (a JSON object) for a cache given as a URL.")
-@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+@_storage_option("fsspec options (a JSON object) for a cache given as a URL.")
+@_verbose_option()
 def refs_command(store, refs_format, output, force, storage_options, verbose):
     """Write the references of STORE (Kerchunk JSON or Parquet that index wrote) in another
     format, over the same cache.
@@ -494,13 +474,11 @@ def refs_command(store, refs_format, output, force, storage_options, verbose):
     help="List the store's sample names, one per line, instead of describing it (as "
     "bcftools query -l and vcztools query -l do).",
 )
-@click.option(
-    "--storage-options",
-    metavar="JSON",
-    help="fsspec options (a JSON object) for references or a cache given as a URL "
-    "(s3://, https://), e.g. '{\"anon\": true}'.",
+@_storage_option(
+    "fsspec options (a JSON object) for references or a cache given as a URL "
+    "(s3://, https://), e.g. '{\"anon\": true}'."
 )
-@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+@_verbose_option()
 def inspect_command(store, samples, storage_options, verbose):
     """Describe the store STORE (Kerchunk JSON, Parquet directory or Icechunk repository).
 
@@ -536,29 +514,15 @@ def inspect_command(store, samples, storage_options, verbose):
     help="The BCF (or VCF) to compare with; repeat it for a store of several files, in "
     "the order they were indexed. Default: the sources recorded in the references.",
 )
-@click.option(
-    "--check/--no-check",
-    default=True,
-    show_default=True,
-    help="Check the cache's fingerprints first and stop if it changed since indexing. "
-    "--no-check decodes it anyway, to see which values changed.",
+@_check_option(
+    "Check the cache's fingerprints first and stop if it changed since indexing. "
+    "--no-check decodes it anyway, to see which values changed."
 )
-@click.option(
-    "--storage-options", metavar="JSON", help="fsspec options (a JSON object) for references or a cache given as a URL."
-)
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Show a progress bar over records (default: only when stderr is a terminal).",
-)
-@click.option(
-    "-j",
-    "--workers",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes that check chunks in parallel (each reads its chunks of the store and "
-    "their records from the BCF; a BGZF BCF or VCF is needed for more than one).",
+@_storage_option("fsspec options (a JSON object) for references or a cache given as a URL.")
+@_progress_option("Show a progress bar over records (default: only when stderr is a terminal).")
+@_workers_option(
+    "Processes that check chunks in parallel (each reads its chunks of the store and "
+    "their records from the BCF; a BGZF BCF or VCF is needed for more than one)."
 )
 @click.option(
     "--sample",
@@ -572,12 +536,7 @@ def inspect_command(store, samples, storage_options, verbose):
     type=int,
     help="Seed of --sample's random choice, to repeat the same check.",
 )
-@click.option(
-    "-v",
-    "--verbose",
-    count=True,
-    help="More output: -v lists every array compared; also info (-v) or debug (-vv) logging.",
-)
+@_verbose_option("More output: -v lists every array compared; also info (-v) or debug (-vv) logging.")
 def verify_command(store, sources, check, storage_options, progress, workers, sample, seed, verbose):
     """Decode every array of STORE and compare it with htslib's reading of the source BCF.
 

@@ -29,6 +29,7 @@ from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
 from .io.fingerprint import Fingerprint
+from .refs.formats import REFS_FORMATS, REFS_SUFFIXES, RefsFormat
 
 if TYPE_CHECKING:
     from .bcf.header import BCFHeader
@@ -43,9 +44,6 @@ __all__ = [
     "references_path",
 ]
 
-#: The references formats :func:`vcfvirtual.index` writes, and their default suffixes.
-REFS_SUFFIXES = {"json": ".json", "parquet": ".parq", "icechunk": ".icechunk"}
-REFS_FORMATS = tuple(REFS_SUFFIXES)
 
 #: An input: a local path, or a URL kept as a string.
 Source = Path | str
@@ -110,7 +108,7 @@ class IndexOptions:
     progress: bool | None = None
     inflate_threads: int = 0
     cache_url: str | None = None
-    refs_format: str = "json"
+    refs_format: RefsFormat = "json"
     workers: int = 1
     dask_client: Any = None
     storage_options: dict | None = None
@@ -157,7 +155,7 @@ class IndexPlan:
 
     sources: tuple[Source, ...]
     fingerprints: tuple[Fingerprint, ...]
-    refs_format: str
+    refs_format: RefsFormat
     cache_layout: LayoutName
     refs_path: Path | None
     cache_path: Path
@@ -268,7 +266,7 @@ def references_path(
     bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     refs_path: OutputArg = None,
     cache_path: str | os.PathLike[str] | None = None,
-    refs_format: str = "json",
+    refs_format: RefsFormat = "json",
 ) -> Path | str | None:
     """Where :func:`vcfvirtual.index` writes the references for these arguments.
 
@@ -400,7 +398,9 @@ def _run_urls(sources: Sequence[Source], options: IndexOptions) -> tuple[str | N
     return source, _url(options.refs_path), _url(options.cache_path)
 
 
-def _plan_remote(sources: Sequence[Source], options: IndexOptions, partitioned: bool, layout: str) -> RemotePlan | None:
+def _plan_remote(
+    sources: Sequence[Source], options: IndexOptions, partitioned: bool, layout: LayoutName
+) -> RemotePlan | None:
     """The URLs of a run, and where its outputs are staged (named, not created)."""
     source, refs_url, cache_url = _run_urls(sources, options)
     if (source, refs_url, cache_url) == (None, None, None):
@@ -435,7 +435,7 @@ def _plan_remote(sources: Sequence[Source], options: IndexOptions, partitioned: 
 
 
 def _local_outputs(
-    sources: Sequence[Source], options: IndexOptions, remote: RemotePlan | None, layout: str
+    sources: Sequence[Source], options: IndexOptions, remote: RemotePlan | None, layout: LayoutName
 ) -> tuple[Path | None, Path]:
     """(references, cache): the local files the run writes."""
     if remote is not None:
@@ -444,7 +444,7 @@ def _local_outputs(
 
 
 def _output_paths(
-    sources: Sequence[Source], refs_path, cache_path, refs_format: str, layout: str | None = None
+    sources: Sequence[Source], refs_path, cache_path, refs_format: RefsFormat, layout: LayoutName | None = None
 ) -> tuple[Path | None, Path]:
     """(references, cache) paths: asked for, or named after the input."""
     suffix = REFS_SUFFIXES[refs_format]

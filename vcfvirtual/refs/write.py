@@ -3,15 +3,54 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import OutputWriteError, VcfVirtualError
 from ..io import outputs
 from . import icechunk, kerchunk
+from .formats import RefsFormat
+
+if TYPE_CHECKING:
+    from virtualizarr.manifests import ManifestGroup
 
 
 def write_references(
-    group, tmp_refs: Path, refs_path: Path, refs_format: str, cache_url, cache_path: Path, local_cache_url: str
-):
+    group: ManifestGroup,
+    tmp_refs: Path,
+    *,
+    refs_path: Path,
+    refs_format: RefsFormat,
+    cache_url: str | None,
+    cache_path: Path,
+    local_cache_url: str,
+) -> None:
+    """Write ``group``'s references to ``tmp_refs`` (renamed to ``refs_path`` by the caller).
+
+    Parameters
+    ----------
+    group : ManifestGroup
+        The store.
+    tmp_refs : Path
+        Where they are written.
+    refs_path : Path
+        Their final name, which errors name.
+    refs_format : {"json", "parquet", "icechunk"}
+        The format.
+    cache_url : str or None
+        Where readers find the cache (a URL ending in ``/`` gets the cache's name); None:
+        where the group's manifests say.
+    cache_path : Path
+        The cache's local path (its name completes ``cache_url``).
+    local_cache_url : str
+        The cache's ``file://`` URL, for an Icechunk repository without ``cache_url``.
+
+    Raises
+    ------
+    OutputWriteError
+        They cannot be written, named as ``refs_path``.
+    VcfVirtualError
+        Icechunk references to a remote cache.
+    """
     try:
         public = kerchunk.public_cache_url(cache_url, cache_path.name) if cache_url else None
         if refs_format == "icechunk":
