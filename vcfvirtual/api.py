@@ -24,7 +24,7 @@ from virtualizarr.manifests import ManifestGroup, ManifestStore
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ._progress import phase
 from .bcf.vcf_input import as_bcf
-from .cache.base import CacheRanges
+from .cache.base import CacheRanges, SerialSource
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.names import LayoutName
 from .cache.raw import raw_ranges
@@ -495,29 +495,16 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             scan_paths,
             tmp_cache,
             plan.cache_path,
-            plan.cache_layout,
+            plan.layout,
             plan.chunk_length_for,
             o.workers,
             o.dask_client,
             o.progress,
-            samples_chunk_size=o.samples_chunk_size,
-            field_choice=o.field_choice,
-            local_alleles=o.local_alleles,
         )
     source = plan.remote.source if plan.remote is not None else None
     with storage.open_input(source, o.storage_options) if source else contextlib.nullcontext() as fileobj:
-        return write_cache_serial(
-            scan_paths[0],
-            tmp_cache,
-            plan.cache_layout,
-            plan.chunk_length_for,
-            o.progress,
-            o.inflate_threads,
-            fileobj,
-            samples_chunk_size=o.samples_chunk_size,
-            field_choice=o.field_choice,
-            local_alleles=o.local_alleles,
-        )
+        serial = SerialSource(scan_paths[0], plan.chunk_length_for, o.progress, o.inflate_threads, fileobj)
+        return write_cache_serial(serial, tmp_cache, plan.layout)
 
 
 def _refuse_changed_sources(plan: IndexPlan) -> None:

@@ -22,8 +22,9 @@ from vcfvirtual_codec.bcf import bgzf
 
 from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .bcf.vcf_input import is_vcf_path, vcf_field_ids
+from .cache.base import CacheLayout
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
-from .cache.layouts import DEFAULT_LAYOUT, LAYOUTS
+from .cache.layouts import DEFAULT_LAYOUT, LAYOUT_WRITERS, LAYOUTS, ChunkLengthRule, layout_writer
 from .cache.names import LayoutName, layout_name
 from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
@@ -167,19 +168,19 @@ class IndexPlan:
     remote: RemotePlan | None
     options: IndexOptions
 
-    def chunk_length_for(self, header: BCFHeader) -> int:
-        """Variants per chunk for this header: as asked, or sized from its samples.
-
-        Called once the header is read, before any record: the fields are checked here
-        (names that clash, choices naming fields the header lacks), so such a run stops
-        before it has written a chunk."""
-        # Imported here: the command line reads this module's choices without loading VirtualiZarr.
-        from .manifests.vcf_zarr import default_chunk_length
-
-        self.field_map(header)
-        return self.options.variants_chunk_size or default_chunk_length(
-            len(header.samples), 2, layout=self.cache_layout
+    @property
+    def chunk_length_for(self) -> ChunkLengthRule:
+        """Variants per chunk for a header, as asked or sized from its samples by the
+        layout, once the fields are checked against it (what the scan is handed)."""
+        return ChunkLengthRule(
+            self.cache_layout, self.options.variants_chunk_size, self.options.field_choice, self.sources[0]
         )
+
+    @property
+    def layout(self) -> CacheLayout:
+        """The cache's layout, with the run's options."""
+        o = self.options
+        return layout_writer(self.cache_layout, o.samples_chunk_size, o.local_alleles, o.field_choice)
 
     def field_map(self, header: BCFHeader) -> FieldMap:
         """The arrays of the header's INFO/FORMAT fields under the run's choice.
@@ -454,8 +455,8 @@ def _output_paths(
         # A remote BCF's outputs default to the working directory, under its name.
         source = sources[0]
         local = Path(source.rsplit("/", 1)[-1]) if isinstance(source, str) else source
-        default_refs, default_cache = outputs.default_paths(local, layout)
-        default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + suffix)
+        default_refs = local.with_name(local.name + outputs.REFS_SUFFIX.removesuffix(".json") + suffix)
+        default_cache = local.with_name(local.name + _cache_suffix(layout))
     else:
         # Several inputs have no one name to derive outputs from: the caller names the store.
         if not refs_path and not cache_path:
@@ -464,19 +465,24 @@ def _output_paths(
                 f"{len(sources)} input files: name the store to write",
                 hint="give refs_path= (and optionally cache_path=)",
             )
-        cache_suffix = outputs.cache_suffix(layout).removeprefix(".vcz")
+        cache_suffix = _cache_suffix(layout).removeprefix(".vcz")
         stem = Path(refs_path) if refs_path else None
         default_cache = stem.with_name(stem.name.removesuffix(suffix) + cache_suffix) if stem else None
         cache = Path(cache_path) if cache_path else None
         # Either layout's suffix: a cache named by hand may be of another layout than asked.
         bare = cache.name if cache else ""
-        for other in (outputs.COLUMNS_CACHE_SUFFIX, outputs.CACHE_SUFFIX):
+        for other in sorted({w.suffix for w in LAYOUT_WRITERS.values()}):
             bare = bare.removesuffix(other.removeprefix(".vcz"))
         default_refs = cache.with_name(bare + suffix) if cache else None
     cache = Path(cache_path) if cache_path else default_cache
     assert cache is not None  # several inputs: one of the two names was given, checked above
     refs = None if refs_path is False else Path(refs_path) if refs_path else default_refs
     return refs, cache
+
+
+def _cache_suffix(layout: LayoutName | None) -> str:
+    """The default suffix of a cache of ``layout`` (None: a BCF stream's)."""
+    return LAYOUT_WRITERS[layout or "raw"].suffix
 
 
 def _source_fingerprint(path: Source, storage_options: dict | None = None) -> Fingerprint:

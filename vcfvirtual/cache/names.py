@@ -19,3 +19,10 @@ def layout_name(value: object) -> LayoutName | None:
         if value == name:
             return name
     return None
+
+
+def segment_name(category: str, field: str) -> str:
+    """The columns layout's segment of an INFO or FORMAT field: ``info/DP``, ``format/GT``
+    (``category``: ``INFO``/``FORMAT``, either case). The fixed columns' segments are
+    named by the codec (``position``, ``allele``...)."""
+    return f"{category.lower()}/{field}"

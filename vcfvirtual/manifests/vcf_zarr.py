@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,24 +26,14 @@ from .. import __version__
 from ..bcf.fields import EVERY_FIELD, PREFIX, FieldChoice, FieldMap, map_fields
 from ..bcf.header import BCFHeader
 from ..cache.base import CacheRanges, ChunkRanges, SegmentRanges
-from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, compressor_of, effective_samples_chunk_size
+from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
+from ..cache.layouts import LAYOUT_WRITERS
+from ..cache.names import LayoutName, segment_name
 from ..errors import CorruptBCFError, FieldShapeError, UnsupportedBCFError, VcfVirtualError
 from ..scan.results import ScanResult
 from .provenance import ATTRIBUTE, Dimensions, Provenance, RecordedCache, RecordedSource
 
 VCF_ZARR_VERSION = "0.3"
-# Target size of one decoded call_genotype chunk, and the bounds on variants per chunk.
-TARGET_CHUNK_BYTES = 64 * 1024 * 1024
-MIN_CHUNK_LENGTH = 100
-MAX_CHUNK_LENGTH = 10_000
-# The columns layout chunks the samples too, so a read decodes one samples block of a
-# variants chunk, never the whole row: its variants chunks are bio2zarr's 1,000 (a first
-# 1,000 rows, a region, variant_position cost no more chunks than bio2zarr's store), unless
-# one chunk of all samples' calls would pass COLUMNS_MAX_CHUNK_BYTES, which bounds the
-# index pass's memory (it holds a variants chunk of every sample: ~0.86 GB peak RSS at
-# 100,000 samples x 1,000 variants, ~1.6 GB at 3,355).
-COLUMNS_CHUNK_LENGTH = 1_000
-COLUMNS_MAX_CHUNK_BYTES = 256 * 1024 * 1024
 
 # The descriptions bio2zarr gives the fixed fields, so both stores read alike.
 FIXED_DESCRIPTIONS = {
@@ -66,13 +57,11 @@ def min_int_dtype(lo: int, hi: int) -> np.dtype:
     raise OverflowError(f"integer range [{lo}, {hi}] does not fit in 64 bits")
 
 
-def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1, layout: str | None = None) -> int:
-    """Variants per chunk so a decoded call_genotype chunk stays near 64 MiB; for the
-    ``columns`` layout, 1,000 (see COLUMNS_CHUNK_LENGTH)."""
-    per_variant = max(1, n_samples * max(ploidy, 1) * itemsize)
-    if layout == "columns":
-        return int(np.clip(COLUMNS_MAX_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, COLUMNS_CHUNK_LENGTH))
-    return int(np.clip(TARGET_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, MAX_CHUNK_LENGTH))
+def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1, layout: LayoutName = "raw") -> int:
+    """Variants per chunk unless asked otherwise: the layout's rule
+    (:meth:`~vcfvirtual.cache.base.CacheLayout.chunk_length`; a decoded call_genotype
+    chunk near 64 MiB, or 1,000 for ``columns``)."""
+    return LAYOUT_WRITERS[layout].chunk_length(n_samples, ploidy, itemsize)
 
 
 def _fill_value(dtype: np.dtype):
@@ -131,6 +120,7 @@ def _zarr_dtype(dtype):
 # The columns layout's segment of each fixed kind, as the codec reads them (the others are
 # an INFO or FORMAT key's segment).
 FIXED_SEGMENTS = {kind: seg for kind, seg in SEGMENT_OF_KIND.items() if seg not in ("info", "format")}
+GT_SEGMENT = segment_name("FORMAT", "GT")
 
 
 def segment_of(kind: str, field: str | None = None) -> str:
@@ -139,51 +129,94 @@ def segment_of(kind: str, field: str | None = None) -> str:
     if kind in FIXED_SEGMENTS:
         return FIXED_SEGMENTS[kind]
     if kind.startswith("genotype") or kind == "local_alleles":
-        return "format/GT"
+        return GT_SEGMENT
     if kind in LOCAL_KINDS:  # call_LAD, call_LPL: their field's segment, beside GT's
-        return "format/" + _LOCAL_SOURCES[kind]
-    return f"{kind}/{field}"
+        return segment_name("FORMAT", _LOCAL_SOURCES[kind])
+    return segment_name(kind, str(field))
+
+
+# The dtype of an array: numpy's, or ``str`` for variable-length strings.
+DType = np.dtype | type
+
+
+@dataclass(frozen=True)
+class _StoreChunks:
+    """What every variants-dimension array of one store shares: its records, chunks,
+    cache and layout, and where each array's chunks are in the cache."""
+
+    n_records: int
+    chunk_length: int
+    cache_url: str
+    ranges: CacheRanges
+    layout: LayoutName
+
+    def variant(
+        self,
+        name: str,
+        kind: str,
+        dtype: DType,
+        dims: Sequence[str] = ("variants",),
+        shape: Sequence[int] = (),
+        description: str | None = "",
+        *,
+        field: str | None = None,
+        **spec_extra: Any,
+    ) -> ManifestArray:
+        """One variants-dimension array: its codec's spec (``spec_extra``: the other
+        :class:`ChunkSpec` fields, ``key``, ``ploidy``...) and its chunks' ranges
+        (``field``: the INFO/FORMAT ID of an ``info`` or ``format`` array, whatever its
+        array's name)."""
+        per_variant_shape = tuple(shape)
+        chunk_shape = [max(1, s) for s in per_variant_shape]
+        array_ranges, extra = self._ranges(kind, field)
+        if "samples_chunk_size" in extra:
+            chunk_shape[0] = extra["samples_chunk_size"]
+        return _variant_array(
+            ChunkSpec(
+                array=name,
+                kind=kind,
+                dtype="str" if dtype is str else np.dtype(dtype).str,
+                shape=per_variant_shape,
+                chunk_length=self.chunk_length,
+                num_records=self.n_records,
+                layout=self.layout,
+                **{**spec_extra, **extra},
+            ),
+            dtype,
+            list(dims),
+            tuple(chunk_shape),
+            array_ranges,
+            self.cache_url,
+            description,
+        )
+
+    def _ranges(self, kind: str, field: str | None) -> tuple[ChunkRanges, dict[str, Any]]:
+        """The chunks' ranges of an array of ``kind``, and the spec fields the columns
+        layout adds (its segments' compressor, samples blocks, rlen as resolved)."""
+        ranges = self.ranges
+        if not isinstance(ranges, SegmentRanges):
+            return ranges, {}
+        segment = segment_of(kind, field)
+        extra: dict[str, Any] = {"compressor": ranges.compressors[segment]}
+        if kind in SAMPLE_KINDS:
+            extra["samples_chunk_size"] = ranges.samples_chunk_size
+        if kind == "length":
+            extra["key"] = -1  # rlen was resolved from END when the cache was written
+        return (local_ranges(ranges, kind) if kind in LOCAL_KINDS else ranges.segments[segment]), extra
 
 
 def _variant_array(
-    name,
-    kind,
-    dtype,
-    dims,
-    per_variant_shape,
-    n_records,
-    chunk_length,
-    cache_url,
-    ranges: CacheRanges,
-    description=None,
-    samples_chunk_size: int = 0,
-    field: str | None = None,
-    **spec_extra,
+    spec: ChunkSpec,
+    dtype: DType,
+    dims: list[str],
+    chunk_shape: tuple[int, ...],
+    array_ranges: ChunkRanges,
+    cache_url: str,
+    description: str | None,
 ) -> ManifestArray:
-    per_variant_shape = tuple(per_variant_shape)
-    chunk_shape = [max(1, s) for s in per_variant_shape]
-    array_ranges: ChunkRanges
-    if isinstance(ranges, SegmentRanges):
-        segment = segment_of(kind, field)
-        spec_extra["compressor"] = compressor_of(segment)
-        if kind in SAMPLE_KINDS:
-            samples_chunk_size = effective_samples_chunk_size(samples_chunk_size, per_variant_shape[0])
-            spec_extra["samples_chunk_size"] = samples_chunk_size
-            chunk_shape[0] = samples_chunk_size
-        if kind == "length":
-            spec_extra["key"] = -1  # rlen was resolved from END when the cache was written
-        array_ranges = local_ranges(ranges, kind) if kind in LOCAL_KINDS else ranges.segments[segment]
-    else:
-        array_ranges = ranges
-    spec = ChunkSpec(
-        array=name,
-        kind=kind,
-        dtype="str" if dtype is str else np.dtype(dtype).str,
-        shape=per_variant_shape,
-        chunk_length=chunk_length,
-        num_records=n_records,
-        **spec_extra,
-    )
+    """The array of ``spec`` over ``array_ranges`` of the cache."""
+    per_variant_shape = spec.shape
+    n_records, chunk_length = spec.num_records, spec.chunk_length
     attributes = {}
     if description is not None:
         attributes["description"] = description
@@ -224,10 +257,10 @@ def local_ranges(ranges: SegmentRanges, kind: str) -> ChunkRanges:
     """A local-allele array's chunks in the columns cache: GT's segments (call_LA), or one
     range over each block's AD and GT segments (call_LAD) or GT and PL (call_LPL), which
     the cache written with local alleles lays side by side (cache.columns.SegmentPlan)."""
-    gt = ranges.segments["format/GT"]
+    gt = ranges.segments[GT_SEGMENT]
     if kind == "local_alleles":
         return gt
-    field = ranges.segments["format/" + _LOCAL_SOURCES[kind]]
+    field = ranges.segments[segment_name("FORMAT", _LOCAL_SOURCES[kind])]
     first, second = (field, gt) if kind == "local_ad" else (gt, field)
     if not np.array_equal(first.offsets + first.lengths, second.offsets):
         raise VcfVirtualError(
@@ -368,9 +401,8 @@ def build_group(
     chunk_length: int,
     *,
     ranges: CacheRanges,
-    layout: str = "raw",
+    layout: LayoutName = "raw",
     provenance: Provenance | None = None,
-    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     field_map: FieldMap | None = None,
     local_alleles: bool = False,
 ) -> ManifestGroup:
@@ -379,7 +411,7 @@ def build_group(
     ``ranges`` are the (offsets, lengths) of the chunks in the cache, as its layout wrote
     them: one per variants chunk for every array (:class:`ChunkRanges`), or each array's
     own segments (:class:`SegmentRanges`, the columns layout, whose arrays with a samples
-    dimension are chunked ``samples_chunk_size`` samples wide). ``field_map`` names the
+    dimension are chunked in its samples blocks). ``field_map`` names the
     INFO/FORMAT fields' arrays and leaves out those not chosen (default: every field,
     named ``variant_<ID>``/``call_<ID>``; a field taking a fixed array's name is refused).
     ``local_alleles``: bio2zarr's ``--local-alleles`` arrays (:func:`local_allele_arrays`).
@@ -387,7 +419,7 @@ def build_group(
     h = scan.header
     if field_map is None:
         field_map = header_field_map(h)
-    variant = _variant_factory(scan.num_records, chunk_length, cache_url, ranges, layout, samples_chunk_size)
+    variant = _StoreChunks(scan.num_records, chunk_length, cache_url, ranges, layout).variant
     _refuse_undefined_contigs(scan)
     position_dtype = min_int_dtype(*scan.pos_range) if scan.num_records else np.dtype("i1")
     n_alleles = max(scan.max_alleles, 2)
@@ -401,7 +433,7 @@ def build_group(
         local_allele_arrays(variant, scan, arrays, n_alleles)
     # bio2zarr chunks sample_id as the samples blocks, and readers (vcztools) take the
     # samples chunking of every call_* array from it.
-    sample_block = effective_samples_chunk_size(samples_chunk_size, len(h.samples)) if layout == "columns" else None
+    sample_block = ranges.samples_chunk_size if isinstance(ranges, SegmentRanges) else None
     arrays.update(_header_arrays(scan, position_dtype, sample_block))
     attributes: dict[str, Any] = {
         "vcf_zarr_version": VCF_ZARR_VERSION,
@@ -431,33 +463,8 @@ def recorded_dimensions(header: BCFHeader, arrays: dict[str, ManifestArray], n_a
 
 
 # variant(name, kind, dtype, dims=("variants",), shape=(), description="", **spec_extra):
-# one variants-dimension array of the store being built.
+# one variants-dimension array of the store being built (:meth:`_StoreChunks.variant`).
 VariantArrayFactory = Callable[..., ManifestArray]
-
-
-def _variant_factory(
-    n_records: int, chunk_length: int, cache_url: str, ranges: CacheRanges, layout: str, samples_chunk_size: int
-) -> VariantArrayFactory:
-    """What every variants-dimension array of one store shares: its records, chunks, cache and layout."""
-
-    def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra) -> ManifestArray:
-        return _variant_array(
-            name,
-            kind,
-            dtype,
-            list(dims),
-            shape,
-            n_records,
-            chunk_length,
-            cache_url,
-            ranges,
-            description=description,
-            samples_chunk_size=samples_chunk_size,
-            layout=layout,
-            **extra,
-        )
-
-    return variant
 
 
 def _refuse_undefined_contigs(scan: ScanResult) -> None:
@@ -730,7 +737,6 @@ def build_store_group(
             ranges=ranges,
             layout=layout,
             provenance=provenance,
-            samples_chunk_size=provenance.samples_chunk_size or DEFAULT_SAMPLES_CHUNK_SIZE,
             field_map=field_map,
             local_alleles=local_alleles,
         )

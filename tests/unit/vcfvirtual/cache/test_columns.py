@@ -23,6 +23,7 @@ from vcfvirtual_codec import spec as codec_spec
 
 import vcfvirtual
 from vcfvirtual.cache import columns
+from vcfvirtual.cache.base import SerialSource
 from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, FLAG_GT_SHIFTED, ColumnsLayout
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.io import outputs
@@ -145,7 +146,7 @@ def check_segments(tmp_path, prototype, case, samples_chunk_size):
     bcf = bcfdata.write_bcf(CASES[case](), tmp_path / f"{case}.bcf", index=True)
     group = bio2zarr_store(bcf, tmp_path / "b2z.vcz", samples_chunk_size)
     cache = tmp_path / "c.columns"
-    scan, ranges = ColumnsLayout(samples_chunk_size).write_serial(bcf, cache, lambda h: CHUNK)
+    scan, ranges = ColumnsLayout(samples_chunk_size).write_serial(SerialSource(bcf, lambda h: CHUNK), cache)
     data = cache.read_bytes()
     assert data.startswith(b"VVCOLS1\nBCF\x02")
     keys = header_keys(bcf)
@@ -254,7 +255,7 @@ def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_column
     bcf = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS, header=header), tmp_path / "f.bcf", index=False)
     cache = tmp_path / "f.columns"
     scs = 2
-    scan, ranges = ColumnsLayout(scs).write_serial(bcf, cache, lambda h: CHUNK)
+    scan, ranges = ColumnsLayout(scs).write_serial(SerialSource(bcf, lambda h: CHUNK), cache)
     sources = [RecordedSource(str(bcf), Fingerprint.of(bcf))]
     cached = RecordedCache(f"file://{cache}", "columns", Fingerprint.of(cache))
     provenance = store_provenance(scan, sources=sources, cache=cached, zero_copy=False, samples_chunk_size=scs)
