@@ -38,7 +38,7 @@ from .manifests.provenance import Provenance, RecordedCache, RecordedSource
 from .manifests.vcf_zarr import build_store_group, store_chunk_length, store_provenance
 from .plan import LAYOUTS, REFS_FORMATS, IndexOptions, IndexPlan, OutputArg, plan_index, references_path
 from .refs.formats import RefsFormat
-from .refs.write import write_references
+from .refs.write import ReferencesOutput, write_references
 from .scan.results import ScanResult
 from .scan.scanner import scan_bcf
 
@@ -347,15 +347,7 @@ def references_from(
         )
     tmp = outputs.temporary_name(out)
     try:
-        write_references(
-            group,
-            tmp,
-            refs_path=out,
-            refs_format=refs_format,
-            cache_url=None,
-            cache_path=local or Path(url.rsplit("/", 1)[-1]),
-            local_cache_url=url,
-        )
+        write_references(group, ReferencesOutput(tmp, out, refs_format, local or Path(url.rsplit("/", 1)[-1]), url))
         outputs.replace_output(tmp, out)
     except BaseException:
         _remove(tmp)
@@ -549,15 +541,10 @@ def _write_references(plan: IndexPlan, group: ManifestGroup, tmp_refs: Path | No
     """The references stage: written under their temporary name."""
     if tmp_refs is None or plan.refs_path is None:
         return
-    write_references(
-        group,
-        tmp_refs,
-        refs_path=plan.refs_path,
-        refs_format=plan.refs_format,
-        cache_url=plan.public_cache_url,
-        cache_path=plan.cache_path,
-        local_cache_url=plan.cache_location,
+    output = ReferencesOutput(
+        tmp_refs, plan.refs_path, plan.refs_format, plan.cache_path, plan.cache_location, plan.public_cache_url
     )
+    write_references(group, output)
 
 
 def _placer(tmp_refs: Path | None, refs_path: Path | None):

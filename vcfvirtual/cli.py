@@ -117,8 +117,13 @@ def _verbose_option(help: str = "More logging: -v for info, -vv for debug.") -> 
     return click.option("-v", "--verbose", count=True, help=help)
 
 
+def _count_option(*decls: str, minimum: int, default: int, help: str) -> Callable[[F], F]:
+    """An integer option of at least ``minimum``, its default shown."""
+    return click.option(*decls, type=click.IntRange(min=minimum), default=default, show_default=True, help=help)
+
+
 def _workers_option(help: str) -> Callable[[F], F]:
-    return click.option("-j", "--workers", type=click.IntRange(min=1), default=1, show_default=True, help=help)
+    return _count_option("-j", "--workers", minimum=1, default=1, help=help)
 
 
 def _progress_option(help: str) -> Callable[[F], F]:
@@ -178,12 +183,11 @@ def main():
     "stream (many times larger; reads skip the inflate). An uncompressed BCF (bcftools "
     "view -Ou) is by default referenced as it is, with no cache (raw).",
 )
-@click.option(
+@_count_option(
     "-s",
     "--samples-chunk-size",
-    type=click.IntRange(min=1),
+    minimum=1,
     default=10_000,
-    show_default=True,
     help="Samples per chunk of the arrays with a samples dimension (call_*), as bio2zarr's "
     "option. Used by the columns layout only: the bgzf and raw layouts keep all samples "
     "in one chunk.",
@@ -196,11 +200,10 @@ def main():
     "call_PL, derived at read time from GT, AD and PL (nothing added to the cache). Needs "
     "diploid GT, as bio2zarr does.",
 )
-@click.option(
+@_count_option(
     "--inflate-threads",
-    type=click.IntRange(min=0),
+    minimum=0,
     default=0,
-    show_default=True,
     help="Threads that inflate BGZF blocks ahead of the record scan. 0 inflates on "
     "the scanning thread, which measured as fast on 2 cores; try more on "
     "machines with many cores.",

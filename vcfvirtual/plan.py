@@ -183,16 +183,9 @@ class IndexPlan:
         return layout_writer(self.cache_layout, o.samples_chunk_size, o.local_alleles, o.field_choice)
 
     def field_map(self, header: BCFHeader) -> FieldMap:
-        """The arrays of the header's INFO/FORMAT fields under the run's choice.
-
-        Raises
-        ------
-        FieldNameError
-            A field's array would replace a fixed array or another field's, or the choice
-            names a field the header does not declare."""
-        return map_fields(
-            [f.name for f in header.info], [f.name for f in header.formats], self.options.field_choice, self.sources[0]
-        )
+        """The arrays of the header's INFO/FORMAT fields under the run's choice
+        (:meth:`ChunkLengthRule.field_map <vcfvirtual.cache.layouts.ChunkLengthRule.field_map>`)."""
+        return self.chunk_length_for.field_map(header)
 
 
 def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions) -> IndexPlan:

@@ -197,16 +197,12 @@ class ColumnsWriter:
         self,
         fileobj: IO[Any],
         path: str,
-        samples_chunk_size: int,
+        layout: ColumnsLayout,
         threads: int = COMPRESS_THREADS,
-        local_alleles: bool = False,
-        field_choice: FieldChoice = EVERY_FIELD,
     ):
         self.fileobj = fileobj
         self.path = path
-        self.samples_chunk_size = samples_chunk_size
-        self.local_alleles = local_alleles
-        self.field_choice = field_choice
+        self.layout = layout  # its samples blocks, local alleles and fields chosen
         self.pool = ThreadPoolExecutor(max(1, threads))
         self.plan: SegmentPlan | None = None
         self.chunk_length = 0
@@ -232,7 +228,8 @@ class ColumnsWriter:
         if chunk_length < 1:
             raise VcfVirtualError(self.path, "the columns layout needs the variants chunk size before the records")
         self.chunk_length = chunk_length
-        self.plan = SegmentPlan(header, self.samples_chunk_size, self.local_alleles, self.field_choice)
+        layout = self.layout
+        self.plan = SegmentPlan(header, layout.samples_chunk_size, layout.local_alleles, layout.field_choice)
         self.ranges = [[] for _ in self.plan.segments]
         self._write(FILE_MAGIC)
         self._write(self._take(0, header.size).tobytes())
@@ -392,15 +389,10 @@ class ColumnsLayout:
         fewer where a chunk of every sample's calls would pass MAX_CHUNK_BYTES."""
         return chunk_length_within(n_samples, ploidy, itemsize, MAX_CHUNK_BYTES, CHUNK_LENGTH)
 
-    def _writer(self, fileobj: IO[Any], name: str) -> ColumnsWriter:
-        return ColumnsWriter(
-            fileobj, name, self.samples_chunk_size, local_alleles=self.local_alleles, field_choice=self.field_choice
-        )
-
     def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, SegmentRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
         with open_cache(tmp_cache) as f:
-            writer = self._writer(f, str(source.path))
+            writer = ColumnsWriter(f, str(source.path), self)
             try:
                 scan = source.scan(writer)
                 with phase("compress", source.progress):  # the chunks still in the compression pool
@@ -420,7 +412,7 @@ class ColumnsLayout:
         # Errors name the first input (its records come first in the merged stream).
         name = merged.pieces[0].path if merged.pieces else str(tmp_cache)
         with open_cache(tmp_cache) as f:
-            writer = self._writer(f, name)
+            writer = ColumnsWriter(f, name, self)
             try:
                 _feed_segments(writer, merged, scan, offsets)
                 writer.close(scan.stream_size)

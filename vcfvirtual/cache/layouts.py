@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
+from ..bcf.fields import EVERY_FIELD, FieldChoice, FieldMap, map_fields
 from ..bcf.header import BCFHeader
 from .base import CacheLayout
 from .bgzf import BGZFLayout
@@ -63,15 +63,22 @@ class ChunkLengthRule:
     field_choice: FieldChoice = EVERY_FIELD
     source: str | Path | None = None
 
-    def __call__(self, header: BCFHeader) -> int:
-        """Variants per chunk for ``header``.
+    def field_map(self, header: BCFHeader) -> FieldMap:
+        """The arrays of the header's INFO/FORMAT fields under the run's choice.
 
         Raises
         ------
         FieldNameError
             A field's array would replace a fixed array or another field's, or the choice
             names a field the header does not declare."""
-        map_fields([f.name for f in header.info], [f.name for f in header.formats], self.field_choice, self.source)
+        return map_fields(
+            [f.name for f in header.info], [f.name for f in header.formats], self.field_choice, self.source
+        )
+
+    def __call__(self, header: BCFHeader) -> int:
+        """Variants per chunk for ``header``, once :meth:`field_map` accepts its fields
+        (raising its FieldNameError otherwise)."""
+        self.field_map(header)
         return self.variants_chunk_size or LAYOUT_WRITERS[self.layout].chunk_length(len(header.samples), 2)
 
 
