@@ -24,7 +24,7 @@ from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .bcf.vcf_input import is_vcf_path, vcf_field_ids
 from .cache.base import CacheLayout
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
-from .cache.layouts import DEFAULT_LAYOUT, LAYOUT_WRITERS, LAYOUTS, ChunkLengthRule, layout_writer
+from .cache.layouts import DEFAULT_LAYOUT, LAYOUT_WRITERS, LAYOUTS, chunk_length_rule, layout_writer
 from .cache.names import LayoutName, layout_name
 from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
@@ -34,6 +34,7 @@ from .refs.formats import REFS_FORMATS, REFS_SUFFIXES, RefsFormat
 
 if TYPE_CHECKING:
     from .bcf.header import BCFHeader
+    from .scan.chunking import ChunkLengthRule
 
 __all__ = [
     "LAYOUTS",
@@ -172,9 +173,8 @@ class IndexPlan:
     def chunk_length_for(self) -> ChunkLengthRule:
         """Variants per chunk for a header, as asked or sized from its samples by the
         layout, once the fields are checked against it (what the scan is handed)."""
-        return ChunkLengthRule(
-            self.cache_layout, self.options.variants_chunk_size, self.options.field_choice, self.sources[0]
-        )
+        o = self.options
+        return chunk_length_rule(self.cache_layout, o.variants_chunk_size, o.field_choice, self.sources[0])
 
     @property
     def layout(self) -> CacheLayout:
@@ -184,7 +184,7 @@ class IndexPlan:
 
     def field_map(self, header: BCFHeader) -> FieldMap:
         """The arrays of the header's INFO/FORMAT fields under the run's choice
-        (:meth:`ChunkLengthRule.field_map <vcfvirtual.cache.layouts.ChunkLengthRule.field_map>`)."""
+        (:meth:`ChunkLengthRule.field_map <vcfvirtual.scan.chunking.ChunkLengthRule.field_map>`)."""
         return self.chunk_length_for.field_map(header)
 
 

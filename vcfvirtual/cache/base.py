@@ -13,6 +13,7 @@ import numpy as np
 
 from ..bcf.header import BCFHeader
 from ..io.outputs import output_file
+from ..scan.chunking import chunk_length_within
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from ..scan.scanner import scan_bcf
@@ -21,27 +22,31 @@ from .names import LayoutName
 
 ChunkLengthFor = Callable[[BCFHeader], int]
 
-# Target size of one decoded call_genotype chunk, and the bounds on variants per chunk, of
-# the layouts that keep a record whole (raw, bgzf): a read decodes every sample of a chunk.
+# Target size of one decoded call_genotype chunk, and the most variants per chunk, of the
+# layouts that keep a record whole (raw, bgzf): a read decodes every sample of a chunk.
 TARGET_CHUNK_BYTES = 64 * 1024 * 1024
-MIN_CHUNK_LENGTH = 100
 MAX_CHUNK_LENGTH = 10_000
 
 
-def chunk_length_within(n_samples: int, ploidy: int, itemsize: int, max_bytes: int, max_length: int) -> int:
-    """Variants per chunk so that one chunk of every sample's genotypes stays within
-    ``max_bytes``: between MIN_CHUNK_LENGTH and ``max_length``."""
-    per_variant = max(1, n_samples * max(ploidy, 1) * itemsize)
-    return int(np.clip(max_bytes // per_variant, MIN_CHUNK_LENGTH, max_length))
+class ChunkBounds:
+    """A layout's chunk length rule: as many variants as keep one chunk of every sample's
+    genotypes within ``max_chunk_bytes``, at most ``max_chunk_length`` (at least
+    MIN_CHUNK_LENGTH)."""
 
-
-class WholeRecordChunks:
-    """The chunk length of the layouts that keep records whole (raw, bgzf), whose reads
-    decode every sample's calls of a chunk: a decoded call_genotype chunk near 64 MiB."""
+    max_chunk_bytes: int
+    max_chunk_length: int
 
     def chunk_length(self, n_samples: int, ploidy: int, itemsize: int = 1) -> int:
         """See :meth:`CacheLayout.chunk_length`."""
-        return chunk_length_within(n_samples, ploidy, itemsize, TARGET_CHUNK_BYTES, MAX_CHUNK_LENGTH)
+        return chunk_length_within(n_samples, ploidy, itemsize, self.max_chunk_bytes, self.max_chunk_length)
+
+
+class WholeRecordChunks(ChunkBounds):
+    """The chunk bounds of the layouts that keep records whole (raw, bgzf), whose reads
+    decode every sample's calls of a chunk: a decoded call_genotype chunk near 64 MiB."""
+
+    max_chunk_bytes = TARGET_CHUNK_BYTES
+    max_chunk_length = MAX_CHUNK_LENGTH
 
 
 @dataclass(frozen=True)
@@ -158,10 +163,14 @@ class CacheLayout(Protocol):
     # Whether write_partitioned cuts the merged stream by record, and so needs every
     # record's offset kept by the merge (Merged.record_offsets).
     needs_record_offsets: bool
+    # Its chunk length rule's bounds (ChunkBounds): a chunk of every sample's genotypes
+    # within max_chunk_bytes, at most max_chunk_length variants.
+    max_chunk_bytes: int
+    max_chunk_length: int
 
     def chunk_length(self, n_samples: int, ploidy: int, itemsize: int = 1) -> int:
         """Variants per chunk unless asked otherwise, for records of ``n_samples`` calls
-        of ``ploidy`` (genotypes of ``itemsize`` bytes each)."""
+        of ``ploidy`` (genotypes of ``itemsize`` bytes each), within the bounds."""
         ...
 
     def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, CacheRanges]:

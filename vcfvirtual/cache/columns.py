@@ -32,7 +32,7 @@ from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from . import columns_demux as demux
-from .base import ChunkRanges, SegmentRanges, SerialSource, chunk_length_within, open_cache
+from .base import ChunkBounds, ChunkRanges, SegmentRanges, SerialSource, open_cache
 from .names import LayoutName, segment_name
 
 logger = logging.getLogger(__name__)
@@ -363,7 +363,7 @@ def _job(segment: tuple[str, int, int, int, int, int, str], n: int) -> tuple[int
     return kind, flags, key, n, block, width, compressor
 
 
-class ColumnsLayout:
+class ColumnsLayout(ChunkBounds):
     """The columns cache, written as the scan reads, or from the partitions' segments."""
 
     name: LayoutName = "columns"
@@ -372,6 +372,8 @@ class ColumnsLayout:
     # and compresses the merged stream as a serial scan's sink would (the same bytes).
     needs_segments = True
     needs_record_offsets = True  # write_partitioned cuts the merged stream by record
+    max_chunk_bytes = MAX_CHUNK_BYTES
+    max_chunk_length = CHUNK_LENGTH
 
     def __init__(
         self,
@@ -383,11 +385,6 @@ class ColumnsLayout:
         # Each samples block's AD, GT and PL segments written together (SegmentPlan).
         self.local_alleles = local_alleles
         self.field_choice = field_choice
-
-    def chunk_length(self, n_samples: int, ploidy: int, itemsize: int = 1) -> int:
-        """See :meth:`vcfvirtual.cache.base.CacheLayout.chunk_length`: CHUNK_LENGTH, or
-        fewer where a chunk of every sample's calls would pass MAX_CHUNK_BYTES."""
-        return chunk_length_within(n_samples, ploidy, itemsize, MAX_CHUNK_BYTES, CHUNK_LENGTH)
 
     def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, SegmentRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""

@@ -4,11 +4,10 @@ codec, which must decode it, lists it in its ``LAYOUTS``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..bcf.fields import EVERY_FIELD, FieldChoice, FieldMap, map_fields
-from ..bcf.header import BCFHeader
+from ..bcf.fields import EVERY_FIELD, FieldChoice
+from ..scan.chunking import ChunkLengthRule
 from .base import CacheLayout
 from .bgzf import BGZFLayout
 from .columns import DEFAULT_SAMPLES_CHUNK_SIZE, ColumnsLayout
@@ -39,47 +38,15 @@ def layout_writer(
     return LAYOUT_WRITERS[name]
 
 
-@dataclass(frozen=True)
-class ChunkLengthRule:
-    """Variants per chunk, decided once the scan has read the header and before any
-    record: as asked, or the layout's own rule for the header's samples. The fields are
-    checked first (names that clash, choices naming fields the header lacks), so such a
-    run stops before it has written a chunk. What the scan calls (``chunk_length_for``).
-
-    Parameters
-    ----------
-    layout : LayoutName
-        The cache's layout.
-    variants_chunk_size : int or None
-        Asked for; None: the layout's rule.
-    field_choice : FieldChoice
-        The fields' renames and selection, checked against the header.
-    source : str or Path or None
-        The input named in a field error.
-    """
-
-    layout: LayoutName
-    variants_chunk_size: int | None = None
-    field_choice: FieldChoice = EVERY_FIELD
-    source: str | Path | None = None
-
-    def field_map(self, header: BCFHeader) -> FieldMap:
-        """The arrays of the header's INFO/FORMAT fields under the run's choice.
-
-        Raises
-        ------
-        FieldNameError
-            A field's array would replace a fixed array or another field's, or the choice
-            names a field the header does not declare."""
-        return map_fields(
-            [f.name for f in header.info], [f.name for f in header.formats], self.field_choice, self.source
-        )
-
-    def __call__(self, header: BCFHeader) -> int:
-        """Variants per chunk for ``header``, once :meth:`field_map` accepts its fields
-        (raising its FieldNameError otherwise)."""
-        self.field_map(header)
-        return self.variants_chunk_size or LAYOUT_WRITERS[self.layout].chunk_length(len(header.samples), 2)
+def chunk_length_rule(
+    layout: LayoutName,
+    variants_chunk_size: int | None = None,
+    field_choice: FieldChoice = EVERY_FIELD,
+    source: str | Path | None = None,
+) -> ChunkLengthRule:
+    """What the scan is handed to size chunks: ``variants_chunk_size``, or ``layout``'s bounds."""
+    writer = LAYOUT_WRITERS[layout]
+    return ChunkLengthRule(writer.max_chunk_bytes, writer.max_chunk_length, variants_chunk_size, field_choice, source)
 
 
-__all__ = ["DEFAULT_LAYOUT", "LAYOUTS", "LAYOUT_WRITERS", "ChunkLengthRule", "layout_writer"]
+__all__ = ["DEFAULT_LAYOUT", "LAYOUTS", "LAYOUT_WRITERS", "chunk_length_rule", "layout_writer"]

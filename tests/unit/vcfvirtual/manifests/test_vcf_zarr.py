@@ -8,8 +8,9 @@ import pytest
 import zarr
 
 import vcfvirtual
-from vcfvirtual.cache.base import MAX_CHUNK_LENGTH, MIN_CHUNK_LENGTH
+from vcfvirtual.cache.base import MAX_CHUNK_LENGTH
 from vcfvirtual.manifests import vcf_zarr
+from vcfvirtual.scan.chunking import MIN_CHUNK_LENGTH
 
 from .... import bcfdata
 from ....conftest import bio2zarr_convert
