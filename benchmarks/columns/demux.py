@@ -8,7 +8,6 @@ import numpy as np
 
 from vcfvirtual.cache import columns_demux as _package
 from vcfvirtual.cache.columns_demux import (
-    ABSENT,
     FIXED_NAMES,
     GT_SHIFT,
     N_FIXED_SEGMENTS,
@@ -20,12 +19,10 @@ from vcfvirtual.cache.columns_demux import (
     SEG_QUAL,
     SEG_RLEN,
     n_blocks,
-    segment_count,
     slot_maps,
 )
 
 __all__ = [
-    "ABSENT",
     "FIXED_NAMES",
     "GT_SHIFT",
     "N_FIXED_SEGMENTS",
@@ -38,7 +35,6 @@ __all__ = [
     "SEG_RLEN",
     "demux_chunk",
     "n_blocks",
-    "segment_count",
     "slot_maps",
 ]
 

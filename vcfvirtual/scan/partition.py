@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import BinaryIO
 
 import numpy as np
 from vcfvirtual_codec.bcf import bgzf, records
@@ -140,7 +141,7 @@ def _first_checked(buf, candidates, header, kinds, stats, out, at_eof) -> int:
     return -1
 
 
-def find_record_start(path, fileobj, block_offset: int, header: BCFHeader, file_size: int) -> RecordStart | None:
+def find_record_start(path: str, fileobj: BinaryIO, block_offset: int, header: BCFHeader) -> RecordStart | None:
     """The first record starting in a block or after it, found by trying offsets with
     the record checks (within ``SEARCH_BYTES`` of inflated data).
 
@@ -154,8 +155,6 @@ def find_record_start(path, fileobj, block_offset: int, header: BCFHeader, file_
         File offset of a BGZF block (see :func:`block_near`).
     header : BCFHeader
         The file's header, which the records must agree with.
-    file_size : int
-        The file's size.
 
     Returns
     -------
@@ -232,7 +231,7 @@ def plan_partitions(bcf_path, n: int) -> list[RecordStart]:
     with open(bcf_path, "rb") as f:
         for target in targets:
             block = block_near(f, target, size, bcf_path)
-            start = None if block is None else find_record_start(bcf_path, f, block, header, size)
+            start = None if block is None else find_record_start(bcf_path, f, block, header)
             if start is not None and (not cuts or start.virtual_offset > cuts[-1].virtual_offset):
                 cuts.append(start)
     logger.info("%s: %d partitions from a block scan", bcf_path, len(cuts) + 1)
