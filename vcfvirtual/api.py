@@ -12,10 +12,10 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
@@ -77,10 +77,10 @@ class IndexSummary:
 
 
 def index(
-    bcf_path,
+    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     refs_path: OutputArg = None,
-    cache_path=None,
+    cache_path: str | os.PathLike[str] | None = None,
     variants_chunk_size: int | None = None,
     cache_layout: LayoutName | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
@@ -91,8 +91,8 @@ def index(
     cache_url: str | None = None,
     refs_format: RefsFormat = "json",
     workers: int = 1,
-    dask_client=None,
-    storage_options: dict | None = None,
+    dask_client: Any = None,
+    storage_options: dict[str, Any] | None = None,
     rename_fields: Mapping[str, str] | None = None,
     fields: Iterable[str] | str | None = None,
     exclude_fields: Iterable[str] | str | None = None,
@@ -547,7 +547,7 @@ def _write_references(plan: IndexPlan, group: ManifestGroup, tmp_refs: Path | No
     write_references(group, output)
 
 
-def _placer(tmp_refs: Path | None, refs_path: Path | None):
+def _placer(tmp_refs: Path | None, refs_path: Path | None) -> Callable[[], None] | None:
     """Renames the finished references into place (after the cache is uploaded)."""
     if tmp_refs is None or refs_path is None:
         return None

@@ -9,8 +9,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -21,7 +22,7 @@ from . import __version__
 from ._gc import collector_paused
 from .cache.names import LAYOUTS
 from .errors import VcfVirtualError
-from .refs.formats import REFS_FORMATS
+from .refs.formats import REFS_FORMATS, RefsFormat
 
 if TYPE_CHECKING:
     from .api import IndexSummary
@@ -39,7 +40,7 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-def _raise_interrupted(signum, frame):
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
     from .scan.parallel import hold_signal
 
     if hold_signal(signum):
@@ -53,7 +54,7 @@ def _raise_interrupted(signum, frame):
 
 
 @contextlib.contextmanager
-def _cleanup_on_signals():
+def _cleanup_on_signals() -> Iterator[None]:
     """Turn SIGTERM and SIGINT into :class:`Interrupted` while a command writes, and exit
     as a process killed by that signal would report it (128 + its number), after the
     cleanup. Only the command line does this: the library leaves its host's signals alone.
@@ -92,7 +93,7 @@ _FLAGS = {
 }
 
 
-def _fail(e: Exception):
+def _fail(e: Exception) -> NoReturn:
     """One line for an error, naming the command's flags, and exit status 1."""
     if isinstance(e, OSError):
         # Not expected to reach here (the library types its errors), but never a traceback.
@@ -140,7 +141,7 @@ def _check_option(help: str) -> Callable[[F], F]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="vcfvirtual")
-def main():
+def main() -> None:
     """Serve BCF files as virtual VCF Zarr stores, without converting them."""
 
 
@@ -348,7 +349,7 @@ def _renames(values: tuple[str, ...]) -> dict[str, str]:
     return renames
 
 
-def _storage_options(text):
+def _storage_options(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
@@ -361,7 +362,7 @@ def _storage_options(text):
 
 
 @contextlib.contextmanager
-def _dask_client(address):
+def _dask_client(address: str | None) -> Iterator[Any]:
     if address is None:
         yield None
         return
@@ -400,7 +401,9 @@ def _dask_client(address):
     'e.g. \'{"endpoint_url": "http://host:9000"}\'.'
 )
 @_verbose_option()
-def relocate_command(refs, cache_url, output, check, storage_options, verbose):
+def relocate_command(
+    refs: str, cache_url: str, output: str | None, check: bool, storage_options: str | None, verbose: int
+) -> None:
     """Point the Kerchunk JSON REFS at the cache's new home CACHE_URL.
 
     For example, after uploading the cache: vcfvirtual relocate cohort.bcf.vcz.json
@@ -443,7 +446,9 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
 @click.option("--force", is_flag=True, help="Replace references vcfvirtual wrote at the output.")
 @_storage_option("fsspec options (a JSON object) for a cache given as a URL.")
 @_verbose_option()
-def refs_command(store, refs_format, output, force, storage_options, verbose):
+def refs_command(
+    store: str, refs_format: RefsFormat, output: str | None, force: bool, storage_options: str | None, verbose: int
+) -> None:
     """Write the references of STORE (Kerchunk JSON or Parquet that index wrote) in another
     format, over the same cache.
 
@@ -482,7 +487,7 @@ def refs_command(store, refs_format, output, force, storage_options, verbose):
     "(s3://, https://), e.g. '{\"anon\": true}'."
 )
 @_verbose_option()
-def inspect_command(store, samples, storage_options, verbose):
+def inspect_command(store: str, samples: bool, storage_options: str | None, verbose: int) -> None:
     """Describe the store STORE (Kerchunk JSON, Parquet directory or Icechunk repository).
 
     Prints each array's dtype, stored bytes (the byte ranges its chunks reference, plus
@@ -540,7 +545,17 @@ def inspect_command(store, samples, storage_options, verbose):
     help="Seed of --sample's random choice, to repeat the same check.",
 )
 @_verbose_option("More output: -v lists every array compared; also info (-v) or debug (-vv) logging.")
-def verify_command(store, sources, check, storage_options, progress, workers, sample, seed, verbose):
+def verify_command(
+    store: str,
+    sources: tuple[str, ...],
+    check: bool,
+    storage_options: str | None,
+    progress: bool | None,
+    workers: int,
+    sample: int | None,
+    seed: int | None,
+    verbose: int,
+) -> None:
     """Decode every array of STORE and compare it with htslib's reading of the source BCF.
 
     The source is read with htslib (through pysam, and its per-sample values as arrays)

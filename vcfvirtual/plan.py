@@ -291,7 +291,9 @@ def references_path(
     return _output_paths(normalise_sources(bcf_path), refs_path, cache_path, refs_format)[0]
 
 
-def normalise_sources(bcf_path) -> tuple[Source, ...]:
+def normalise_sources(
+    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+) -> tuple[Source, ...]:
     """The input file(s) as paths (URLs kept as strings); the same file twice would
     double its records."""
     if isinstance(bcf_path, (str, os.PathLike)):
@@ -308,8 +310,8 @@ def normalise_sources(bcf_path) -> tuple[Source, ...]:
     return sources
 
 
-def _source(p) -> Source:
-    return p if storage.is_url(p) else Path(p)
+def _source(p: str | os.PathLike[str]) -> Source:
+    return p if isinstance(p, str) and storage.is_url(p) else Path(p)
 
 
 def _check_numbers(options: IndexOptions) -> None:
@@ -333,7 +335,7 @@ def _check_vcf_fields(sources: Sequence[Source], options: IndexOptions) -> None:
         map_fields(*ids, options.field_choice, source)
 
 
-def _refuse_folder_names(refs_path, cache_path) -> None:
+def _refuse_folder_names(refs_path: OutputArg, cache_path: str | os.PathLike[str] | None) -> None:
     """Outputs are files (Parquet and Icechunk references: directories this tool makes
     whole), named in full: a name ending in a separator asks to write into a folder."""
     for path, option in ((refs_path, "refs_path="), (cache_path, "cache_path=")):
@@ -357,7 +359,7 @@ def _refuse_url_characters(cache_path: Path) -> None:
         )
 
 
-def _same_file(a, b) -> bool:
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -382,7 +384,7 @@ def _refuse_overlaps(sources: Sequence[Source], cache_path: Path | None, refs_pa
         )
 
 
-def _url(path) -> str | None:
+def _url(path: object) -> str | None:
     return path if isinstance(path, str) and storage.is_url(path) else None
 
 
@@ -438,7 +440,11 @@ def _local_outputs(
 
 
 def _output_paths(
-    sources: Sequence[Source], refs_path, cache_path, refs_format: RefsFormat, layout: LayoutName | None = None
+    sources: Sequence[Source],
+    refs_path: OutputArg,
+    cache_path: str | os.PathLike[str] | None,
+    refs_format: RefsFormat,
+    layout: LayoutName | None = None,
 ) -> tuple[Path | None, Path]:
     """(references, cache) paths: asked for, or named after the input."""
     suffix = REFS_SUFFIXES[refs_format]

@@ -64,7 +64,7 @@ def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1, layout:
     return LAYOUT_WRITERS[layout].chunk_length(n_samples, ploidy, itemsize)
 
 
-def _fill_value(dtype: np.dtype):
+def _fill_value(dtype: np.dtype) -> bool | int | float | str:
     if dtype == np.dtype(bool):
         return False
     if dtype.kind == "i":
@@ -74,7 +74,7 @@ def _fill_value(dtype: np.dtype):
     return ""
 
 
-def _codecs(dtype, spec: ChunkSpec | None) -> list[dict[str, Any]]:
+def _codecs(dtype: DType, spec: ChunkSpec | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]]
     if dtype is str:
         out = [{"name": "vlen-utf8"}]
@@ -113,7 +113,7 @@ def _array_metadata(
     }
 
 
-def _zarr_dtype(dtype):
+def _zarr_dtype(dtype: DType) -> np.dtype:
     return np.dtypes.StringDType() if dtype is str else np.dtype(dtype)
 
 
@@ -271,7 +271,13 @@ def local_ranges(ranges: SegmentRanges, kind: str) -> ChunkRanges:
     return ChunkRanges(first.offsets, first.lengths + second.lengths)
 
 
-def _inline_array(values, dtype, dims, description=None, chunk: int | None = None) -> ManifestArray:
+def _inline_array(
+    values: Sequence[Any] | np.ndarray,
+    dtype: DType,
+    dims: Sequence[str],
+    description: str | None = None,
+    chunk: int | None = None,
+) -> ManifestArray:
     """An array whose encoded bytes travel inside the manifest: one chunk, or chunks of
     ``chunk`` rows (the last one padded to the full chunk, as Zarr stores an edge chunk)."""
     if dtype is str:
@@ -290,7 +296,7 @@ def _inline_array(values, dtype, dims, description=None, chunk: int | None = Non
         fill_value=fill,
         codecs=_codecs(dtype, None),
         attributes=attributes,
-        dimension_names=dims,
+        dimension_names=list(dims),
     )
     if not values.size:
         return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries={}, shape=(1,) * len(shape)))
@@ -306,7 +312,7 @@ def _inline_array(values, dtype, dims, description=None, chunk: int | None = Non
     return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries=entries))
 
 
-def region_index(region_rows: np.ndarray, position_dtype) -> np.ndarray:
+def region_index(region_rows: np.ndarray, position_dtype: np.dtype) -> np.ndarray:
     """The spec's region index, bio2zarr's column order, from the scan's region rows
     (chunk, contig, first POS, last POS, largest end, records per chunk and contig run).
 
@@ -321,7 +327,7 @@ def region_index(region_rows: np.ndarray, position_dtype) -> np.ndarray:
     return rows.astype(min_int_dtype(min(int(rows.min()), info.min), max(int(rows.max()), info.max)))
 
 
-def field_dtype(vcf_type: str, lo: int, hi: int):
+def field_dtype(vcf_type: str, lo: int, hi: int) -> DType:
     """bio2zarr's dtype for an INFO/FORMAT field: smallest int, float32, bool or str."""
     if vcf_type == "Integer":
         return np.dtype("i1") if lo > hi else min_int_dtype(lo, hi)
@@ -336,7 +342,9 @@ def field_dtype(vcf_type: str, lo: int, hi: int):
     return str
 
 
-def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> dict:
+def field_dimensions(
+    header: BCFHeader, scan: ScanResult, n_alleles: int, ploidy: int
+) -> dict[tuple[str, str], tuple[int, str | None]]:
     """(width, dimension name or None) of every INFO/FORMAT field, by bio2zarr's rules.
 
     Number=A/R/G use the alt_alleles/alleles/genotypes dimensions; fixed and "."
@@ -390,7 +398,7 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
     return out
 
 
-def header_field_map(header: BCFHeader, choice: FieldChoice = EVERY_FIELD, path=None) -> FieldMap:
+def header_field_map(header: BCFHeader, choice: FieldChoice = EVERY_FIELD, path: str | None = None) -> FieldMap:
     """The arrays of ``header``'s fields under ``choice`` (:func:`vcfvirtual.bcf.fields.map_fields`)."""
     return map_fields([f.name for f in header.info], [f.name for f in header.formats], choice, path)
 

@@ -684,7 +684,7 @@ def guarded_reference_fs(cache_url: str, cache_size: int, refs_path: PathLike, *
     class GuardedReferenceFileSystem(ReferenceFileSystem):
         # fsspec's async hook for reading one reference (what zarr's reads go through);
         # ReferenceFileSystem has no public per-reference hook to guard.
-        def _cat_common(self, path, start=None, end=None):
+        def _cat_common(self, path: str, start: int | None = None, end: int | None = None) -> Any:
             key = self._strip_protocol(path)
             part = self.references.get(key) if hasattr(self.references, "get") else None
             if isinstance(part, (list, tuple)):

@@ -11,12 +11,12 @@ from urllib.parse import urlparse
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
-from ..manifests.provenance import ATTRIBUTE, Provenance
+from ..manifests.provenance import ATTRIBUTE, Provenance, Where
 from .checks import copy_differs, group_attributes
-from .kerchunk import CACHE_TEMPLATE, load_references, public_cache_url
+from .kerchunk import CACHE_TEMPLATE, KerchunkRefs, load_references, public_cache_url
 
 
-def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
+def cache_target(cache_url: str | os.PathLike[str], cache_name: str, refs_path: Where = None) -> str:
     """The URL references should name for the cache given as ``cache_url``: a URL, or a
     local path (made an absolute ``file://`` URL, not percent-encoded, as the index writes
     it). A local folder, or a URL ending in ``/``, gets ``cache_name``; a URL naming no
@@ -39,7 +39,7 @@ def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
     return "file://" + (os.path.join(path, cache_name) if folder else path)
 
 
-def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
+def relocate(refs: KerchunkRefs, cache_url: str, refs_path: Where = None) -> KerchunkRefs:
     """The same references, naming the cache at ``cache_url`` (see :func:`cache_target`)."""
     if CACHE_TEMPLATE not in refs.get("templates", {}):
         raise VcfVirtualError(
@@ -66,7 +66,7 @@ def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
     }
 
 
-def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = None) -> None:
+def check_relocated_cache(refs: KerchunkRefs, refs_path: Where, storage_options: dict[str, Any] | None = None) -> None:
     """Refuse to point references at a cache that is not there, or not theirs: its size
     and sampled hash must be those recorded when it was indexed (its mtime is a copy's)."""
 

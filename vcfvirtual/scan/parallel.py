@@ -22,9 +22,9 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +116,7 @@ def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStar
 _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
-def _scan_task(partition: Partition, segment_path) -> PartitionScan:
+def _scan_task(partition: Partition, segment_path: Path | None) -> PartitionScan:
     """One partition's scan (module level, so worker processes can run it)."""
     try:
         return scan_partition(partition.path, partition.start, partition.end, segment_path=segment_path)
@@ -132,7 +133,7 @@ def _scan_task(partition: Partition, segment_path) -> PartitionScan:
 class InlineExecutor(concurrent.futures.Executor):
     """Runs each task when submitted, in this process: one worker needs no pool."""
 
-    def submit(self, fn, /, *args, **kwargs):
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
         future: concurrent.futures.Future = concurrent.futures.Future()
         try:
             future.set_result(fn(*args, **kwargs))
@@ -142,7 +143,7 @@ class InlineExecutor(concurrent.futures.Executor):
 
 
 @contextlib.contextmanager
-def executor_for(workers: int, dask_client=None):
+def executor_for(workers: int, dask_client: Any = None) -> Iterator[concurrent.futures.Executor]:
     """Where partitions are scanned: a Dask client's cluster, local processes, or this
     process.
 
@@ -196,7 +197,7 @@ _held_signals: list[int] = []
 
 
 @contextlib.contextmanager
-def _signals_held():
+def _signals_held() -> Iterator[None]:
     global _forking
     _forking += 1
     try:

@@ -43,7 +43,7 @@ MIN_RECORDS = 4
 SEARCH_BYTES = 2 * 1024 * 1024
 
 
-def block_near(fileobj, offset: int, size: int, path) -> int | None:
+def block_near(fileobj: BinaryIO, offset: int, size: int, path: str) -> int | None:
     """The first BGZF block starting at or after a file offset, told by its magic and
     by the next block starting where its size field says.
 
@@ -89,7 +89,7 @@ def _plausible(buf: np.ndarray, at: np.ndarray, n_samples: int, n_contigs: int) 
     (REF), and either FORMAT fields for the header's samples or no per-sample bytes at
     all. Stricter than the scan (which follows htslib's reader): used only to guess."""
 
-    def u32(offset):
+    def u32(offset: int) -> np.ndarray:
         b = [buf[at + offset + j].astype(np.uint32) for j in range(4)]
         return b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)
 
@@ -128,11 +128,22 @@ def _first_record_start(buf: np.ndarray, limit: int, header: BCFHeader, at_eof: 
     return -1
 
 
-def _first_checked(buf, candidates, header, kinds, stats, out, at_eof) -> int:
+def _first_checked(
+    buf: np.ndarray,
+    candidates: np.ndarray,
+    header: BCFHeader,
+    kinds: tuple[np.ndarray, ...],
+    stats: tuple[np.ndarray, np.ndarray],
+    out: list[np.ndarray],
+    at_eof: bool,
+) -> int:
     n_samples, n_contigs = len(header.samples), len(header.contigs)
     n = buf.shape[0]
     for i in candidates.tolist():
-        k, consumed, err, _, _ = scan_records(buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds)
+        # numba's Dispatcher is typed as taking no arguments: the kernel's own are checked at compile.
+        k, consumed, err, _, _ = scan_records(  # type: ignore[call-arg]
+            buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds
+        )
         whole = k == MIN_RECORDS or (k >= 2 and 2 * consumed >= n - i) or (at_eof and k >= 1 and i + consumed == n)
         if err != records.OK or not whole:
             continue
@@ -188,7 +199,7 @@ def find_record_start(path: str, fileobj: BinaryIO, block_offset: int, header: B
     return RecordStart(offsets[i], int(at - (ends[i - 1] if i else 0)))
 
 
-def plan_partitions(bcf_path, n: int) -> list[RecordStart]:
+def plan_partitions(bcf_path: str, n: int) -> list[RecordStart]:
     """Record starts at which to cut a BCF into parts of about equal compressed size.
 
     From its CSI index when there is a usable one, else by a block scan. Either may be
