@@ -24,7 +24,7 @@ from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .bcf.vcf_input import is_vcf_path, vcf_field_ids
 from .cache.base import CacheLayout
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
-from .cache.layouts import DEFAULT_LAYOUT, LAYOUT_WRITERS, LAYOUTS, chunk_length_rule, layout_writer
+from .cache.layouts import DEFAULT_LAYOUT, LAYOUT_WRITERS, LAYOUTS, STREAM_LAYOUT, chunk_length_rule, layout_writer
 from .cache.names import LayoutName, layout_name
 from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
@@ -228,11 +228,11 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     # references must name local or uploaded bytes.) Chosen first: it names the cache.
     with_urls = _run_urls(sources, options) != (None, None, None)
     single_plain = len(sources) == 1 and not with_urls and _is_uncompressed(sources[0], options.storage_options)
-    layout = layout_name(options.cache_layout) or ("raw" if single_plain else DEFAULT_LAYOUT)
+    layout = layout_name(options.cache_layout) or (STREAM_LAYOUT if single_plain else DEFAULT_LAYOUT)
     remote = _plan_remote(sources, options, partitioned, layout)
     refs_path, cache_path = _local_outputs(sources, options, remote, layout)
     fingerprints = tuple(_source_fingerprint(p, options.storage_options) for p in sources)
-    zero_copy = single_plain and layout == "raw"
+    zero_copy = single_plain and LAYOUT_WRITERS[layout].uncompressed_stream
     if zero_copy:
         cache_path = Path(sources[0])
     _refuse_url_characters(cache_path)

@@ -167,6 +167,26 @@ class CacheLayout(Protocol):
     # within max_chunk_bytes, at most max_chunk_length variants.
     max_chunk_bytes: int
     max_chunk_length: int
+    # Whether the cache is the uncompressed BCF stream itself: an uncompressed BCF then
+    # serves as its own cache (zero copy).
+    uncompressed_stream: bool
+    # Whether the arrays with a samples dimension are chunked in samples blocks (the store
+    # records samples_chunk_size); otherwise a chunk holds every sample.
+    samples_blocked: bool
+    # Whether the cache holds rlen as resolved from INFO/END when written, so that
+    # variant_length's codec reads no END key.
+    rlen_resolved: bool
+
+    def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
+        """How many records the chunk at ``offset`` (``size`` bytes) of the cache open as
+        ``f`` holds, read cheaply from the cache; None when that needs a decode.
+
+        Raises
+        ------
+        OSError
+            The cache cannot be read.
+        """
+        ...
 
     def chunk_length(self, n_samples: int, ploidy: int, itemsize: int = 1) -> int:
         """Variants per chunk unless asked otherwise, for records of ``n_samples`` calls

@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, BinaryIO, NamedTuple
 
 import numpy as np
 from vcfvirtual_codec.bcf import bgzf
@@ -222,6 +222,14 @@ class BGZFLayout(WholeRecordChunks):
     suffix = CACHE_SUFFIX  # a BCF
     needs_segments = False
     needs_record_offsets = False
+    uncompressed_stream = False
+    samples_blocked = False
+    rlen_resolved = False
+
+    def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.chunk_records`: None, as the
+        records are compressed (counting them means inflating the chunk)."""
+        return None
 
     def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, ChunkRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 import numpy as np
 from numcodecs import Blosc, Zstd
@@ -374,6 +374,9 @@ class ColumnsLayout(ChunkBounds):
     needs_record_offsets = True  # write_partitioned cuts the merged stream by record
     max_chunk_bytes = MAX_CHUNK_BYTES
     max_chunk_length = CHUNK_LENGTH
+    uncompressed_stream = False
+    samples_blocked = True
+    rlen_resolved = True  # from END, as the demux writes each chunk
 
     def __init__(
         self,
@@ -385,6 +388,14 @@ class ColumnsLayout(ChunkBounds):
         # Each samples block's AD, GT and PL segments written together (SegmentPlan).
         self.local_alleles = local_alleles
         self.field_choice = field_choice
+
+    def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.chunk_records`: the count its
+        first segment's preamble records (-1 for bytes that are no segment)."""
+        f.seek(offset)
+        data = f.read(PREAMBLE.size)
+        fields = PREAMBLE.unpack_from(data) if len(data) == PREAMBLE.size else None
+        return int(fields[5]) if fields and fields[0] == codec_columns.MAGIC else -1
 
     def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, SegmentRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""

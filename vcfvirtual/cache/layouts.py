@@ -24,6 +24,11 @@ LAYOUT_WRITERS: dict[LayoutName, CacheLayout] = {
 }
 
 
+# The layout whose cache is the uncompressed stream itself: an uncompressed BCF's, which
+# then serves as its own cache.
+STREAM_LAYOUT: LayoutName = next(name for name, layout in LAYOUT_WRITERS.items() if layout.uncompressed_stream)
+
+
 def layout_writer(
     name: LayoutName,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
@@ -49,4 +54,4 @@ def chunk_length_rule(
     return ChunkLengthRule(writer.max_chunk_bytes, writer.max_chunk_length, variants_chunk_size, field_choice, source)
 
 
-__all__ = ["DEFAULT_LAYOUT", "LAYOUTS", "LAYOUT_WRITERS", "chunk_length_rule", "layout_writer"]
+__all__ = ["DEFAULT_LAYOUT", "LAYOUTS", "LAYOUT_WRITERS", "STREAM_LAYOUT", "chunk_length_rule", "layout_writer"]

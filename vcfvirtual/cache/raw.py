@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import BinaryIO
 
 from ..io.outputs import CACHE_SUFFIX
 from ..scan.parallel import Merged
@@ -47,6 +48,20 @@ class RawLayout(WholeRecordChunks):
     suffix = CACHE_SUFFIX  # a BCF stream
     needs_segments = True
     needs_record_offsets = False
+    uncompressed_stream = True
+    samples_blocked = False
+    rlen_resolved = False
+
+    def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.chunk_records`: the records' own
+        lengths, walked (l_shared and l_indiv before each record)."""
+        f.seek(offset)
+        data = f.read(size)
+        found, at = 0, 0
+        while at + 8 <= len(data):
+            at += 8 + int.from_bytes(data[at : at + 4], "little") + int.from_bytes(data[at + 4 : at + 8], "little")
+            found += 1
+        return found
 
     def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, ChunkRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""

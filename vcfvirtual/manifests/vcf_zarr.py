@@ -717,7 +717,7 @@ def store_provenance(
         variants_chunk_size=store_chunk_length(scan),
         zero_copy=zero_copy,
         # The other layouts keep the samples dimension whole.
-        samples_chunk_size=samples_chunk_size if cache.layout == "columns" else None,
+        samples_chunk_size=samples_chunk_size if LAYOUT_WRITERS[cache.layout or "raw"].samples_blocked else None,
         fields=fields,
     )
 

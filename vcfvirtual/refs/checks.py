@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..cache.layouts import LAYOUT_WRITERS
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
@@ -284,28 +285,17 @@ def _check_record_count(
     variant_position must hold exactly the remainder. The codec cannot tell a last chunk
     from another (numcodecs does not say which chunk it decodes), so it accepts a full one
     there, and num_records lowered by one in every array would drop a record silently.
-    Read from the fingerprinted cache: a columns segment's preamble (its record count), a
-    raw chunk's record lengths; a BGZF cache's records would need inflating: not checked."""
-    from vcfvirtual_codec.columns import MAGIC, PREAMBLE
-
+    Read from the fingerprinted cache where its layout counts a chunk's records cheaply
+    (:meth:`~vcfvirtual.cache.base.CacheLayout.chunk_records`: not a BGZF cache's)."""
     config = meta["filters"][-1]
     n, length = config["num_records"], config["chunk_length"]
-    if not n or layout not in ("columns", "raw"):
+    if not n or layout is None:
         return
     last = (n - 1) // length
     _, offset, size = refs[f"variant_position/{last}"]
     with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read(size if layout == "raw" else PREAMBLE.size)
-    if layout == "columns":
-        fields = PREAMBLE.unpack_from(data) if len(data) == PREAMBLE.size else None
-        found = fields[5] if fields and fields[0] == MAGIC else -1
-    else:
-        found, at = 0, 0
-        while at + 8 <= len(data):
-            at += 8 + int.from_bytes(data[at : at + 4], "little") + int.from_bytes(data[at + 4 : at + 8], "little")
-            found += 1
-    if found != n - last * length:
+        found = LAYOUT_WRITERS[layout].chunk_records(f, offset, size)
+    if found is not None and found != n - last * length:
         raise UntrustedReferenceError(
             refs_path,
             f"the arrays declare {n} records, but the cache's last chunk holds {found}, not {n - last * length}",
@@ -483,7 +473,7 @@ class _Expected:
 
     header: BCFHeader
     fields: dict[str, tuple[str, str]]
-    layout: str | None
+    layout: LayoutName | None
 
 
 def _store_fields(refs_path: PathLike, header_text: str, provenance: Provenance) -> FieldMap:
@@ -550,10 +540,10 @@ def _local_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list
     return []
 
 
-def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, layout: str | None = None) -> list[str]:
+def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, layout: LayoutName | None = None) -> list[str]:
     """A fixed-field array's config: its kind, and the header keys it decodes with."""
-    # The columns cache holds rlen already resolved from END: variant_length reads no key.
-    end_key = -1 if layout == "columns" else header.end_key
+    # A cache holding rlen already resolved from END (columns): variant_length reads no key.
+    end_key = -1 if layout is not None and LAYOUT_WRITERS[layout].rlen_resolved else header.end_key
     n_samples = len(header.samples)
     if spec.kind != _KIND_OF_ARRAY[name]:
         return [f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}"]
