@@ -47,6 +47,9 @@ class WholeRecordChunks(ChunkBounds):
 
     max_chunk_bytes = TARGET_CHUNK_BYTES
     max_chunk_length = MAX_CHUNK_LENGTH
+    # Records are kept whole: every sample in a chunk, rlen as the record stores it.
+    samples_blocked = False
+    rlen_resolved = False
 
 
 @dataclass(frozen=True)

@@ -223,8 +223,6 @@ class BGZFLayout(WholeRecordChunks):
     needs_segments = False
     needs_record_offsets = False
     uncompressed_stream = False
-    samples_blocked = False
-    rlen_resolved = False
 
     def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.chunk_records`: None, as the

@@ -49,8 +49,6 @@ class RawLayout(WholeRecordChunks):
     needs_segments = True
     needs_record_offsets = False
     uncompressed_stream = True
-    samples_blocked = False
-    rlen_resolved = False
 
     def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.chunk_records`: the records' own
