@@ -14,13 +14,18 @@ import base64
 import itertools
 import math
 import os
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
 import zarr
 
 from .bcf.fields import PREFIX, FieldChoice
 from .errors import StaleCacheError, VcfVirtualError
+
+if TYPE_CHECKING:
+    from zarr.abc.store import Store
 
 # Keys under an array's prefix that are metadata documents, not chunks.
 _METADATA_KEYS = frozenset({".zarray", ".zattrs", ".zgroup", ".zmetadata", "zarr.json"})
@@ -71,7 +76,8 @@ class ArraySummary:
 
 @dataclass(frozen=True)
 class StoreSummary:
-    """A vcfvirtual store: its arrays, its cache and whether the cache still matches.
+    """A vcfvirtual store as :func:`inspect_store` reads it from the references: its
+    arrays, its cache and whether the cache still matches.
 
     Attributes
     ----------
@@ -89,7 +95,7 @@ class StoreSummary:
     cache_url : str or None
         Where the references say the transcode cache is.
     cache_layout : str or None
-        ``"bgzf"`` or ``"raw"``.
+        ``"columns"``, ``"bgzf"`` or ``"raw"``.
     cache_bytes : int or None
         The cache's size when it was indexed.
     zero_copy : bool
@@ -202,7 +208,7 @@ class StoreSummary:
         return "\n".join(lines)
 
 
-def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
+def inspect_store(refs: str | os.PathLike[str], *, storage_options: dict[str, Any] | None = None) -> StoreSummary:
     """Summarise the store that ``vcfvirtual index`` wrote at ``refs``.
 
     Parameters
@@ -246,7 +252,7 @@ def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
         arrays=tuple(summaries),
         num_variants=int(position.shape[0]) if position is not None else 0,
         num_samples=int(samples.shape[0]) if samples is not None else 0,
-        vcf_zarr_version=attrs.get("vcf_zarr_version"),
+        vcf_zarr_version=str(attrs["vcf_zarr_version"]) if attrs.get("vcf_zarr_version") is not None else None,
         cache_url=cache.get("url"),
         cache_layout=cache.get("layout"),
         cache_bytes=cache.get("size"),
@@ -259,16 +265,10 @@ def inspect_store(refs, *, storage_options: dict | None = None) -> StoreSummary:
     )
 
 
-def sample_names(refs, *, storage_options: dict | None = None) -> list[str]:
+def sample_names(refs: str | os.PathLike[str], *, storage_options: dict[str, Any] | None = None) -> list[str]:
     """The store's sample names, in its samples order (as ``bcftools query -l`` lists a
-    BCF's, and ``vcztools query -l`` a VCF Zarr store's).
-
-    Parameters
-    ----------
-    refs : str or os.PathLike
-        Kerchunk JSON file, Kerchunk Parquet directory or Icechunk repository.
-    storage_options : dict, optional
-        fsspec options for reaching references or a cache given as a URL.
+    BCF's, and ``vcztools query -l`` a VCF Zarr store's). ``refs`` and ``storage_options``
+    as for :func:`inspect_store`.
 
     Raises
     ------
@@ -280,12 +280,15 @@ def sample_names(refs, *, storage_options: dict | None = None) -> list[str]:
     """
     path = os.fspath(refs)
     _, group, _ = open_group(path, check=True, storage_options=storage_options)
-    if "sample_id" not in group:
+    sample_id = group["sample_id"] if "sample_id" in group else None
+    if not isinstance(sample_id, zarr.Array):
         raise VcfVirtualError(path, "the store has no sample_id array")
-    return [str(name) for name in group["sample_id"][:]]
+    return [str(name) for name in np.asarray(sample_id[:])]
 
 
-def open_group(path: str, *, check: bool, storage_options: dict | None):
+def open_group(
+    path: str, *, check: bool, storage_options: dict[str, Any] | None
+) -> tuple[Store, zarr.Group, dict[str, Any]]:
     """(store, zarr group, its ``vcfvirtual`` attribute) of vcfvirtual references, or a
     ``VcfVirtualError`` naming ``path`` when they are not that."""
     from .refs.open import open_store
@@ -335,14 +338,14 @@ def _array_summary(name: str, array: zarr.Array, stored: tuple[int, int]) -> Arr
     )
 
 
-async def _stored_sizes(store, arrays: dict) -> dict[str, tuple[int, int]]:
+async def _stored_sizes(store: Store, arrays: dict[str, zarr.Array]) -> dict[str, tuple[int, int]]:
     """(bytes, stored chunks) per array, from the references: no chunk is read.
 
     Chunk keys come from each array's chunk grid rather than the store's listing, which
     for Kerchunk Parquet leaves out some inlined chunks."""
     references = getattr(getattr(store, "fs", None), "references", None)
 
-    async def size(key):
+    async def size(key: str) -> int | None:
         if references is not None:
             try:
                 value = references[key]
@@ -358,7 +361,7 @@ async def _stored_sizes(store, arrays: dict) -> dict[str, tuple[int, int]]:
         except FileNotFoundError:
             return None
 
-    async def one(name, array):
+    async def one(name: str, array: zarr.Array) -> tuple[str, tuple[int, int]]:
         meta = array.metadata
         grid = [range(math.ceil(n / c)) for n, c in zip(array.shape, array.chunks)]
         keys = [f"{name}/{meta.encode_chunk_key(coords)}" for coords in itertools.product(*grid)]
@@ -368,7 +371,7 @@ async def _stored_sizes(store, arrays: dict) -> dict[str, tuple[int, int]]:
     return dict(await asyncio.gather(*(one(n, a) for n, a in arrays.items())))
 
 
-def _reference_size(value) -> int | None:
+def _reference_size(value: object) -> int | None:
     """Bytes a Kerchunk reference stands for: a range's length, or the inlined data's
     decoded size; None for a reference to a whole file (its size is the file's)."""
     if isinstance(value, (list, tuple)):
@@ -382,9 +385,14 @@ def _reference_size(value) -> int | None:
     return None
 
 
-def _run(coro):
+def _run[T](coro: Coroutine[Any, Any, T]) -> T:
     # zarr's stores (the reference filesystem opened asynchronously, Icechunk) belong to
-    # zarr's own event loop, so the listing runs there too.
+    # zarr's own event loop, so the listing runs there too. zarr has no public way to run
+    # a coroutine on that loop yet: zarr.core.sync.sync is the private one, and
+    # zarr-developers/zarr-python#3997 proposes it public as zarr.run, taken when present.
+    run = getattr(zarr, "run", None)
+    if run is not None:
+        return cast("T", run(coro))
     from zarr.core.sync import sync
 
     return sync(coro)
@@ -404,11 +412,11 @@ def _format_ratio(x: float) -> str:
     return "n/a" if not math.isfinite(x) else f"{x:.2g}"
 
 
-def _format_shape(shape) -> str:
+def _format_shape(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
-def format_table(header, rows) -> str:
+def format_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """Columns padded to their widest cell, numbers-like cells right-aligned."""
     cells = [tuple(header), *[tuple(map(str, r)) for r in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
@@ -416,7 +424,7 @@ def format_table(header, rows) -> str:
         i for i, h in enumerate(header) if h in ("stored", "size", "ratio", "nchunks", "chunk_size", "avg_chunk_stored")
     ]
 
-    def line(r):
+    def line(r: tuple[str, ...]) -> str:
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
 
     return "\n".join([line(cells[0]), "  ".join("-" * w for w in widths), *map(line, cells[1:])])

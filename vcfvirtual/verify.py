@@ -39,17 +39,30 @@ import dataclasses
 import math
 import os
 import random
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
 from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .errors import VcfVirtualError
 from .refs.arrays import FIXED_ARRAYS, GENOTYPE_ARRAYS
 
+if TYPE_CHECKING:  # imported where used: verify --help and the workers' start stay light
+    import pysam
+    import zarr
+    from vcfvirtual_codec.spec import ChunkSpec
+
 INT_MISSING, INT_FILL = -1, -2
+# One value as pysam gives it (INFO, or one sample's FORMAT): a scalar, a tuple of
+# them (None: "."), or None.
+Scalar = str | int | float | None
+PysamValue = Scalar | tuple[Scalar, ...]
+# What verify_store takes as its source BCF(s).
+SourceArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
 FLOAT_MISSING_BITS, FLOAT_FILL_BITS = 0x7F800001, 0x7F800002
 STR_MISSING, STR_FILL = ".", ""
 
@@ -195,12 +208,12 @@ class VerifyReport:
 
 
 def verify_store(
-    refs,
+    refs: str | os.PathLike[str],
     *,
-    source=None,
+    source: SourceArg = None,
     progress: bool | None = None,
     check: bool = True,
-    storage_options: dict | None = None,
+    storage_options: dict[str, Any] | None = None,
     workers: int = 1,
     sample: int | None = None,
     seed: int | None = None,
@@ -268,7 +281,7 @@ class _Setup:
     """What a worker process needs to open the store and the sources itself."""
 
     path: str
-    storage_options: dict | None
+    storage_options: dict[str, Any] | None
     sources: tuple[str, ...]
     cache_url: str | None
     fields: Any = None  # the store's vcfvirtual.fields attribute: renamed and omitted fields
@@ -300,7 +313,9 @@ class _Verifier:
     """Plans the tasks, runs them (here or in worker processes) and folds their results
     into one report."""
 
-    def __init__(self, checker: _Checker, progress, workers: int, sample: int | None, seed: int | None):
+    def __init__(
+        self, checker: _Checker, progress: bool | None, workers: int, sample: int | None, seed: int | None
+    ) -> None:
         self.checker = checker
         self.progress = progress
         self.workers = workers
@@ -353,7 +368,7 @@ class _Verifier:
         step = per_task * chunk
         return [(s, min(s + step, n)) for s in range(0, n, step)]
 
-    def _run_tasks(self, tasks, workers: int, n_tasks: int) -> list[_TaskResult]:
+    def _run_tasks(self, tasks: Iterator[_Task], workers: int, n_tasks: int) -> list[_TaskResult]:
         """Runs the tasks as they come (the pass that locates them hands each one over as
         soon as it finds its start, so workers begin at once)."""
         from tqdm.auto import tqdm
@@ -386,7 +401,7 @@ class _Located:
     """One pass over the sources with pysam: htslib's record count (``records``, once
     ``tasks()`` is exhausted), and where each span's first record starts."""
 
-    def __init__(self, sources: tuple[str, ...], spans: list[tuple[int, int]]):
+    def __init__(self, sources: tuple[str, ...], spans: list[tuple[int, int]]) -> None:
         self.sources = sources
         self.spans = spans
         self.records = 0
@@ -396,7 +411,7 @@ class _Located:
             self.seekable &= reader.compression == "BGZF"
             reader.close()
 
-    def tasks(self):
+    def tasks(self) -> Iterator[_Task]:
         wanted = dict(self.spans)
         r = 0
         pending: _Task | None = None  # found at the end of a file: the next file may start it
@@ -446,7 +461,7 @@ def _check_in_worker(setup: _Setup, task: _Task) -> _TaskResult:
     return _WORKER[2].check(task)
 
 
-def _field_map(path: str, header, info: dict) -> FieldMap:
+def _field_map(path: str, header: pysam.VariantHeader, info: dict[str, Any]) -> FieldMap:
     """The arrays of the source header's INFO/FORMAT fields, under the renames and the
     selection the store recorded when it was indexed."""
     try:
@@ -460,13 +475,13 @@ def _field_map(path: str, header, info: dict) -> FieldMap:
 _LOCAL_REPLACES = {"call_LAD": "AD", "call_LPL": "PL"}
 
 
-def _declared_type(definition) -> str:
+def _declared_type(definition: pysam.VariantMetadata) -> str:
     """The Type the header line declares: htslib reports Character as String."""
     declared = definition.record.get("Type") if definition.record is not None else None
-    return declared if declared in ("Integer", "Float", "Flag", "Character", "String") else definition.type
+    return declared if declared in ("Integer", "Float", "Flag", "Character", "String") else str(definition.type)
 
 
-def _source_paths(refs_path: str, info: dict, source) -> list[str]:
+def _source_paths(refs_path: str, info: dict[str, Any], source: SourceArg) -> list[str]:
     if source is None:
         recorded = info.get("sources") or []
         paths = [s.get("path") for s in recorded if s.get("path")]
@@ -490,7 +505,7 @@ def _source_paths(refs_path: str, info: dict, source) -> list[str]:
     return paths
 
 
-def _open_source(path: str):
+def _open_source(path: str) -> pysam.VariantFile:
     import pysam
 
     if "://" not in path and not os.path.isfile(path):
@@ -510,7 +525,7 @@ class _Checker:
     task: its records read from htslib, turned into expected arrays a block at a time,
     and compared with the store's chunks."""
 
-    def __init__(self, setup: _Setup, arrays: dict):
+    def __init__(self, setup: _Setup, arrays: dict[str, zarr.Array]) -> None:
         self.setup = setup
         self.path = setup.path
         self.arrays = arrays
@@ -536,10 +551,10 @@ class _Checker:
         self.chunk = int(arrays["variant_position"].chunks[0])
         self.cursor = _Cursor(setup.sources, len(self.samples))
 
-    def close(self):
+    def close(self) -> None:
         self.cursor.close()
 
-    def _builders(self, header) -> tuple[dict[str, _Field | _Local | None], list[str]]:
+    def _builders(self, header: pysam.VariantHeader) -> tuple[dict[str, _Field | _Local | None], list[str]]:
         """Which arrays are compared, and the builder of each INFO/FORMAT array's expected
         values (None: the fixed columns and GT, built together by _Fixed and _Genotype;
         _Local: a local-allele array derived from GT and AD/PL)."""
@@ -643,11 +658,20 @@ class _Checker:
                 width += (b.width or 1) + 1
         return max(1, BLOCK_BYTES // max(1, 4 * width * max(1, len(self.samples))))
 
-    def _genotype_dtype(self):
+    def _genotype_dtype(self) -> np.dtype:
         a = self.arrays.get("call_genotype")
         return a.dtype if a is not None and np.dtype(a.dtype).kind == "i" else np.dtype(np.int32)
 
-    def _compare_block(self, found, ours: _Chunks, start: int, m: int, expected: dict, fixed: _Fixed, genotype):
+    def _compare_block(
+        self,
+        found: dict[str, _Found],
+        ours: _Chunks,
+        start: int,
+        m: int,
+        expected: dict[str, np.ndarray],
+        fixed: _Fixed,
+        genotype: _Genotype,
+    ) -> None:
         n_alleles = fixed.n_alleles[:m]
         accepted = None
         for name in self.builders:
@@ -679,7 +703,16 @@ class _Checker:
                 overflow = None
             self._record(found, name, start, diff, mine, exp, None if overflow is None else overflow[:m])
 
-    def _record(self, found, name, start, diff, ours, exp, overflow=None):
+    def _record(
+        self,
+        found: dict[str, _Found],
+        name: str,
+        start: int,
+        diff: np.ndarray,
+        ours: np.ndarray,
+        exp: np.ndarray,
+        overflow: np.ndarray | None = None,
+    ) -> None:
         """Fold one block's differences into the array's running count and first place."""
         if overflow is not None and overflow.any():
             # htslib reads more values (alleles, ploidy, field values) than the store's
@@ -700,11 +733,11 @@ class _Checker:
         else:
             f.count += count
 
-    def _dims(self, name):
+    def _dims(self, name: str) -> tuple[str, ...]:
         a = self.arrays[name]
         meta = a.metadata
         dims = a.attrs.get("_ARRAY_DIMENSIONS") if meta.zarr_format == 2 else meta.dimension_names
-        return tuple(dims or ())
+        return tuple(str(d) for d in cast("Iterable[str | None]", dims or ()))
 
     def _region_rows(self, start: int, expected: dict, m: int) -> np.ndarray:
         # VCF Zarr 0.3 "Region index": one row per run of a contig within each chunk.
@@ -733,7 +766,9 @@ class _Checker:
 
     # --- the whole store ---------------------------------------------------------------
 
-    def compare_header_arrays(self, found: dict, region_rows: list, chunks: set | None):
+    def compare_header_arrays(
+        self, found: dict[str, _Found], region_rows: list[np.ndarray], chunks: set[int] | None
+    ) -> None:
         """The arrays made from the header, and region_index (only the checked chunks'
         rows when ``chunks`` names them)."""
         expected = {
@@ -748,7 +783,7 @@ class _Checker:
             if name not in self.arrays:
                 continue
             self.builders[name] = None
-            ours = self.arrays[name][...]
+            ours = np.asarray(self.arrays[name][...])
             if name == "region_index" and chunks is not None:
                 ours = ours[np.isin(ours[:, 0], list(chunks))] if ours.ndim == 2 else ours
             if ours.shape != exp.shape:
@@ -761,7 +796,7 @@ class _Checker:
                 first = tuple(int(i) for i in np.argwhere(diff)[0])
                 found[name] = _Found(int(diff.sum()), None, None, _show(ours, first), _show(exp, first), first)
 
-    def report(self, found: dict, n_read: int, skipped_gt: int) -> VerifyReport:
+    def report(self, found: dict[str, _Found], n_read: int, skipped_gt: int) -> VerifyReport:
         order = list(self.arrays)
         compared = tuple(n for n in order if n in self.builders)
         differences = tuple(
@@ -800,7 +835,7 @@ class _Checker:
         return tuple(name for name in wanted if name not in self.arrays and name not in replaced)
 
 
-def _join_region_rows(rows: list) -> np.ndarray:
+def _join_region_rows(rows: list[np.ndarray]) -> np.ndarray:
     """Region rows in variant order, with a (chunk, contig) run split between two blocks
     joined into one row."""
     rows = [r for r in rows if len(r)]
@@ -824,20 +859,20 @@ class _Chunks:
     """The store's values for one task's variants, each array decoded once (whole chunks)
     when first asked for."""
 
-    def __init__(self, checker: _Checker, start: int, stop: int):
+    def __init__(self, checker: _Checker, start: int, stop: int) -> None:
         self.checker = checker
         self.start = start
         self.stop = stop
         self.values: dict[str, np.ndarray] = {}
 
-    def read(self, name: str, start: int, stop: int):
+    def read(self, name: str, start: int, stop: int) -> np.ndarray:
         if name not in self.values:
             self.values[name] = self._decode(name)
         return self.values[name][start - self.start : stop - self.start]
 
-    def _decode(self, name: str):
+    def _decode(self, name: str) -> np.ndarray:
         try:
-            return self.checker.arrays[name][self.start : self.stop]
+            return np.asarray(self.checker.arrays[name][self.start : self.stop])
         except VcfVirtualError as e:
             if e.path is not None:
                 raise
@@ -845,7 +880,7 @@ class _Chunks:
             raise type(e)(self.checker.cache or self.path, e.problem, offset=e.offset, hint=e.hint) from None
 
     @property
-    def path(self):
+    def path(self) -> str:
         return self.checker.path
 
 
@@ -856,7 +891,7 @@ class _Cursor:
     """The sources' records from a task's first one on, each read twice in step: by
     pysam (a ``VariantRecord``) and by htslib through ctypes (``_HtsRecords``)."""
 
-    def __init__(self, sources: tuple[str, ...], n_samples: int):
+    def __init__(self, sources: tuple[str, ...], n_samples: int) -> None:
         self.sources = sources
         self.n_samples = n_samples
         self.file = -1
@@ -865,7 +900,7 @@ class _Cursor:
         self.hts: _HtsRecords | None = None
         self.next_record: int | None = None  # the store's index of the next record read
 
-    def goto(self, task: _Task):
+    def goto(self, task: _Task) -> None:
         if self.next_record == task.start:
             return  # the task before this one ended here (serial runs read straight on)
         self._open(task.source)
@@ -879,7 +914,7 @@ class _Cursor:
                 self.next()
         self.next_record = task.start
 
-    def next(self):
+    def next(self) -> tuple[pysam.VariantRecord, _HtsRecords] | None:
         """(pysam record, htslib reader positioned on the same record), or None past the
         last source's last record."""
         while self.pysam is not None and self.hts is not None:
@@ -913,7 +948,7 @@ class _Cursor:
             n += 1
         return n
 
-    def _open(self, i: int):
+    def _open(self, i: int) -> None:
         if i == self.file:
             return
         self._close_file()
@@ -922,7 +957,7 @@ class _Cursor:
         self.hts = _HtsRecords(self.sources[i], self.n_samples)
         self.file = i
 
-    def _close_file(self):
+    def _close_file(self) -> None:
         if self.pysam is not None:
             self.pysam.close()
         if self.hts is not None:
@@ -930,7 +965,7 @@ class _Cursor:
         self.pysam = self.hts = self.records = None
         self.file = -1
 
-    def close(self):
+    def close(self) -> None:
         self._close_file()
         self.next_record = None
 
@@ -941,7 +976,7 @@ INT32_MISSING, INT32_VECTOR_END = -(2**31), -(2**31) + 1
 FLOAT_VECTOR_END_BITS = 0x7F800002
 
 
-def _htslib():
+def _htslib() -> ctypes.CDLL:
     """htslib as pysam bundles it (its libchtslib extension exports the C API), with
     the signatures of the few functions verify calls."""
     global _LIB
@@ -978,7 +1013,7 @@ class _HtsRecords:
     the current record for every sample as one array, as ``bcf_get_format_values``
     decodes it (no Python per sample)."""
 
-    def __init__(self, path: str, n_samples: int):
+    def __init__(self, path: str, n_samples: int) -> None:
         self.lib = _htslib()
         self.path = path
         self.n_samples = n_samples
@@ -995,7 +1030,7 @@ class _HtsRecords:
             self.close()
             raise VcfVirtualError(path, "htslib cannot read the source's header")
 
-    def seek(self, offset: int):
+    def seek(self, offset: int) -> None:
         bgzf = self.lib.hts_get_bgzfp(self.fp)
         if not bgzf or self.lib.bgzf_seek(bgzf, offset, 0) < 0:
             raise VcfVirtualError(self.path, f"htslib cannot seek to virtual offset {offset}")
@@ -1028,7 +1063,7 @@ class _HtsRecords:
             self._views[kind] = cached
         return cached[1]
 
-    def close(self):
+    def close(self) -> None:
         lib = self.lib
         self._views.clear()
         for buf, _ in getattr(self, "buffers", {}).values():
@@ -1062,7 +1097,7 @@ class _Found:
 class _Fixed:
     """The fixed columns of ``n`` records, encoded as VCF Zarr 0.3 stores them."""
 
-    def __init__(self, n: int, v: _Checker):
+    def __init__(self, n: int, v: _Checker) -> None:
         self.v = v
         arrays = v.arrays
         self.n_alleles = np.zeros(n, dtype=np.int64)
@@ -1077,7 +1112,7 @@ class _Fixed:
         self.quality_missing = np.zeros(n, dtype=bool)
         self.filter = np.zeros((n, len(v.filters)), dtype=bool)
 
-    def add(self, i: int, rec):
+    def add(self, i: int, rec: pysam.VariantRecord) -> None:
         self.contig[i] = self.v.contig_index.get(rec.chrom, INT_MISSING)
         self.position[i] = rec.pos
         self.length[i] = rec.rlen
@@ -1093,9 +1128,9 @@ class _Fixed:
         else:
             self.quality[i] = rec.qual
         for key in rec.filter:
-            self.filter[i, self.v.filter_index[key]] = True
+            self.filter[i, self.v.filter_index[str(key)]] = True
 
-    def arrays(self) -> dict:
+    def arrays(self) -> dict[str, np.ndarray]:
         bits = self.quality.view(np.uint32).copy()
         bits[self.quality_missing] = FLOAT_MISSING_BITS
         return {
@@ -1117,7 +1152,7 @@ class _Genotype:
     call longer than the store's ploidy shows), and decoded for the whole block at once
     (``_decode_genotypes``) the way pysam decodes a call (``allele_indices``, ``phased``)."""
 
-    def __init__(self, n: int, n_samples: int, ploidy: int, dtype):
+    def __init__(self, n: int, n_samples: int, ploidy: int, dtype: npt.DTypeLike) -> None:
         self.ploidy = ploidy
         self.dtype = np.dtype(dtype)
         self.raw = np.full((n, n_samples, ploidy + 1), INT32_VECTOR_END, dtype=np.int32)
@@ -1125,7 +1160,7 @@ class _Genotype:
         self.n_alleles = np.zeros(n, dtype=np.int64)
         self.skip = np.zeros(n, dtype=bool)
 
-    def add(self, i: int, rec, hts: _HtsRecords, n_alleles: int) -> int:
+    def add(self, i: int, rec: pysam.VariantRecord, hts: _HtsRecords, n_alleles: int) -> int:
         """Returns 1 when this record's genotypes cannot be compared."""
         if not hts.n_samples or "GT" not in rec.format:
             return 0
@@ -1141,7 +1176,7 @@ class _Genotype:
         self.n_alleles[i] = n_alleles
         return 0
 
-    def arrays(self) -> dict:
+    def arrays(self) -> dict[str, np.ndarray]:
         n, s, _ = self.raw.shape
         gt = np.empty((n, s, self.ploidy), dtype=self.dtype)
         phased = np.zeros((n, s), dtype=bool)
@@ -1245,7 +1280,15 @@ class _Field:
     FORMAT values from htslib's array of every sample, read as pysam reads one sample's
     value; FORMAT strings from htslib's bytes when plain, else from pysam per sample."""
 
-    def __init__(self, name: str, key: str, vcf_type: str, tail: tuple, per_sample: bool, number=None):
+    def __init__(
+        self,
+        name: str,
+        key: str,
+        vcf_type: str,
+        tail: tuple[int, ...],
+        per_sample: bool,
+        number: int | str | None = None,
+    ) -> None:
         self.name = name
         self.key = key
         self.type = vcf_type
@@ -1253,7 +1296,7 @@ class _Field:
         self.per_sample = per_sample
         self.number = number  # the header's Number (FORMAT), for pysam's value count
 
-    def start(self, n: int, n_samples: int):
+    def start(self, n: int, n_samples: int) -> None:
         lead = (n, n_samples) if self.per_sample else (n,)
         shape = lead + (() if self.width is None else (self.width,))
         self.overflow = np.zeros(lead, dtype=bool)
@@ -1280,45 +1323,55 @@ class _Field:
     def _end(self) -> int:
         return int(np.uint32(FLOAT_VECTOR_END_BITS).view(np.int32)) if self.type == "Float" else INT32_VECTOR_END
 
-    def add(self, i: int, rec, hts: _HtsRecords, calls):
+    def add(
+        self, i: int, rec: pysam.VariantRecord, hts: _HtsRecords, calls: list[pysam.VariantRecordSample] | None
+    ) -> list[pysam.VariantRecordSample] | None:
         """Adds record ``i``; returns pysam's calls of the record once made (``calls``
         passes them on to the next field, so they are made once per record)."""
         if self.per_sample:
-            if self.key not in rec.format:
-                return calls  # absent: missing everywhere
-            if self.type in ("Integer", "Float"):
-                raw = hts.format(self.key, BCF_HT_INT if self.type == "Integer" else BCF_HT_REAL)
-                if raw is not None:
-                    width = min(raw.shape[1], self.raw.shape[2])
-                    self.raw[i, :, :width] = raw[:, :width].view(np.int32)
-                    self.present[i] = True
-                    self.count[i], _ = self._count(len(rec.alleles or ()))
-                return calls
-            raw = hts.format(self.key, BCF_HT_STR)
-            if raw is not None and self._put_strings(i, raw):
-                return calls
-            if calls is None:
-                calls = list(rec.samples.values())
-            for j, c in enumerate(calls):
-                self._put((i, j), c[self.key])
+            return self._add_format(i, rec, hts, calls)
+        self._add_info(i, rec)
+        return calls
+
+    def _add_format(
+        self, i: int, rec: pysam.VariantRecord, hts: _HtsRecords, calls: list[pysam.VariantRecordSample] | None
+    ) -> list[pysam.VariantRecordSample] | None:
+        if self.key not in rec.format:
+            return calls  # absent: missing everywhere
+        if self.type in ("Integer", "Float"):
+            raw = hts.format(self.key, BCF_HT_INT if self.type == "Integer" else BCF_HT_REAL)
+            if raw is not None:
+                width = min(raw.shape[1], self.raw.shape[2])
+                self.raw[i, :, :width] = raw[:, :width].view(np.int32)
+                self.present[i] = True
+                self.count[i], _ = self._count(len(rec.alleles or ()))
             return calls
+        raw = hts.format(self.key, BCF_HT_STR)
+        if raw is not None and self._put_strings(i, raw):
+            return calls
+        if calls is None:
+            calls = list(rec.samples.values())
+        for j, c in enumerate(calls):
+            self._put((i, j), c[self.key])
+        return calls
+
+    def _add_info(self, i: int, rec: pysam.VariantRecord) -> None:
         if self.key in _HIDDEN_INFO:
             value = _info_from_text(rec, self.key, self.type)
             if value is not None:
                 self._put((i,), value)
-            return calls
+            return
         if self.key not in rec.info:
-            return calls
+            return
         value = rec.info[self.key]
         if self.type in ("String", "Character") and value in (None, ()):
             # A key given without a value (bare, or with no characters): htslib holds no
             # value and pysam reads None or (); missing in every slot, as when absent.
-            return calls
+            return
         if self.type == "Flag":
             self.values[i] = bool(value)
-            return calls
+            return
         self._put((i,), value)
-        return calls
 
     def _put_strings(self, i: int, raw: np.ndarray) -> bool:
         """Record ``i``'s FORMAT strings of every sample from htslib's bytes (each call's
@@ -1379,7 +1432,7 @@ class _Field:
             bits = bits[:, :, 0]
         return bits.view(np.float32)
 
-    def _put(self, cell: tuple, value):
+    def _put(self, cell: tuple[int, ...], value: PysamValue) -> None:
         if self.type == "Flag":
             self.values[cell] = bool(value)
             return
@@ -1405,21 +1458,22 @@ class _Field:
         else:
             self.values[cell] = row + [self._fill()] * (self.width - len(row))
 
-    def _items(self, value) -> list:
+    def _items(self, value: PysamValue) -> list[Scalar]:
         if self.type in ("String", "Character"):
             if value is None:
                 # pysam gives None for a string with no characters at all, which the
                 # store reads as "" (as bio2zarr does); "." is a missing string.
                 return [STR_FILL]
-            items = (
-                list(value)
-                if isinstance(value, tuple)
-                else (value.split(",") if self.width is not None and self.type == "String" else [value])
-            )
+            if isinstance(value, tuple):
+                items: list[Scalar] = list(value)
+            elif isinstance(value, str) and self.width is not None and self.type == "String":
+                items = list(value.split(","))
+            else:
+                items = [value]
             if self.type == "Character":
                 # Character fields are <U1, as bio2zarr writes them (docs/design.md), so
                 # a longer value keeps its first character.
-                items = [STR_FILL if x is None else x[:1] for x in items]
+                items = [STR_FILL if x is None else str(x)[:1] for x in items]
             return [STR_FILL if x is None else x for x in items]
         if value is None:
             return [None]
@@ -1427,10 +1481,10 @@ class _Field:
             return list(value)
         return [value]
 
-    def _missing(self):
+    def _missing(self) -> int | float | str:
         return {"Integer": INT_MISSING, "Float": math.nan}.get(self.type, STR_MISSING)
 
-    def _fill(self):
+    def _fill(self) -> int | str:
         return INT_FILL if self.type == "Integer" else STR_FILL
 
     def array(self) -> np.ndarray:
@@ -1450,7 +1504,7 @@ class _Field:
 _LOCAL_SOURCES = {"call_LA": None, "call_LAD": "AD", "call_LPL": "PL"}
 
 
-def _codec_spec(array):
+def _codec_spec(array: zarr.Array) -> ChunkSpec | None:
     """The vcfvirtual.bcf codec configuration of a zarr array (v2 filters, v3 codecs), or None."""
     meta = array.metadata
     for codec in (*(getattr(meta, "filters", None) or ()), *(getattr(meta, "codecs", None) or ())):
@@ -1460,7 +1514,7 @@ def _codec_spec(array):
     return None
 
 
-def _local_builder(name: str, array, header) -> _Local | None:
+def _local_builder(name: str, array: zarr.Array, header: pysam.VariantHeader) -> _Local | None:
     """A derived local-allele array's builder: call_LA, call_LAD or call_LPL where the
     header has no FORMAT field of that name (the index refuses local alleles beside one)."""
     if name not in _LOCAL_SOURCES or name[5:] in header.formats or "GT" not in header.formats:
@@ -1481,7 +1535,7 @@ class _Local:
     friends), computed here with numpy from htslib's GT and AD/PL (``source``, collected as
     call_AD/call_PL would be), apart from the codec's kernels."""
 
-    def __init__(self, name: str, source: _Field | None):
+    def __init__(self, name: str, source: _Field | None) -> None:
         self.name = name
         self.source = source
 
@@ -1513,7 +1567,7 @@ def _expected_la(gt: np.ndarray) -> np.ndarray:
     return np.where(g == last, INT_FILL, g).astype(np.int8)
 
 
-def _gather(values: np.ndarray, index: list, valid: list) -> np.ndarray:
+def _gather(values: np.ndarray, index: list[np.ndarray], valid: list[np.ndarray]) -> np.ndarray:
     """values[..., index[j]] where valid[j] (and inside the field's width), else -2."""
     width = values.shape[-1]
     out = []
@@ -1529,7 +1583,7 @@ def _gather(values: np.ndarray, index: list, valid: list) -> np.ndarray:
 _HIDDEN_INFO = frozenset({"END"})
 
 
-def _info_from_text(rec, key: str, vcf_type: str):
+def _info_from_text(rec: pysam.VariantRecord, key: str, vcf_type: str) -> PysamValue:
     info = str(rec).split("\t", 8)[7]
     for entry in info.split(";"):
         name, _, text = entry.partition("=")
@@ -1549,7 +1603,7 @@ def _info_from_text(rec, key: str, vcf_type: str):
 # --- comparing ---------------------------------------------------------------------------
 
 
-def _differs(ours, expected: np.ndarray) -> np.ndarray:
+def _differs(ours: npt.ArrayLike, expected: np.ndarray) -> np.ndarray:
     """Elementwise: does the store's value differ from the expected one?"""
     ours = np.asarray(ours)
     if ours.shape != expected.shape:
@@ -1573,7 +1627,7 @@ def _differs(ours, expected: np.ndarray) -> np.ndarray:
     return ours != expected
 
 
-def _show(values, index) -> str:
+def _show(values: npt.ArrayLike, index: tuple[int, ...]) -> str:
     values = np.asarray(values)
     x = values[index[: values.ndim]]
     if values.dtype.kind == "f":

@@ -28,7 +28,7 @@ class RecordStart:
         return (self.block_offset << 16) | self.within_block
 
 
-def csi_record_starts(bcf_path) -> list[RecordStart] | None:
+def csi_record_starts(bcf_path: str | os.PathLike[str]) -> list[RecordStart] | None:
     """Record starts the BCF's CSI index names, ascending; None without a usable index.
 
     An index older than the BCF, or naming offsets past its end, is not used (with a

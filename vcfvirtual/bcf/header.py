@@ -14,6 +14,8 @@ import os
 import re
 import struct
 import tempfile
+from collections.abc import Sequence
+from typing import Literal
 
 import pysam
 
@@ -90,7 +92,7 @@ class BCFHeader:
 VCF_TYPES = ("Integer", "Float", "Flag", "Character", "String")
 
 
-def classify_prefix(prefix: bytes, path) -> None:
+def classify_prefix(prefix: bytes, path: str | os.PathLike[str]) -> None:
     """Raise a clear error when the first bytes of an (inflated) stream are not BCF 2.2."""
     if prefix.startswith(BCF_MAGIC):
         return
@@ -116,7 +118,7 @@ def classify_prefix(prefix: bytes, path) -> None:
     raise NotBCFError(path, "not a BCF file (no BCF magic)")
 
 
-def read_prefix(data: bytes, path) -> int:
+def read_prefix(data: bytes, path: str | os.PathLike[str]) -> int:
     """Validate the magic and return ``l_text``. ``data`` holds at least 9 bytes."""
     classify_prefix(data[:5], path)
     if len(data) < BCF_PREFIX_SIZE:
@@ -125,11 +127,11 @@ def read_prefix(data: bytes, path) -> int:
     return l_text
 
 
-def _strip_quotes(value) -> str:
+def _strip_quotes(value: object) -> str:
     return str(value).strip('"') if value is not None else ""
 
 
-def parse_header_text(raw_text: bytes, path, stream_size: int) -> BCFHeader:
+def parse_header_text(raw_text: bytes, path: str | os.PathLike[str], stream_size: int) -> BCFHeader:
     """Parse the header text with htslib (through pysam) and collect what VCF Zarr needs."""
     try:
         text = raw_text.rstrip(b"\x00").decode("utf-8", errors="strict")
@@ -214,7 +216,7 @@ HTSLIB_VARIABLE_NUMBER = 0xFFFFF
 VARIABLE_NUMBERS = ("P", "LA", "LR", "LG", "M")
 
 
-def normalise_number(word) -> str:
+def normalise_number(word: object) -> str:
     """The Number of a definition as we size it: "A", "R", "G", a fixed count, or "."
     for anything whose length varies by record (".", a negative count, htslib's
     variable-length marker, the VCF 4.4/4.5 words above)."""
@@ -263,57 +265,81 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
-def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHeader:
-    contig_names, contig_lengths, unused_contig_ids = _contigs(h)
-    filters, descriptions, filter_keys = [], [], []
+def _filters(h: pysam.VariantHeader) -> tuple[list[str], list[str], list[int]]:
+    """FILTER ids, descriptions and htslib dictionary keys in header order, PASS first; a
+    repeated ID keeps its first definition, as htslib does."""
+    filters: list[str] = []
+    descriptions: list[str] = []
+    filter_keys: list[int] = []
     for rec in h.records:
-        if rec.type == "FILTER" and "ID" in rec:
-            fid = rec["ID"]
-            if fid in filters:
-                continue
-            filters.append(fid)
-            descriptions.append(_strip_quotes(rec.get("Description")))
-            filter_keys.append(h.filters[fid].id)  # type: ignore[attr-defined]  # pysam's stubs lack VariantMetadata.id
-    if "PASS" in filters and filters[0] != "PASS":
-        i = filters.index("PASS")
-        for seq in (filters, descriptions, filter_keys):
-            seq.insert(0, seq.pop(i))
+        if rec.type != "FILTER" or "ID" not in rec or rec["ID"] in filters:
+            continue
+        fid = rec["ID"]
+        filters.append(fid)
+        descriptions.append(_strip_quotes(rec.get("Description")))
+        filter_keys.append(h.filters[fid].id)  # type: ignore[attr-defined]  # pysam's stubs lack VariantMetadata.id
+    if "PASS" not in filters:
+        return filters, descriptions, filter_keys
+    i = filters.index("PASS")
+    return _moved_first(filters, i), _moved_first(descriptions, i), _moved_first(filter_keys, i)
 
-    def defs(category, table):
-        out = []
-        seen = set()
-        for rec in h.records:
-            if rec.type == category and "ID" in rec and rec["ID"] in table:
-                if rec["ID"] in seen:
-                    continue  # htslib keeps the first definition of a repeated ID
-                seen.add(rec["ID"])
-                meta = table[rec["ID"]]
-                # The header's word, not htslib's number: htslib keeps 20 bits, so Number=-2
-                # reads back as 1048574, and pysam has no name for the VCF 4.4/4.5 kinds
-                # (P, LA, ...: IndexError).
-                number = rec.get("Number")
-                if number is None:
-                    number = meta.number
-                word = str(rec.get("Type", meta.type))
-                if word not in VCF_TYPES:
-                    raise HeaderError(
-                        path,
-                        f"{category}/{rec['ID']} has Type={word}, not one of {', '.join(VCF_TYPES)}",
-                        hint="fix the header line with bcftools reheader",
-                    )
-                out.append(
-                    FieldDef(
-                        category=category,
-                        name=meta.name,
-                        key=meta.id,
-                        number=normalise_number(number),
-                        # htslib stores Character as String internally; keep the header's word.
-                        type=word,
-                        description=_strip_quotes(meta.description),
-                    )
-                )
-        return tuple(out)
 
+def _moved_first[T](seq: list[T], i: int) -> list[T]:
+    return [seq[i], *seq[:i], *seq[i + 1 :]]
+
+
+def _field_def(
+    category: Literal["INFO", "FORMAT"],
+    rec: pysam.VariantHeaderRecord,
+    meta: pysam.VariantMetadata,
+    path: str | os.PathLike[str],
+) -> FieldDef:
+    """One INFO or FORMAT definition, its Number and Type as the header line writes them.
+
+    The header's word, not htslib's number: htslib keeps 20 bits, so Number=-2 reads back
+    as 1048574, and pysam has no name for the VCF 4.4/4.5 kinds (P, LA, ...: IndexError)."""
+    number = rec.get("Number")
+    if number is None:
+        number = meta.number
+    word = str(rec.get("Type", meta.type))
+    if word not in VCF_TYPES:
+        raise HeaderError(
+            path,
+            f"{category}/{rec['ID']} has Type={word}, not one of {', '.join(VCF_TYPES)}",
+            hint="fix the header line with bcftools reheader",
+        )
+    return FieldDef(
+        category=category,
+        name=meta.name,
+        key=meta.id,  # type: ignore[attr-defined]  # pysam's stubs lack VariantMetadata.id
+        number=normalise_number(number),
+        # htslib stores Character as String internally; keep the header's word.
+        type=word,
+        description=_strip_quotes(meta.description),
+    )
+
+
+def _field_defs(
+    h: pysam.VariantHeader,
+    category: Literal["INFO", "FORMAT"],
+    table: pysam.VariantHeaderMetadata,
+    path: str | os.PathLike[str],
+) -> tuple[FieldDef, ...]:
+    """The INFO or FORMAT definitions htslib registered, in header order; a repeated ID
+    keeps its first definition, as htslib does."""
+    out = []
+    seen = set()
+    for rec in h.records:
+        if rec.type != category or "ID" not in rec or rec["ID"] not in table or rec["ID"] in seen:
+            continue
+        seen.add(rec["ID"])
+        out.append(_field_def(category, rec, table[rec["ID"]], path))
+    return tuple(out)
+
+
+def _collect(h: pysam.VariantHeader, text: str, path: str | os.PathLike[str], stream_size: int) -> BCFHeader:
+    contig_names, contig_lengths, unused_contig_ids = _contigs(h)
+    filters, descriptions, filter_keys = _filters(h)
     if len(h.samples) > MAX_SAMPLES:
         raise UnsupportedBCFError(
             path,
@@ -329,13 +355,13 @@ def _collect(h: pysam.VariantHeader, text: str, path, stream_size: int) -> BCFHe
         filters=tuple(filters),
         filter_descriptions=tuple(descriptions),
         filter_keys=tuple(filter_keys),
-        info=defs("INFO", h.info),
-        formats=defs("FORMAT", h.formats),
+        info=_field_defs(h, "INFO", h.info, path),
+        formats=_field_defs(h, "FORMAT", h.formats, path),
         unused_contig_ids=unused_contig_ids,
     )
 
 
-def _first_difference(kind: str, ours, theirs) -> str | None:
+def _first_difference(kind: str, ours: Sequence[str], theirs: Sequence[str]) -> str | None:
     """The first position where two ordered name lists differ, said in words."""
     for i, (a, b) in enumerate(zip(ours, theirs)):
         if a != b:
@@ -354,16 +380,33 @@ def compatibility_problems(first: BCFHeader, other: BCFHeader) -> list[str]:
     same order, and every key it declares means the same (index, Number, Type) as in the
     first file. Descriptions and other header lines may differ; the store keeps the
     first file's header. Empty when compatible."""
+    problems = _sample_and_contig_problems(first, other)
+    problems += _field_problems(first, other)
+    problems += _filter_problems(first, other)
+    return problems
+
+
+def _sample_and_contig_problems(first: BCFHeader, other: BCFHeader) -> list[str]:
+    """Samples and contigs in another order or number; else the first contig whose length differs."""
     problems = []
     for kind, ours, theirs in (("sample", first.samples, other.samples), ("contig", first.contigs, other.contigs)):
         diff = _first_difference(kind, ours, theirs)
         if diff:
             problems.append(diff)
-    if not problems and first.contig_lengths != other.contig_lengths:
-        for name, a, b in zip(first.contigs, first.contig_lengths, other.contig_lengths):
-            if a != b:
-                problems.append(f"contig {name!r} has length {b} where the first file has {a}")
-                break
+    if problems:
+        return problems
+    for name, a, b in zip(first.contigs, first.contig_lengths, other.contig_lengths):
+        if a != b:
+            return [f"contig {name!r} has length {b} where the first file has {a}"]
+    return []
+
+
+_OTHER_ORDER = "(the headers list their fields in another order)"
+
+
+def _field_problems(first: BCFHeader, other: BCFHeader) -> list[str]:
+    """INFO/FORMAT keys ``other`` declares that the first file lacks or defines otherwise."""
+    problems = []
     declared = {(f.category, f.name): f for f in (*first.info, *first.formats)}
     for f in (*other.info, *other.formats):
         mine = declared.get((f.category, f.name))
@@ -376,16 +419,20 @@ def compatibility_problems(first: BCFHeader, other: BCFHeader) -> list[str]:
             )
         elif mine.key != f.key:
             problems.append(
-                f"{f.category}/{f.name} is dictionary key {f.key} where the first file has {mine.key} "
-                "(the headers list their fields in another order)"
+                f"{f.category}/{f.name} is dictionary key {f.key} where the first file has {mine.key} {_OTHER_ORDER}"
             )
+    return problems
+
+
+def _filter_problems(first: BCFHeader, other: BCFHeader) -> list[str]:
+    """FILTER keys ``other`` declares that the first file lacks or keys otherwise."""
+    problems = []
     filter_keys = dict(zip(first.filters, first.filter_keys))
     for name, key in zip(other.filters, other.filter_keys):
         if name not in filter_keys:
             problems.append(f"it declares FILTER/{name}, which the first file does not")
         elif filter_keys[name] != key:
             problems.append(
-                f"FILTER/{name} is dictionary key {key} where the first file has {filter_keys[name]} "
-                "(the headers list their fields in another order)"
+                f"FILTER/{name} is dictionary key {key} where the first file has {filter_keys[name]} {_OTHER_ORDER}"
             )
     return problems

@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextlib
 import gzip
 import logging
+import os
 import re
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import NotBCFError, OutputWriteError
@@ -20,7 +22,7 @@ VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz")
 logger = logging.getLogger(__name__)
 
 
-def is_vcf_path(path) -> bool:
+def is_vcf_path(path: str | os.PathLike[str]) -> bool:
     """VCF input is recognised by name: a ``.bcf`` holding VCF text is a mistake to report."""
     return Path(path).name.lower().endswith(VCF_SUFFIXES)
 
@@ -28,7 +30,7 @@ def is_vcf_path(path) -> bool:
 _FIELD_LINE = re.compile(r"##(INFO|FORMAT)=<(?:.*?,)?ID=([^,>]+)")
 
 
-def vcf_field_ids(path) -> tuple[list[str], list[str]] | None:
+def vcf_field_ids(path: str | os.PathLike[str]) -> tuple[list[str], list[str]] | None:
     """The IDs of a local VCF's INFO and FORMAT header lines, in order, first definition
     of each (as htslib keeps them), read from its text without converting it, so the
     fields can be checked before htslib writes anything; None when it cannot be read as
@@ -48,7 +50,7 @@ def vcf_field_ids(path) -> tuple[list[str], list[str]] | None:
     return found["INFO"], found["FORMAT"]
 
 
-def vcf_to_bcf(vcf_path, bcf_path) -> None:
+def vcf_to_bcf(vcf_path: str | os.PathLike[str], bcf_path: Path) -> None:
     problem = _bcftools_view(vcf_path, bcf_path)
     if problem is None:
         return
@@ -69,7 +71,7 @@ def vcf_to_bcf(vcf_path, bcf_path) -> None:
     )
 
 
-def _bcftools_view(vcf_path, bcf_path) -> str | None:
+def _bcftools_view(vcf_path: str | os.PathLike[str], bcf_path: Path | None) -> str | None:
     """Convert with bcftools view (to nowhere when ``bcf_path`` is None): None when it
     worked, else the last line it printed."""
     import pysam
@@ -89,7 +91,7 @@ def _bcftools_view(vcf_path, bcf_path) -> str | None:
 
 
 @contextlib.contextmanager
-def as_bcf(sources: list[Path], cache_path: Path):
+def as_bcf(sources: list[Path], cache_path: Path) -> Iterator[list[Path]]:
     """BCF paths to scan: the sources, with VCF input converted by htslib first (named as
     temporaries of the cache, so a killed run's copies are cleaned up like any other)."""
     converted = []

@@ -8,7 +8,7 @@ by its compressed bytes. One segment is one Zarr chunk's byte range, so a read o
 
 File: ``FILE_MAGIC``, the BCF header as stored in the stream (magic, ``l_text``, text),
 then the segments, chunk after chunk. Formats and measurements:
-``benchmarks/columns/FINDINGS.md``; the interface with the codec: the preamble
+``benchmarks/FINDINGS-columns.md``; the interface with the codec: the preamble
 (``PREAMBLE``), the kind codes (``KIND_CODES``) and the compressors (``COMPRESSORS``).
 """
 
@@ -56,11 +56,11 @@ CHUNK_LENGTH = 1_000
 MAX_CHUNK_BYTES = 256 * 1024 * 1024
 # Compressor of each segment: GT (most of the bytes, and bit planes that bit-shuffle well
 # once shifted) with Blosc lz4 bit-shuffle, fast enough for the index pass; the rest with
-# Zstd 1, as small as bio2zarr's and faster to read (FINDINGS.md section 2).
+# Zstd 1, as small as bio2zarr's and faster to read (benchmarks/FINDINGS-columns.md section 3).
 # clevel 9 rather than 5: Blosc then cuts larger blocks (and lz4 accelerates less), so GT is
 # ~9% smaller (C's cache 1.033 -> 0.949 of its BCF) at the same compress and decompress speed
-# (~3.5 and ~2.4 GB/s on one thread; benchmarks/columns/gt_codec_speed.py). lz4hc and Blosc
-# zstd are smaller still but compress 1.5-4x slower or decompress slower (FINDINGS.md section 2).
+# (~3.5 and ~2.4 GB/s on one thread; benchmarks/FINDINGS-columns.md, third round). lz4hc and Blosc
+# zstd are smaller still but compress 1.5-4x slower or decompress slower (FINDINGS-columns.md section 3).
 COMPRESSORS = {
     "blosc": Blosc(cname="lz4", clevel=9, shuffle=Blosc.BITSHUFFLE),
     "zstd": Zstd(level=1),

@@ -41,7 +41,7 @@ Segment slots (``N_FIXED_SEGMENTS + n_info + n_format * n_blocks`` in all):
   so alleles 0/1 are 0b01x/0b10x: two bit planes that change together, which a bit
   shuffle then compresses twice. Minus 2 gives 0b00x/0b01x (one plane per allele bit);
   missing 0x80 -> 0x7E, end-of-vector 0x81 -> 0x7F; the phase bit (bit 0) is unchanged.
-  The decoder adds 2 back (decode.genotypes ``shifted``); measured in benchmarks/columns/FINDINGS.md.
+  The decoder adds 2 back (decode.genotypes ``shifted``); measured in benchmarks/FINDINGS-columns.md.
 
 The kernel reads each record byte at most twice: a locate pass walks descriptors only
 (fixed part, ID, alleles, FILTER and INFO/FORMAT keys: O(fields) per record, never per

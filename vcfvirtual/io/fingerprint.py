@@ -38,7 +38,7 @@ class NotRegularFileError(OSError):
     forever or never end, so it is never opened as a cache or source."""
 
 
-def open_regular(path):
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     """``open(path, "rb")`` for a regular file only, without blocking on anything else.
 
     A FIFO opened for reading waits for a writer; O_NONBLOCK returns at once, and the
@@ -99,7 +99,7 @@ class Fingerprint:
     kind: str = DIGEST  # how ``digest`` was computed (one of DIGEST_KINDS)
 
     @classmethod
-    def of(cls, path, kind: str = DIGEST) -> Fingerprint:
+    def of(cls, path: str | os.PathLike[str], kind: str = DIGEST) -> Fingerprint:
         """The fingerprint of the file at ``path``, its digest of ``kind`` (to compare with
         one recorded in that kind)."""
         with open_regular(path) as f:
@@ -121,11 +121,11 @@ class Fingerprint:
             kind=kind if known else DIGEST,
         )
 
-    def same_stat(self, path) -> bool:
+    def same_stat(self, path: str | os.PathLike[str]) -> bool:
         st = os.stat(path)
         return st.st_size == self.size and st.st_mtime_ns == self.mtime_ns
 
-    def differences(self, path, *, always_hash: bool = False) -> list[str]:
+    def differences(self, path: str | os.PathLike[str], *, always_hash: bool = False) -> list[str]:
         """How the file at ``path`` differs from this fingerprint: [] when it matches.
 
         A file whose size and mtime are unchanged is taken as unchanged without reading

@@ -30,7 +30,7 @@ def cache_suffix(layout: str | None) -> str:
     return COLUMNS_CACHE_SUFFIX if layout == "columns" else CACHE_SUFFIX
 
 
-def default_paths(bcf_path, layout: str | None = None) -> tuple[Path, Path]:
+def default_paths(bcf_path: str | os.PathLike[str], layout: str | None = None) -> tuple[Path, Path]:
     """(refs, cache) written next to the BCF; the cache's suffix depends on its layout."""
     bcf_path = Path(bcf_path)
     return bcf_path.with_name(bcf_path.name + REFS_SUFFIX), bcf_path.with_name(bcf_path.name + cache_suffix(layout))

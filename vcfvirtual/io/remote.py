@@ -9,13 +9,17 @@ name, as the local rename does.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..errors import OutputWriteError, VcfVirtualError
 from .fingerprint import DIGEST, Fingerprint, digest_of
 
 if TYPE_CHECKING:  # obstore's config types exist for type checkers only
+    from fsspec import AbstractFileSystem
+    from fsspec.spec import AbstractBufferedFile
+    from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import ClientConfig, S3Config
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
@@ -23,7 +27,7 @@ _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 READ_BLOCK = 16 * 1024 * 1024
 
 
-def is_url(path) -> bool:
+def is_url(path: object) -> TypeGuard[str]:
     """A location fsspec must reach (``file://`` is a local path)."""
     return isinstance(path, str) and bool(_URL.match(path)) and not path.startswith("file://")
 
@@ -35,7 +39,7 @@ def missing_library(url: str, e: ImportError) -> VcfVirtualError:
     )
 
 
-def filesystem(url: str, storage_options: dict | None = None):
+def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple[AbstractFileSystem, str]:
     """(fsspec filesystem, path within it) for ``url``; a missing protocol library is
     an error naming the extra to install."""
     import fsspec.core
@@ -48,7 +52,7 @@ def filesystem(url: str, storage_options: dict | None = None):
         raise VcfVirtualError(url, f"not a URL fsspec can open ({e})") from None
 
 
-def open_input(url: str, storage_options: dict | None = None):
+def open_input(url: str, storage_options: dict[str, Any] | None = None) -> AbstractBufferedFile:
     """A readable, seekable file object over ``url`` with its ``size``."""
     fs, path = filesystem(url, storage_options)
     try:
@@ -102,7 +106,7 @@ def exists(url: str, storage_options: dict | None = None) -> bool:
     return fs.exists(path)
 
 
-def upload(local, url: str, storage_options: dict | None = None) -> None:
+def upload(local: str | os.PathLike[str], url: str, storage_options: dict | None = None) -> None:
     """Put the finished local file at ``url``; whatever part arrived is removed on failure."""
     fs, path = filesystem(url, storage_options)
     try:
@@ -121,7 +125,7 @@ def remove(url: str, storage_options: dict | None = None) -> None:
         fs.rm_file(path)
 
 
-def object_store_registry(url: str, storage_options: dict | None = None):
+def object_store_registry(url: str, storage_options: dict[str, Any] | None = None) -> ObjectStoreRegistry:
     """An obstore registry reaching ``url``'s bucket or host, configured from the fsspec
     storage options (key/secret/endpoint), for VirtualiZarr's ManifestStore."""
     from obspec_utils.registry import ObjectStoreRegistry

@@ -1,8 +1,9 @@
 """The columns layout's codec half: segments decode to bio2zarr's arrays, bad ones are refused.
 
-Segments are made by the research prototype's demux (benchmarks/columns/demux.py, the
-index side's reference implementation) from BCFs written by htslib (tests/bcfdata.py),
-wrapped in the contract's preamble and compressor, and decoded through
+Segments are cut by the index side (``ColumnsLayout``) from BCFs written by htslib
+(tests/bcfdata.py), taken out of its cache by the tests' own reader of the format
+(tests/columns_reader.py: preamble, CRC32, decompression, the GT shift undone where a
+case wants it), wrapped again in the contract's preamble and compressor, and decoded through
 ``BCFRecordsCodec(**config)`` as a reader would. The oracle is bio2zarr's conversion of
 the same BCF with the same variants and samples chunking; the padding of edge chunks is
 VCF Zarr's fill of each kind.
@@ -11,7 +12,6 @@ VCF Zarr's fill of each kind.
 from __future__ import annotations
 
 import struct
-import sys
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -25,15 +25,10 @@ from vcfvirtual_codec.columns import FLAG_GT_SHIFT, MAGIC, PREAMBLE
 from vcfvirtual_codec.errors import ChunkDecodeError
 from vcfvirtual_codec.spec import ChunkSpec
 
-from ... import bcfdata
+from vcfvirtual.cache.base import SerialSource
+from vcfvirtual.cache.columns import ColumnsLayout
 
-ROOT = Path(__file__).resolve().parents[3]
-if str(ROOT / "benchmarks") not in sys.path:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from columns import demux as D  # noqa: E402
-from columns import layout as L  # noqa: E402
-from columns import stream  # noqa: E402
+from ... import bcfdata, columns_reader
 
 CHUNK_LENGTH = 3
 CHARACTER_HEADER = (
@@ -100,33 +95,28 @@ def wrap(raw: np.ndarray, compressor: str, kind: int, key: int, n: int, block: i
 
 
 class Cache:
-    """Every chunk's segments of one BCF, wrapped, keyed by (segment name, chunk)."""
+    """Every chunk's segments of one BCF, wrapped, keyed by (segment name, chunk); a FORMAT
+    segment's name carries its samples block (``format/GT#1``)."""
 
     def __init__(self, bcf: Path, samples_chunk_size: int, gt_shift: bool, compressors: dict[str, str]):
         self.chunks: dict[tuple[str, int], bytes] = {}
-        self.records: list[int] = []
-        for i, (header, buf, offs) in enumerate(stream.chunks(bcf, CHUNK_LENGTH)):
-            self.header = header
-            islot, fslot = D.slot_maps([f.key for f in header.info], [f.key for f in header.formats])
-            gt = L.gt_slot(header)
-            n_samples = len(header.samples)
-            segs, bounds, err, at = D.demux_chunk(
-                buf, offs, islot, fslot, len(header.info), len(header.formats), n_samples,
-                samples_chunk_size, header.end_key, gt if gt_shift else -1,
-            )  # fmt: skip
-            assert err == 0, (err, at)
-            gt_key = header.formats[gt].key if gt >= 0 else -2
-            n = len(offs)
-            for s, name in enumerate(L.segment_names(header, samples_chunk_size)):
-                kind, key, block = L.segment_identity(name, header)
-                is_format = kind == 8
-                width = min(samples_chunk_size, n_samples - block * samples_chunk_size) if is_format else 1
-                is_gt = is_format and key == gt_key
+        stored = bcf.with_suffix(".columns")
+        scan, ranges = ColumnsLayout(samples_chunk_size).write_serial(SerialSource(bcf, lambda h: CHUNK_LENGTH), stored)
+        self.header = scan.header
+        data = stored.read_bytes()
+        for name, (offsets, lengths) in ranges.segments.items():
+            is_gt = name == "format/GT"
+            for where in np.ndindex(offsets.shape):
+                compressor = "blosc" if is_gt else "zstd"  # as the index writes them
+                seg = columns_reader.read_segment(data, int(offsets[where]), int(lengths[where]), compressor)
+                raw = seg.data if is_gt and gt_shift else columns_reader.unshifted(seg)
                 flags = FLAG_GT_SHIFT if is_gt and gt_shift else 0
-                compressor = compressors["gt" if is_gt else "other"]
-                raw = np.ascontiguousarray(segs[bounds[s] : bounds[s + 1]])
-                self.chunks[name, i] = wrap(raw, compressor, kind, key, n, block, width, flags)
-            self.records.append(n)
+                recompressed = compressors["gt" if is_gt else "other"]
+                key = f"{name}#{where[1]}" if len(where) == 2 else name
+                self.chunks[key, where[0]] = wrap(
+                    raw, recompressed, seg.kind, seg.key, seg.records, seg.block, seg.width, flags
+                )
+        self.records = [min(CHUNK_LENGTH, scan.num_records - i) for i in range(0, scan.num_records, CHUNK_LENGTH)]
         self.compressors = compressors
 
 

@@ -1,6 +1,6 @@
 """The ``columns`` cache layout, index half: every segment the writer stores reads back
-(preamble, contract's compressor, CRC32, the prototype's decoders of
-``benchmarks/columns``) to bio2zarr's chunk of the same array, variants chunk and samples
+(preamble, contract's compressor, CRC32, decoded by the tests' own reader of the format,
+``tests/columns_reader.py``) to bio2zarr's chunk of the same array, variants chunk and samples
 block (oracle: bio2zarr converting the same BCF with the same chunk sizes); the store's
 manifests point each array's chunks at segments whose preamble names that array's kind,
 key and block (oracle: the contract's kind codes and htslib's dictionary keys read by
@@ -9,34 +9,29 @@ pysam); bad sizes are refused with typed errors."""
 from __future__ import annotations
 
 import json
-import struct
-import sys
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pysam
 import pytest
 import zarr
-from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import spec as codec_spec
 
 import vcfvirtual
 from vcfvirtual.cache import columns
 from vcfvirtual.cache.base import SerialSource
-from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, FLAG_GT_SHIFTED, ColumnsLayout
+from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, ColumnsLayout
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.io import outputs
 from vcfvirtual.io.fingerprint import Fingerprint
 from vcfvirtual.manifests.provenance import RecordedCache, RecordedSource
 from vcfvirtual.manifests.vcf_zarr import build_store_group, store_provenance
 
-from .... import bcfdata
+from .... import bcfdata, columns_reader
 
-ROOT = Path(__file__).resolve().parents[4]
 # The contract between the two halves of issue 12 (briefs/columns_contract.md), written
 # out here rather than imported from the code under test.
-PREAMBLE = struct.Struct("<4sBBHiIIIQI")
+PREAMBLE = columns_reader.PREAMBLE
 KIND_CODES = {
     "contig": 0,
     "position": 1,
@@ -62,19 +57,6 @@ CASES = {
     "cohort": lambda: bcfdata.random_cohort_vcf(40, 7, seed=3),
 }
 CHUNK = 3
-
-
-@pytest.fixture
-def prototype():
-    """The research prototype's decoders (benchmarks/columns), the reader of segments
-    until the codec's columns decoders land."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from columns import decode, measure
-
-        yield decode, measure
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
 
 
 @pytest.fixture
@@ -115,34 +97,77 @@ def header_keys(bcf: Path) -> dict[str, int]:
     return {k: int(v) for k, v in keys.items()}
 
 
-def read_segment(cache: bytes, offset: int, length: int, compressor: str):
-    """Preamble fields and the checked, decompressed segment at one byte range."""
-    fields = PREAMBLE.unpack_from(cache, offset)
-    magic, kind, flags, pad, key, n, block, width, raw, crc = fields
-    assert magic == b"VVS2" and (pad == 0 or flags & FLAG_GT_SHIFTED)  # a GT block's complete count
-    blob = cache[offset + PREAMBLE.size : offset + length]
-    # The CRC32 covers the preamble's other 32 bytes, then the compressed frame.
-    assert zlib.crc32(blob, zlib.crc32(cache[offset : offset + PREAMBLE.size - 4])) == crc
-    codec = Blosc() if compressor == "blosc" else Zstd()
-    data = np.frombuffer(bytes(codec.decode(blob)), np.uint8)
-    assert data.shape[0] == raw
-    return (kind, flags & FLAG_GT_SHIFTED, key, n, block, width), data, (flags, pad)
+def filter_columns(bcf: Path, group) -> dict[int, int]:
+    """htslib's dictionary key of each FILTER id (pysam) -> its column of bio2zarr's filter_id."""
+    with pysam.VariantFile(str(bcf)) as f:
+        idx = {k: v.record.get("IDX") if v.record is not None else None for k, v in f.header.filters.items()}
+        if any(v is None for v in idx.values()):  # no IDX attributes: order of first appearance
+            ids = ["PASS"]
+            for rec in f.header.records:
+                i = rec.get("ID")
+                if rec.type in ("FILTER", "INFO", "FORMAT") and i not in ids:
+                    ids.append(i)
+            idx = {k: ids.index(k) for k in idx}
+    names = list(group["filter_id"][:])
+    return {int(key): names.index(name) for name, key in idx.items()}
+
+
+def b2z_array(name: str) -> str:
+    """bio2zarr's array holding a segment's values."""
+    fixed = {"contig": "variant_contig", "position": "variant_position", "rlen": "variant_length",
+             "qual": "variant_quality", "id": "variant_id", "alleles": "variant_allele",
+             "filter": "variant_filter"}  # fmt: skip
+    if name in fixed:
+        return fixed[name]
+    cat, field = name.split("/")
+    if cat == "info":
+        return f"variant_{field}"
+    return "call_genotype" if field == "GT" else f"call_{field}"
+
+
+def decode(name: str, seg: columns_reader.Segment, group, column_of_key: dict[int, int]) -> np.ndarray:
+    """One segment as bio2zarr's chunk of its array, read by the tests' own reader."""
+    R = columns_reader
+    array = group[b2z_array(name)]
+    shape, dtype = array.shape, array.dtype
+    if name in ("contig", "position", "rlen"):
+        return (R.int32s(seg) + (name == "position")).astype(dtype)
+    if name == "qual":
+        return seg.data.view("<u4").view(np.float32)
+    if name == "id":
+        return R.ids(seg)
+    if name == "alleles":
+        return R.alleles(seg, shape[1])
+    if name == "filter":
+        return R.filters(seg, column_of_key, shape[1])
+    cat, field = name.split("/")
+    if name == "format/GT":
+        return R.genotypes(seg, shape[2]).astype(dtype)
+    if cat == "info" and dtype.kind == "b":
+        return R.flags(seg)
+    is_format = cat == "format"
+    width = shape[-1] if len(shape) == (3 if is_format else 2) else 1
+    full = (seg.records, seg.width, *shape[2:]) if is_format else (seg.records, *shape[1:])
+    if dtype.kind in "OTU":
+        return R.strings(seg, width).reshape(full)
+    if dtype.kind == "f":
+        return R.numbers(seg, width, True, not is_format).view(np.float32).reshape(full)
+    return R.numbers(seg, width, False, not is_format).astype(dtype).reshape(full)
 
 
 @pytest.mark.parametrize("samples_chunk_size", [2, 10_000])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_segments_read_back_as_bio2zarr(tmp_path, prototype, case, samples_chunk_size):
-    check_segments(tmp_path, prototype, case, samples_chunk_size)
+def test_segments_read_back_as_bio2zarr(tmp_path, case, samples_chunk_size):
+    check_segments(tmp_path, case, samples_chunk_size)
 
 
-def test_segments_read_back_without_overlap(tmp_path, prototype, monkeypatch):
+def test_segments_read_back_without_overlap(tmp_path, monkeypatch):
     """Chunks too big to compress while the next is demuxed take the one-buffer path."""
     monkeypatch.setattr(columns, "OVERLAP_MAX_BYTES", 0)
-    check_segments(tmp_path, prototype, "cohort", 2)
+    check_segments(tmp_path, "cohort", 2)
 
 
-def check_segments(tmp_path, prototype, case, samples_chunk_size):
-    _, measure = prototype
+def check_segments(tmp_path, case, samples_chunk_size):
     bcf = bcfdata.write_bcf(CASES[case](), tmp_path / f"{case}.bcf", index=True)
     group = bio2zarr_store(bcf, tmp_path / "b2z.vcz", samples_chunk_size)
     cache = tmp_path / "c.columns"
@@ -154,7 +179,7 @@ def check_segments(tmp_path, prototype, case, samples_chunk_size):
     width = min(samples_chunk_size, n_samples)
     n_blocks = -(-n_samples // width)
     n_chunks = -(-scan.num_records // CHUNK)
-    dec = measure.Decoder(scan.header, group, width, gt_shifted=True)
+    column_of_key = filter_columns(bcf, group)
     character = {f"{d.category.lower()}/{d.name}" for d in (*scan.header.info, *scan.header.formats)}
     character = {k for k in character if k in keys and _vcf_type(scan.header, k) == "Character"}
     checked = set()
@@ -167,7 +192,9 @@ def check_segments(tmp_path, prototype, case, samples_chunk_size):
             n = min(CHUNK, scan.num_records - i * CHUNK)
             for b in range(n_blocks if blocked else 1):
                 where = (i, b) if blocked else (i,)
-                ident, seg, (flags, pad) = read_segment(data, int(offsets[where]), int(lengths[where]), compressor)
+                seg = columns_reader.read_segment(data, int(offsets[where]), int(lengths[where]), compressor)
+                assert seg.complete_count == 0 or seg.gt_shifted  # only a GT block holds a complete count
+                ident = (seg.kind, int(seg.gt_shifted), seg.key, seg.records, seg.block, seg.width)
                 cat = name.split("/")[0]
                 block_width = min(width, n_samples - b * width) if blocked else 1
                 want = (
@@ -181,11 +208,11 @@ def check_segments(tmp_path, prototype, case, samples_chunk_size):
                 assert ident == want, (name, i, b)
                 if name == "format/GT":
                     rows = slice(i * CHUNK, i * CHUNK + n)
-                    claims += check_gt_summary(group, flags, pad, rows, b * width, block_width)
+                    claims += check_gt_summary(group, seg.flags, seg.complete_count, rows, b * width, block_width)
                 if name in character:
-                    continue  # no Character decode kernel in the prototype (FINDINGS 7)
-                got = dec.decode(name, seg, n, b)
-                ref = group[measure.b2z_array(name)][i * CHUNK : i * CHUNK + n]
+                    continue  # Character values: the codec's tests check them against bio2zarr
+                got = decode(name, seg, group, column_of_key)
+                ref = group[b2z_array(name)][i * CHUNK : i * CHUNK + n]
                 if blocked:
                     ref = ref[:, b * width : b * width + got.shape[1]]
                 if got.dtype == object:
