@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cache.layouts import LAYOUT_WRITERS
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
@@ -291,6 +290,8 @@ def _check_record_count(
     n, length = config["num_records"], config["chunk_length"]
     if not n or layout is None:
         return
+    from ..cache.layouts import LAYOUT_WRITERS  # here: relocate imports this module without numba
+
     last = (n - 1) // length
     _, offset, size = refs[f"variant_position/{last}"]
     with open(path, "rb") as f:
@@ -542,6 +543,8 @@ def _local_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list
 
 def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, layout: LayoutName | None = None) -> list[str]:
     """A fixed-field array's config: its kind, and the header keys it decodes with."""
+    from ..cache.layouts import LAYOUT_WRITERS  # here: relocate imports this module without numba
+
     # A cache holding rlen already resolved from END (columns): variant_length reads no key.
     end_key = -1 if layout is not None and LAYOUT_WRITERS[layout].rlen_resolved else header.end_key
     n_samples = len(header.samples)
