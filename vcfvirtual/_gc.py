@@ -1,5 +1,5 @@
-"""The cyclic garbage collector paused for a stretch of work (one owner for the index run
-and the CLI's imports)."""
+"""The cyclic garbage collector paused for a stretch of work: the command line's imports
+and index run (the library leaves its host's collector alone)."""
 
 from __future__ import annotations
 

@@ -12,30 +12,33 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestGroup, ManifestStore
 
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
-from ._gc import collector_paused
 from ._progress import phase
 from .bcf.vcf_input import as_bcf
-from .cache.base import CacheRanges
+from .cache.base import CacheRanges, SerialSource
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
+from .cache.names import LayoutName
 from .cache.raw import raw_ranges
 from .cache.write import write_cache_partitioned, write_cache_serial
 from .errors import OutputExistsError, OutputWriteError, StaleCacheError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
+from .io.fingerprint import Fingerprint
 from .io.staging import Staging
-from .manifests.vcf_zarr import build_store_group
+from .manifests.provenance import Provenance, RecordedCache, RecordedSource
+from .manifests.vcf_zarr import build_store_group, store_chunk_length, store_provenance
 from .plan import LAYOUTS, REFS_FORMATS, IndexOptions, IndexPlan, OutputArg, plan_index, references_path
-from .refs.write import write_references
+from .refs.formats import RefsFormat
+from .refs.write import ReferencesOutput, write_references
 from .scan.results import ScanResult
 from .scan.scanner import scan_bcf
 
@@ -67,29 +70,29 @@ class IndexSummary:
     records: int
     variants_chunk_size: int
     references: Path | str | None
-    refs_format: str
+    refs_format: RefsFormat
     cache: str
     cache_layout: str
     zero_copy: bool
 
 
 def index(
-    bcf_path,
+    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     refs_path: OutputArg = None,
-    cache_path=None,
+    cache_path: str | os.PathLike[str] | None = None,
     variants_chunk_size: int | None = None,
-    cache_layout: str | None = None,
+    cache_layout: LayoutName | None = None,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     local_alleles: bool = False,
     force: bool = False,
     progress: bool | None = None,
     inflate_threads: int = 0,
     cache_url: str | None = None,
-    refs_format: str = "json",
+    refs_format: RefsFormat = "json",
     workers: int = 1,
-    dask_client=None,
-    storage_options: dict | None = None,
+    dask_client: Any = None,
+    storage_options: dict[str, Any] | None = None,
     rename_fields: Mapping[str, str] | None = None,
     fields: Iterable[str] | str | None = None,
     exclude_fields: Iterable[str] | str | None = None,
@@ -242,15 +245,6 @@ def index_with_summary(
     VcfVirtualError
         As :func:`index` raises.
     """
-    # The pass makes no reference cycles worth collecting: collections would only walk
-    # the libraries' objects (0.3-1 s of a first run).
-    with collector_paused():
-        return _index(bcf_path, options)
-
-
-def _index(
-    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions
-) -> tuple[ManifestStore, IndexSummary]:
     plan = plan_index(bcf_path, options)
     _prepare_outputs(plan)
     with _staging(plan) as staging, _temporary_references(plan) as tmp_refs, _outputs_named(plan, tmp_refs):
@@ -258,10 +252,11 @@ def _index(
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
             _refuse_changed_sources(plan)
             with phase("references", plan.options.progress):
-                group = _build_manifests(plan, scan, tmp_cache, ranges)
+                provenance = _provenance(plan, scan, tmp_cache)
+                group = _build_manifests(plan, scan, ranges, provenance)
                 _write_references(plan, group, tmp_refs)
         staging.publish(_placer(tmp_refs, plan.refs_path))
-    summary = _summary(plan, scan, group)
+    summary = _summary(plan, scan, provenance)
     logger.info(
         "%s: %d records in %d-variant chunks -> %s",
         ", ".join(map(str, plan.sources)),
@@ -274,7 +269,7 @@ def _index(
 
 def references_from(
     refs_path: str | os.PathLike[str],
-    refs_format: str,
+    refs_format: RefsFormat,
     output: str | os.PathLike[str] | None = None,
     *,
     force: bool = False,
@@ -352,7 +347,7 @@ def references_from(
         )
     tmp = outputs.temporary_name(out)
     try:
-        write_references(group, tmp, out, refs_format, None, local or Path(url.rsplit("/", 1)[-1]), url)
+        write_references(group, ReferencesOutput(tmp, out, refs_format, local or Path(url.rsplit("/", 1)[-1]), url))
         outputs.replace_output(tmp, out)
     except BaseException:
         _remove(tmp)
@@ -360,10 +355,10 @@ def references_from(
     return out
 
 
-def _with_format_suffix(path: Path, refs_format: str) -> Path:
+def _with_format_suffix(path: Path, refs_format: RefsFormat) -> Path:
     """``cohort.bcf.vcz.json`` -> ``cohort.bcf.vcz.parq``: the format's suffix in place of
     a references suffix the name ends with (added otherwise)."""
-    from .plan import REFS_SUFFIXES
+    from .refs.formats import REFS_SUFFIXES
 
     name = path.name
     for suffix in REFS_SUFFIXES.values():
@@ -492,29 +487,16 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             scan_paths,
             tmp_cache,
             plan.cache_path,
-            plan.cache_layout,
+            plan.layout,
             plan.chunk_length_for,
             o.workers,
             o.dask_client,
             o.progress,
-            samples_chunk_size=o.samples_chunk_size,
-            field_choice=o.field_choice,
-            local_alleles=o.local_alleles,
         )
     source = plan.remote.source if plan.remote is not None else None
     with storage.open_input(source, o.storage_options) if source else contextlib.nullcontext() as fileobj:
-        return write_cache_serial(
-            scan_paths[0],
-            tmp_cache,
-            plan.cache_layout,
-            plan.chunk_length_for,
-            o.progress,
-            o.inflate_threads,
-            fileobj,
-            samples_chunk_size=o.samples_chunk_size,
-            field_choice=o.field_choice,
-            local_alleles=o.local_alleles,
-        )
+        serial = SerialSource(scan_paths[0], plan.chunk_length_for, o.progress, o.inflate_threads, fileobj)
+        return write_cache_serial(serial, tmp_cache, plan.layout)
 
 
 def _refuse_changed_sources(plan: IndexPlan) -> None:
@@ -530,21 +512,28 @@ def _refuse_changed_sources(plan: IndexPlan) -> None:
             )
 
 
-def _build_manifests(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges: CacheRanges) -> ManifestGroup:
-    """The manifests stage: the store's arrays over the cache, and its attributes
-    (fingerprints of the sources and of the cache just written)."""
-    return build_store_group(
+def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: Path) -> Provenance:
+    """The store's record of its sources and of the cache just written (fingerprinted
+    under its temporary name: the rename keeps its contents and mtime)."""
+    sources = [
+        RecordedSource(p if storage.is_url(p) else os.path.abspath(p), f)
+        for p, f in zip(map(str, plan.sources), plan.fingerprints)
+    ]
+    cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(tmp_cache))
+    return store_provenance(
         scan,
-        plan.sources,
-        plan.fingerprints,
-        plan.cache_location,
-        tmp_cache,
-        plan.cache_layout,
-        ranges,
-        plan.zero_copy,
+        sources=sources,
+        cache=cache,
+        zero_copy=plan.zero_copy,
         samples_chunk_size=plan.options.samples_chunk_size,
         field_choice=plan.options.field_choice,
-        local_alleles=plan.options.local_alleles,
+    )
+
+
+def _build_manifests(plan: IndexPlan, scan: ScanResult, ranges: CacheRanges, provenance: Provenance) -> ManifestGroup:
+    """The manifests stage: the store's arrays over the cache, and its attributes."""
+    return build_store_group(
+        scan, ranges, provenance, field_choice=plan.options.field_choice, local_alleles=plan.options.local_alleles
     )
 
 
@@ -552,33 +541,27 @@ def _write_references(plan: IndexPlan, group: ManifestGroup, tmp_refs: Path | No
     """The references stage: written under their temporary name."""
     if tmp_refs is None or plan.refs_path is None:
         return
-    write_references(
-        group,
-        tmp_refs,
-        plan.refs_path,
-        plan.refs_format,
-        plan.public_cache_url,
-        plan.cache_path,
-        plan.cache_location,
+    output = ReferencesOutput(
+        tmp_refs, plan.refs_path, plan.refs_format, plan.cache_path, plan.cache_location, plan.public_cache_url
     )
+    write_references(group, output)
 
 
-def _placer(tmp_refs: Path | None, refs_path: Path | None):
+def _placer(tmp_refs: Path | None, refs_path: Path | None) -> Callable[[], None] | None:
     """Renames the finished references into place (after the cache is uploaded)."""
     if tmp_refs is None or refs_path is None:
         return None
     return lambda: outputs.replace_output(tmp_refs, refs_path)
 
 
-def _summary(plan: IndexPlan, scan: ScanResult, group: ManifestGroup) -> IndexSummary:
-    attrs = group.metadata.attributes["vcfvirtual"]
+def _summary(plan: IndexPlan, scan: ScanResult, provenance: Provenance) -> IndexSummary:
     return IndexSummary(
         sources=plan.sources,
         records=int(scan.num_records),
-        variants_chunk_size=int(attrs["variants_chunk_size"]),
+        variants_chunk_size=store_chunk_length(scan),
         references=plan.refs_target,
         refs_format=plan.refs_format,
-        cache=str(attrs["cache"]["url"]),
+        cache=provenance.cache.url,
         cache_layout=plan.cache_layout,
         zero_copy=plan.zero_copy,
     )

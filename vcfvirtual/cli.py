@@ -10,24 +10,25 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from . import __version__
-from ._gc import collector_paused
-from .errors import VcfVirtualError
-
 # Importing this module must stay cheap (--help, relocate, inspect): the indexer's modules
 # load numba, zarr, VirtualiZarr and xarray (~1 s), so each command imports what it runs
-# inside its function. Hence the choices are named here rather than taken from
-# vcfvirtual.plan, which needs numpy at least (tests/unit/vcfvirtual/test_cli_startup.py
-# checks they agree).
-LAYOUTS = ("raw", "bgzf", "columns")
-REFS_FORMATS = ("json", "parquet", "icechunk")
+# inside its function. The choices come from the lists' numpy-free modules.
+from . import __version__
+from ._gc import collector_paused
+from .cache.names import LAYOUTS
+from .errors import VcfVirtualError
+from .refs.formats import REFS_FORMATS, RefsFormat
 
 if TYPE_CHECKING:
     from .api import IndexSummary
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Interrupted(KeyboardInterrupt):
@@ -40,7 +41,7 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-def _raise_interrupted(signum, frame):
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
     from .scan.parallel import hold_signal
 
     if hold_signal(signum):
@@ -54,7 +55,7 @@ def _raise_interrupted(signum, frame):
 
 
 @contextlib.contextmanager
-def _cleanup_on_signals():
+def _cleanup_on_signals() -> Iterator[None]:
     """Turn SIGTERM and SIGINT into :class:`Interrupted` while a command writes, and exit
     as a process killed by that signal would report it (128 + its number), after the
     cleanup. Only the command line does this: the library leaves its host's signals alone.
@@ -93,7 +94,7 @@ _FLAGS = {
 }
 
 
-def _fail(e: Exception):
+def _fail(e: Exception) -> NoReturn:
     """One line for an error, naming the command's flags, and exit status 1."""
     if isinstance(e, OSError):
         # Not expected to reach here (the library types its errors), but never a traceback.
@@ -118,9 +119,34 @@ def _setup_logging(verbose: int) -> None:
     os.environ.setdefault("ICECHUNK_LOG", "error")
 
 
+def _verbose_option(help: str = "More logging: -v for info, -vv for debug.") -> Callable[[F], F]:
+    return click.option("-v", "--verbose", count=True, help=help)
+
+
+def _count_option(*decls: str, minimum: int, default: int, help: str) -> Callable[[F], F]:
+    """An integer option of at least ``minimum``, its default shown."""
+    return click.option(*decls, type=click.IntRange(min=minimum), default=default, show_default=True, help=help)
+
+
+def _workers_option(help: str) -> Callable[[F], F]:
+    return _count_option("-j", "--workers", minimum=1, default=1, help=help)
+
+
+def _progress_option(help: str) -> Callable[[F], F]:
+    return click.option("--progress/--no-progress", default=None, help=help)
+
+
+def _storage_option(help: str) -> Callable[[F], F]:
+    return click.option("--storage-options", metavar="JSON", help=help)
+
+
+def _check_option(help: str) -> Callable[[F], F]:
+    return click.option("--check/--no-check", default=True, show_default=True, help=help)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="vcfvirtual")
-def main():
+def main() -> None:
     """Serve BCF files as virtual VCF Zarr stores, without converting them."""
 
 
@@ -163,12 +189,11 @@ def main():
     "stream (many times larger; reads skip the inflate). An uncompressed BCF (bcftools "
     "view -Ou) is by default referenced as it is, with no cache (raw).",
 )
-@click.option(
+@_count_option(
     "-s",
     "--samples-chunk-size",
-    type=click.IntRange(min=1),
+    minimum=1,
     default=10_000,
-    show_default=True,
     help="Samples per chunk of the arrays with a samples dimension (call_*), as bio2zarr's "
     "option. Used by the columns layout only: the bgzf and raw layouts keep all samples "
     "in one chunk.",
@@ -181,11 +206,10 @@ def main():
     "call_PL, derived at read time from GT, AD and PL (nothing added to the cache). Needs "
     "diploid GT, as bio2zarr does.",
 )
-@click.option(
+@_count_option(
     "--inflate-threads",
-    type=click.IntRange(min=0),
+    minimum=0,
     default=0,
-    show_default=True,
     help="Threads that inflate BGZF blocks ahead of the record scan. 0 inflates on "
     "the scanning thread, which measured as fast on 2 cores; try more on "
     "machines with many cores.",
@@ -208,15 +232,10 @@ def main():
     "cache's file name). Default: its local path. Change it later with "
     "vcfvirtual relocate.",
 )
-@click.option(
-    "-j",
-    "--workers",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes that scan in parallel: the BCFs given, and parts of each large "
+@_workers_option(
+    "Processes that scan in parallel: the BCFs given, and parts of each large "
     "BGZF BCF (cut at record starts its .csi index names, or found by a block "
-    "scan). The store is the same as a serial run's.",
+    "scan). The store is the same as a serial run's."
 )
 @click.option(
     "--dask-scheduler",
@@ -225,13 +244,11 @@ def main():
     "its workers must see the BCFs and the cache's folder at the same paths. "
     "Needs the distributed package.",
 )
-@click.option(
-    "--storage-options",
-    metavar="JSON",
-    help="fsspec options for a BCF, cache or references given as a URL (s3://, gs://, "
+@_storage_option(
+    "fsspec options for a BCF, cache or references given as a URL (s3://, gs://, "
     'https://), as JSON, e.g. \'{"endpoint_url": "http://host:9000", "anon": false}\'. '
     "Credentials otherwise come from the usual places (AWS_* variables, ~/.aws). "
-    "Needs pip install 'vcfvirtual[remote]'.",
+    "Needs pip install 'vcfvirtual[remote]'."
 )
 @click.option(
     "--rename-field",
@@ -263,31 +280,16 @@ def main():
     "Anything else under an output's name (a directory, another file, a link) is "
     "refused, with or without --force.",
 )
-@click.option(
-    "--progress/--no-progress", default=None, help="Show a progress bar (default: only when stderr is a terminal)."
-)
-@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
+@_progress_option("Show a progress bar (default: only when stderr is a terminal).")
+@_verbose_option()
 def index_command(
-    bcf,
-    refs_path,
-    cache_path,
-    variants_chunk_size,
-    cache_layout,
-    samples_chunk_size,
-    local_alleles,
-    inflate_threads,
-    refs_format,
-    cache_url,
-    workers,
-    dask_scheduler,
-    storage_options,
-    rename_fields,
-    fields,
-    exclude_fields,
-    force,
-    progress,
-    verbose,
-):
+    bcf: tuple[str, ...],
+    dask_scheduler: str | None,
+    storage_options: str | None,
+    rename_fields: tuple[str, ...],
+    verbose: int,
+    **options: Any,
+) -> None:
     """Scan BCF once and write its transcode cache and Kerchunk JSON references.
 
     Several BCFs (e.g. one per chromosome, same samples) make one store holding their
@@ -306,26 +308,13 @@ def index_command(
         storage = _storage_options(storage_options)  # a typo fails before a cluster is reached
         renames = _renames(rename_fields)
         with _cleanup_on_signals(), _dask_client(dask_scheduler) as client:
-            options = IndexOptions(
-                refs_path=refs_path,
-                cache_path=cache_path,
-                variants_chunk_size=variants_chunk_size,
-                cache_layout=cache_layout,
-                samples_chunk_size=samples_chunk_size,
-                local_alleles=local_alleles,
-                force=force,
-                progress=progress,
-                inflate_threads=inflate_threads,
-                cache_url=cache_url,
-                refs_format=refs_format,
-                workers=workers,
-                dask_client=client,
-                storage_options=storage,
-                rename_fields=renames,
-                fields=fields,
-                exclude_fields=exclude_fields,
-            )
-            _, summary = index_with_summary(bcf[0] if len(bcf) == 1 else list(bcf), options)
+            # The other options are IndexOptions' own fields, under their names.
+            index_options = IndexOptions(**options, dask_client=client, storage_options=storage, rename_fields=renames)
+            # The pass makes no reference cycles worth collecting: collections would only
+            # walk the libraries' objects (0.3-1 s of a first run). The command owns its
+            # process, so it, not the library, pauses the collector.
+            with collector_paused():
+                _, summary = index_with_summary(bcf[0] if len(bcf) == 1 else list(bcf), index_options)
     except (VcfVirtualError, OSError) as e:
         _fail(e)
     click.echo(_summary(summary, time.perf_counter() - start), err=True)
@@ -365,7 +354,7 @@ def _renames(values: tuple[str, ...]) -> dict[str, str]:
     return renames
 
 
-def _storage_options(text):
+def _storage_options(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
@@ -378,7 +367,7 @@ def _storage_options(text):
 
 
 @contextlib.contextmanager
-def _dask_client(address):
+def _dask_client(address: str | None) -> Iterator[Any]:
     if address is None:
         yield None
         return
@@ -407,22 +396,19 @@ def _dask_client(address):
     help="Write the relocated references here instead of rewriting REFS in place "
     "(an existing file there must be vcfvirtual references).",
 )
-@click.option(
-    "--check/--no-check",
-    default=True,
-    show_default=True,
-    help="Read the cache at its new home and refuse it unless its size and sampled "
+@_check_option(
+    "Read the cache at its new home and refuse it unless its size and sampled "
     "hash are those the references record. --no-check: point at a cache not "
-    "uploaded yet.",
+    "uploaded yet."
 )
-@click.option(
-    "--storage-options",
-    metavar="JSON",
-    help="fsspec options (JSON object) for reaching a cache URL (s3://, https://), "
-    'e.g. \'{"endpoint_url": "http://host:9000"}\'.',
+@_storage_option(
+    "fsspec options (JSON object) for reaching a cache URL (s3://, https://), "
+    'e.g. \'{"endpoint_url": "http://host:9000"}\'.'
 )
-@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def relocate_command(refs, cache_url, output, check, storage_options, verbose):
+@_verbose_option()
+def relocate_command(
+    refs: str, cache_url: str, output: str | None, check: bool, storage_options: str | None, verbose: int
+) -> None:
     """Point the Kerchunk JSON REFS at the cache's new home CACHE_URL.
 
     For example, after uploading the cache: vcfvirtual relocate cohort.bcf.vcz.json
@@ -463,9 +449,11 @@ def relocate_command(refs, cache_url, output, check, storage_options, verbose):
     ".icechunk) in place of its own, e.g. cohort.bcf.vcz.parq next to cohort.bcf.vcz.json.",
 )
 @click.option("--force", is_flag=True, help="Replace references vcfvirtual wrote at the output.")
-@click.option("--storage-options", metavar="JSON", help="fsspec options (a JSON object) for a cache given as a URL.")
-@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def refs_command(store, refs_format, output, force, storage_options, verbose):
+@_storage_option("fsspec options (a JSON object) for a cache given as a URL.")
+@_verbose_option()
+def refs_command(
+    store: str, refs_format: RefsFormat, output: str | None, force: bool, storage_options: str | None, verbose: int
+) -> None:
     """Write the references of STORE (Kerchunk JSON or Parquet that index wrote) in another
     format, over the same cache.
 
@@ -499,14 +487,12 @@ def refs_command(store, refs_format, output, force, storage_options, verbose):
     help="List the store's sample names, one per line, instead of describing it (as "
     "bcftools query -l and vcztools query -l do).",
 )
-@click.option(
-    "--storage-options",
-    metavar="JSON",
-    help="fsspec options (a JSON object) for references or a cache given as a URL "
-    "(s3://, https://), e.g. '{\"anon\": true}'.",
+@_storage_option(
+    "fsspec options (a JSON object) for references or a cache given as a URL "
+    "(s3://, https://), e.g. '{\"anon\": true}'."
 )
-@click.option("-v", "--verbose", count=True, help="More logging: -v for info, -vv for debug.")
-def inspect_command(store, samples, storage_options, verbose):
+@_verbose_option()
+def inspect_command(store: str, samples: bool, storage_options: str | None, verbose: int) -> None:
     """Describe the store STORE (Kerchunk JSON, Parquet directory or Icechunk repository).
 
     Prints each array's dtype, stored bytes (the byte ranges its chunks reference, plus
@@ -541,29 +527,15 @@ def inspect_command(store, samples, storage_options, verbose):
     help="The BCF (or VCF) to compare with; repeat it for a store of several files, in "
     "the order they were indexed. Default: the sources recorded in the references.",
 )
-@click.option(
-    "--check/--no-check",
-    default=True,
-    show_default=True,
-    help="Check the cache's fingerprints first and stop if it changed since indexing. "
-    "--no-check decodes it anyway, to see which values changed.",
+@_check_option(
+    "Check the cache's fingerprints first and stop if it changed since indexing. "
+    "--no-check decodes it anyway, to see which values changed."
 )
-@click.option(
-    "--storage-options", metavar="JSON", help="fsspec options (a JSON object) for references or a cache given as a URL."
-)
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Show a progress bar over records (default: only when stderr is a terminal).",
-)
-@click.option(
-    "-j",
-    "--workers",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes that check chunks in parallel (each reads its chunks of the store and "
-    "their records from the BCF; a BGZF BCF or VCF is needed for more than one).",
+@_storage_option("fsspec options (a JSON object) for references or a cache given as a URL.")
+@_progress_option("Show a progress bar over records (default: only when stderr is a terminal).")
+@_workers_option(
+    "Processes that check chunks in parallel (each reads its chunks of the store and "
+    "their records from the BCF; a BGZF BCF or VCF is needed for more than one)."
 )
 @click.option(
     "--sample",
@@ -577,13 +549,18 @@ def inspect_command(store, samples, storage_options, verbose):
     type=int,
     help="Seed of --sample's random choice, to repeat the same check.",
 )
-@click.option(
-    "-v",
-    "--verbose",
-    count=True,
-    help="More output: -v lists every array compared; also info (-v) or debug (-vv) logging.",
-)
-def verify_command(store, sources, check, storage_options, progress, workers, sample, seed, verbose):
+@_verbose_option("More output: -v lists every array compared; also info (-v) or debug (-vv) logging.")
+def verify_command(
+    store: str,
+    sources: tuple[str, ...],
+    check: bool,
+    storage_options: str | None,
+    progress: bool | None,
+    workers: int,
+    sample: int | None,
+    seed: int | None,
+    verbose: int,
+) -> None:
     """Decode every array of STORE and compare it with htslib's reading of the source BCF.
 
     The source is read with htslib (through pysam, and its per-sample values as arrays)

@@ -22,15 +22,19 @@ from vcfvirtual_codec.bcf import bgzf
 
 from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .bcf.vcf_input import is_vcf_path, vcf_field_ids
+from .cache.base import CacheLayout
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
-from .cache.layouts import DEFAULT_LAYOUT, LAYOUTS
+from .cache.layouts import DEFAULT_LAYOUT, LAYOUT_WRITERS, LAYOUTS, STREAM_LAYOUT, chunk_length_rule, layout_writer
+from .cache.names import LayoutName, layout_name
 from .errors import OutputExistsError, VcfVirtualError
 from .io import outputs
 from .io import remote as storage
 from .io.fingerprint import Fingerprint
+from .refs.formats import REFS_FORMATS, REFS_SUFFIXES, RefsFormat
 
 if TYPE_CHECKING:
     from .bcf.header import BCFHeader
+    from .scan.chunking import ChunkLengthRule
 
 __all__ = [
     "LAYOUTS",
@@ -42,9 +46,6 @@ __all__ = [
     "references_path",
 ]
 
-#: The references formats :func:`vcfvirtual.index` writes, and their default suffixes.
-REFS_SUFFIXES = {"json": ".json", "parquet": ".parq", "icechunk": ".icechunk"}
-REFS_FORMATS = tuple(REFS_SUFFIXES)
 
 #: An input: a local path, or a URL kept as a string.
 Source = Path | str
@@ -102,14 +103,14 @@ class IndexOptions:
     refs_path: OutputArg = None
     cache_path: str | os.PathLike[str] | None = None
     variants_chunk_size: int | None = None
-    cache_layout: str | None = None
+    cache_layout: LayoutName | None = None
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE
     local_alleles: bool = False
     force: bool = False
     progress: bool | None = None
     inflate_threads: int = 0
     cache_url: str | None = None
-    refs_format: str = "json"
+    refs_format: RefsFormat = "json"
     workers: int = 1
     dask_client: Any = None
     storage_options: dict | None = None
@@ -156,8 +157,8 @@ class IndexPlan:
 
     sources: tuple[Source, ...]
     fingerprints: tuple[Fingerprint, ...]
-    refs_format: str
-    cache_layout: str
+    refs_format: RefsFormat
+    cache_layout: LayoutName
     refs_path: Path | None
     cache_path: Path
     refs_target: Path | str | None
@@ -168,31 +169,23 @@ class IndexPlan:
     remote: RemotePlan | None
     options: IndexOptions
 
-    def chunk_length_for(self, header: BCFHeader) -> int:
-        """Variants per chunk for this header: as asked, or sized from its samples.
+    @property
+    def chunk_length_for(self) -> ChunkLengthRule:
+        """Variants per chunk for a header, as asked or sized from its samples by the
+        layout, once the fields are checked against it (what the scan is handed)."""
+        o = self.options
+        return chunk_length_rule(self.cache_layout, o.variants_chunk_size, o.field_choice, self.sources[0])
 
-        Called once the header is read, before any record: the fields are checked here
-        (names that clash, choices naming fields the header lacks), so such a run stops
-        before it has written a chunk."""
-        # Imported here: the command line reads this module's choices without loading VirtualiZarr.
-        from .manifests.vcf_zarr import default_chunk_length
-
-        self.field_map(header)
-        return self.options.variants_chunk_size or default_chunk_length(
-            len(header.samples), 2, layout=self.cache_layout
-        )
+    @property
+    def layout(self) -> CacheLayout:
+        """The cache's layout, with the run's options."""
+        o = self.options
+        return layout_writer(self.cache_layout, o.samples_chunk_size, o.local_alleles, o.field_choice)
 
     def field_map(self, header: BCFHeader) -> FieldMap:
-        """The arrays of the header's INFO/FORMAT fields under the run's choice.
-
-        Raises
-        ------
-        FieldNameError
-            A field's array would replace a fixed array or another field's, or the choice
-            names a field the header does not declare."""
-        return map_fields(
-            [f.name for f in header.info], [f.name for f in header.formats], self.options.field_choice, self.sources[0]
-        )
+        """The arrays of the header's INFO/FORMAT fields under the run's choice
+        (:meth:`ChunkLengthRule.field_map <vcfvirtual.scan.chunking.ChunkLengthRule.field_map>`)."""
+        return self.chunk_length_for.field_map(header)
 
 
 def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions) -> IndexPlan:
@@ -235,11 +228,11 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     # references must name local or uploaded bytes.) Chosen first: it names the cache.
     with_urls = _run_urls(sources, options) != (None, None, None)
     single_plain = len(sources) == 1 and not with_urls and _is_uncompressed(sources[0], options.storage_options)
-    layout = options.cache_layout or ("raw" if single_plain else DEFAULT_LAYOUT)
+    layout = layout_name(options.cache_layout) or (STREAM_LAYOUT if single_plain else DEFAULT_LAYOUT)
     remote = _plan_remote(sources, options, partitioned, layout)
     refs_path, cache_path = _local_outputs(sources, options, remote, layout)
     fingerprints = tuple(_source_fingerprint(p, options.storage_options) for p in sources)
-    zero_copy = single_plain and layout == "raw"
+    zero_copy = single_plain and LAYOUT_WRITERS[layout].uncompressed_stream
     if zero_copy:
         cache_path = Path(sources[0])
     _refuse_url_characters(cache_path)
@@ -267,7 +260,7 @@ def references_path(
     bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     refs_path: OutputArg = None,
     cache_path: str | os.PathLike[str] | None = None,
-    refs_format: str = "json",
+    refs_format: RefsFormat = "json",
 ) -> Path | str | None:
     """Where :func:`vcfvirtual.index` writes the references for these arguments.
 
@@ -298,7 +291,9 @@ def references_path(
     return _output_paths(normalise_sources(bcf_path), refs_path, cache_path, refs_format)[0]
 
 
-def normalise_sources(bcf_path) -> tuple[Source, ...]:
+def normalise_sources(
+    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+) -> tuple[Source, ...]:
     """The input file(s) as paths (URLs kept as strings); the same file twice would
     double its records."""
     if isinstance(bcf_path, (str, os.PathLike)):
@@ -315,8 +310,8 @@ def normalise_sources(bcf_path) -> tuple[Source, ...]:
     return sources
 
 
-def _source(p) -> Source:
-    return p if storage.is_url(p) else Path(p)
+def _source(p: str | os.PathLike[str]) -> Source:
+    return p if isinstance(p, str) and storage.is_url(p) else Path(p)
 
 
 def _check_numbers(options: IndexOptions) -> None:
@@ -340,7 +335,7 @@ def _check_vcf_fields(sources: Sequence[Source], options: IndexOptions) -> None:
         map_fields(*ids, options.field_choice, source)
 
 
-def _refuse_folder_names(refs_path, cache_path) -> None:
+def _refuse_folder_names(refs_path: OutputArg, cache_path: str | os.PathLike[str] | None) -> None:
     """Outputs are files (Parquet and Icechunk references: directories this tool makes
     whole), named in full: a name ending in a separator asks to write into a folder."""
     for path, option in ((refs_path, "refs_path="), (cache_path, "cache_path=")):
@@ -364,7 +359,7 @@ def _refuse_url_characters(cache_path: Path) -> None:
         )
 
 
-def _same_file(a, b) -> bool:
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -389,7 +384,7 @@ def _refuse_overlaps(sources: Sequence[Source], cache_path: Path | None, refs_pa
         )
 
 
-def _url(path) -> str | None:
+def _url(path: object) -> str | None:
     return path if isinstance(path, str) and storage.is_url(path) else None
 
 
@@ -399,7 +394,9 @@ def _run_urls(sources: Sequence[Source], options: IndexOptions) -> tuple[str | N
     return source, _url(options.refs_path), _url(options.cache_path)
 
 
-def _plan_remote(sources: Sequence[Source], options: IndexOptions, partitioned: bool, layout: str) -> RemotePlan | None:
+def _plan_remote(
+    sources: Sequence[Source], options: IndexOptions, partitioned: bool, layout: LayoutName
+) -> RemotePlan | None:
     """The URLs of a run, and where its outputs are staged (named, not created)."""
     source, refs_url, cache_url = _run_urls(sources, options)
     if (source, refs_url, cache_url) == (None, None, None):
@@ -434,7 +431,7 @@ def _plan_remote(sources: Sequence[Source], options: IndexOptions, partitioned: 
 
 
 def _local_outputs(
-    sources: Sequence[Source], options: IndexOptions, remote: RemotePlan | None, layout: str
+    sources: Sequence[Source], options: IndexOptions, remote: RemotePlan | None, layout: LayoutName
 ) -> tuple[Path | None, Path]:
     """(references, cache): the local files the run writes."""
     if remote is not None:
@@ -443,7 +440,11 @@ def _local_outputs(
 
 
 def _output_paths(
-    sources: Sequence[Source], refs_path, cache_path, refs_format: str, layout: str | None = None
+    sources: Sequence[Source],
+    refs_path: OutputArg,
+    cache_path: str | os.PathLike[str] | None,
+    refs_format: RefsFormat,
+    layout: LayoutName | None = None,
 ) -> tuple[Path | None, Path]:
     """(references, cache) paths: asked for, or named after the input."""
     suffix = REFS_SUFFIXES[refs_format]
@@ -453,8 +454,8 @@ def _output_paths(
         # A remote BCF's outputs default to the working directory, under its name.
         source = sources[0]
         local = Path(source.rsplit("/", 1)[-1]) if isinstance(source, str) else source
-        default_refs, default_cache = outputs.default_paths(local, layout)
-        default_refs = default_refs.with_name(default_refs.name.removesuffix(".json") + suffix)
+        default_refs = local.with_name(local.name + outputs.REFS_SUFFIX.removesuffix(".json") + suffix)
+        default_cache = local.with_name(local.name + _cache_suffix(layout))
     else:
         # Several inputs have no one name to derive outputs from: the caller names the store.
         if not refs_path and not cache_path:
@@ -463,19 +464,24 @@ def _output_paths(
                 f"{len(sources)} input files: name the store to write",
                 hint="give refs_path= (and optionally cache_path=)",
             )
-        cache_suffix = outputs.cache_suffix(layout).removeprefix(".vcz")
+        cache_suffix = _cache_suffix(layout).removeprefix(".vcz")
         stem = Path(refs_path) if refs_path else None
         default_cache = stem.with_name(stem.name.removesuffix(suffix) + cache_suffix) if stem else None
         cache = Path(cache_path) if cache_path else None
         # Either layout's suffix: a cache named by hand may be of another layout than asked.
         bare = cache.name if cache else ""
-        for other in (outputs.COLUMNS_CACHE_SUFFIX, outputs.CACHE_SUFFIX):
+        for other in sorted({w.suffix for w in LAYOUT_WRITERS.values()}):
             bare = bare.removesuffix(other.removeprefix(".vcz"))
         default_refs = cache.with_name(bare + suffix) if cache else None
     cache = Path(cache_path) if cache_path else default_cache
     assert cache is not None  # several inputs: one of the two names was given, checked above
     refs = None if refs_path is False else Path(refs_path) if refs_path else default_refs
     return refs, cache
+
+
+def _cache_suffix(layout: LayoutName | None) -> str:
+    """The default suffix of a cache of ``layout`` (None: a BCF stream's)."""
+    return LAYOUT_WRITERS[layout or "raw"].suffix
 
 
 def _source_fingerprint(path: Source, storage_options: dict | None = None) -> Fingerprint:

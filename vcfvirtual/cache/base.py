@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO, NamedTuple, Protocol
 
@@ -12,10 +13,80 @@ import numpy as np
 
 from ..bcf.header import BCFHeader
 from ..io.outputs import output_file
+from ..scan.chunking import chunk_length_within
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
+from ..scan.scanner import scan_bcf
+from ..scan.sink import RecordSink
+from .names import LayoutName
 
 ChunkLengthFor = Callable[[BCFHeader], int]
+
+# Target size of one decoded call_genotype chunk, and the most variants per chunk, of the
+# layouts that keep a record whole (raw, bgzf): a read decodes every sample of a chunk.
+TARGET_CHUNK_BYTES = 64 * 1024 * 1024
+MAX_CHUNK_LENGTH = 10_000
+
+
+class ChunkBounds:
+    """A layout's chunk length rule: as many variants as keep one chunk of every sample's
+    genotypes within ``max_chunk_bytes``, at most ``max_chunk_length`` (at least
+    MIN_CHUNK_LENGTH)."""
+
+    max_chunk_bytes: int
+    max_chunk_length: int
+
+    def chunk_length(self, n_samples: int, ploidy: int, itemsize: int = 1) -> int:
+        """See :meth:`CacheLayout.chunk_length`."""
+        return chunk_length_within(n_samples, ploidy, itemsize, self.max_chunk_bytes, self.max_chunk_length)
+
+
+class WholeRecordChunks(ChunkBounds):
+    """The chunk bounds of the layouts that keep records whole (raw, bgzf), whose reads
+    decode every sample's calls of a chunk: a decoded call_genotype chunk near 64 MiB."""
+
+    max_chunk_bytes = TARGET_CHUNK_BYTES
+    max_chunk_length = MAX_CHUNK_LENGTH
+    # Records are kept whole: every sample in a chunk, rlen as the record stores it.
+    samples_blocked = False
+    rlen_resolved = False
+
+
+@dataclass(frozen=True)
+class SerialSource:
+    """One BCF scanned once, serially, writing the cache as it goes.
+
+    Parameters
+    ----------
+    path : str or Path
+        The BCF (with ``fileobj``, only its name in messages).
+    chunk_length_for : callable
+        Records per variants chunk, given the header (called before any record).
+    progress : bool or None
+        Show a progress bar (None: when on a terminal).
+    threads : int
+        Threads inflating blocks ahead of the scan (0: none; see
+        :func:`vcfvirtual.scan.scanner.scan_bcf`).
+    fileobj : file object or None
+        The BCF already open (a URL's stream).
+    """
+
+    path: str | Path
+    chunk_length_for: ChunkLengthFor
+    progress: bool | None = None
+    threads: int = 0
+    fileobj: BinaryIO | None = None
+
+    def scan(self, sink: RecordSink) -> ScanResult:
+        """Scan the BCF, handing every inflated byte to ``sink`` (a layout's writer)."""
+        return scan_bcf(
+            self.path,
+            self.chunk_length_for,
+            sink=sink,
+            progress=self.progress,
+            threads=self.threads,
+            fileobj=self.fileobj,
+        )
 
 
 class ChunkRanges(NamedTuple):
@@ -30,9 +101,13 @@ class SegmentRanges(NamedTuple):
     """Where each segment is in a cache that stores every array apart (the ``columns``
     layout): per segment name (``position``, ``info/DP``, ``format/GT``...), a
     :class:`ChunkRanges` whose arrays have shape ``(n_chunks,)``, or ``(n_chunks,
-    n_blocks)`` for a FORMAT field cut into samples blocks."""
+    n_blocks)`` for a FORMAT field cut into samples blocks; each segment's compressor
+    (``zstd``, ``blosc``), and the samples per block (the samples chunk size as written:
+    no wider than the samples there are), which the arrays reading them declare."""
 
     segments: dict[str, ChunkRanges]
+    compressors: dict[str, str]
+    samples_chunk_size: int
 
 
 # What a layout's writer returns: one range per variants chunk shared by every array
@@ -82,39 +157,54 @@ class CacheLayout(Protocol):
     from partitions scanned apart. A new layout is one module implementing this and one
     entry in :data:`vcfvirtual.cache.layouts.LAYOUT_WRITERS`."""
 
-    name: str
+    name: LayoutName
+    # The cache's default file suffix (after the BCF's name).
+    suffix: str
     # Whether partition workers must write their inflated stream bytes (segments) for
     # write_partitioned; otherwise it reads the source blocks (Merged.pieces) itself.
     needs_segments: bool
     # Whether write_partitioned cuts the merged stream by record, and so needs every
     # record's offset kept by the merge (Merged.record_offsets).
     needs_record_offsets: bool
+    # Its chunk length rule's bounds (ChunkBounds): a chunk of every sample's genotypes
+    # within max_chunk_bytes, at most max_chunk_length variants.
+    max_chunk_bytes: int
+    max_chunk_length: int
+    # Whether the cache is the uncompressed BCF stream itself: an uncompressed BCF then
+    # serves as its own cache (zero copy).
+    uncompressed_stream: bool
+    # Whether the arrays with a samples dimension are chunked in samples blocks (the store
+    # records samples_chunk_size); otherwise a chunk holds every sample.
+    samples_blocked: bool
+    # Whether the cache holds rlen as resolved from INFO/END when written, so that
+    # variant_length's codec reads no END key.
+    rlen_resolved: bool
 
-    def write_serial(
-        self,
-        bcf_path: str | Path,
-        tmp_cache: Path,
-        chunk_length_for: ChunkLengthFor,
-        progress: bool | None = None,
-        threads: int = 0,
-        fileobj: BinaryIO | None = None,
-    ) -> tuple[ScanResult, CacheRanges]:
-        """Scan ``bcf_path`` once, writing the cache to ``tmp_cache`` as it goes.
+    def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
+        """How many records the chunk at ``offset`` (``size`` bytes) of the cache open as
+        ``f`` holds, read cheaply from the cache; None when that needs a decode.
+
+        Raises
+        ------
+        OSError
+            The cache cannot be read.
+        """
+        ...
+
+    def chunk_length(self, n_samples: int, ploidy: int, itemsize: int = 1) -> int:
+        """Variants per chunk unless asked otherwise, for records of ``n_samples`` calls
+        of ``ploidy`` (genotypes of ``itemsize`` bytes each), within the bounds."""
+        ...
+
+    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, CacheRanges]:
+        """Scan ``source`` once, writing the cache to ``tmp_cache`` as it goes.
 
         Parameters
         ----------
-        bcf_path : str or Path
-            The BCF (with ``fileobj``, only its name in messages).
+        source : SerialSource
+            The BCF and how to scan it.
         tmp_cache : Path
             The cache's temporary name.
-        chunk_length_for : callable
-            Records per variants chunk, given the header.
-        progress : bool, optional
-            Show a progress bar (None: when on a terminal).
-        threads : int
-            Inflate threads (see :func:`vcfvirtual.scan.scanner.scan_bcf`).
-        fileobj : file object, optional
-            The BCF already open (a URL's stream).
 
         Returns
         -------
@@ -125,6 +215,8 @@ class CacheLayout(Protocol):
         ------
         OutputWriteError
             The cache could not be written.
+        NotBCFError, HeaderError, CorruptBCFError
+            The input is not a readable BCF.
         """
         ...
 
@@ -141,8 +233,8 @@ class CacheLayout(Protocol):
 
         Returns
         -------
-        ChunkRanges
-            Where each chunk is in the cache.
+        ChunkRanges or SegmentRanges
+            Where each chunk (or segment) is in the cache.
 
         Raises
         ------

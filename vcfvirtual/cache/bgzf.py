@@ -20,10 +20,17 @@ from vcfvirtual_codec.bcf import bgzf
 
 from .._progress import phase
 from ..bcf.header import BCFHeader
+from ..io.outputs import CACHE_SUFFIX
 from ..scan.parallel import Merged, Piece
 from ..scan.results import ScanResult
-from ..scan.scanner import scan_bcf
-from .base import ChunkLengthFor, ChunkRanges, chunk_byte_ranges, open_cache
+from .base import (
+    ChunkRanges,
+    SerialSource,
+    WholeRecordChunks,
+    chunk_byte_ranges,
+    open_cache,
+)
+from .names import LayoutName
 
 logger = logging.getLogger(__name__)
 # ISA-L level (0 fastest to 3 smallest) for the blocks we compress: only those a chunk
@@ -206,35 +213,32 @@ class ChunkAlignedBGZFWriter:
         return end
 
 
-class BGZFLayout:
+class BGZFLayout(WholeRecordChunks):
     """The chunk-aligned BGZF cache, written as the scan reads, or assembled from the
     source blocks of partitions scanned apart (cut where a serial run cuts, so it is the
     same cache byte for byte)."""
 
-    name = "bgzf"
+    name: LayoutName = "bgzf"
+    suffix = CACHE_SUFFIX  # a BCF
     needs_segments = False
     needs_record_offsets = False
+    uncompressed_stream = False
 
-    def write_serial(
-        self,
-        bcf_path: str | Path,
-        tmp_cache: Path,
-        chunk_length_for: ChunkLengthFor,
-        progress: bool | None = None,
-        threads: int = 0,
-        fileobj: BinaryIO | None = None,
-    ) -> tuple[ScanResult, ChunkRanges]:
+    def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.chunk_records`: None, as the
+        records are compressed (counting them means inflating the chunk)."""
+        return None
+
+    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, ChunkRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
         with open_cache(tmp_cache) as f:
             writer = ChunkAlignedBGZFWriter(f)
-            scan = scan_bcf(
-                bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj
-            )
-            with phase("compress", progress):  # the last block, re-cut
+            scan = source.scan(writer)
+            with phase("compress", source.progress):  # the last block, re-cut
                 end = writer.close()
         logger.info(
             "%s: %d BGZF blocks copied, %d re-compressed at chunk boundaries",
-            bcf_path,
+            source.path,
             writer.blocks_copied,
             writer.blocks_recompressed,
         )

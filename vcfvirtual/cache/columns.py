@@ -28,26 +28,32 @@ from .._progress import phase
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
-from ..io.outputs import COLUMNS_CACHE_MAGIC
+from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
-from ..scan.scanner import scan_bcf
 from . import columns_demux as demux
-from .base import ChunkLengthFor, ChunkRanges, SegmentRanges, open_cache
+from .base import ChunkBounds, ChunkRanges, SegmentRanges, SerialSource, open_cache
+from .names import LayoutName, segment_name
 
 logger = logging.getLogger(__name__)
 
-NAME = "columns"
 FILE_MAGIC = COLUMNS_CACHE_MAGIC
-# The segment format is the codec's (it reads what this writes): preamble, magic, flags
-# and kind codes come from there.
-SEGMENT_MAGIC = codec_columns.MAGIC
+# The segment format is the codec's (it reads what this writes): preamble, flags and kind
+# codes come from there.
 PREAMBLE = codec_columns.PREAMBLE
 FLAG_GT_SHIFTED = codec_columns.FLAG_GT_SHIFT  # int8 GT bytes stored minus GT_SHIFT
 FLAG_GT_ALL_PHASED = codec_columns.FLAG_GT_ALL_PHASED
 FLAG_GT_NONE_PHASED = codec_columns.FLAG_GT_NONE_PHASED
 KIND_CODES = codec_columns.SEGMENT_KINDS
 DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
+# The layout chunks the samples too, so a read decodes one samples block of a variants
+# chunk, never the whole row: its variants chunks are bio2zarr's 1,000 (a first 1,000
+# rows, a region, variant_position cost no more chunks than bio2zarr's store), unless one
+# chunk of all samples' calls would pass MAX_CHUNK_BYTES, which bounds the index pass's
+# memory (it holds a variants chunk of every sample: ~0.86 GB peak RSS at 100,000 samples
+# x 1,000 variants, ~1.6 GB at 3,355).
+CHUNK_LENGTH = 1_000
+MAX_CHUNK_BYTES = 256 * 1024 * 1024
 # Compressor of each segment: GT (most of the bytes, and bit planes that bit-shuffle well
 # once shifted) with Blosc lz4 bit-shuffle, fast enough for the index pass; the rest with
 # Zstd 1, as small as bio2zarr's and faster to read (benchmarks/FINDINGS-columns.md section 3).
@@ -66,7 +72,10 @@ COMPRESS_THREADS = 2
 OVERLAP_MAX_BYTES = 128 * 1024 * 1024
 
 
-def compressor_of(segment: str, gt_name: str = "format/GT") -> str:
+GT_SEGMENT = segment_name("FORMAT", "GT")
+
+
+def compressor_of(segment: str, gt_name: str = GT_SEGMENT) -> str:
     """``blosc`` for GT's segments, ``zstd`` for every other."""
     return "blosc" if segment == gt_name else "zstd"
 
@@ -107,9 +116,9 @@ class SegmentPlan:
         for name in demux.FIXED_NAMES:
             self.segments.append((name, 0, KIND_CODES[name], -1, 1, 0, compressor_of(name)))
         for f in header.info:
-            self.segments.append((f"info/{f.name}", 0, KIND_CODES["info"], f.key, 1, 0, "zstd"))
+            self.segments.append((segment_name("INFO", f.name), 0, KIND_CODES["info"], f.key, 1, 0, "zstd"))
         for slot, f in enumerate(header.formats):
-            name = f"format/{f.name}"
+            name = segment_name("FORMAT", f.name)
             flags = FLAG_GT_SHIFTED if slot == self.gt_slot else 0
             for b in range(self.n_blocks):
                 width = min(self.samples_chunk_size, self.n_samples - b * self.samples_chunk_size)
@@ -117,7 +126,7 @@ class SegmentPlan:
         # The demux still splits every field (its slots cover the header's keys); the
         # segments of a field left out are neither compressed nor written.
         field_map = map_fields([f.name for f in header.info], [f.name for f in header.formats], field_choice)
-        omitted = {ident.replace("INFO/", "info/", 1).replace("FORMAT/", "format/", 1) for ident in field_map.omitted}
+        omitted = {segment_name(*ident.split("/", 1)) for ident in field_map.omitted}
         self.kept = [s for s, segment in enumerate(self.segments) if segment[0] not in omitted]
         self.write_order = list(range(len(self.segments)))
         if local_alleles and self.gt_slot >= 0:  # without GT there is nothing to put beside it
@@ -130,14 +139,14 @@ class SegmentPlan:
         PL segments one after another (in the first GT block's place), the rest as the
         demux writes them. One byte range then holds what a call_LAD or call_LPL chunk needs."""
         index = {(s[0], s[1]): i for i, s in enumerate(self.segments)}
-        ad, pl = (f"format/{name}" for name in LOCAL_NEIGHBOURS)
+        ad, pl = (segment_name("FORMAT", name) for name in LOCAL_NEIGHBOURS)
         grouped = [
-            index[(name, b)] for b in range(self.n_blocks) for name in (ad, "format/GT", pl) if (name, b) in index
+            index[(name, b)] for b in range(self.n_blocks) for name in (ad, GT_SEGMENT, pl) if (name, b) in index
         ]
         order: list[int] = []
         for i, segment in enumerate(self.segments):
-            if segment[0] in (ad, "format/GT", pl):
-                if segment[0] == "format/GT" and segment[1] == 0:
+            if segment[0] in (ad, GT_SEGMENT, pl):
+                if segment[0] == GT_SEGMENT and segment[1] == 0:
                     order.extend(grouped)
                 continue
             order.append(i)
@@ -188,16 +197,12 @@ class ColumnsWriter:
         self,
         fileobj: IO[Any],
         path: str,
-        samples_chunk_size: int,
+        layout: ColumnsLayout,
         threads: int = COMPRESS_THREADS,
-        local_alleles: bool = False,
-        field_choice: FieldChoice = EVERY_FIELD,
     ):
         self.fileobj = fileobj
         self.path = path
-        self.samples_chunk_size = samples_chunk_size
-        self.local_alleles = local_alleles
-        self.field_choice = field_choice
+        self.layout = layout  # its samples blocks, local alleles and fields chosen
         self.pool = ThreadPoolExecutor(max(1, threads))
         self.plan: SegmentPlan | None = None
         self.chunk_length = 0
@@ -223,7 +228,8 @@ class ColumnsWriter:
         if chunk_length < 1:
             raise VcfVirtualError(self.path, "the columns layout needs the variants chunk size before the records")
         self.chunk_length = chunk_length
-        self.plan = SegmentPlan(header, self.samples_chunk_size, self.local_alleles, self.field_choice)
+        layout = self.layout
+        self.plan = SegmentPlan(header, layout.samples_chunk_size, layout.local_alleles, layout.field_choice)
         self.ranges = [[] for _ in self.plan.segments]
         self._write(FILE_MAGIC)
         self._write(self._take(0, header.size).tobytes())
@@ -276,7 +282,8 @@ class ColumnsWriter:
             if not blocked[name]:
                 table = table[:, 0]
             out[name] = ChunkRanges(np.ascontiguousarray(table[..., 0]), np.ascontiguousarray(table[..., 1]))
-        return SegmentRanges(out)
+        compressors = {segment[0]: segment[6] for segment in self.plan.segments}
+        return SegmentRanges(out, compressors, self.plan.samples_chunk_size)
 
     def _write(self, data: bytes) -> None:
         self.fileobj.write(data)
@@ -356,14 +363,20 @@ def _job(segment: tuple[str, int, int, int, int, int, str], n: int) -> tuple[int
     return kind, flags, key, n, block, width, compressor
 
 
-class ColumnsLayout:
+class ColumnsLayout(ChunkBounds):
     """The columns cache, written as the scan reads, or from the partitions' segments."""
 
-    name = NAME
+    name: LayoutName = "columns"
+    suffix = COLUMNS_CACHE_SUFFIX  # no BCF: its name says what it is
     # A partitioned run's workers write their records inflated; this process then demuxes
     # and compresses the merged stream as a serial scan's sink would (the same bytes).
     needs_segments = True
     needs_record_offsets = True  # write_partitioned cuts the merged stream by record
+    max_chunk_bytes = MAX_CHUNK_BYTES
+    max_chunk_length = CHUNK_LENGTH
+    uncompressed_stream = False
+    samples_blocked = True
+    rlen_resolved = True  # from END, as the demux writes each chunk
 
     def __init__(
         self,
@@ -376,34 +389,26 @@ class ColumnsLayout:
         self.local_alleles = local_alleles
         self.field_choice = field_choice
 
-    def write_serial(
-        self,
-        bcf_path: str | Path,
-        tmp_cache: Path,
-        chunk_length_for: ChunkLengthFor,
-        progress: bool | None = None,
-        threads: int = 0,
-        fileobj: BinaryIO | None = None,
-    ) -> tuple[ScanResult, SegmentRanges]:
+    def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.chunk_records`: the count its
+        first segment's preamble records (-1 for bytes that are no segment)."""
+        f.seek(offset)
+        data = f.read(PREAMBLE.size)
+        fields = PREAMBLE.unpack_from(data) if len(data) == PREAMBLE.size else None
+        return int(fields[5]) if fields and fields[0] == codec_columns.MAGIC else -1
+
+    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, SegmentRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
         with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(
-                f,
-                str(bcf_path),
-                self.samples_chunk_size,
-                local_alleles=self.local_alleles,
-                field_choice=self.field_choice,
-            )
+            writer = ColumnsWriter(f, str(source.path), self)
             try:
-                scan = scan_bcf(
-                    bcf_path, chunk_length_for, sink=writer, progress=progress, threads=threads, fileobj=fileobj
-                )
-                with phase("compress", progress):  # the chunks still in the compression pool
+                scan = source.scan(writer)
+                with phase("compress", source.progress):  # the chunks still in the compression pool
                     writer.close(scan.stream_size)
             finally:
                 writer.pool.shutdown()
         n_chunks = len(scan.chunk_offsets)
-        logger.info("%s: %d chunks of %d segments written", bcf_path, n_chunks, len(writer.ranges))
+        logger.info("%s: %d chunks of %d segments written", source.path, n_chunks, len(writer.ranges))
         return scan, writer.segment_ranges(n_chunks)
 
     def write_partitioned(self, merged: Merged, tmp_cache: Path) -> SegmentRanges:
@@ -415,9 +420,7 @@ class ColumnsLayout:
         # Errors name the first input (its records come first in the merged stream).
         name = merged.pieces[0].path if merged.pieces else str(tmp_cache)
         with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(
-                f, name, self.samples_chunk_size, local_alleles=self.local_alleles, field_choice=self.field_choice
-            )
+            writer = ColumnsWriter(f, name, self)
             try:
                 _feed_segments(writer, merged, scan, offsets)
                 writer.close(scan.stream_size)

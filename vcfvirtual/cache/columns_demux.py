@@ -10,7 +10,7 @@ Segments keep BCF's own typed encoding (sentinels, widths) so that dtype and wid
 decisions stay read-time; only the record interleaving is undone. ``n`` below is the
 number of records in the chunk. All integers little-endian.
 
-Segment slots (``segment_count`` gives the total):
+Segment slots (``N_FIXED_SEGMENTS + n_info + n_format * n_blocks`` in all):
 
 * ``SEG_CONTIG``, ``SEG_POSITION``, ``SEG_RLEN``: ``int32[n]``. CHROM and POS as stored
   (POS 0-based). rlen as htslib reads it: a stored rlen of 2^31 or more is replaced here
@@ -19,7 +19,7 @@ Segment slots (``segment_count`` gives the total):
 * ``SEG_ID``, ``SEG_FILTER``, and each INFO key (slot ``N_FIXED_SEGMENTS + info_slot``):
   a *typed column*::
 
-      int32 count[n]     values in the record's vector; ABSENT (-1) when the record lacks
+      int32 count[n]     values in the record's vector; -1 when the record lacks
                          the field (a Flag that is set has count 0)
       uint8 type[n]      BCF type code (records.BT_*) of the vector, 0 when absent
       values             per record, count * type_size(type) bytes, verbatim from BCF
@@ -74,15 +74,10 @@ SEG_FILTER = 6
 N_FIXED_SEGMENTS = 7
 FIXED_NAMES = ("contig", "position", "rlen", "qual", "id", "alleles", "filter")
 
-ABSENT = -1
 # Columns of the locate tables.
 _TYPE, _COUNT, _DATA = 0, 1, 2
 
 _njit = numba.njit(nogil=True, cache=True)
-
-
-def segment_count(n_info: int, n_format: int, n_samples: int, samples_chunk_size: int) -> int:
-    return N_FIXED_SEGMENTS + n_info + n_format * n_blocks(n_samples, samples_chunk_size)
 
 
 def n_blocks(n_samples: int, samples_chunk_size: int) -> int:

@@ -8,11 +8,18 @@ import shutil
 from pathlib import Path
 from typing import BinaryIO
 
+from ..io.outputs import CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
-from ..scan.scanner import scan_bcf
 from ..scan.sink import FileSink
-from .base import ChunkLengthFor, ChunkRanges, chunk_byte_ranges, open_cache
+from .base import (
+    ChunkRanges,
+    SerialSource,
+    WholeRecordChunks,
+    chunk_byte_ranges,
+    open_cache,
+)
+from .names import LayoutName
 
 COPY_BUFFER = 16 * 1024 * 1024
 
@@ -34,27 +41,30 @@ def raw_ranges(scan: ScanResult) -> ChunkRanges:
     return chunk_byte_ranges(scan.chunk_offsets, scan.stream_size)
 
 
-class RawLayout:
+class RawLayout(WholeRecordChunks):
     """The raw cache, written as the scan reads, or joined from the partitions' segments."""
 
-    name = "raw"
+    name: LayoutName = "raw"
+    suffix = CACHE_SUFFIX  # a BCF stream
     needs_segments = True
     needs_record_offsets = False
+    uncompressed_stream = True
 
-    def write_serial(
-        self,
-        bcf_path: str | Path,
-        tmp_cache: Path,
-        chunk_length_for: ChunkLengthFor,
-        progress: bool | None = None,
-        threads: int = 0,
-        fileobj: BinaryIO | None = None,
-    ) -> tuple[ScanResult, ChunkRanges]:
+    def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.chunk_records`: the records' own
+        lengths, walked (l_shared and l_indiv before each record)."""
+        f.seek(offset)
+        data = f.read(size)
+        found, at = 0, 0
+        while at + 8 <= len(data):
+            at += 8 + int.from_bytes(data[at : at + 4], "little") + int.from_bytes(data[at + 4 : at + 8], "little")
+            found += 1
+        return found
+
+    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, ChunkRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
         with open_cache(tmp_cache) as f:
-            scan = scan_bcf(
-                bcf_path, chunk_length_for, sink=FileSink(f), progress=progress, threads=threads, fileobj=fileobj
-            )
+            scan = source.scan(FileSink(f))
         return scan, raw_ranges(scan)
 
     def write_partitioned(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:

@@ -8,9 +8,10 @@ Everything here is pure: the scan result and the cache location in, a group out.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,25 +26,14 @@ from .. import __version__
 from ..bcf.fields import EVERY_FIELD, PREFIX, FieldChoice, FieldMap, map_fields
 from ..bcf.header import BCFHeader
 from ..cache.base import CacheRanges, ChunkRanges, SegmentRanges
-from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, compressor_of, effective_samples_chunk_size
+from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
+from ..cache.layouts import LAYOUT_WRITERS
+from ..cache.names import LayoutName, segment_name
 from ..errors import CorruptBCFError, FieldShapeError, UnsupportedBCFError, VcfVirtualError
-from ..io import remote as storage
-from ..io.fingerprint import Fingerprint
 from ..scan.results import ScanResult
+from .provenance import ATTRIBUTE, Dimensions, Provenance, RecordedCache, RecordedSource
 
 VCF_ZARR_VERSION = "0.3"
-# Target size of one decoded call_genotype chunk, and the bounds on variants per chunk.
-TARGET_CHUNK_BYTES = 64 * 1024 * 1024
-MIN_CHUNK_LENGTH = 100
-MAX_CHUNK_LENGTH = 10_000
-# The columns layout chunks the samples too, so a read decodes one samples block of a
-# variants chunk, never the whole row: its variants chunks are bio2zarr's 1,000 (a first
-# 1,000 rows, a region, variant_position cost no more chunks than bio2zarr's store), unless
-# one chunk of all samples' calls would pass COLUMNS_MAX_CHUNK_BYTES, which bounds the
-# index pass's memory (it holds a variants chunk of every sample: ~0.86 GB peak RSS at
-# 100,000 samples x 1,000 variants, ~1.6 GB at 3,355).
-COLUMNS_CHUNK_LENGTH = 1_000
-COLUMNS_MAX_CHUNK_BYTES = 256 * 1024 * 1024
 
 # The descriptions bio2zarr gives the fixed fields, so both stores read alike.
 FIXED_DESCRIPTIONS = {
@@ -67,16 +57,14 @@ def min_int_dtype(lo: int, hi: int) -> np.dtype:
     raise OverflowError(f"integer range [{lo}, {hi}] does not fit in 64 bits")
 
 
-def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1, layout: str | None = None) -> int:
-    """Variants per chunk so a decoded call_genotype chunk stays near 64 MiB; for the
-    ``columns`` layout, 1,000 (see COLUMNS_CHUNK_LENGTH)."""
-    per_variant = max(1, n_samples * max(ploidy, 1) * itemsize)
-    if layout == "columns":
-        return int(np.clip(COLUMNS_MAX_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, COLUMNS_CHUNK_LENGTH))
-    return int(np.clip(TARGET_CHUNK_BYTES // per_variant, MIN_CHUNK_LENGTH, MAX_CHUNK_LENGTH))
+def default_chunk_length(n_samples: int, ploidy: int, itemsize: int = 1, layout: LayoutName = "raw") -> int:
+    """Variants per chunk unless asked otherwise: the layout's rule
+    (:meth:`~vcfvirtual.cache.base.CacheLayout.chunk_length`; a decoded call_genotype
+    chunk near 64 MiB, or 1,000 for ``columns``)."""
+    return LAYOUT_WRITERS[layout].chunk_length(n_samples, ploidy, itemsize)
 
 
-def _fill_value(dtype: np.dtype):
+def _fill_value(dtype: np.dtype) -> bool | int | float | str:
     if dtype == np.dtype(bool):
         return False
     if dtype.kind == "i":
@@ -86,7 +74,7 @@ def _fill_value(dtype: np.dtype):
     return ""
 
 
-def _codecs(dtype, spec: ChunkSpec | None) -> list[dict[str, Any]]:
+def _codecs(dtype: DType, spec: ChunkSpec | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]]
     if dtype is str:
         out = [{"name": "vlen-utf8"}]
@@ -125,13 +113,14 @@ def _array_metadata(
     }
 
 
-def _zarr_dtype(dtype):
+def _zarr_dtype(dtype: DType) -> np.dtype:
     return np.dtypes.StringDType() if dtype is str else np.dtype(dtype)
 
 
 # The columns layout's segment of each fixed kind, as the codec reads them (the others are
 # an INFO or FORMAT key's segment).
 FIXED_SEGMENTS = {kind: seg for kind, seg in SEGMENT_OF_KIND.items() if seg not in ("info", "format")}
+GT_SEGMENT = segment_name("FORMAT", "GT")
 
 
 def segment_of(kind: str, field: str | None = None) -> str:
@@ -140,51 +129,94 @@ def segment_of(kind: str, field: str | None = None) -> str:
     if kind in FIXED_SEGMENTS:
         return FIXED_SEGMENTS[kind]
     if kind.startswith("genotype") or kind == "local_alleles":
-        return "format/GT"
+        return GT_SEGMENT
     if kind in LOCAL_KINDS:  # call_LAD, call_LPL: their field's segment, beside GT's
-        return "format/" + _LOCAL_SOURCES[kind]
-    return f"{kind}/{field}"
+        return segment_name("FORMAT", _LOCAL_SOURCES[kind])
+    return segment_name(kind, str(field))
+
+
+# The dtype of an array: numpy's, or ``str`` for variable-length strings.
+DType = np.dtype | type
+
+
+@dataclass(frozen=True)
+class _StoreChunks:
+    """What every variants-dimension array of one store shares: its records, chunks,
+    cache and layout, and where each array's chunks are in the cache."""
+
+    n_records: int
+    chunk_length: int
+    cache_url: str
+    ranges: CacheRanges
+    layout: LayoutName
+
+    def variant(
+        self,
+        name: str,
+        kind: str,
+        dtype: DType,
+        dims: Sequence[str] = ("variants",),
+        shape: Sequence[int] = (),
+        description: str | None = "",
+        *,
+        field: str | None = None,
+        **spec_extra: Any,
+    ) -> ManifestArray:
+        """One variants-dimension array: its codec's spec (``spec_extra``: the other
+        :class:`ChunkSpec` fields, ``key``, ``ploidy``...) and its chunks' ranges
+        (``field``: the INFO/FORMAT ID of an ``info`` or ``format`` array, whatever its
+        array's name)."""
+        per_variant_shape = tuple(shape)
+        chunk_shape = [max(1, s) for s in per_variant_shape]
+        array_ranges, extra = self._ranges(kind, field)
+        if "samples_chunk_size" in extra:
+            chunk_shape[0] = extra["samples_chunk_size"]
+        return _variant_array(
+            ChunkSpec(
+                array=name,
+                kind=kind,
+                dtype="str" if dtype is str else np.dtype(dtype).str,
+                shape=per_variant_shape,
+                chunk_length=self.chunk_length,
+                num_records=self.n_records,
+                layout=self.layout,
+                **{**spec_extra, **extra},
+            ),
+            dtype,
+            list(dims),
+            tuple(chunk_shape),
+            array_ranges,
+            self.cache_url,
+            description,
+        )
+
+    def _ranges(self, kind: str, field: str | None) -> tuple[ChunkRanges, dict[str, Any]]:
+        """The chunks' ranges of an array of ``kind``, and the spec fields the columns
+        layout adds (its segments' compressor, samples blocks, rlen as resolved)."""
+        ranges = self.ranges
+        if not isinstance(ranges, SegmentRanges):
+            return ranges, {}
+        segment = segment_of(kind, field)
+        extra: dict[str, Any] = {"compressor": ranges.compressors[segment]}
+        if kind in SAMPLE_KINDS:
+            extra["samples_chunk_size"] = ranges.samples_chunk_size
+        if kind == "length":
+            extra["key"] = -1  # rlen was resolved from END when the cache was written
+        return (local_ranges(ranges, kind) if kind in LOCAL_KINDS else ranges.segments[segment]), extra
 
 
 def _variant_array(
-    name,
-    kind,
-    dtype,
-    dims,
-    per_variant_shape,
-    n_records,
-    chunk_length,
-    cache_url,
-    ranges: CacheRanges,
-    description=None,
-    samples_chunk_size: int = 0,
-    field: str | None = None,
-    **spec_extra,
+    spec: ChunkSpec,
+    dtype: DType,
+    dims: list[str],
+    chunk_shape: tuple[int, ...],
+    array_ranges: ChunkRanges,
+    cache_url: str,
+    description: str | None,
 ) -> ManifestArray:
-    per_variant_shape = tuple(per_variant_shape)
-    chunk_shape = [max(1, s) for s in per_variant_shape]
-    array_ranges: ChunkRanges
-    if isinstance(ranges, SegmentRanges):
-        segment = segment_of(kind, field)
-        spec_extra["compressor"] = compressor_of(segment)
-        if kind in SAMPLE_KINDS:
-            samples_chunk_size = effective_samples_chunk_size(samples_chunk_size, per_variant_shape[0])
-            spec_extra["samples_chunk_size"] = samples_chunk_size
-            chunk_shape[0] = samples_chunk_size
-        if kind == "length":
-            spec_extra["key"] = -1  # rlen was resolved from END when the cache was written
-        array_ranges = local_ranges(ranges, kind) if kind in LOCAL_KINDS else ranges.segments[segment]
-    else:
-        array_ranges = ranges
-    spec = ChunkSpec(
-        array=name,
-        kind=kind,
-        dtype="str" if dtype is str else np.dtype(dtype).str,
-        shape=per_variant_shape,
-        chunk_length=chunk_length,
-        num_records=n_records,
-        **spec_extra,
-    )
+    """The array of ``spec`` over ``array_ranges`` of the cache."""
+    per_variant_shape = spec.shape
+    n_records, chunk_length = spec.num_records, spec.chunk_length
     attributes = {}
     if description is not None:
         attributes["description"] = description
@@ -225,10 +257,10 @@ def local_ranges(ranges: SegmentRanges, kind: str) -> ChunkRanges:
     """A local-allele array's chunks in the columns cache: GT's segments (call_LA), or one
     range over each block's AD and GT segments (call_LAD) or GT and PL (call_LPL), which
     the cache written with local alleles lays side by side (cache.columns.SegmentPlan)."""
-    gt = ranges.segments["format/GT"]
+    gt = ranges.segments[GT_SEGMENT]
     if kind == "local_alleles":
         return gt
-    field = ranges.segments["format/" + _LOCAL_SOURCES[kind]]
+    field = ranges.segments[segment_name("FORMAT", _LOCAL_SOURCES[kind])]
     first, second = (field, gt) if kind == "local_ad" else (gt, field)
     if not np.array_equal(first.offsets + first.lengths, second.offsets):
         raise VcfVirtualError(
@@ -239,7 +271,13 @@ def local_ranges(ranges: SegmentRanges, kind: str) -> ChunkRanges:
     return ChunkRanges(first.offsets, first.lengths + second.lengths)
 
 
-def _inline_array(values, dtype, dims, description=None, chunk: int | None = None) -> ManifestArray:
+def _inline_array(
+    values: Sequence[Any] | np.ndarray,
+    dtype: DType,
+    dims: Sequence[str],
+    description: str | None = None,
+    chunk: int | None = None,
+) -> ManifestArray:
     """An array whose encoded bytes travel inside the manifest: one chunk, or chunks of
     ``chunk`` rows (the last one padded to the full chunk, as Zarr stores an edge chunk)."""
     if dtype is str:
@@ -258,7 +296,7 @@ def _inline_array(values, dtype, dims, description=None, chunk: int | None = Non
         fill_value=fill,
         codecs=_codecs(dtype, None),
         attributes=attributes,
-        dimension_names=dims,
+        dimension_names=list(dims),
     )
     if not values.size:
         return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries={}, shape=(1,) * len(shape)))
@@ -274,7 +312,7 @@ def _inline_array(values, dtype, dims, description=None, chunk: int | None = Non
     return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries=entries))
 
 
-def region_index(region_rows: np.ndarray, position_dtype) -> np.ndarray:
+def region_index(region_rows: np.ndarray, position_dtype: np.dtype) -> np.ndarray:
     """The spec's region index, bio2zarr's column order, from the scan's region rows
     (chunk, contig, first POS, last POS, largest end, records per chunk and contig run).
 
@@ -289,7 +327,7 @@ def region_index(region_rows: np.ndarray, position_dtype) -> np.ndarray:
     return rows.astype(min_int_dtype(min(int(rows.min()), info.min), max(int(rows.max()), info.max)))
 
 
-def field_dtype(vcf_type: str, lo: int, hi: int):
+def field_dtype(vcf_type: str, lo: int, hi: int) -> DType:
     """bio2zarr's dtype for an INFO/FORMAT field: smallest int, float32, bool or str."""
     if vcf_type == "Integer":
         return np.dtype("i1") if lo > hi else min_int_dtype(lo, hi)
@@ -304,7 +342,9 @@ def field_dtype(vcf_type: str, lo: int, hi: int):
     return str
 
 
-def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> dict:
+def field_dimensions(
+    header: BCFHeader, scan: ScanResult, n_alleles: int, ploidy: int
+) -> dict[tuple[str, str], tuple[int, str | None]]:
     """(width, dimension name or None) of every INFO/FORMAT field, by bio2zarr's rules.
 
     Number=A/R/G use the alt_alleles/alleles/genotypes dimensions; fixed and "."
@@ -358,7 +398,7 @@ def field_dimensions(header, scan: ScanResult, n_alleles: int, ploidy: int) -> d
     return out
 
 
-def header_field_map(header: BCFHeader, choice: FieldChoice = EVERY_FIELD, path=None) -> FieldMap:
+def header_field_map(header: BCFHeader, choice: FieldChoice = EVERY_FIELD, path: str | None = None) -> FieldMap:
     """The arrays of ``header``'s fields under ``choice`` (:func:`vcfvirtual.bcf.fields.map_fields`)."""
     return map_fields([f.name for f in header.info], [f.name for f in header.formats], choice, path)
 
@@ -369,9 +409,8 @@ def build_group(
     chunk_length: int,
     *,
     ranges: CacheRanges,
-    layout: str = "raw",
-    extra_attributes: dict | None = None,
-    samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
+    layout: LayoutName = "raw",
+    provenance: Provenance | None = None,
     field_map: FieldMap | None = None,
     local_alleles: bool = False,
 ) -> ManifestGroup:
@@ -380,7 +419,7 @@ def build_group(
     ``ranges`` are the (offsets, lengths) of the chunks in the cache, as its layout wrote
     them: one per variants chunk for every array (:class:`ChunkRanges`), or each array's
     own segments (:class:`SegmentRanges`, the columns layout, whose arrays with a samples
-    dimension are chunked ``samples_chunk_size`` samples wide). ``field_map`` names the
+    dimension are chunked in its samples blocks). ``field_map`` names the
     INFO/FORMAT fields' arrays and leaves out those not chosen (default: every field,
     named ``variant_<ID>``/``call_<ID>``; a field taking a fixed array's name is refused).
     ``local_alleles``: bio2zarr's ``--local-alleles`` arrays (:func:`local_allele_arrays`).
@@ -388,7 +427,7 @@ def build_group(
     h = scan.header
     if field_map is None:
         field_map = header_field_map(h)
-    variant = _variant_factory(scan.num_records, chunk_length, cache_url, ranges, layout, samples_chunk_size)
+    variant = _StoreChunks(scan.num_records, chunk_length, cache_url, ranges, layout).variant
     _refuse_undefined_contigs(scan)
     position_dtype = min_int_dtype(*scan.pos_range) if scan.num_records else np.dtype("i1")
     n_alleles = max(scan.max_alleles, 2)
@@ -402,7 +441,7 @@ def build_group(
         local_allele_arrays(variant, scan, arrays, n_alleles)
     # bio2zarr chunks sample_id as the samples blocks, and readers (vcztools) take the
     # samples chunking of every call_* array from it.
-    sample_block = effective_samples_chunk_size(samples_chunk_size, len(h.samples)) if layout == "columns" else None
+    sample_block = ranges.samples_chunk_size if isinstance(ranges, SegmentRanges) else None
     arrays.update(_header_arrays(scan, position_dtype, sample_block))
     attributes: dict[str, Any] = {
         "vcf_zarr_version": VCF_ZARR_VERSION,
@@ -410,15 +449,13 @@ def build_group(
         "vcf_meta_information": h.meta_information(),
         "source": f"vcfvirtual {__version__}",
     }
-    if extra_attributes:
-        attributes.update(extra_attributes)
-    if isinstance(attributes.get("vcfvirtual"), dict):
+    if provenance is not None:
         dimensions = recorded_dimensions(h, arrays, n_alleles, ploidy)
-        attributes["vcfvirtual"] = {**attributes["vcfvirtual"], "dimensions": dimensions}
+        attributes[ATTRIBUTE] = dataclasses.replace(provenance, dimensions=dimensions).to_json()
     return ManifestGroup(arrays=arrays, attributes=attributes)
 
 
-def recorded_dimensions(header, arrays: dict[str, ManifestArray], n_alleles: int, ploidy: int) -> dict[str, Any]:
+def recorded_dimensions(header: BCFHeader, arrays: dict[str, ManifestArray], n_alleles: int, ploidy: int) -> Dimensions:
     """The sizes the scan chose, which the header alone does not give: alleles, ploidy
     (with GT), and each INFO/FORMAT field's width (its values per record, or per call).
     open_store refuses arrays wider than these (refs/arrays.py): a width comes from the
@@ -430,40 +467,12 @@ def recorded_dimensions(header, arrays: dict[str, ManifestArray], n_alleles: int
             shape = arrays[name].metadata.shape
             extra = shape[2:] if field.category == "FORMAT" else shape[1:]
             fields[f"{field.category}/{field.name}"] = int(extra[0]) if extra else 1
-    out: dict[str, Any] = {"alleles": int(n_alleles), "fields": fields}
-    if header.gt_key >= 0:
-        out["ploidy"] = int(ploidy)
-    return out
+    return Dimensions(int(n_alleles), int(ploidy) if header.gt_key >= 0 else None, fields)
 
 
 # variant(name, kind, dtype, dims=("variants",), shape=(), description="", **spec_extra):
-# one variants-dimension array of the store being built.
+# one variants-dimension array of the store being built (:meth:`_StoreChunks.variant`).
 VariantArrayFactory = Callable[..., ManifestArray]
-
-
-def _variant_factory(
-    n_records: int, chunk_length: int, cache_url: str, ranges: CacheRanges, layout: str, samples_chunk_size: int
-) -> VariantArrayFactory:
-    """What every variants-dimension array of one store shares: its records, chunks, cache and layout."""
-
-    def variant(name, kind, dtype, dims=("variants",), shape=(), description="", **extra) -> ManifestArray:
-        return _variant_array(
-            name,
-            kind,
-            dtype,
-            list(dims),
-            shape,
-            n_records,
-            chunk_length,
-            cache_url,
-            ranges,
-            description=description,
-            samples_chunk_size=samples_chunk_size,
-            layout=layout,
-            **extra,
-        )
-
-    return variant
 
 
 def _refuse_undefined_contigs(scan: ScanResult) -> None:
@@ -676,57 +685,70 @@ def _header_arrays(scan: ScanResult, position_dtype: np.dtype, sample_block: int
     return arrays
 
 
-def build_store_group(
+def store_chunk_length(scan: ScanResult) -> int:
+    """Variants per chunk of the store: the scan's, but no longer than the array. A chunk
+    longer than the array only makes the chunk grid irregular; with at most one chunk,
+    the per-chunk summaries hold for any longer N."""
+    return max(1, min(scan.chunk_length, scan.num_records))
+
+
+def store_provenance(
     scan: ScanResult,
-    sources: Sequence[str | os.PathLike[str]],
-    fingerprints: Sequence[Fingerprint],
-    local_cache_url: str,
-    tmp_cache: str | os.PathLike[str],
-    layout: str,
-    ranges: CacheRanges,
+    *,
+    sources: Sequence[RecordedSource],
+    cache: RecordedCache,
     zero_copy: bool,
     samples_chunk_size: int = DEFAULT_SAMPLES_CHUNK_SIZE,
     field_choice: FieldChoice = EVERY_FIELD,
+) -> Provenance:
+    """The store's ``vcfvirtual`` attribute but its dimensions (which the arrays give):
+    the sources' and the cache's fingerprints, which let readers refuse a cache or source
+    that has changed; the chunking; the fields' renames and selection (for verify, inspect
+    and the reference checks).
+
+    Raises
+    ------
+    FieldNameError
+        A field's array would replace another's, or the choice names an undeclared field."""
+    fields = header_field_map(scan.header, field_choice, sources[0].path).to_attribute()
+    return Provenance(
+        sources=tuple(sources),
+        cache=cache,
+        variants_chunk_size=store_chunk_length(scan),
+        zero_copy=zero_copy,
+        # The other layouts keep the samples dimension whole.
+        samples_chunk_size=samples_chunk_size if LAYOUT_WRITERS[cache.layout or "raw"].samples_blocked else None,
+        fields=fields,
+    )
+
+
+def build_store_group(
+    scan: ScanResult,
+    ranges: CacheRanges,
+    provenance: Provenance,
+    *,
+    field_choice: FieldChoice = EVERY_FIELD,
     local_alleles: bool = False,
 ) -> ManifestGroup:
-    """The store's arrays and attributes; ``local_cache_url`` is where the cache is
-    (a ``file://`` URL, not percent-encoded: obstore and fsspec take the path literally;
-    or the URL it is uploaded to). ``field_choice``: the fields' renames and selection,
-    recorded in the attributes for the store's readers."""
-    field_map = header_field_map(scan.header, field_choice, sources[0])
-    # A chunk longer than the array only makes the chunk grid irregular; with at
-    # most one chunk, the per-chunk summaries hold for any longer N.
-    chunk_length = max(1, min(scan.chunk_length, scan.num_records))
-    attrs = {
-        "vcfvirtual": {
-            # Fingerprints let readers refuse a cache or source that has changed.
-            "sources": [
-                {"path": p if storage.is_url(p) else os.path.abspath(p), **f.to_json()}
-                for p, f in zip(sources, fingerprints)
-            ],
-            "cache": {"url": local_cache_url, "layout": layout, **Fingerprint.of(tmp_cache).to_json()},
-            "variants_chunk_size": chunk_length,
-            "zero_copy": zero_copy,
-        }
-    }
-    if layout == "columns":  # the other layouts keep the samples dimension whole
-        attrs["vcfvirtual"]["samples_chunk_size"] = samples_chunk_size
-    fields = field_map.to_attribute()
-    if fields is not None:  # renamed or omitted fields: verify, inspect and the checks read them
-        attrs["vcfvirtual"]["fields"] = fields
+    """The store's arrays over the cache at ``provenance.cache.url`` (a ``file://`` URL,
+    not percent-encoded: obstore and fsspec take the path literally; or the URL it is
+    uploaded to), and its attributes: ``provenance`` (:func:`store_provenance`) with the
+    dimensions the arrays were given. ``field_choice``: the fields' renames and selection."""
+    source = provenance.sources[0].path
+    field_map = header_field_map(scan.header, field_choice, source)
+    layout = provenance.cache.layout or "raw"
     try:
         return build_group(
             scan,
-            local_cache_url,
-            chunk_length,
+            provenance.cache.url,
+            store_chunk_length(scan),
             ranges=ranges,
             layout=layout,
-            extra_attributes=attrs,
-            samples_chunk_size=samples_chunk_size,
+            provenance=provenance,
             field_map=field_map,
             local_alleles=local_alleles,
         )
     except VcfVirtualError as e:
         if e.path is None:  # pure builders do not know the file: name it here
-            raise type(e)(sources[0], e.problem, offset=e.offset, hint=e.hint) from None
+            raise type(e)(source, e.problem, offset=e.offset, hint=e.hint) from None
         raise

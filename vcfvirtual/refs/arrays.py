@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from ..bcf.fields import FieldMap
     from ..bcf.header import BCFHeader
+    from ..manifests.provenance import Dimensions, Provenance
 
     PathLike = str | os.PathLike[str] | None
 
@@ -298,13 +299,13 @@ def check_dimension_names(keys: StoreKeys, metas: dict[str, dict[str, Any]], ref
 
 
 def check_codec_arrays(
-    specs: dict[str, ChunkSpec], header: BCFHeader, info: dict[str, Any], refs_path: PathLike
+    specs: dict[str, ChunkSpec], header: BCFHeader, provenance: Provenance, refs_path: PathLike
 ) -> None:
     """The codec arrays agree with one another and the index's attributes: records,
     chunking, samples blocks, alleles, ploidy, and each field's width."""
-    problems = _shared_problems(specs, header, info)
-    dimensions = info.get("dimensions")
-    if not isinstance(dimensions, dict) or not isinstance(dimensions.get("fields"), dict):
+    problems = _shared_problems(specs, header, provenance)
+    dimensions = provenance.dimensions
+    if dimensions is None:
         raise _refuse(
             refs_path,
             "the references record no dimensions (vcfvirtual.dimensions) to check the arrays' widths against",
@@ -317,7 +318,7 @@ def check_codec_arrays(
         raise _refuse(refs_path, "; ".join(problems[:4]))
 
 
-def _shared_problems(specs: dict[str, ChunkSpec], header: BCFHeader, info: dict[str, Any]) -> list[str]:
+def _shared_problems(specs: dict[str, ChunkSpec], header: BCFHeader, provenance: Provenance) -> list[str]:
     from ..cache.columns import effective_samples_chunk_size
 
     problems = []
@@ -329,37 +330,33 @@ def _shared_problems(specs: dict[str, ChunkSpec], header: BCFHeader, info: dict[
             f"{other.num_records} in {other.array}"
         )
     lengths = {s.chunk_length for s in specs.values()}
-    if lengths != {info.get("variants_chunk_size")} and specs:
-        problems.append(f"chunk lengths {sorted(lengths)[:4]}, the index recorded {info.get('variants_chunk_size')!r}")
-    block = info.get("samples_chunk_size")
+    if lengths != {provenance.variants_chunk_size} and specs:
+        problems.append(f"chunk lengths {sorted(lengths)[:4]}, the index recorded {provenance.variants_chunk_size!r}")
+    block = provenance.samples_chunk_size
     blocks = {s.samples_chunk_size for s in specs.values() if s.samples_chunk_size}
     if blocks and (type(block) is not int or blocks != {effective_samples_chunk_size(block, len(header.samples))}):
         problems.append(f"samples blocks {sorted(blocks)[:4]}, the index recorded samples_chunk_size {block!r}")
     return problems
 
 
-def _allele_and_ploidy_problems(
-    specs: dict[str, ChunkSpec], header: BCFHeader, dimensions: dict[str, Any]
-) -> list[str]:
+def _allele_and_ploidy_problems(specs: dict[str, ChunkSpec], header: BCFHeader, dimensions: Dimensions) -> list[str]:
     problems = []
     alleles = specs["variant_allele"].shape[0] if "variant_allele" in specs else None
-    if alleles != dimensions.get("alleles"):
-        problems.append(f"variant_allele is {alleles} wide, the index recorded {dimensions.get('alleles')!r} alleles")
+    if alleles != dimensions.alleles:
+        problems.append(f"variant_allele is {alleles} wide, the index recorded {dimensions.alleles!r} alleles")
     if header.gt_key >= 0:
         ploidies = {specs[n].ploidy for n in GENOTYPE_ARRAYS if n in specs}
-        if ploidies != {dimensions.get("ploidy")}:
-            problems.append(
-                f"genotype arrays of ploidy {sorted(ploidies)}, the index recorded {dimensions.get('ploidy')!r}"
-            )
+        if ploidies != {dimensions.ploidy}:
+            problems.append(f"genotype arrays of ploidy {sorted(ploidies)}, the index recorded {dimensions.ploidy!r}")
     return problems
 
 
-def width_problems(specs: dict[str, ChunkSpec], header: BCFHeader, dimensions: dict[str, Any]) -> list[str]:
+def width_problems(specs: dict[str, ChunkSpec], header: BCFHeader, dimensions: Dimensions) -> list[str]:
     """Each INFO/FORMAT array's width (values per record or per call) against its header
     ``Number``: A, R and G give it from the alleles and ploidy; a fixed count or '.' from
     the data, which the index recorded."""
-    alleles = dimensions["alleles"]
-    ploidy = dimensions.get("ploidy")
+    alleles = dimensions.alleles
+    ploidy = dimensions.ploidy
     derived = {"A": alleles - 1, "R": alleles}
     if header.gt_key >= 0 and type(ploidy) is int:
         derived["G"] = math.comb(alleles + ploidy - 1, ploidy)
@@ -371,7 +368,7 @@ def width_problems(specs: dict[str, ChunkSpec], header: BCFHeader, dimensions: d
             continue
         extra = spec.shape[1:] if field.category == "FORMAT" else spec.shape
         width = extra[0] if extra else 1
-        recorded = dimensions["fields"].get(f"{field.category}/{field.name}")
+        recorded = dimensions.fields.get(f"{field.category}/{field.name}")
         if field.type == "Flag":
             allowed, why = 1, "a Flag"
         elif field.number in derived:

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
+from ..manifests.provenance import ATTRIBUTE, Provenance, RecordedSource
 from . import arrays
 from .arrays import UNTRUSTED_HINT
 from .kerchunk import CACHE_TEMPLATE, KerchunkRefs
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
     from ..bcf.fields import FieldMap
     from ..bcf.header import BCFHeader
+    from ..cache.names import LayoutName
 
 PathLike = str | os.PathLike[str] | None
 
@@ -55,24 +57,24 @@ def _parsed_json(text: str | bytes) -> Any:
     return json.loads(text)
 
 
-def declared_cache(refs: KerchunkRefs, refs_path: PathLike) -> dict[str, Any] | None:
-    """The ``vcfvirtual.cache`` attribute (url, size...), checked for shape; None when
-    the references carry none (not written by vcfvirtual).
+def declared_provenance(refs: KerchunkRefs, refs_path: PathLike) -> Provenance | None:
+    """The ``vcfvirtual`` attribute (sources, cache, chunking...), checked for shape; None
+    when the references carry none (not written by vcfvirtual).
 
     Raises
     ------
     UntrustedReferenceError
-        The attribute names no cache URL, or no byte count for its size."""
-    info = group_attributes(refs, refs_path).get("vcfvirtual")
-    if info is None:
-        return None
-    cache = info.get("cache") if isinstance(info, dict) else None
-    if not isinstance(cache, dict) or not isinstance(cache.get("url"), str):
-        raise UntrustedReferenceError(refs_path, "the references' vcfvirtual attribute names no cache URL")
-    size = cache.get("size")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise UntrustedReferenceError(refs_path, f"the references' cache size {size!r} is not a byte count")
-    return cache
+        The attribute is malformed: no cache URL, no byte count for its size... (see
+        :meth:`~vcfvirtual.manifests.provenance.Provenance.from_json`)."""
+    attrs = group_attributes(refs, refs_path)
+    return Provenance.from_attributes(attrs, refs_path) if ATTRIBUTE in attrs else None
+
+
+def declared_cache(refs: KerchunkRefs, refs_path: PathLike) -> dict[str, Any] | None:
+    """The ``vcfvirtual.cache`` attribute (url, size...) as JSON, checked for shape (as
+    :func:`declared_provenance`); None when the references carry none."""
+    provenance = declared_provenance(refs, refs_path)
+    return None if provenance is None else provenance.cache.to_json()
 
 
 def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[str, Any] | None = None) -> None:
@@ -91,12 +93,13 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
         source differs from its own.
     UntrustedReferenceError
         The cache attribute is malformed, or its URL neither ``file://`` nor remote."""
-    cache = declared_cache(refs, refs_path)
-    if not cache:
+    provenance = declared_provenance(refs, refs_path)
+    if provenance is None:
         return
-    url = cache["url"]
+    cache = provenance.cache
+    url = cache.url
     if storage.is_url(url):
-        _check_remote_cache(url, cache, refs_path, storage_options)
+        _check_remote_cache(url, cache.fingerprint, refs_path, storage_options)
         return
     if not url.startswith("file://"):
         raise UntrustedReferenceError(
@@ -112,7 +115,7 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
     # The cache is always hashed (at most ~2 MiB read, ~0.2 ms): a copy that kept another
     # file's mtime (cp -p, rsync -t) must not pass on size and mtime alone. A FIFO, device
     # or directory is refused from its stat, never opened (a FIFO's open would block).
-    problems = _local_differences(cache, path)
+    problems = _local_differences(cache.fingerprint, path)
     if problems:
         raise StaleCacheError(
             refs_path,
@@ -122,7 +125,7 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
     problem = _cache_header_problem(path, group_attributes(refs, refs_path).get("vcf_header"))
     if problem:
         raise UntrustedReferenceError(refs_path, f"the transcode cache {path} {problem}", hint=UNTRUSTED_HINT)
-    changed = _source_differences(group_attributes(refs, refs_path)["vcfvirtual"].get("sources"))
+    changed = _source_differences(provenance.sources)
     if changed is not None:
         source_path, problems = changed
         raise StaleCacheError(
@@ -163,34 +166,30 @@ def _cache_header_problem(path: str, text: Any) -> str | None:
     return None if stored == want else "starts with another header than the references' vcf_header attribute"
 
 
-def _source_differences(sources: Any) -> tuple[str, list[str]] | None:
+def _source_differences(sources: tuple[RecordedSource, ...]) -> tuple[str, list[str]] | None:
     """(path, problems) of the first recorded source BCF that is here, as a regular file,
     and no longer matches its fingerprint; None when every one that is here matches."""
-    for source in sources if isinstance(sources, list) else []:
-        if not isinstance(source, dict) or not isinstance(source.get("path"), str) or "size" not in source:
+    for source in sources:
+        if source.fingerprint is None or not os.path.isfile(source.path):  # unreachable, or not a regular file
             continue
-        if not os.path.isfile(source["path"]):  # unreachable, or not a regular file: not read
-            continue
-        problems = _local_differences(source, source["path"])
+        problems = _local_differences(source.fingerprint, source.path)
         if problems:
-            return source["path"], problems
+            return source.path, problems
     return None
 
 
-def _local_differences(recorded: dict[str, Any], path: str) -> list[str]:
+def _local_differences(recorded: Fingerprint, path: str) -> list[str]:
     """How the local file at ``path`` differs from the fingerprint the references record
-    for it (always hashed); a recorded fingerprint that is not one, or a file that cannot be
-    read, is a difference too."""
+    for it (always hashed); a file that cannot be read is a difference too."""
     try:
-        return Fingerprint.from_json(recorded).differences(path, always_hash=True)
-    except (OSError, KeyError, TypeError, ValueError) as e:
+        return recorded.differences(path, always_hash=True)
+    except (OSError, ValueError) as e:
         return [f"cannot be fingerprinted ({e})"]
 
 
 def _check_remote_cache(
-    url: str, cache: dict[str, Any], refs_path: PathLike, storage_options: dict[str, Any] | None
+    url: str, expected: Fingerprint, refs_path: PathLike, storage_options: dict[str, Any] | None
 ) -> None:
-    expected = Fingerprint.from_json(cache)
     try:
         found = storage.fingerprint(url, storage_options, expected.kind)
     except VcfVirtualError as e:
@@ -254,7 +253,8 @@ def check_references(
         arrays.split_key(keys, key, value, refs_path)
     header = _store_header(refs, refs_path)
     attrs = group_attributes(refs, refs_path)
-    metas = _check_arrays(keys, refs_path, header, attrs["vcf_header"], attrs["vcfvirtual"])
+    provenance = Provenance.from_attributes(attrs, refs_path)
+    metas = _check_arrays(keys, refs_path, header, attrs["vcf_header"], provenance)
     if parquet:
         return
     template = "{{" + CACHE_TEMPLATE + "}}"
@@ -273,38 +273,30 @@ def check_references(
         if type(value) is list:
             check_chunk_ref(key, value, url, size, refs_path, alias)
     if url.startswith("file://") and "variant_position" in metas:
-        _check_record_count(refs["refs"], metas["variant_position"], url.removeprefix("file://"), cache, refs_path)
+        layout = provenance.cache.layout
+        _check_record_count(refs["refs"], metas["variant_position"], url.removeprefix("file://"), layout, refs_path)
 
 
 def _check_record_count(
-    refs: dict[str, Any], meta: dict[str, Any], path: str, cache: dict, refs_path: PathLike
+    refs: dict[str, Any], meta: dict[str, Any], path: str, layout: LayoutName | None, refs_path: PathLike
 ) -> None:
     """The records the arrays declare against the cache's: the last chunk of
     variant_position must hold exactly the remainder. The codec cannot tell a last chunk
     from another (numcodecs does not say which chunk it decodes), so it accepts a full one
     there, and num_records lowered by one in every array would drop a record silently.
-    Read from the fingerprinted cache: a columns segment's preamble (its record count), a
-    raw chunk's record lengths; a BGZF cache's records would need inflating: not checked."""
-    from vcfvirtual_codec.columns import MAGIC, PREAMBLE
-
+    Read from the fingerprinted cache where its layout counts a chunk's records cheaply
+    (:meth:`~vcfvirtual.cache.base.CacheLayout.chunk_records`: not a BGZF cache's)."""
     config = meta["filters"][-1]
     n, length = config["num_records"], config["chunk_length"]
-    if not n or cache.get("layout") not in ("columns", "raw"):
+    if not n or layout is None:
         return
+    from ..cache.layouts import LAYOUT_WRITERS  # here: relocate imports this module without numba
+
     last = (n - 1) // length
     _, offset, size = refs[f"variant_position/{last}"]
     with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read(size if cache["layout"] == "raw" else PREAMBLE.size)
-    if cache["layout"] == "columns":
-        fields = PREAMBLE.unpack_from(data) if len(data) == PREAMBLE.size else None
-        found = fields[5] if fields and fields[0] == MAGIC else -1
-    else:
-        found, at = 0, 0
-        while at + 8 <= len(data):
-            at += 8 + int.from_bytes(data[at : at + 4], "little") + int.from_bytes(data[at + 4 : at + 8], "little")
-            found += 1
-    if found != n - last * length:
+        found = LAYOUT_WRITERS[layout].chunk_records(f, offset, size)
+    if found is not None and found != n - last * length:
         raise UntrustedReferenceError(
             refs_path,
             f"the arrays declare {n} records, but the cache's last chunk holds {found}, not {n - last * length}",
@@ -313,22 +305,22 @@ def _check_record_count(
 
 
 def _check_arrays(
-    keys: arrays.StoreKeys, refs_path: PathLike, header: BCFHeader, header_text: str, info: dict[str, Any]
+    keys: arrays.StoreKeys, refs_path: PathLike, header: BCFHeader, header_text: str, provenance: Provenance
 ) -> dict[str, dict[str, Any]]:
     """Every array's metadata: the codec arrays' against their configs, the header and one
     another, the header arrays' against the header. Returns each array's ``.zarray``."""
-    field_map = _store_fields(refs_path, header_text, info)
+    field_map = _store_fields(refs_path, header_text, provenance)
     # The local-allele arrays (index --local-alleles) stand in for call_AD and call_PL.
     expected = arrays.expected_arrays(header, field_map, local_alleles="call_LA" in keys.metas)
     arrays.check_names(keys, expected, refs_path)
-    shared = _Expected(header, field_map.fields_by_array(), info["cache"].get("layout"))
+    shared = _Expected(header, field_map.fields_by_array(), provenance.cache.layout)
     metas = {name: arrays.json_object(value, f"{name}/.zarray", refs_path) for name, value in keys.metas.items()}
     specs = {
         name: _check_array_metadata(name, meta, refs_path, shared)
         for name, meta in metas.items()
         if expected[name] == "codec"
     }
-    arrays.check_codec_arrays(specs, header, info, refs_path)
+    arrays.check_codec_arrays(specs, header, provenance, refs_path)
     n_records = next(iter(specs.values())).num_records if specs else 0
     for name, meta in metas.items():
         if expected[name] == "plain":
@@ -482,12 +474,12 @@ class _Expected:
 
     header: BCFHeader
     fields: dict[str, tuple[str, str]]
-    layout: str | None
+    layout: LayoutName | None
 
 
-def _store_fields(refs_path: PathLike, header_text: str, info: Any) -> FieldMap:
+def _store_fields(refs_path: PathLike, header_text: str, provenance: Provenance) -> FieldMap:
     """The INFO/FORMAT fields' arrays, as the index named them (``vcfvirtual.fields``)."""
-    recorded = info.get("fields") if isinstance(info, dict) else None
+    recorded = provenance.fields
     try:
         # Keyed by the header's text (its hash is kept with the string), not the header.
         return _fields_of(header_text, json.dumps(recorded, sort_keys=True))
@@ -549,10 +541,12 @@ def _local_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list
     return []
 
 
-def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, layout: str | None = None) -> list[str]:
+def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, layout: LayoutName | None = None) -> list[str]:
     """A fixed-field array's config: its kind, and the header keys it decodes with."""
-    # The columns cache holds rlen already resolved from END: variant_length reads no key.
-    end_key = -1 if layout == "columns" else header.end_key
+    from ..cache.layouts import LAYOUT_WRITERS  # here: relocate imports this module without numba
+
+    # A cache holding rlen already resolved from END (columns): variant_length reads no key.
+    end_key = -1 if layout is not None and LAYOUT_WRITERS[layout].rlen_resolved else header.end_key
     n_samples = len(header.samples)
     if spec.kind != _KIND_OF_ARRAY[name]:
         return [f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}"]
@@ -683,7 +677,7 @@ def guarded_reference_fs(cache_url: str, cache_size: int, refs_path: PathLike, *
     class GuardedReferenceFileSystem(ReferenceFileSystem):
         # fsspec's async hook for reading one reference (what zarr's reads go through);
         # ReferenceFileSystem has no public per-reference hook to guard.
-        def _cat_common(self, path, start=None, end=None):
+        def _cat_common(self, path: str, start: int | None = None, end: int | None = None) -> Any:
             key = self._strip_protocol(path)
             part = self.references.get(key) if hasattr(self.references, "get") else None
             if isinstance(part, (list, tuple)):

@@ -19,6 +19,7 @@ from zarr.buffer import default_buffer_prototype
 from .. import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io.remote import missing_library
+from ..manifests.provenance import Provenance
 from .checks import (
     UNTRUSTED_HINT,
     check_cache,
@@ -102,7 +103,7 @@ def open_store(
             return LocalCacheStore(refs["refs"], refs.get("templates", {}), cache["url"], cache["size"], refs_path)
         return _reference_store(refs, refs_path, cache["url"], storage_options, cache_size=cache["size"])
     if refs.get("parquet"):
-        url = group_attributes(refs, refs_path)["vcfvirtual"]["cache"]["url"]
+        url = Provenance.from_attributes(group_attributes(refs, refs_path), refs_path).cache.url
     else:
         url = refs.get("templates", {}).get(CACHE_TEMPLATE, "file://")
     return _reference_store(refs, refs_path, url, storage_options)

@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from ..errors import StaleCacheError, VcfVirtualError
+from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
+from ..manifests.provenance import ATTRIBUTE, Provenance, Where
 from .checks import copy_differs, group_attributes
-from .kerchunk import CACHE_TEMPLATE, load_references, public_cache_url
+from .kerchunk import CACHE_TEMPLATE, KerchunkRefs, load_references, public_cache_url
 
 
-def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
+def cache_target(cache_url: str | os.PathLike[str], cache_name: str, refs_path: Where = None) -> str:
     """The URL references should name for the cache given as ``cache_url``: a URL, or a
     local path (made an absolute ``file://`` URL, not percent-encoded, as the index writes
     it). A local folder, or a URL ending in ``/``, gets ``cache_name``; a URL naming no
@@ -38,7 +39,7 @@ def cache_target(cache_url, cache_name: str, refs_path=None) -> str:
     return "file://" + (os.path.join(path, cache_name) if folder else path)
 
 
-def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
+def relocate(refs: KerchunkRefs, cache_url: str, refs_path: Where = None) -> KerchunkRefs:
     """The same references, naming the cache at ``cache_url`` (see :func:`cache_target`)."""
     if CACHE_TEMPLATE not in refs.get("templates", {}):
         raise VcfVirtualError(
@@ -48,15 +49,16 @@ def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
         )
     try:
         attrs = json.loads(refs["refs"][".zattrs"])
-        name = os.path.basename(urlparse(attrs["vcfvirtual"]["cache"]["url"]).path)
-    except (KeyError, TypeError, ValueError):
+        provenance = Provenance.from_attributes(attrs, refs_path)
+    except (KeyError, TypeError, ValueError, UntrustedReferenceError):
         raise VcfVirtualError(
             refs_path,
             "these references do not name a vcfvirtual cache",
             hint="relocate applies to references vcfvirtual index wrote",
         ) from None
-    cache_url = cache_target(cache_url, name, refs_path)
-    attrs["vcfvirtual"]["cache"]["url"] = cache_url
+    cache_url = cache_target(cache_url, os.path.basename(urlparse(provenance.cache.url).path), refs_path)
+    # Only the URL changes: whatever else the attribute holds is written back as it was.
+    attrs[ATTRIBUTE]["cache"]["url"] = cache_url
     return {
         **refs,
         "templates": {**refs["templates"], CACHE_TEMPLATE: cache_url},
@@ -64,13 +66,13 @@ def relocate(refs: dict, cache_url: str, refs_path=None) -> dict:
     }
 
 
-def check_relocated_cache(refs: dict, refs_path, storage_options: dict | None = None) -> None:
+def check_relocated_cache(refs: KerchunkRefs, refs_path: Where, storage_options: dict[str, Any] | None = None) -> None:
     """Refuse to point references at a cache that is not there, or not theirs: its size
     and sampled hash must be those recorded when it was indexed (its mtime is a copy's)."""
 
-    cache = group_attributes(refs)["vcfvirtual"]["cache"]
-    url = cache["url"]
-    expected = Fingerprint.from_json(cache)
+    cache = Provenance.from_attributes(group_attributes(refs), refs_path).cache
+    url = cache.url
+    expected = cache.fingerprint
     try:
         if storage.is_url(url):
             found = storage.fingerprint(url, storage_options, expected.kind)

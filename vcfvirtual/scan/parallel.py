@@ -22,9 +22,9 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -37,7 +37,11 @@ from .kernel import new_stats
 from .results import PartitionScan, RecordSummary, ScanResult
 from .scanner import scan_partition
 
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +116,7 @@ def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStar
 _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
-def _scan_task(partition: Partition, segment_path) -> PartitionScan:
+def _scan_task(partition: Partition, segment_path: Path | None) -> PartitionScan:
     """One partition's scan (module level, so worker processes can run it)."""
     try:
         return scan_partition(partition.path, partition.start, partition.end, segment_path=segment_path)
@@ -129,7 +133,7 @@ def _scan_task(partition: Partition, segment_path) -> PartitionScan:
 class InlineExecutor(concurrent.futures.Executor):
     """Runs each task when submitted, in this process: one worker needs no pool."""
 
-    def submit(self, fn, /, *args, **kwargs):
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
         future: concurrent.futures.Future = concurrent.futures.Future()
         try:
             future.set_result(fn(*args, **kwargs))
@@ -139,7 +143,7 @@ class InlineExecutor(concurrent.futures.Executor):
 
 
 @contextlib.contextmanager
-def executor_for(workers: int, dask_client=None):
+def executor_for(workers: int, dask_client: Any = None) -> Iterator[concurrent.futures.Executor]:
     """Where partitions are scanned: a Dask client's cluster, local processes, or this
     process.
 
@@ -193,7 +197,7 @@ _held_signals: list[int] = []
 
 
 @contextlib.contextmanager
-def _signals_held():
+def _signals_held() -> Iterator[None]:
     global _forking
     _forking += 1
     try:
@@ -248,7 +252,10 @@ Scanned = tuple[Partition, PartitionScan, "Path | None"]  # with its segment of 
 
 
 def scan_all(
-    partitions: list[Partition], executor, segment_dir: Path | None, progress: bool | None = None
+    partitions: list[Partition],
+    executor: concurrent.futures.Executor,
+    segment_dir: Path | None,
+    progress: bool | None = None,
 ) -> list[Scanned]:
     """Scan every partition; a file whose partitions do not join up is scanned again whole.
 
@@ -281,12 +288,30 @@ def scan_all(
         A worker could not write its segment.
     """
 
-    def segment(i):
-        return None if segment_dir is None else segment_dir / f"part-{i:06d}"
+    segments = [None if segment_dir is None else segment_dir / f"part-{i:06d}" for i in range(len(partitions))]
+    results = _run_scans(partitions, executor, segments, progress)
+    by_file: dict[str, list[int]] = {}
+    for i, p in enumerate(partitions):
+        by_file.setdefault(p.path, []).append(i)
+    out: list[Scanned] = []
+    for path, indices in by_file.items():
+        out.extend(_file_scans(path, [(partitions[i], results[i], segments[i]) for i in indices]))
+    return out
 
+
+PartitionOutcome = PartitionScan | CorruptBCFError | None
+
+
+def _run_scans(
+    partitions: list[Partition],
+    executor: concurrent.futures.Executor,
+    segments: list[Path | None],
+    progress: bool | None,
+) -> list[PartitionOutcome]:
+    """Each partition's scan, or the CorruptBCFError it ended with, in partition order."""
     sizes = [_partition_bytes(p) for p in partitions]
 
-    def new_bar():
+    def new_bar() -> tqdm:
         return byte_bar("scan", sum(sizes), progress)
 
     # In a pool, the bar is made once the workers are started: tqdm's monitor thread
@@ -295,11 +320,11 @@ def scan_all(
     futures = {}
     with _signals_held() if bar is None else contextlib.nullcontext():  # a pool forks its workers here
         for i, p in enumerate(partitions):
-            futures[executor.submit(_scan_task, p, segment(i))] = i
+            futures[executor.submit(_scan_task, p, segments[i])] = i
             if bar is not None:
                 bar.update(sizes[i])
     inline_bar, bar = bar, bar or new_bar()
-    results: list[PartitionScan | CorruptBCFError | None] = [None] * len(partitions)
+    results: list[PartitionOutcome] = [None] * len(partitions)
     try:
         for future in concurrent.futures.as_completed(futures):
             i = futures[future]
@@ -313,25 +338,24 @@ def scan_all(
         for future in futures:
             future.cancel()
         bar.close()
-    by_file: dict[str, list[int]] = {}
-    for i, p in enumerate(partitions):
-        by_file.setdefault(p.path, []).append(i)
-    out: list[Scanned] = []
-    for path, indices in by_file.items():
-        scans = [r for r in (results[i] for i in indices) if isinstance(r, PartitionScan)]
-        errors = [r for r in (results[i] for i in indices) if isinstance(r, CorruptBCFError)]
-        if errors and len(indices) == 1:
-            raise errors[0]
-        if len(scans) < len(indices) or not _joined_up(scans, [partitions[i] for i in indices]):
-            logger.warning("%s: partitions did not meet at record boundaries; scanning it whole", path)
-            for i in indices[1:]:
-                if segment_dir is not None:
-                    segment(i).unlink(missing_ok=True)
-            whole = Partition(path)
-            out.append((whole, _scan_task(whole, segment(indices[0])), segment(indices[0])))
-        else:
-            out.extend((partitions[i], scan, segment(i)) for i, scan in zip(indices, scans))
-    return out
+    return results
+
+
+def _file_scans(path: str, parts: list[tuple[Partition, PartitionOutcome, Path | None]]) -> list[Scanned]:
+    """One file's partitions as scanned, or the file scanned again whole (into its first
+    partition's segment) when they do not join up."""
+    scans = [r for _, r, _ in parts if isinstance(r, PartitionScan)]
+    errors = [r for _, r, _ in parts if isinstance(r, CorruptBCFError)]
+    if errors and len(parts) == 1:
+        raise errors[0]
+    if len(scans) == len(parts) and _joined_up(scans, [p for p, _, _ in parts]):
+        return [(p, scan, segment) for (p, _, segment), scan in zip(parts, scans)]
+    logger.warning("%s: partitions did not meet at record boundaries; scanning it whole", path)
+    for _, _, segment in parts[1:]:
+        if segment is not None:
+            segment.unlink(missing_ok=True)
+    whole, first = Partition(path), parts[0][2]
+    return [(whole, _scan_task(whole, first), first)]
 
 
 def _partition_bytes(p: Partition) -> int:

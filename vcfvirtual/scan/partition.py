@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import BinaryIO
 
 import numpy as np
 from vcfvirtual_codec.bcf import bgzf, records
@@ -42,7 +43,7 @@ MIN_RECORDS = 4
 SEARCH_BYTES = 2 * 1024 * 1024
 
 
-def block_near(fileobj, offset: int, size: int, path) -> int | None:
+def block_near(fileobj: BinaryIO, offset: int, size: int, path: str) -> int | None:
     """The first BGZF block starting at or after a file offset, told by its magic and
     by the next block starting where its size field says.
 
@@ -88,7 +89,7 @@ def _plausible(buf: np.ndarray, at: np.ndarray, n_samples: int, n_contigs: int) 
     (REF), and either FORMAT fields for the header's samples or no per-sample bytes at
     all. Stricter than the scan (which follows htslib's reader): used only to guess."""
 
-    def u32(offset):
+    def u32(offset: int) -> np.ndarray:
         b = [buf[at + offset + j].astype(np.uint32) for j in range(4)]
         return b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)
 
@@ -127,11 +128,22 @@ def _first_record_start(buf: np.ndarray, limit: int, header: BCFHeader, at_eof: 
     return -1
 
 
-def _first_checked(buf, candidates, header, kinds, stats, out, at_eof) -> int:
+def _first_checked(
+    buf: np.ndarray,
+    candidates: np.ndarray,
+    header: BCFHeader,
+    kinds: tuple[np.ndarray, ...],
+    stats: tuple[np.ndarray, np.ndarray],
+    out: list[np.ndarray],
+    at_eof: bool,
+) -> int:
     n_samples, n_contigs = len(header.samples), len(header.contigs)
     n = buf.shape[0]
     for i in candidates.tolist():
-        k, consumed, err, _, _ = scan_records(buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds)
+        # numba's Dispatcher is typed as taking no arguments: the kernel's own are checked at compile.
+        k, consumed, err, _, _ = scan_records(  # type: ignore[call-arg]
+            buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds
+        )
         whole = k == MIN_RECORDS or (k >= 2 and 2 * consumed >= n - i) or (at_eof and k >= 1 and i + consumed == n)
         if err != records.OK or not whole:
             continue
@@ -140,7 +152,7 @@ def _first_checked(buf, candidates, header, kinds, stats, out, at_eof) -> int:
     return -1
 
 
-def find_record_start(path, fileobj, block_offset: int, header: BCFHeader, file_size: int) -> RecordStart | None:
+def find_record_start(path: str, fileobj: BinaryIO, block_offset: int, header: BCFHeader) -> RecordStart | None:
     """The first record starting in a block or after it, found by trying offsets with
     the record checks (within ``SEARCH_BYTES`` of inflated data).
 
@@ -154,8 +166,6 @@ def find_record_start(path, fileobj, block_offset: int, header: BCFHeader, file_
         File offset of a BGZF block (see :func:`block_near`).
     header : BCFHeader
         The file's header, which the records must agree with.
-    file_size : int
-        The file's size.
 
     Returns
     -------
@@ -189,7 +199,7 @@ def find_record_start(path, fileobj, block_offset: int, header: BCFHeader, file_
     return RecordStart(offsets[i], int(at - (ends[i - 1] if i else 0)))
 
 
-def plan_partitions(bcf_path, n: int) -> list[RecordStart]:
+def plan_partitions(bcf_path: str, n: int) -> list[RecordStart]:
     """Record starts at which to cut a BCF into parts of about equal compressed size.
 
     From its CSI index when there is a usable one, else by a block scan. Either may be
@@ -232,7 +242,7 @@ def plan_partitions(bcf_path, n: int) -> list[RecordStart]:
     with open(bcf_path, "rb") as f:
         for target in targets:
             block = block_near(f, target, size, bcf_path)
-            start = None if block is None else find_record_start(bcf_path, f, block, header, size)
+            start = None if block is None else find_record_start(bcf_path, f, block, header)
             if start is not None and (not cuts or start.virtual_offset > cuts[-1].virtual_offset):
                 cuts.append(start)
     logger.info("%s: %d partitions from a block scan", bcf_path, len(cuts) + 1)

@@ -108,7 +108,8 @@ def test_no_references_asked_for_none_in_the_summary(small_bcf, tmp_path):
 def test_a_failed_reference_write_names_the_references_and_leaves_nothing(small_bcf, tmp_path, monkeypatch):
     bcf = shutil.copy(small_bcf, tmp_path / "s.bcf")
 
-    def full_disk(group, tmp_refs, *args):
+    def full_disk(group, output):
+        tmp_refs = output.tmp
         Path(tmp_refs).write_text("half")  # what a writer leaves when the disk fills
         raise OutputWriteError(tmp_refs, "cannot write the references: No space left on device")
 

@@ -25,6 +25,7 @@ from vcfvirtual_codec.columns import FLAG_GT_SHIFT, MAGIC, PREAMBLE
 from vcfvirtual_codec.errors import ChunkDecodeError
 from vcfvirtual_codec.spec import ChunkSpec
 
+from vcfvirtual.cache.base import SerialSource
 from vcfvirtual.cache.columns import ColumnsLayout
 
 from ... import bcfdata, columns_reader
@@ -100,7 +101,7 @@ class Cache:
     def __init__(self, bcf: Path, samples_chunk_size: int, gt_shift: bool, compressors: dict[str, str]):
         self.chunks: dict[tuple[str, int], bytes] = {}
         stored = bcf.with_suffix(".columns")
-        scan, ranges = ColumnsLayout(samples_chunk_size).write_serial(bcf, stored, lambda h: CHUNK_LENGTH)
+        scan, ranges = ColumnsLayout(samples_chunk_size).write_serial(SerialSource(bcf, lambda h: CHUNK_LENGTH), stored)
         self.header = scan.header
         data = stored.read_bytes()
         for name, (offsets, lengths) in ranges.segments.items():

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from vcfvirtual.cache.base import SerialSource
+from vcfvirtual.cache.layouts import layout_writer
 from vcfvirtual.cache.write import write_cache_serial
 
 from .... import bcfdata
@@ -39,7 +41,7 @@ def members(path: Path) -> list[tuple[int, int, bytes, bytes]]:
 
 def test_unsplit_blocks_are_copied_and_split_ones_cut(source, tmp_path):
     cache = tmp_path / "c.bcf"
-    write_cache_serial(source, cache, "bgzf", lambda header: CHUNK, False, 0)
+    write_cache_serial(SerialSource(source, lambda header: CHUNK), cache, layout_writer("bgzf"))
     stream = bcf_spec.inflate(source)
     cuts = [bcf_spec.header_size(stream)] + bcf_spec.record_offsets(stream)[::CHUNK]
     source_blocks = [m for m in members(source) if m[1] > 0]  # the EOF block holds nothing
@@ -64,7 +66,7 @@ def test_unsplit_blocks_are_copied_and_split_ones_cut(source, tmp_path):
 def test_uncompressed_source_is_compressed_with_the_same_cuts(source, tmp_path):
     plain = bcfdata.uncompressed_copy(source, tmp_path / "plain.bcf")
     cache = tmp_path / "c.bcf"
-    write_cache_serial(plain, cache, "bgzf", lambda header: CHUNK, False, 0)
+    write_cache_serial(SerialSource(plain, lambda header: CHUNK), cache, layout_writer("bgzf"))
     stream = plain.read_bytes()
     assert bcf_spec.inflate(cache) == stream
     cuts = [bcf_spec.header_size(stream)] + bcf_spec.record_offsets(stream)[::CHUNK]

@@ -19,11 +19,13 @@ from vcfvirtual_codec import spec as codec_spec
 
 import vcfvirtual
 from vcfvirtual.cache import columns
+from vcfvirtual.cache.base import SerialSource
 from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, ColumnsLayout
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.io import outputs
 from vcfvirtual.io.fingerprint import Fingerprint
-from vcfvirtual.manifests.vcf_zarr import build_store_group
+from vcfvirtual.manifests.provenance import RecordedCache, RecordedSource
+from vcfvirtual.manifests.vcf_zarr import build_store_group, store_provenance
 
 from .... import bcfdata, columns_reader
 
@@ -169,7 +171,7 @@ def check_segments(tmp_path, case, samples_chunk_size):
     bcf = bcfdata.write_bcf(CASES[case](), tmp_path / f"{case}.bcf", index=True)
     group = bio2zarr_store(bcf, tmp_path / "b2z.vcz", samples_chunk_size)
     cache = tmp_path / "c.columns"
-    scan, ranges = ColumnsLayout(samples_chunk_size).write_serial(bcf, cache, lambda h: CHUNK)
+    scan, ranges = ColumnsLayout(samples_chunk_size).write_serial(SerialSource(bcf, lambda h: CHUNK), cache)
     data = cache.read_bytes()
     assert data.startswith(b"VVCOLS1\nBCF\x02")
     keys = header_keys(bcf)
@@ -280,10 +282,11 @@ def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_column
     bcf = bcfdata.write_bcf(bcfdata.vcf_text(bcfdata.FUZZ_RECORDS, header=header), tmp_path / "f.bcf", index=False)
     cache = tmp_path / "f.columns"
     scs = 2
-    scan, ranges = ColumnsLayout(scs).write_serial(bcf, cache, lambda h: CHUNK)
-    group = build_store_group(
-        scan, [bcf], [Fingerprint.of(bcf)], f"file://{cache}", cache, "columns", ranges, False, samples_chunk_size=scs
-    )
+    scan, ranges = ColumnsLayout(scs).write_serial(SerialSource(bcf, lambda h: CHUNK), cache)
+    sources = [RecordedSource(str(bcf), Fingerprint.of(bcf))]
+    cached = RecordedCache(f"file://{cache}", "columns", Fingerprint.of(cache))
+    provenance = store_provenance(scan, sources=sources, cache=cached, zero_copy=False, samples_chunk_size=scs)
+    group = build_store_group(scan, ranges, provenance)
     data = cache.read_bytes()
     keys = header_keys(bcf)
     n_samples = len(scan.header.samples)

@@ -13,8 +13,8 @@ import pysam
 import pytest
 from vcfvirtual_codec.bcf import bgzf
 
-from vcfvirtual.cache.base import chunk_byte_ranges
-from vcfvirtual.cache.layouts import LAYOUT_WRITERS, LAYOUTS
+from vcfvirtual.cache.base import SerialSource, chunk_byte_ranges
+from vcfvirtual.cache.layouts import LAYOUT_WRITERS, LAYOUTS, layout_writer
 from vcfvirtual.cache.write import write_cache_partitioned, write_cache_serial
 
 from .. import bcf_spec
@@ -51,7 +51,9 @@ def chunk_as_file(cache, header_end: int, offset: int, length: int, layout: str,
 @pytest.mark.parametrize("layout", ["bgzf", "raw"])
 def test_serial_cache_is_the_bcf_and_each_chunk_whole_records(cohort_bcf, tmp_path, layout):
     cache = tmp_path / f"c.{layout}.bcf"
-    scan, (offsets, lengths) = write_cache_serial(cohort_bcf, cache, layout, lambda header: CHUNK, False, 0)
+    scan, (offsets, lengths) = write_cache_serial(
+        SerialSource(cohort_bcf, lambda header: CHUNK), cache, layout_writer(layout)
+    )
     expected = records(cohort_bcf)
     assert records(cache) == expected
     n_chunks = -(-len(expected) // CHUNK)
@@ -78,7 +80,7 @@ def test_partitioned_cache_joins_files_as_htslib_reads_them(cohort_bcf, tmp_path
     second = shutil.copy(cohort_bcf, tmp_path / "second.bcf")
     cache = tmp_path / f"joined.{layout}.bcf"
     scan, (offsets, lengths) = write_cache_partitioned(
-        [cohort_bcf, second], cache, cache, layout, lambda header: CHUNK, 1, None, False
+        [cohort_bcf, second], cache, cache, layout_writer(layout), lambda header: CHUNK, 1, None, False
     )
     expected = records(cohort_bcf) * 2
     assert records(cache) == expected and scan.num_records == len(expected)
@@ -96,7 +98,7 @@ def test_partitioned_cache_joins_files_as_htslib_reads_them(cohort_bcf, tmp_path
 
 def test_bgzf_cache_is_gzip_readable_and_ends_with_eof(cohort_bcf, tmp_path):
     cache = tmp_path / "c.bcf"
-    write_cache_serial(cohort_bcf, cache, "bgzf", lambda header: CHUNK, False, 0)
+    write_cache_serial(SerialSource(cohort_bcf, lambda header: CHUNK), cache, layout_writer("bgzf"))
     data = cache.read_bytes()
     assert data.endswith(bgzf.EOF_BLOCK)
     assert gzip.decompress(data) == bcf_spec.inflate(cohort_bcf)

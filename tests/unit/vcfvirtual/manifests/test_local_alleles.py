@@ -16,7 +16,7 @@ def _ranges(offsets, lengths) -> ChunkRanges:
 
 
 def test_segments_apart_are_refused():
-    apart = SegmentRanges({"format/GT": _ranges([[100]], [[10]]), "format/AD": _ranges([[50]], [[20]])})
+    apart = SegmentRanges({"format/GT": _ranges([[100]], [[10]]), "format/AD": _ranges([[50]], [[20]])}, {}, 1)
     with pytest.raises(VcfVirtualError, match="does not hold FORMAT/AD beside GT"):
         local_ranges(apart, "local_ad")
 
@@ -27,7 +27,9 @@ def test_segments_side_by_side_make_one_range():
             "format/GT": _ranges([[70, 200]], [[10, 5]]),
             "format/AD": _ranges([[50, 180]], [[20, 20]]),
             "format/PL": _ranges([[80, 205]], [[3, 4]]),
-        }
+        },
+        {},
+        1,
     )
     lad = local_ranges(beside, "local_ad")
     assert lad.offsets.tolist() == [[50, 180]] and lad.lengths.tolist() == [[30, 25]]

@@ -8,7 +8,9 @@ import pytest
 import zarr
 
 import vcfvirtual
+from vcfvirtual.cache.base import MAX_CHUNK_LENGTH
 from vcfvirtual.manifests import vcf_zarr
+from vcfvirtual.scan.chunking import MIN_CHUNK_LENGTH
 
 from .... import bcfdata
 from ....conftest import bio2zarr_convert
@@ -82,7 +84,7 @@ def test_min_int_dtype_past_64_bits_overflows():
 
 @pytest.mark.parametrize(
     ("samples", "ploidy", "expected"),
-    [(1, 2, vcf_zarr.MAX_CHUNK_LENGTH), (10**7, 2, vcf_zarr.MIN_CHUNK_LENGTH), (4096, 2, 8192)],
+    [(1, 2, MAX_CHUNK_LENGTH), (10**7, 2, MIN_CHUNK_LENGTH), (4096, 2, 8192)],
 )
 def test_default_chunk_length_keeps_genotype_chunks_near_64_mib(samples, ploidy, expected):
     # 64 MiB / (4096 samples x 2 bytes) = 8192 variants; clipped to [100, 10000] otherwise.
@@ -91,7 +93,7 @@ def test_default_chunk_length_keeps_genotype_chunks_near_64_mib(samples, ploidy,
 
 @pytest.mark.parametrize(
     ("samples", "expected"),
-    [(1, 1_000), (10_000, 1_000), (100_000, 1_000), (200_000, 671), (10**7, vcf_zarr.MIN_CHUNK_LENGTH)],
+    [(1, 1_000), (10_000, 1_000), (100_000, 1_000), (200_000, 671), (10**7, MIN_CHUNK_LENGTH)],
 )
 def test_columns_chunk_length_is_bio2zarrs_within_a_memory_bound(samples, expected):
     # bio2zarr's 1,000 variants, but no chunk of all samples' diploid calls past 256 MiB:

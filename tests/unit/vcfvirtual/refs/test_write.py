@@ -11,7 +11,7 @@ import pytest
 import vcfvirtual
 from vcfvirtual.errors import OutputWriteError, VcfVirtualError
 from vcfvirtual.refs.icechunk import is_icechunk_repo
-from vcfvirtual.refs.write import write_references
+from vcfvirtual.refs.write import ReferencesOutput, write_references
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,9 @@ def indexed(small_bcf, tmp_path_factory):
 def test_json_names_the_public_cache_url(indexed, tmp_path):
     group, cache = indexed
     out = tmp_path / "tmp.json"
-    write_references(group, out, tmp_path / "r.vcz.json", "json", "s3://bucket/dir/", cache, cache.as_uri())
+    write_references(
+        group, ReferencesOutput(out, tmp_path / "r.vcz.json", "json", cache, cache.as_uri(), "s3://bucket/dir/")
+    )
     refs = json.loads(out.read_text())
     assert refs["templates"]["cache"] == "s3://bucket/dir/" + cache.name
     assert "variant_position/.zarray" in refs["refs"]
@@ -37,21 +39,23 @@ def test_json_names_the_public_cache_url(indexed, tmp_path):
 def test_parquet_is_a_directory_of_references(indexed, tmp_path):
     group, cache = indexed
     out = tmp_path / "tmp.parq"
-    write_references(group, out, tmp_path / "r.vcz.parq", "parquet", None, cache, cache.as_uri())
+    write_references(group, ReferencesOutput(out, tmp_path / "r.vcz.parq", "parquet", cache, cache.as_uri(), None))
     assert out.is_dir() and (out / ".zmetadata").exists()
 
 
 def test_icechunk_is_a_repository(indexed, tmp_path):
     group, cache = indexed
     out = tmp_path / "tmp.icechunk"
-    write_references(group, out, tmp_path / "r.icechunk", "icechunk", None, cache, cache.as_uri())
+    write_references(group, ReferencesOutput(out, tmp_path / "r.icechunk", "icechunk", cache, cache.as_uri(), None))
     assert is_icechunk_repo(out)
 
 
 def test_icechunk_with_a_remote_cache_is_refused(indexed, tmp_path):
     group, cache = indexed
     with pytest.raises(VcfVirtualError, match="Icechunk"):
-        write_references(group, tmp_path / "t", tmp_path / "r", "icechunk", "s3://b/", cache, cache.as_uri())
+        write_references(
+            group, ReferencesOutput(tmp_path / "t", tmp_path / "r", "icechunk", cache, cache.as_uri(), "s3://b/")
+        )
 
 
 @pytest.mark.parametrize("fmt", ["json", "parquet"])
@@ -62,6 +66,6 @@ def test_a_write_failure_names_the_references(indexed, tmp_path, fmt):
     tmp = tmp_path / "a-file" / ".tmp-refs"
     refs = tmp_path / "asked.vcz.json"
     with pytest.raises(OutputWriteError) as info:
-        write_references(group, tmp, refs, fmt, None, cache, cache.as_uri())
+        write_references(group, ReferencesOutput(tmp, refs, fmt, cache, cache.as_uri(), None))
     assert info.value.path == str(refs)
     assert ".tmp-refs" not in str(info.value)
