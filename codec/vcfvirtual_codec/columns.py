@@ -41,23 +41,23 @@ from numcodecs import Blosc, Zstd
 
 from . import decode
 from .bcf import records as R
-from .codec import (
+from .checks import (
     BYTES_PER_CLAIMED_SAMPLE,
-    EXPANSION,
     FLOAT32_FILL,
-    MAX_DECODE_BYTES,
-    MIN_DECODE_BUDGET,
     PAID_EXPANSION,
-    _check,
-    _check_utf8,
-    _narrow,
+    as_bytes,
+    check,
+    check_utf8,
+    chunk_records_expected,
     decode_cost,
+    decode_limits,
     inflate_limit,
-    output_array,
-    pooled_buffer,
+    narrowed,
     refuse_over_ceiling,
+    within_budget,
 )
 from .errors import ChunkDecodeError
+from .local_alleles import decode_local_columns
 from .spec import LOCAL_KINDS, ChunkSpec
 
 # The preamble in front of every compressed segment: magic, segment kind code, flags,
@@ -671,9 +671,8 @@ class _Segment:
     def _check_counts(self, spec: ChunkSpec) -> None:
         if spec.num_records == 0:
             raise _refuse(spec, "the configuration says the array has no records")
-        last = spec.num_records - (spec.num_records - 1) // spec.chunk_length * spec.chunk_length
+        last, expected = chunk_records_expected(spec)
         if self.records not in (spec.chunk_length, last) or self.records == 0:
-            expected = f"{spec.chunk_length}" + (f" (or {last} in the last chunk)" if last != spec.chunk_length else "")
             raise _refuse(spec, f"the segment holds {self.records} records, expected {expected}", 12)
         size = spec.samples_chunk_size
         if size:
@@ -747,10 +746,10 @@ def _check_length(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:
     and equal to what the compressed frame's header declares. The bound: what a chunk of
     the array's shape can need where the format gives one (the frame then decompresses
     into exactly that many bytes, Zstd and Blosc refusing more), else what the compressed
-    bytes can honestly stand for (:func:`vcfvirtual_codec.codec.inflate_limit`). Past
-    MAX_DECODE_BYTES, at most PAID_EXPANSION bytes per compressed byte either way."""
+    bytes can honestly stand for (:func:`vcfvirtual_codec.checks.inflate_limit`). Past
+    the ceiling, at most PAID_EXPANSION bytes per compressed byte either way."""
     shape_bound = _max_segment_length(spec, seg)
-    ceiling = max(MAX_DECODE_BYTES, PAID_EXPANSION * body.shape[0])
+    ceiling = max(decode_limits().ceiling, PAID_EXPANSION * body.shape[0])
     if not body.shape[0]:
         limit, why = 0, "an empty frame holds nothing"
     elif shape_bound is not None:
@@ -828,7 +827,7 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
 def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:
     """The codec's decode budget, with the segment standing for the records: a chunk whose
     output would dwarf its bytes decodes only if its block's samples justify it, and none
-    past the ceiling (:func:`vcfvirtual_codec.codec.refuse_over_ceiling`). A GT summary
+    past the ceiling (:func:`vcfvirtual_codec.checks.refuse_over_ceiling`). A GT summary
     allocates its boolean chunk alone (and the copy widened to the last block)."""
     cost = 2 * math.prod(spec.chunk_shape) if summary else decode_cost(spec)
     # A segment holds at least a count (and a type) per record, so a preamble claiming
@@ -837,7 +836,7 @@ def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summar
     if length < least:
         raise _refuse(spec, f"{length} bytes of segment cannot hold {seg.records} records")
     refuse_over_ceiling(spec, cost, paid, f"{length} bytes of segment")
-    if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * length:
+    if within_budget(cost, length):
         return
     # As the codec's records claim their samples: a few values per sample of the block and
     # row, rows counted up to the array's records (a config's chunk_length may exceed them
@@ -879,10 +878,8 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         CRC32, the decode would exceed the budget, or the segment's values are not what
         the configuration says.
     """
-    buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
+    buf = as_bytes(data)
     if spec.kind in LOCAL_KINDS:  # derived from the GT (and AD or PL) segments of the range
-        from .local_alleles import decode_local_columns
-
         return decode_local_columns(buf, spec, decode_columns_chunk, PREAMBLE.size)
     seg = _Segment(buf, spec)
     body = buf[PREAMBLE.size :]
@@ -897,15 +894,13 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     if summary:
         # The preamble's claims are covered by the CRC just checked: no decompress needed.
         return _genotype_summary(seg, spec)
-    # A pooled buffer: a fresh one per chunk costs a page fault per 4 KiB of segment.
-    # Every decode below writes fresh arrays, none a view of the segment.
-    with pooled_buffer(seg.length) as raw:
-        _decompress(body, seg, spec, raw)
-        if spec.kind in ("info", "format"):
-            return _decode_field(raw, seg, spec)
-        if spec.kind.startswith("genotype"):
-            return _decode_genotypes(raw, seg, spec)
-        return _decode_variant_column(raw, seg.records, spec)
+    raw = np.empty(seg.length, np.uint8)
+    _decompress(body, seg, spec, raw)
+    if spec.kind in ("info", "format"):
+        return _decode_field(raw, seg, spec)
+    if spec.kind.startswith("genotype"):
+        return _decode_genotypes(raw, seg, spec)
+    return _decode_variant_column(raw, seg.records, spec)
 
 
 def _decode_variant_column(raw: np.ndarray, n: int, spec: ChunkSpec) -> bytes | np.ndarray:
@@ -914,25 +909,25 @@ def _decode_variant_column(raw: np.ndarray, n: int, spec: ChunkSpec) -> bytes | 
     if kind in ("contig", "position", "length"):
         values = np.full(full, -2, np.int64)
         err, at = int32_column(raw, n, 1 if kind == "position" else 0, values)
-        _check(err, at, spec, kind)
-        return _narrow(values, np.dtype(spec.dtype), spec)
+        check(err, at, spec, kind)
+        return narrowed(values, np.dtype(spec.dtype), spec)
     if kind == "quality":
         out = np.full(full, FLOAT32_FILL, dtype="<f4")
         err, at = quality(raw, n, out.view("<u4"))
-        _check(err, at, spec, kind)
+        check(err, at, spec, kind)
         return out
     if kind == "filter":
         flags = np.zeros(full, dtype=bool)
         err, at = filters(raw, n, np.asarray(spec.filter_columns, np.int64), flags)
-        _check(err, at, spec, kind)
+        check(err, at, spec, kind)
         return flags
     starts = np.zeros(full, np.int64)
     lengths = np.full(full, decode.SPAN_FILL, np.int64)
     err, at = (allele_spans if kind == "allele" else id_spans)(raw, n, starts, lengths)
-    _check(err, at, spec, kind)
+    check(err, at, spec, kind)
     if kind == "id_mask":
         return lengths == decode.SPAN_MISSING
-    _check_utf8(raw, starts, lengths, spec)
+    check_utf8(raw, starts, lengths, spec)
     return decode.vlen_utf8(raw, starts.ravel(), lengths.ravel())
 
 
@@ -960,11 +955,11 @@ def _genotype_summary(seg: _Segment, spec: ChunkSpec) -> np.ndarray:
     :func:`_decode_genotypes` would decode them."""
     n, width = seg.records, seg.block_samples
     if spec.kind == "genotype_mask":
-        mask = output_array((spec.chunk_length, width, spec.ploidy), bool)  # reused: no page faults
+        mask = np.empty((spec.chunk_length, width, spec.ploidy), bool)
         mask[:n] = False
         mask[n:] = True  # rows past the records: fill, as the decode pads them
         return _padded(mask, spec, True)
-    phased = output_array((spec.chunk_length, width), bool)
+    phased = np.empty((spec.chunk_length, width), bool)
     phased[:n] = bool(seg.flags & FLAG_GT_ALL_PHASED)
     phased[n:] = False
     return _padded(phased, spec, False)
@@ -975,18 +970,17 @@ def _decode_genotypes(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.nda
     kind, n, width = spec.kind, seg.records, seg.block_samples
     dtype = np.dtype(spec.dtype)
     gt_dtype = dtype.newbyteorder("<") if kind == "genotype" else np.dtype(np.int32)
-    # Reused outputs (output_array): the kernel writes every value of the record rows;
-    # the rest is padded here.
-    gt = output_array((spec.chunk_length, width, spec.ploidy), gt_dtype)
+    # Uninitialised: the kernel writes every value of the record rows; the rest is padded here.
+    gt = np.empty((spec.chunk_length, width, spec.ploidy), gt_dtype)
     gt[n:] = -2
     if kind == "genotype_phased":
-        phased = output_array((spec.chunk_length, width), bool)
+        phased = np.empty((spec.chunk_length, width), bool)
         phased[n:] = False
     else:
         phased = np.empty((0, 0), dtype=bool)  # alleles only: skip the phase bits
     shifted = bool(seg.flags & FLAG_GT_SHIFT)
     err, at = genotypes(raw, n, gt, phased, np.iinfo(gt_dtype).max, shifted)
-    _check(err, at, spec, kind)
+    check(err, at, spec, kind)
     if kind == "genotype":
         return _padded(gt, spec, -2)
     if kind == "genotype_mask":
@@ -1006,7 +1000,7 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
     if spec.vcf_type == "Flag":
         out = np.zeros(spec.chunk_length, dtype=bool)
         err, at = flag(raw, n, out)
-        _check(err, at, spec, "Flag")
+        check(err, at, spec, "Flag")
         return out
     if spec.vcf_type in ("Integer", "Float"):
         is_float = spec.vcf_type == "Float"
@@ -1016,26 +1010,26 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         # through int32: BCF holds no wider value); floats as their int32 bits.
         narrow = not is_float and dtype.itemsize <= 4
         out_dtype = dtype.newbyteorder("<") if narrow else np.dtype(np.int32)
-        values = output_array(inner, out_dtype)
+        values = np.empty(inner, out_dtype)
         values[n:] = fill  # the kernel writes every value of the record rows
         info = np.iinfo(out_dtype) if narrow else np.iinfo(np.int32)
         err, at = numeric(raw, n, is_format, is_float, values, info.min, info.max)
         if err == ERR_NARROW:
-            # Decoded again wide, so that _narrow names the record and the value.
+            # Decoded again wide, so that narrowed() names the record and the value.
             values = np.full(inner, fill, dtype=np.int32)
             err, at = numeric(raw, n, is_format, is_float, values)
-            _check(err, at, spec, spec.vcf_type)
-            _narrow(values, dtype, spec)
+            check(err, at, spec, spec.vcf_type)
+            narrowed(values, dtype, spec)
             raise _refuse(spec, f"record {at} holds a value outside the array's {dtype}")
-        _check(err, at, spec, spec.vcf_type)
+        check(err, at, spec, spec.vcf_type)
         padded = _padded(values.reshape(block), spec, fill) if is_format else values.reshape(block)
         if is_float:
             return padded.view("<f4")
-        return _narrow(padded, dtype, spec)
+        return narrowed(padded, dtype, spec)
     starts = np.zeros(inner, np.int64)
     lengths = np.full(inner, decode.SPAN_FILL, np.int64)
     err, at = string_spans(raw, n, starts, lengths, is_format)
-    _check(err, at, spec, spec.vcf_type)
+    check(err, at, spec, spec.vcf_type)
     if is_format:
         starts = _padded(starts.reshape(block), spec, 0)
         lengths = _padded(lengths.reshape(block), spec, decode.SPAN_FILL)
@@ -1043,5 +1037,5 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         chars = np.empty(starts.size, "<u4")
         first_characters(raw, starts.ravel(), lengths.ravel(), chars)
         return chars.reshape(spec.chunk_shape)
-    _check_utf8(raw, starts, lengths, spec)
+    check_utf8(raw, starts, lengths, spec)
     return decode.vlen_utf8(raw, starts.ravel(), lengths.ravel())
