@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -50,6 +50,12 @@ from .errors import ChunkDecodeError, VcfVirtualError
 from .local_alleles import decode_local_records
 from .spec import CODEC_ID, KINDS, LAYOUTS, LOCAL_KINDS, MAX_SAMPLES, SAMPLE_KINDS, ChunkSpec
 
+if TYPE_CHECKING:
+    from collections.abc import Buffer
+
+    from zarr.core.array_spec import ArraySpec
+    from zarr.core.buffer import Buffer as ZarrBuffer
+
 __all__ = [
     "CODEC_ID",
     "FLOAT32_FILL",
@@ -70,6 +76,7 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     # A record is at least 32 bytes (l_shared >= 24), so the offsets array need never be
     # longer than the chunk can hold, whatever chunk_length the config claims.
     limit = min(spec.chunk_length, buf.shape[0] // 32 + 1)
+    offsets: np.ndarray
     offsets, n, err, err_pos = records.record_offsets(buf, limit)
     if err == records.OK and n == 0:
         raise ChunkDecodeError(
@@ -117,7 +124,7 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, paid: i
     )
 
 
-def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
+def decode_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
     """Decode the records of one chunk into the serialised, padded chunk.
 
     Parameters
@@ -171,22 +178,42 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec, paid: int | None = None) -
     _check_budget(buf, offsets, spec, buf.shape[0] if paid is None else paid)
     full = (spec.chunk_length, *spec.shape)
     kind = spec.kind
-
     if kind in ("id", "id_mask", "allele"):
-        starts = np.zeros(full, np.int64)
-        lengths = np.full(full, decode.SPAN_FILL, np.int64)
-        spans = decode.allele_spans if kind == "allele" else decode.id_spans
-        err, at = spans(buf, offsets, starts, lengths)
-        check(err, at, spec, kind)
-        if kind == "id_mask":
-            return lengths == decode.SPAN_MISSING
-        check_utf8(buf, starts, lengths, spec)
-        return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
-
+        return _decode_spans(buf, offsets, spec, full)
     if kind in ("info", "format"):
         return _decode_field(buf, offsets, spec, full)
+    if kind in ("length", "contig", "position"):
+        return _decode_int_column(buf, offsets, spec, full)
+    if kind == "quality":
+        return _decode_quality(buf, offsets, full)
+    if kind == "filter":
+        out = np.zeros(full, dtype=bool)
+        err, at = decode.filters(buf, offsets, np.asarray(spec.filter_columns, np.int64), out)
+        check(err, at, spec, kind)
+        return out
+    return _decode_genotypes(buf, offsets, spec)
+
+
+def _decode_spans(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: tuple[int, ...]) -> bytes | np.ndarray:
+    """IDs (or their mask) and alleles: spans of the records' strings, then vlen-utf8."""
+    kind = spec.kind
+    starts = np.zeros(full, np.int64)
+    lengths = np.full(full, decode.SPAN_FILL, np.int64)
+    spans = decode.allele_spans if kind == "allele" else decode.id_spans
+    err, at = spans(buf, offsets, starts, lengths)
+    check(err, at, spec, kind)
+    if kind == "id_mask":
+        mask: np.ndarray = lengths == decode.SPAN_MISSING
+        return mask
+    check_utf8(buf, starts, lengths, spec)
+    text: bytes = decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
+    return text
+
+
+def _decode_int_column(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: tuple[int, ...]) -> np.ndarray:
+    """variant_length, variant_contig or variant_position, narrowed to the array's dtype."""
+    kind = spec.kind
     dtype = np.dtype(spec.dtype)
-    n = offsets.shape[0]
     if kind == "length":
         # int64: htslib's replacement of a damaged rlen can exceed int32; spec.key is
         # INFO/END's dictionary key, which that replacement reads (-1: none).
@@ -194,43 +221,47 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec, paid: int | None = None) -
         err, at = decode.lengths(buf, offsets, spec.key, values)
         check(err, at, spec, kind)
         return narrowed(values, dtype, spec)
-    if kind in ("contig", "position"):
-        field = {"contig": records.OFF_CHROM, "position": records.OFF_POS}[kind]
-        values = np.full(full, -2, np.int32)
-        decode.fixed_int32(buf, offsets, field, values)
-        if kind == "position":
-            # htslib reads POS as unsigned (0xFFFFFFFF meaning VCF POS 0): below -1 the
-            # int32 we read and htslib's value differ, and only damage puts it there.
-            if (values[:n] < -1).any():
-                bad = int(np.argmax(values[:n] < -1))
-                raise ChunkDecodeError(
-                    None,
-                    f"cannot decode {spec.array} chunk: record {bad} of the chunk has a negative POS",
-                    offset=int(offsets[bad]) + records.OFF_POS,
-                    hint="the cache may not match the references",
-                )
-            # BCF POS is 0-based, VCF Zarr positions are 1-based; in int64, as POS
-            # 0x7FFFFFFF is VCF POS 2^31 (htslib reads POS unsigned), not a wrap to -2^31.
-            values = values.astype(np.int64)
-            values[:n] += 1
-        return narrowed(values, dtype, spec)
-    if kind == "quality":
-        out = np.full(full, FLOAT32_FILL, dtype="<f4")
-        decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
-        # A NaN QUAL other than missing reads as the quiet NaN htslib's readers return
-        # (pysam and bio2zarr pass it through a double): 0x7F800002 would otherwise be
-        # taken for VCF Zarr's fill.
-        bits = out.view("<u4")[:n]
-        nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
-        bits[nan & (bits != records.FLOAT_MISSING_BITS)] |= 0x400000
-        return out
-    if kind == "filter":
-        out = np.zeros(full, dtype=bool)
-        err, at = decode.filters(buf, offsets, np.asarray(spec.filter_columns, np.int64), out)
-        check(err, at, spec, kind)
-        return out
-    # genotype kinds: one decode yields alleles and phasing, each array keeps its part
-    # call_genotype decodes straight into its own (smallest) dtype.
+    field = {"contig": records.OFF_CHROM, "position": records.OFF_POS}[kind]
+    read = np.full(full, -2, np.int32)
+    decode.fixed_int32(buf, offsets, field, read)
+    if kind == "contig":
+        return narrowed(read, dtype, spec)
+    n = offsets.shape[0]
+    # htslib reads POS as unsigned (0xFFFFFFFF meaning VCF POS 0): below -1 the int32 we
+    # read and htslib's value differ, and only damage puts it there.
+    if (read[:n] < -1).any():
+        bad = int(np.argmax(read[:n] < -1))
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: record {bad} of the chunk has a negative POS",
+            offset=int(offsets[bad]) + records.OFF_POS,
+            hint="the cache may not match the references",
+        )
+    # BCF POS is 0-based, VCF Zarr positions are 1-based; in int64, as POS 0x7FFFFFFF is
+    # VCF POS 2^31 (htslib reads POS unsigned), not a wrap to -2^31.
+    positions = read.astype(np.int64)
+    positions[:n] += 1
+    return narrowed(positions, dtype, spec)
+
+
+def _decode_quality(buf: np.ndarray, offsets: np.ndarray, full: tuple[int, ...]) -> np.ndarray:
+    """variant_quality: QUAL's float32 bits as stored."""
+    out = np.full(full, FLOAT32_FILL, dtype="<f4")
+    decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
+    # A NaN QUAL other than missing reads as the quiet NaN htslib's readers return (pysam
+    # and bio2zarr pass it through a double): 0x7F800002 would otherwise be taken for VCF
+    # Zarr's fill.
+    bits = out.view("<u4")[: offsets.shape[0]]
+    nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
+    bits[nan & (bits != records.FLOAT_MISSING_BITS)] |= 0x400000
+    return out
+
+
+def _decode_genotypes(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+    """call_genotype, _phased or _mask: one decode yields alleles and phasing, each array
+    keeps its part. call_genotype decodes straight into its own (smallest) dtype."""
+    kind = spec.kind
+    dtype = np.dtype(spec.dtype)
     gt_dtype = dtype.newbyteorder("<") if kind == "genotype" else np.dtype(np.int32)
     n = offsets.shape[0]
     gt = np.empty((spec.chunk_length, spec.shape[0], spec.ploidy), gt_dtype)
@@ -245,11 +276,12 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec, paid: int | None = None) -
     if kind == "genotype":
         return gt
     if kind == "genotype_mask":
-        return gt < 0  # missing or fill, as bio2zarr writes it
+        mask: np.ndarray = gt < 0  # missing or fill, as bio2zarr writes it
+        return mask
     return phased
 
 
-def _first_characters(buf, starts, lengths) -> np.ndarray:
+def _first_characters(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """<U1 values (UTF-32LE code points): each value's first character, "." when
     missing, "" as fill."""
     safe = np.minimum(starts, max(buf.shape[0] - 1, 0))
@@ -263,7 +295,7 @@ def _first_characters(buf, starts, lengths) -> np.ndarray:
     return out
 
 
-def _decode_field(buf, offsets, spec: ChunkSpec, full):
+def _decode_field(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: tuple[int, ...]) -> bytes | np.ndarray:
     """An INFO (records, [width]) or FORMAT (records, samples, [width]) field."""
     is_format = spec.kind == "format"
     n_vectors = spec.shape[0] if is_format else 1
@@ -277,12 +309,12 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
         return out
     if spec.vcf_type in ("Integer", "Float"):
         is_float = spec.vcf_type == "Float"
-        out = np.full(inner, records.FLOAT_END_BITS if is_float else -2, dtype=np.int32)
-        err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, out)
+        values = np.full(inner, records.FLOAT_END_BITS if is_float else -2, dtype=np.int32)
+        err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, values)
         check(err, at, spec, spec.vcf_type)
         if is_float:
-            return out.view("<f4").reshape(full)
-        return narrowed(out.reshape(full), np.dtype(spec.dtype), spec)
+            return values.view("<f4").reshape(full)
+        return narrowed(values.reshape(full), np.dtype(spec.dtype), spec)
     starts = np.zeros(inner, np.int64)
     lengths = np.full(inner, decode.SPAN_FILL, np.int64)
     err, at = decode.field_string_spans(buf, offsets, spec.key, is_format, starts, lengths)
@@ -290,10 +322,17 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
     if spec.vcf_type == "Character":
         return _first_characters(buf, starts, lengths).reshape(full)
     check_utf8(buf, starts, lengths, spec)
-    return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
+    text: bytes = decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
+    return text
 
 
-class BCFRecordsCodec(Codec):
+def _serialised(result: bytes | np.ndarray) -> np.ndarray:
+    """A decoded chunk as the flat bytes the next codec step reads."""
+    return np.ascontiguousarray(result).view(np.uint8).ravel()
+
+
+# numcodecs ships no type information: its Codec is Any to mypy.
+class BCFRecordsCodec(Codec):  # type: ignore[misc]
     """numcodecs codec for Zarr v2 / Kerchunk ``filters``; decode-only (the BCF is the source).
 
     Parameters
@@ -309,34 +348,36 @@ class BCFRecordsCodec(Codec):
 
     codec_id = CODEC_ID
 
-    def __init__(self, **config):
+    def __init__(self, **config: Any) -> None:
         self.spec = ChunkSpec.from_config(config)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"id": self.codec_id, **self.spec.to_config()}
 
-    def encode(self, buf):
+    def encode(self, buf: Buffer) -> NoReturn:
         raise NotImplementedError(
             "vcfvirtual.bcf is read-only: chunks are BCF records decoded on read; "
             "write to a regular Zarr store to change values"
         )
 
-    def decode(self, buf, out=None):
-        result = decode_chunk(ensure_contiguous_ndarray(buf), self.spec)
-        result = np.ascontiguousarray(result).view(np.uint8).ravel()
-        if out is not None:
-            out_bytes = ensure_contiguous_ndarray(out).nbytes
-            if out_bytes != result.nbytes:
-                raise ChunkDecodeError(
-                    None,
-                    f"cannot decode {self.spec.array} chunk: it decodes to {result.nbytes} "
-                    f"bytes, the array's chunk holds {out_bytes}",
-                    hint="the codec configuration does not match the array's metadata",
-                )
-            return ndarray_copy(result, out)
-        return result
+    def decode(self, buf: Buffer, out: Buffer | None = None) -> np.ndarray | Buffer:
+        """The chunk's decoded bytes: a new array, or copied into ``out``; either way
+        memory of this call's own, whatever decoded before."""
+        result = _serialised(decode_chunk(ensure_contiguous_ndarray(buf), self.spec))
+        if out is None:
+            return result
+        out_bytes = ensure_contiguous_ndarray(out).nbytes
+        if out_bytes != result.nbytes:
+            raise ChunkDecodeError(
+                None,
+                f"cannot decode {self.spec.array} chunk: it decodes to {result.nbytes} "
+                f"bytes, the array's chunk holds {out_bytes}",
+                hint="the codec configuration does not match the array's metadata",
+            )
+        copied: np.ndarray | Buffer = ndarray_copy(result, out)
+        return copied
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"BCFRecordsCodec(array={self.spec.array!r}, kind={self.spec.kind!r})"
 
 
@@ -344,25 +385,19 @@ if HAVE_ZARR3:
 
     @dataclass(frozen=True)
     class BCFRecordsZarrCodec(BytesBytesCodec):
-        """zarr v3 bytes-to-bytes codec with the configuration and decode of :class:`BCFRecordsCodec`.
+        """zarr v3 bytes-to-bytes codec: :class:`BCFRecordsCodec`'s configuration and decode.
 
         Parameters
         ----------
         spec : ChunkSpec, optional
-            The configuration, already checked; else it is read from ``**config``.
-        **config
-            The JSON configuration, as :meth:`ChunkSpec.from_config` reads it.
-
-        Raises
-        ------
-        CodecConfigError
-            A configuration value the index would never write (a ``ValueError``).
+            The configuration, already checked; else it is read from ``**config``, as for
+            :class:`BCFRecordsCodec` (which says what it raises).
         """
 
         is_fixed_size = False
         spec: ChunkSpec
 
-        def __init__(self, *, spec: ChunkSpec | None = None, **config):
+        def __init__(self, *, spec: ChunkSpec | None = None, **config: Any) -> None:
             object.__setattr__(self, "spec", spec if spec is not None else ChunkSpec.from_config(config))
 
         @classmethod
@@ -374,7 +409,7 @@ if HAVE_ZARR3:
         def to_dict(self) -> dict[str, Any]:
             return {"name": CODEC_ID, "configuration": self.spec.to_config()}
 
-        def _decode_sync(self, chunk_bytes, chunk_spec):
+        def _decode_sync(self, chunk_bytes: ZarrBuffer, chunk_spec: ArraySpec) -> ZarrBuffer:
             expected = tuple(max(1, x) for x in self.spec.chunk_shape)
             if tuple(chunk_spec.shape) != expected:
                 raise ChunkDecodeError(
@@ -383,18 +418,18 @@ if HAVE_ZARR3:
                     f"{list(chunk_spec.shape)}, its codec configuration says {list(expected)}",
                     hint="the codec configuration does not match the array's metadata",
                 )
-            result = decode_chunk(chunk_bytes.as_numpy_array(), self.spec)
-            raw = np.ascontiguousarray(result).view(np.uint8).ravel()
+            raw = _serialised(decode_chunk(chunk_bytes.as_numpy_array(), self.spec))
             return chunk_spec.prototype.buffer.from_array_like(raw)
 
-        async def _decode_single(self, chunk_bytes, chunk_spec):
-            # Kernels release the GIL, so decoding in a thread lets chunks decode in parallel.
+        async def _decode_single(self, chunk_bytes: ZarrBuffer, chunk_spec: ArraySpec) -> ZarrBuffer:
+            # Kernels release the GIL, so decoding in zarr's threads lets chunks decode in
+            # parallel; how many at once is zarr's to decide (its async concurrency).
             return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
 
-        async def _encode_single(self, chunk_bytes, chunk_spec):
+        async def _encode_single(self, chunk_bytes: ZarrBuffer, chunk_spec: ArraySpec) -> ZarrBuffer | None:
             raise NotImplementedError("vcfvirtual.bcf is read-only: chunks are decoded BCF records")
 
-        def compute_encoded_size(self, input_byte_length, chunk_spec):
+        def compute_encoded_size(self, input_byte_length: int, chunk_spec: ArraySpec) -> int:
             raise NotImplementedError
 
 

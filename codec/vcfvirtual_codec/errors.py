@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Union
+
+# What an error names as its file: a path, a URL, or None for input of no file.
+FilePath = Union[str, "os.PathLike[str]", None]
 
 
 class VcfVirtualError(Exception):
     """Base class of every error vcfvirtual raises on purpose."""
 
-    def __init__(
-        self, path: str | os.PathLike[str] | None, problem: str, *, offset: int | None = None, hint: str | None = None
-    ) -> None:
+    def __init__(self, path: FilePath, problem: str, *, offset: int | None = None, hint: str | None = None) -> None:
         self.path = str(path) if path is not None else None
         self.problem = problem
         self.offset = offset
