@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .bcf import records
-from .decode import first_invalid_utf8
+from .decode import SPAN_MISSING, first_invalid_utf8, vlen_utf8
 from .errors import ChunkDecodeError
 from .spec import ChunkSpec
 
@@ -158,6 +158,19 @@ def check_utf8(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, spec: C
             offset=int(starts.ravel()[bad]),
             hint="offset is within the chunk; the BCF or the cache is damaged",
         )
+
+
+def checked_vlen_utf8(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, spec: ChunkSpec) -> bytes:
+    """The strings at ``buf``'s spans as vlen-utf8 bytes, once :func:`check_utf8` passed."""
+    check_utf8(buf, starts, lengths, spec)
+    text: bytes = vlen_utf8(buf, starts.ravel(), lengths.ravel())
+    return text
+
+
+def span_missing(lengths: np.ndarray) -> np.ndarray:
+    """Where a span is VCF's missing string ("."): what variant_id_mask holds."""
+    mask: np.ndarray = lengths == SPAN_MISSING
+    return mask
 
 
 def is_string_spec(spec: ChunkSpec) -> bool:

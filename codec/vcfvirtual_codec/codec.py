@@ -37,12 +37,13 @@ from .checks import (
     FLOAT32_FILL,
     as_bytes,
     check,
-    check_utf8,
+    checked_vlen_utf8,
     chunk_records_expected,
     decode_cost,
     inflate_limit,
     narrowed,
     refuse_over_ceiling,
+    span_missing,
     within_budget,
 )
 from .columns import decode_columns_chunk
@@ -203,11 +204,8 @@ def _decode_spans(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: t
     err, at = spans(buf, offsets, starts, lengths)
     check(err, at, spec, kind)
     if kind == "id_mask":
-        mask: np.ndarray = lengths == decode.SPAN_MISSING
-        return mask
-    check_utf8(buf, starts, lengths, spec)
-    text: bytes = decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
-    return text
+        return span_missing(lengths)
+    return checked_vlen_utf8(buf, starts, lengths, spec)
 
 
 def _decode_int_column(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: tuple[int, ...]) -> np.ndarray:
@@ -321,9 +319,7 @@ def _decode_field(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: t
     check(err, at, spec, spec.vcf_type)
     if spec.vcf_type == "Character":
         return _first_characters(buf, starts, lengths).reshape(full)
-    check_utf8(buf, starts, lengths, spec)
-    text: bytes = decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
-    return text
+    return checked_vlen_utf8(buf, starts, lengths, spec)
 
 
 def _serialised(result: bytes | np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -47,18 +48,22 @@ from .checks import (
     PAID_EXPANSION,
     as_bytes,
     check,
-    check_utf8,
+    checked_vlen_utf8,
     chunk_records_expected,
     decode_cost,
     decode_limits,
     inflate_limit,
     narrowed,
     refuse_over_ceiling,
+    span_missing,
     within_budget,
 )
 from .errors import ChunkDecodeError
 from .local_alleles import decode_local_columns
 from .spec import LOCAL_KINDS, ChunkSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Buffer
 
 # The preamble in front of every compressed segment: magic, segment kind code, flags,
 # 0, BCF dictionary key (-1: a fixed column), records, samples block index, samples in
@@ -114,7 +119,7 @@ _SPAN_MISSING = decode.SPAN_MISSING
 _njit = numba.njit(nogil=True, cache=True)
 
 
-def segment_crc(head, frame) -> int:
+def segment_crc(head: Buffer, frame: Buffer) -> int:
     """The segment's CRC32: over the preamble's first 32 bytes, then the compressed frame.
 
     Over the compressed bytes rather than the decompressed ones: any stored damage (to a
@@ -122,7 +127,8 @@ def segment_crc(head, frame) -> int:
     fraction of the bytes (a GT segment compresses 20-40x; over the decompressed bytes the
     CRC was ~7% of a GT chunk's decode). Covering the preamble catches a changed field the
     configuration cannot tell from the right one (the GT shift flag, a block's records)."""
-    return isal_zlib.crc32(frame, isal_zlib.crc32(head))
+    crc: int = isal_zlib.crc32(frame, isal_zlib.crc32(head))
+    return crc
 
 
 def seal_segment(
@@ -133,9 +139,9 @@ def seal_segment(
     block: int,
     block_samples: int,
     length: int,
-    frame,
+    frame: Buffer,
     complete_count: int = 0,
-):
+) -> bytes:
     """A segment as stored: its preamble (with :func:`segment_crc`) then ``frame``, the
     compressed bytes of ``length`` decompressed bytes. ``complete_count`` goes in the
     reserved field (a GT block's; 0 for every other segment)."""
@@ -633,7 +639,15 @@ def _refuse(spec: ChunkSpec, problem: str, offset: int | None = None) -> ChunkDe
 class _Segment:
     """What a chunk's preamble says, checked against the array's configuration."""
 
-    def __init__(self, data: np.ndarray, spec: ChunkSpec):
+    flags: int
+    records: int
+    block: int
+    block_samples: int
+    length: int  # decompressed
+    crc: int
+    complete_count: int  # a GT block's; 0 otherwise
+
+    def __init__(self, data: np.ndarray, spec: ChunkSpec) -> None:
         if data.shape[0] < PREAMBLE.size:
             raise _refuse(spec, f"{data.shape[0]} bytes, shorter than a segment's {PREAMBLE.size}-byte preamble")
         fields = PREAMBLE.unpack_from(data)
@@ -852,7 +866,7 @@ def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summar
     )
 
 
-def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
+def decode_columns_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
     """Decode one chunk of the ``columns`` layout: preamble, compressed segment.
 
     Parameters
@@ -926,12 +940,11 @@ def _decode_variant_column(raw: np.ndarray, n: int, spec: ChunkSpec) -> bytes | 
     err, at = (allele_spans if kind == "allele" else id_spans)(raw, n, starts, lengths)
     check(err, at, spec, kind)
     if kind == "id_mask":
-        return lengths == decode.SPAN_MISSING
-    check_utf8(raw, starts, lengths, spec)
-    return decode.vlen_utf8(raw, starts.ravel(), lengths.ravel())
+        return span_missing(lengths)
+    return checked_vlen_utf8(raw, starts, lengths, spec)
 
 
-def _padded(block: np.ndarray, spec: ChunkSpec, fill) -> np.ndarray:
+def _padded(block: np.ndarray, spec: ChunkSpec, fill: int | np.integer[Any]) -> np.ndarray:
     """A decoded samples block widened to the chunk's samples extent (the last, narrower
     block of an array), the extra samples holding the fill."""
     if block.shape[1] == spec.chunk_shape[1]:
@@ -1037,5 +1050,4 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         chars = np.empty(starts.size, "<u4")
         first_characters(raw, starts.ravel(), lengths.ravel(), chars)
         return chars.reshape(spec.chunk_shape)
-    check_utf8(raw, starts, lengths, spec)
-    return decode.vlen_utf8(raw, starts.ravel(), lengths.ravel())
+    return checked_vlen_utf8(raw, starts, lengths, spec)
