@@ -30,22 +30,9 @@ try:
 except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alone reads Kerchunk JSON
     HAVE_ZARR3 = False
 
-from . import decode
+from . import checks, decode
 from .bcf import bgzf, records
-from .checks import (
-    BYTES_PER_CLAIMED_SAMPLE,
-    FLOAT32_FILL,
-    as_bytes,
-    check,
-    checked_vlen_utf8,
-    chunk_records_expected,
-    decode_cost,
-    inflate_limit,
-    narrowed,
-    refuse_over_ceiling,
-    span_missing,
-    within_budget,
-)
+from .checks import FLOAT32_FILL, check, checked_vlen_utf8, narrowed, span_missing
 from .columns import decode_columns_chunk
 from .errors import ChunkDecodeError, VcfVirtualError
 from .local_alleles import decode_local_records
@@ -92,7 +79,7 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
             f"cannot decode {spec.array} chunk: the configuration says the array has no records",
             hint="the cache may not match the references",
         )
-    last, expected = chunk_records_expected(spec)
+    last, expected = checks.chunk_records_expected(spec)
     if n not in (spec.chunk_length, last):
         raise ChunkDecodeError(
             None,
@@ -103,9 +90,9 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
 
 
 def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, paid: int) -> None:
-    cost = decode_cost(spec)
-    refuse_over_ceiling(spec, cost, paid, f"{buf.shape[0]} bytes of records")
-    if within_budget(cost, buf.shape[0]):
+    cost = checks.decode_cost(spec)
+    checks.refuse_over_ceiling(spec, cost, paid, f"{buf.shape[0]} bytes of records")
+    if checks.within_budget(cost, buf.shape[0]):
         return
     if spec.kind in SAMPLE_KINDS and offsets.shape[0]:
         n_sample = (
@@ -114,7 +101,7 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, paid: i
             | buf[offsets + records.OFF_N_FMT_SAMPLE + 2].astype(np.int64) << 16
         )
         claimed = int(n_sample.max())
-        if spec.shape[0] <= claimed and cost <= spec.chunk_length * claimed * BYTES_PER_CLAIMED_SAMPLE:
+        if spec.shape[0] <= claimed and cost <= spec.chunk_length * claimed * checks.BYTES_PER_CLAIMED_SAMPLE:
             return
     raise ChunkDecodeError(
         None,
@@ -152,13 +139,13 @@ def decode_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
         records, another record count, values outside the dtype, a decode larger than
         the records justify); the offset is within the chunk where known.
     """
-    buf = as_bytes(data)
+    buf = checks.as_bytes(data)
     if spec.layout == "columns":
         return decode_columns_chunk(buf, spec)
     if spec.layout != "bgzf":
         return _decode_records(buf, spec)
     try:
-        inflated = bgzf.inflate_chunk(buf, limit=inflate_limit(buf.shape[0]))
+        inflated = bgzf.inflate_chunk(buf, limit=checks.inflate_limit(buf.shape[0]))
     except VcfVirtualError as e:
         raise ChunkDecodeError(
             None,

@@ -449,22 +449,9 @@ def numeric(seg, n, is_format, is_float, out, lo=-(1 << 31), hi=(1 << 31) - 1): 
 
 
 @_njit
-def flag(seg, n, out):
-    """An INFO Flag segment: set where the record holds the key (any count)."""
-    _, err, at = column_starts(seg, n, _ONE_VECTOR)
-    if err != R.OK:
-        return err, at
-    for k in range(n):
-        out[k] = R.i32(seg, 4 * k) >= 0
-    return R.OK, np.int64(0)
-
-
-@_njit
-def filters(seg, n, column_of_key, out):
-    """The FILTER segment into variant_filter (rows, filters)."""
-    starts, err, at = column_starts(seg, n, _ONE_VECTOR)
-    if err != R.OK:
-        return err, at
+def filters(seg, n, starts, column_of_key, out):
+    """The FILTER segment (its records' ``starts``, from column_starts) into
+    variant_filter (rows, filters)."""
     n_columns = column_of_key.shape[0]
     for column in range(n_columns):
         if column_of_key[column] >= out.shape[1]:
@@ -484,11 +471,9 @@ def filters(seg, n, column_of_key, out):
 
 
 @_njit
-def id_spans(seg, n, starts_out, lengths_out):
-    """The ID segment as (start, length) spans into the segment: "." or "" -> missing."""
-    starts, err, at = column_starts(seg, n, _ONE_VECTOR)
-    if err != R.OK:
-        return err, at
+def id_spans(seg, n, starts, starts_out, lengths_out):
+    """The ID segment (its records' ``starts``, from column_starts) as (start, length)
+    spans into the segment: "." or "" -> missing."""
     for k in range(n):
         c = np.int64(R.i32(seg, 4 * k))
         if c < 0 or seg[4 * n + k] != R.BT_CHAR:
@@ -917,6 +902,15 @@ def decode_columns_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
     return _decode_variant_column(raw, seg.records, spec)
 
 
+def _record_starts(raw: np.ndarray, n: int, spec: ChunkSpec, what: str) -> np.ndarray:
+    """Where each record's values start in a typed column of one vector per record (ID,
+    FILTER, an INFO Flag), the column's types and length checked (:func:`column_starts`)."""
+    starts: np.ndarray
+    starts, err, at = column_starts(raw, n, _ONE_VECTOR)
+    check(err, at, spec, what)
+    return starts
+
+
 def _decode_variant_column(raw: np.ndarray, n: int, spec: ChunkSpec) -> bytes | np.ndarray:
     """The fixed columns: contig, position, length, quality, id (+mask), allele, filter."""
     kind, full = spec.kind, spec.chunk_shape
@@ -932,12 +926,16 @@ def _decode_variant_column(raw: np.ndarray, n: int, spec: ChunkSpec) -> bytes | 
         return out
     if kind == "filter":
         flags = np.zeros(full, dtype=bool)
-        err, at = filters(raw, n, np.asarray(spec.filter_columns, np.int64), flags)
+        column_of_key = np.asarray(spec.filter_columns, np.int64)
+        err, at = filters(raw, n, _record_starts(raw, n, spec, kind), column_of_key, flags)
         check(err, at, spec, kind)
         return flags
     starts = np.zeros(full, np.int64)
     lengths = np.full(full, decode.SPAN_FILL, np.int64)
-    err, at = (allele_spans if kind == "allele" else id_spans)(raw, n, starts, lengths)
+    if kind == "allele":
+        err, at = allele_spans(raw, n, starts, lengths)
+    else:
+        err, at = id_spans(raw, n, _record_starts(raw, n, spec, kind), starts, lengths)
     check(err, at, spec, kind)
     if kind == "id_mask":
         return span_missing(lengths)
@@ -1011,9 +1009,9 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
     inner = (spec.chunk_length, n_vectors, width)
     block = (spec.chunk_length, n_vectors, *spec.shape[1:]) if is_format else spec.chunk_shape
     if spec.vcf_type == "Flag":
+        _record_starts(raw, n, spec, "Flag")  # the column's counts, types and length checked
         out = np.zeros(spec.chunk_length, dtype=bool)
-        err, at = flag(raw, n, out)
-        check(err, at, spec, "Flag")
+        out[:n] = raw[: 4 * n].view("<i4") >= 0  # set where the record holds the key (any count)
         return out
     if spec.vcf_type in ("Integer", "Float"):
         is_float = spec.vcf_type == "Float"
