@@ -36,6 +36,7 @@ from .checks import FLOAT32_FILL, check, checked_vlen_utf8, narrowed, span_missi
 from .columns import decode_columns_chunk
 from .errors import ChunkDecodeError, VcfVirtualError
 from .local_alleles import decode_local_records
+from .scratch import Scratch
 from .spec import CODEC_ID, KINDS, LAYOUTS, LOCAL_KINDS, MAX_SAMPLES, SAMPLE_KINDS, ChunkSpec
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, paid: i
     )
 
 
-def decode_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
+def decode_chunk(data: Buffer, spec: ChunkSpec, scratch: Scratch | None = None) -> bytes | np.ndarray:
     """Decode the records of one chunk into the serialised, padded chunk.
 
     Parameters
@@ -124,6 +125,9 @@ def decode_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
         :mod:`vcfvirtual_codec.columns`).
     spec : ChunkSpec
         The array's codec configuration.
+    scratch : Scratch, optional
+        The codec instance's working buffers, to inflate or decompress into (fresh ones
+        otherwise); nothing returned is a view of them.
 
     Returns
     -------
@@ -141,11 +145,26 @@ def decode_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
     """
     buf = checks.as_bytes(data)
     if spec.layout == "columns":
-        return decode_columns_chunk(buf, spec)
+        return decode_columns_chunk(buf, spec, scratch)
     if spec.layout != "bgzf":
         return _decode_records(buf, spec)
+    scratch = scratch or Scratch()
+    buffer = scratch.take()
     try:
-        inflated = bgzf.inflate_chunk(buf, limit=checks.inflate_limit(buf.shape[0]))
+        inflated = _inflate(buf, spec, buffer)
+        if inflated.base is None:  # too big for the free buffer: it replaces it
+            buffer = inflated
+        # Nothing returned is a view of the records, so the buffer can be reused.
+        return _decode_records(inflated, spec, paid=buf.shape[0])
+    finally:
+        if buffer is not None:
+            scratch.give(buffer)
+
+
+def _inflate(buf: np.ndarray, spec: ChunkSpec, buffer: np.ndarray | None) -> np.ndarray:
+    """A bgzf chunk's records, inflated into ``buffer`` when it is large enough."""
+    try:
+        return bgzf.inflate_chunk(buf, buffer=buffer, limit=checks.inflate_limit(buf.shape[0]))
     except VcfVirtualError as e:
         raise ChunkDecodeError(
             None,
@@ -153,7 +172,6 @@ def decode_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
             offset=e.offset,
             hint="the cache may not match the references",
         ) from None
-    return _decode_records(inflated, spec, paid=buf.shape[0])
 
 
 def _decode_records(buf: np.ndarray, spec: ChunkSpec, paid: int | None = None) -> bytes | np.ndarray:
@@ -333,6 +351,7 @@ class BCFRecordsCodec(Codec):  # type: ignore[misc]
 
     def __init__(self, **config: Any) -> None:
         self.spec = ChunkSpec.from_config(config)
+        self._scratch = Scratch()  # working buffers of this instance's decodes, never returned
 
     def get_config(self) -> dict[str, Any]:
         return {"id": self.codec_id, **self.spec.to_config()}
@@ -346,7 +365,7 @@ class BCFRecordsCodec(Codec):  # type: ignore[misc]
     def decode(self, buf: Buffer, out: Buffer | None = None) -> np.ndarray | Buffer:
         """The chunk's decoded bytes: a new array, or copied into ``out``; either way
         memory of this call's own, whatever decoded before."""
-        result = _serialised(decode_chunk(ensure_contiguous_ndarray(buf), self.spec))
+        result = _serialised(decode_chunk(ensure_contiguous_ndarray(buf), self.spec, self._scratch))
         if out is None:
             return result
         out_bytes = ensure_contiguous_ndarray(out).nbytes
@@ -379,9 +398,12 @@ if HAVE_ZARR3:
 
         is_fixed_size = False
         spec: ChunkSpec
+        if TYPE_CHECKING:  # set in __init__, not a dataclass field (equality and JSON are the spec's)
+            _scratch: Scratch
 
         def __init__(self, *, spec: ChunkSpec | None = None, **config: Any) -> None:
             object.__setattr__(self, "spec", spec if spec is not None else ChunkSpec.from_config(config))
+            object.__setattr__(self, "_scratch", Scratch())
 
         @classmethod
         def from_dict(cls, data: dict[str, Any]) -> BCFRecordsZarrCodec:
@@ -401,7 +423,7 @@ if HAVE_ZARR3:
                     f"{list(chunk_spec.shape)}, its codec configuration says {list(expected)}",
                     hint="the codec configuration does not match the array's metadata",
                 )
-            raw = _serialised(decode_chunk(chunk_bytes.as_numpy_array(), self.spec))
+            raw = _serialised(decode_chunk(chunk_bytes.as_numpy_array(), self.spec, self._scratch))
             return chunk_spec.prototype.buffer.from_array_like(raw)
 
         async def _decode_single(self, chunk_bytes: ZarrBuffer, chunk_spec: ArraySpec) -> ZarrBuffer:

@@ -60,6 +60,7 @@ from .checks import (
 )
 from .errors import ChunkDecodeError
 from .local_alleles import decode_local_columns
+from .scratch import Scratch
 from .spec import LOCAL_KINDS, ChunkSpec
 
 if TYPE_CHECKING:
@@ -851,7 +852,7 @@ def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summar
     )
 
 
-def decode_columns_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
+def decode_columns_chunk(data: Buffer, spec: ChunkSpec, scratch: Scratch | None = None) -> bytes | np.ndarray:
     """Decode one chunk of the ``columns`` layout: preamble, compressed segment.
 
     Parameters
@@ -860,6 +861,9 @@ def decode_columns_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
         The chunk's byte range in the cache.
     spec : ChunkSpec
         The array's codec configuration (``layout="columns"``).
+    scratch : Scratch, optional
+        The codec instance's working buffers, to decompress the segment into (a fresh
+        buffer otherwise); nothing returned is a view of it.
 
     Returns
     -------
@@ -893,13 +897,14 @@ def decode_columns_chunk(data: Buffer, spec: ChunkSpec) -> bytes | np.ndarray:
     if summary:
         # The preamble's claims are covered by the CRC just checked: no decompress needed.
         return _genotype_summary(seg, spec)
-    raw = np.empty(seg.length, np.uint8)
-    _decompress(body, seg, spec, raw)
-    if spec.kind in ("info", "format"):
-        return _decode_field(raw, seg, spec)
-    if spec.kind.startswith("genotype"):
-        return _decode_genotypes(raw, seg, spec)
-    return _decode_variant_column(raw, seg.records, spec)
+    with (scratch or Scratch()).lend(seg.length) as raw:
+        _decompress(body, seg, spec, raw)
+        # Every decode below writes arrays of its own, none a view of the segment.
+        if spec.kind in ("info", "format"):
+            return _decode_field(raw, seg, spec)
+        if spec.kind.startswith("genotype"):
+            return _decode_genotypes(raw, seg, spec)
+        return _decode_variant_column(raw, seg.records, spec)
 
 
 def _record_starts(raw: np.ndarray, n: int, spec: ChunkSpec, what: str) -> np.ndarray:

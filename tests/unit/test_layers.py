@@ -58,6 +58,7 @@ CODEC = Package(
         {"bcf"},  # BCF records and BGZF blocks: the format, shared with the indexer
         {"decode"},  # kernels over whole records
         {"checks"},  # what both decoders check: bounds, kernel errors, dtypes, UTF-8
+        {"scratch"},  # a codec instance's reusable working buffers
         {"local_alleles"},
         {"columns"},  # the columns layout's decoder
         {"codec"},  # the codecs: whole records (raw, bgzf) and the columns decoder
