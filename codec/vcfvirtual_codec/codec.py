@@ -16,13 +16,8 @@ because numcodecs never tells a codec the chunk shape.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -35,10 +30,20 @@ try:
 except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alone reads Kerchunk JSON
     HAVE_ZARR3 = False
 
-from . import decode
+from . import checks, decode
 from .bcf import bgzf, records
+from .checks import FLOAT32_FILL, check, checked_vlen_utf8, narrowed, span_missing
+from .columns import decode_columns_chunk
 from .errors import ChunkDecodeError, VcfVirtualError
+from .local_alleles import decode_local_records
+from .scratch import Scratch
 from .spec import CODEC_ID, KINDS, LAYOUTS, LOCAL_KINDS, MAX_SAMPLES, SAMPLE_KINDS, ChunkSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Buffer
+
+    from zarr.core.array_spec import ArraySpec
+    from zarr.core.buffer import Buffer as ZarrBuffer
 
 __all__ = [
     "CODEC_ID",
@@ -53,49 +58,6 @@ __all__ = [
     "register",
 ]
 
-# VCF Zarr's float fill is BCF's end-of-vector bit pattern.
-FLOAT32_FILL = np.array([records.FLOAT_END_BITS], dtype="<i4").view("<f4")[0]
-
-
-def _check(err, err_pos, spec: ChunkSpec, what: str):
-    if err != records.OK:
-        raise ChunkDecodeError(
-            None,
-            f"cannot decode {spec.array} chunk: {records.ERROR_TEXT[int(err)]} ({what})",
-            offset=int(err_pos),
-            hint="offset is within the chunk; the cache may not match the references",
-        )
-
-
-def _narrow(values: np.ndarray, dtype: np.dtype, spec: ChunkSpec) -> np.ndarray:
-    """int32 or int64 values as the array's (smallest) integer dtype, refusing values that do
-    not fit: the index chose the dtype from every value it saw, so a value outside it
-    means the cache changed, and a cast would silently wrap it (65541 -> 5 in int16)."""
-    if dtype.itemsize < values.dtype.itemsize and values.size:
-        info = np.iinfo(dtype)
-        lo, hi = int(values.min()), int(values.max())
-        if lo < info.min or hi > info.max:
-            bad = int(np.nonzero((values < info.min) | (values > info.max))[0][0])
-            raise ChunkDecodeError(
-                None,
-                f"cannot decode {spec.array} chunk: record {bad} of the chunk holds "
-                f"{hi if hi > info.max else lo}, outside the array's {dtype}",
-                hint="the cache may not match the references",
-            )
-    return values.astype(dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype, copy=False)
-
-
-def _check_utf8(buf, starts, lengths, spec: ChunkSpec):
-    """Refuse a string that vlen-utf8 could not decode, naming where it starts."""
-    bad = decode.first_invalid_utf8(buf, starts.ravel(), lengths.ravel())
-    if bad >= 0:
-        raise ChunkDecodeError(
-            None,
-            f"cannot decode {spec.array} chunk: a string value is not UTF-8",
-            offset=int(starts.ravel()[bad]),
-            hint="offset is within the chunk; the BCF or the cache is damaged",
-        )
-
 
 def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     """Offsets of the records in the chunk: exactly chunk_length whole records, or the
@@ -103,6 +65,7 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     # A record is at least 32 bytes (l_shared >= 24), so the offsets array need never be
     # longer than the chunk can hold, whatever chunk_length the config claims.
     limit = min(spec.chunk_length, buf.shape[0] // 32 + 1)
+    offsets: np.ndarray
     offsets, n, err, err_pos = records.record_offsets(buf, limit)
     if err == records.OK and n == 0:
         raise ChunkDecodeError(
@@ -110,16 +73,15 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
             f"cannot decode {spec.array} chunk: it holds no records",
             hint="the cache may not match the references",
         )
-    _check(err, err_pos, spec, "walking records")
+    check(err, err_pos, spec, "walking records")
     if spec.num_records == 0:
         raise ChunkDecodeError(
             None,
             f"cannot decode {spec.array} chunk: the configuration says the array has no records",
             hint="the cache may not match the references",
         )
-    last = spec.num_records - (spec.num_records - 1) // spec.chunk_length * spec.chunk_length
+    last, expected = checks.chunk_records_expected(spec)
     if n not in (spec.chunk_length, last):
-        expected = f"{spec.chunk_length}" + (f" (or {last} in the last chunk)" if last != spec.chunk_length else "")
         raise ChunkDecodeError(
             None,
             f"cannot decode {spec.array} chunk: it holds {n} records, expected {expected}",
@@ -128,90 +90,10 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     return offsets
 
 
-# What one decode may allocate, so that a configuration claiming a huge shape gets a
-# ChunkDecodeError before any allocation, not an 8 GB peak or a MemoryError. A decoded
-# chunk is legitimately much larger than its records when fields are absent (every
-# value then reads missing), so the bound is generous: any decode up to
-# MIN_DECODE_BUDGET, else EXPANSION bytes per record byte, or a few values per sample
-# that the records themselves claim (each record's 24-bit n_sample). Beyond
-# MAX_DECODE_BYTES a decode must also be paid for: PAID_EXPANSION bytes per byte of the
-# chunk as stored, which its author had to supply (docs/design.md, "Decode bounds").
-# Absent fields, padding rows and highly compressible frames make the other rules pass
-# for a chunk of a few bytes; a shared reference file of a few MB must not be able to make
-# a reader allocate gigabytes.
-MIN_DECODE_BUDGET = int(os.environ.get("VCFVIRTUAL_MIN_DECODE_BUDGET", str(128 << 20)))
-EXPANSION = 1024
-BYTES_PER_CLAIMED_SAMPLE = 64
-# 900 MiB: a default columns chunk's widest honest decode from next to nothing (1,000
-# variants x 10,000 samples of an absent 21-value int16 PL) is 840 MB; raising
-# VCFVIRTUAL_MIN_DECODE_BUDGET raises this too.
-MAX_DECODE_BYTES = max(MIN_DECODE_BUDGET, 900 << 20)
-# Past it, bytes of decode per byte of the chunk as stored: an honest chunk's decode is a
-# few times its records, tens of times its compressed bytes (Blosc'd GT ~250 at most), and
-# 1.5 MB of inline bytes still stop at 384 MiB.
-PAID_EXPANSION = 256
-# The most decompressed bytes one compressed byte may stand for beyond MIN_DECODE_BUDGET
-# (inflated BGZF records, a columns segment without a bound from its shape): Blosc's LZ4
-# gives at most ~255, a BCF's deflate at most 1032 on degenerate data. A reference file
-# under 2 MB (1.5 MB of base64 inline bytes) thus inflates to 768 MiB at most.
-LENGTH_EXPANSION = 512
-_SPAN_KINDS = ("id", "id_mask", "allele")
-
-
-def is_string_spec(spec: ChunkSpec) -> bool:
-    """Whether a decode of this array makes string spans (IDs, alleles, String and
-    Character fields), whose output size the shape does not bound."""
-    return spec.kind in _SPAN_KINDS or (spec.kind in ("info", "format") and spec.vcf_type in ("String", "Character"))
-
-
-def _bytes_per_value(spec: ChunkSpec) -> int:
-    """Bytes a decode allocates per value of the decoded chunk: its output and the working
-    arrays behind it (int32 values narrowed after, int64 spans then vlen-utf8 items)."""
-    itemsize = np.dtype(spec.dtype).itemsize if spec.dtype != "str" else 0
-    if is_string_spec(spec):
-        return 24  # int64 start and length, then at least 4 bytes of vlen-utf8 (+ the text)
-    if spec.kind == "genotype":
-        return 2 * itemsize  # the chunk, and its copy widened to the last samples block
-    if spec.kind == "genotype_mask":
-        return 6  # int32 alleles, then the mask (and its widened copy)
-    if spec.kind == "genotype_phased":
-        return 4 * spec.ploidy + 2  # per call: int32 alleles, then the phase bit
-    if spec.kind in ("info", "format") and spec.vcf_type != "Flag":
-        if spec.layout == "columns" and itemsize <= 4:
-            return 2 * itemsize  # the array's dtype (floats as int32 bits), widened to the block
-        return 8 + itemsize  # int32 values (widened), then narrowed or cast
-    if spec.kind in ("contig", "position", "length"):
-        return 16 + itemsize  # int32 or int64 working values, then the narrowed chunk
-    return max(itemsize, 1)
-
-
-def decode_cost(spec: ChunkSpec) -> int:
-    """Bytes a decode of one chunk allocates at most (outputs and working arrays), from the
-    decoded chunk's shape (:attr:`ChunkSpec.chunk_shape`; per call for the phased array)."""
-    shape = spec.chunk_shape[:2] if spec.kind == "genotype_phased" else spec.chunk_shape
-    values = 1
-    for x in shape:
-        values *= max(x, 1)
-    return values * _bytes_per_value(spec)
-
-
-def refuse_over_ceiling(spec: ChunkSpec, cost: int, paid: int, what: str) -> None:
-    """The decode ceiling: past MAX_DECODE_BYTES, a decode costs at most PAID_EXPANSION
-    bytes per byte of the chunk as stored (``paid``), whatever else backs it."""
-    if cost > MAX_DECODE_BYTES and cost > PAID_EXPANSION * paid:
-        raise ChunkDecodeError(
-            None,
-            f"cannot decode {spec.array} chunk: its configuration (chunk {list(spec.chunk_shape)}) would take "
-            f"{cost} bytes to decode {what}, more than any chunk of {paid} stored bytes may "
-            f"({max(MAX_DECODE_BYTES, PAID_EXPANSION * paid)}; VCFVIRTUAL_MIN_DECODE_BUDGET raises it)",
-            hint="the references' codec configuration does not fit the cache; refusing to allocate",
-        )
-
-
 def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, paid: int) -> None:
-    cost = decode_cost(spec)
-    refuse_over_ceiling(spec, cost, paid, f"{buf.shape[0]} bytes of records")
-    if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * buf.shape[0]:
+    cost = checks.decode_cost(spec)
+    checks.refuse_over_ceiling(spec, cost, paid, f"{buf.shape[0]} bytes of records")
+    if checks.within_budget(cost, buf.shape[0]):
         return
     if spec.kind in SAMPLE_KINDS and offsets.shape[0]:
         n_sample = (
@@ -220,7 +102,7 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, paid: i
             | buf[offsets + records.OFF_N_FMT_SAMPLE + 2].astype(np.int64) << 16
         )
         claimed = int(n_sample.max())
-        if spec.shape[0] <= claimed and cost <= spec.chunk_length * claimed * BYTES_PER_CLAIMED_SAMPLE:
+        if spec.shape[0] <= claimed and cost <= spec.chunk_length * claimed * checks.BYTES_PER_CLAIMED_SAMPLE:
             return
     raise ChunkDecodeError(
         None,
@@ -231,86 +113,7 @@ def _check_budget(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, paid: i
     )
 
 
-def inflate_limit(compressed: int) -> int:
-    """The most bytes ``compressed`` bytes of a chunk may inflate to (see LENGTH_EXPANSION)."""
-    return max(MIN_DECODE_BUDGET, LENGTH_EXPANSION * compressed)
-
-
-# Chunks decode on as many threads at once as there are cores: more only thrash the
-# caches, as zarr hands every chunk of a read to its thread pool at once.
-_DECODE_SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
-# Inflate buffers, reused most-recent first: a fresh 20 MB array costs as much in page
-# faults as inflating into it. At most one per decode slot, and none larger than a
-# default chunk's records need: an outsized one (a chunk far above the usual size) is
-# dropped after its decode rather than kept for the life of the process.
-_inflate_buffers: list[np.ndarray] = []
-_inflate_buffers_lock = threading.Lock()
-_MAX_POOLED_BUFFERS = max(1, min(os.cpu_count() or 1, 8))
-MAX_POOLED_BUFFER_BYTES = 96 << 20
-
-
-@contextmanager
-def pooled_buffer(size: int) -> Iterator[np.ndarray]:
-    """A uint8 buffer of ``size`` bytes from the inflate buffer pool, returned to it after
-    (the columns layout decompresses segments into these). Nothing the caller returns
-    may be a view of it."""
-    with _inflate_buffers_lock:
-        buffer = _inflate_buffers.pop() if _inflate_buffers else None
-    if buffer is None or buffer.shape[0] < size:
-        buffer = np.empty(size, np.uint8)  # replaces a smaller pooled one
-    try:
-        yield buffer[:size]
-    finally:
-        if buffer.shape[0] <= MAX_POOLED_BUFFER_BYTES:
-            with _inflate_buffers_lock:
-                if len(_inflate_buffers) < _MAX_POOLED_BUFFERS:
-                    _inflate_buffers.append(buffer)
-
-
-# Decoded chunks, too, come from reused blocks: a fresh 67 MB output costs its page faults
-# and zeroing (~9 ms of a 75 ms GT chunk decode of cohort A). A block is handed out again
-# only once nothing refers to it: every array made from it (the chunk, zarr's views of
-# it) holds a reference to the block, so its reference count back at the pool's own
-# means no reader is left. Only with the GIL (where that count is exact), and only for
-# chunks of at least MIN_POOLED_OUTPUT_BYTES (below, allocation is cheap).
-_output_blocks: list[np.ndarray] = []
-_output_blocks_lock = threading.Lock()
-_MAX_OUTPUT_BLOCKS = 2 * _MAX_POOLED_BUFFERS + 2
-MIN_POOLED_OUTPUT_BYTES = 1 << 20
-_POOL_OUTPUTS = getattr(sys, "_is_gil_enabled", lambda: True)()
-# References to a free pooled block while it is checked: the pool's list and
-# getrefcount's argument (no other name may hold it then).
-_FREE_BLOCK_REFS = 2
-
-
-def _free_block(i: int) -> bool:
-    return sys.getrefcount(_output_blocks[i]) == _FREE_BLOCK_REFS
-
-
-def output_array(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """An uninitialised array for a decoded chunk: a view of a reused block when one is
-    free, else fresh (and pooled, if there is room). The caller writes every value."""
-    dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize
-    for x in shape:
-        nbytes *= x
-    if not _POOL_OUTPUTS or nbytes < MIN_POOLED_OUTPUT_BYTES or nbytes > MAX_POOLED_BUFFER_BYTES:
-        return np.empty(shape, dtype)
-    with _output_blocks_lock:
-        free = [i for i in range(len(_output_blocks)) if _free_block(i)]
-        fits = [i for i in free if _output_blocks[i].shape[0] >= nbytes]
-        if fits:
-            block = _output_blocks[fits[0]]
-        else:
-            block = np.empty(nbytes, np.uint8)
-            if len(_output_blocks) < _MAX_OUTPUT_BLOCKS:
-                _output_blocks.append(block)
-            elif free:  # a free block too small for this chunk makes room
-                _output_blocks[free[0]] = block
-        return block[:nbytes].view(dtype).reshape(shape)
-
-
-def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
+def decode_chunk(data: Buffer, spec: ChunkSpec, scratch: Scratch | None = None) -> bytes | np.ndarray:
     """Decode the records of one chunk into the serialised, padded chunk.
 
     Parameters
@@ -322,6 +125,9 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         :mod:`vcfvirtual_codec.columns`).
     spec : ChunkSpec
         The array's codec configuration.
+    scratch : Scratch, optional
+        The codec instance's working buffers, to inflate or decompress into (fresh ones
+        otherwise); nothing returned is a view of them.
 
     Returns
     -------
@@ -337,110 +143,128 @@ def decode_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         records, another record count, values outside the dtype, a decode larger than
         the records justify); the offset is within the chunk where known.
     """
-    buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
-    with _DECODE_SLOTS:
-        if spec.layout == "columns":
-            # Imported here: columns builds on this module's helpers.
-            from .columns import decode_columns_chunk
+    buf = checks.as_bytes(data)
+    if spec.layout == "columns":
+        return decode_columns_chunk(buf, spec, scratch)
+    if spec.layout != "bgzf":
+        return _decode_records(buf, spec)
+    scratch = scratch or Scratch()
+    buffer = scratch.take()
+    try:
+        inflated = _inflate(buf, spec, buffer)
+        if inflated.base is None:  # too big for the free buffer: it replaces it
+            buffer = inflated
+        # Nothing returned is a view of the records, so the buffer can be reused.
+        return _decode_records(inflated, spec, paid=buf.shape[0])
+    finally:
+        if buffer is not None:
+            scratch.give(buffer)
 
-            return decode_columns_chunk(buf, spec)
-        if spec.layout != "bgzf":
-            return _decode_records(buf, spec)
-        with _inflate_buffers_lock:
-            scratch = _inflate_buffers.pop() if _inflate_buffers else None
-        try:
-            try:
-                inflated = bgzf.inflate_chunk(buf, buffer=scratch, limit=inflate_limit(buf.shape[0]))
-                if inflated.base is None:  # too big for the pooled buffer: it replaces it
-                    scratch = inflated
-            except VcfVirtualError as e:
-                raise ChunkDecodeError(
-                    None,
-                    f"cannot decode {spec.array} chunk: {e.problem}",
-                    offset=e.offset,
-                    hint="the cache may not match the references",
-                ) from None
-            # Nothing returned is a view of the records, so the buffer can be reused.
-            return _decode_records(inflated, spec, paid=buf.shape[0])
-        finally:
-            if scratch is not None and scratch.shape[0] <= MAX_POOLED_BUFFER_BYTES:
-                with _inflate_buffers_lock:
-                    if len(_inflate_buffers) < _MAX_POOLED_BUFFERS:
-                        _inflate_buffers.append(scratch)
+
+def _inflate(buf: np.ndarray, spec: ChunkSpec, buffer: np.ndarray | None) -> np.ndarray:
+    """A bgzf chunk's records, inflated into ``buffer`` when it is large enough."""
+    try:
+        return bgzf.inflate_chunk(buf, buffer=buffer, limit=checks.inflate_limit(buf.shape[0]))
+    except VcfVirtualError as e:
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: {e.problem}",
+            offset=e.offset,
+            hint="the cache may not match the references",
+        ) from None
 
 
 def _decode_records(buf: np.ndarray, spec: ChunkSpec, paid: int | None = None) -> bytes | np.ndarray:
     """Decode a chunk's whole, uncompressed records (``paid``: the chunk's bytes as stored,
     when they were compressed)."""
     if spec.kind in LOCAL_KINDS:  # derived from GT (and AD or PL) of the same records
-        from .local_alleles import decode_local_records
-
         # Each source array's decode is bounded by the same stored bytes.
         return decode_local_records(buf, spec, lambda records, source: _decode_records(records, source, paid))
     offsets = _chunk_offsets(buf, spec)
     _check_budget(buf, offsets, spec, buf.shape[0] if paid is None else paid)
     full = (spec.chunk_length, *spec.shape)
     kind = spec.kind
-
     if kind in ("id", "id_mask", "allele"):
-        starts = np.zeros(full, np.int64)
-        lengths = np.full(full, decode.SPAN_FILL, np.int64)
-        spans = decode.allele_spans if kind == "allele" else decode.id_spans
-        err, at = spans(buf, offsets, starts, lengths)
-        _check(err, at, spec, kind)
-        if kind == "id_mask":
-            return lengths == decode.SPAN_MISSING
-        _check_utf8(buf, starts, lengths, spec)
-        return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
-
+        return _decode_spans(buf, offsets, spec, full)
     if kind in ("info", "format"):
         return _decode_field(buf, offsets, spec, full)
+    if kind in ("length", "contig", "position"):
+        return _decode_int_column(buf, offsets, spec, full)
+    if kind == "quality":
+        return _decode_quality(buf, offsets, full)
+    if kind == "filter":
+        out = np.zeros(full, dtype=bool)
+        err, at = decode.filters(buf, offsets, np.asarray(spec.filter_columns, np.int64), out)
+        check(err, at, spec, kind)
+        return out
+    return _decode_genotypes(buf, offsets, spec)
+
+
+def _decode_spans(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: tuple[int, ...]) -> bytes | np.ndarray:
+    """IDs (or their mask) and alleles: spans of the records' strings, then vlen-utf8."""
+    kind = spec.kind
+    starts = np.zeros(full, np.int64)
+    lengths = np.full(full, decode.SPAN_FILL, np.int64)
+    spans = decode.allele_spans if kind == "allele" else decode.id_spans
+    err, at = spans(buf, offsets, starts, lengths)
+    check(err, at, spec, kind)
+    if kind == "id_mask":
+        return span_missing(lengths)
+    return checked_vlen_utf8(buf, starts, lengths, spec)
+
+
+def _decode_int_column(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: tuple[int, ...]) -> np.ndarray:
+    """variant_length, variant_contig or variant_position, narrowed to the array's dtype."""
+    kind = spec.kind
     dtype = np.dtype(spec.dtype)
-    n = offsets.shape[0]
     if kind == "length":
         # int64: htslib's replacement of a damaged rlen can exceed int32; spec.key is
         # INFO/END's dictionary key, which that replacement reads (-1: none).
         values = np.full(full, -2, np.int64)
         err, at = decode.lengths(buf, offsets, spec.key, values)
-        _check(err, at, spec, kind)
-        return _narrow(values, dtype, spec)
-    if kind in ("contig", "position"):
-        field = {"contig": records.OFF_CHROM, "position": records.OFF_POS}[kind]
-        values = np.full(full, -2, np.int32)
-        decode.fixed_int32(buf, offsets, field, values)
-        if kind == "position":
-            # htslib reads POS as unsigned (0xFFFFFFFF meaning VCF POS 0): below -1 the
-            # int32 we read and htslib's value differ, and only damage puts it there.
-            if (values[:n] < -1).any():
-                bad = int(np.argmax(values[:n] < -1))
-                raise ChunkDecodeError(
-                    None,
-                    f"cannot decode {spec.array} chunk: record {bad} of the chunk has a negative POS",
-                    offset=int(offsets[bad]) + records.OFF_POS,
-                    hint="the cache may not match the references",
-                )
-            # BCF POS is 0-based, VCF Zarr positions are 1-based; in int64, as POS
-            # 0x7FFFFFFF is VCF POS 2^31 (htslib reads POS unsigned), not a wrap to -2^31.
-            values = values.astype(np.int64)
-            values[:n] += 1
-        return _narrow(values, dtype, spec)
-    if kind == "quality":
-        out = np.full(full, FLOAT32_FILL, dtype="<f4")
-        decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
-        # A NaN QUAL other than missing reads as the quiet NaN htslib's readers return
-        # (pysam and bio2zarr pass it through a double): 0x7F800002 would otherwise be
-        # taken for VCF Zarr's fill.
-        bits = out.view("<u4")[:n]
-        nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
-        bits[nan & (bits != records.FLOAT_MISSING_BITS)] |= 0x400000
-        return out
-    if kind == "filter":
-        out = np.zeros(full, dtype=bool)
-        err, at = decode.filters(buf, offsets, np.asarray(spec.filter_columns, np.int64), out)
-        _check(err, at, spec, kind)
-        return out
-    # genotype kinds: one decode yields alleles and phasing, each array keeps its part
-    # call_genotype decodes straight into its own (smallest) dtype.
+        check(err, at, spec, kind)
+        return narrowed(values, dtype, spec)
+    field = {"contig": records.OFF_CHROM, "position": records.OFF_POS}[kind]
+    read = np.full(full, -2, np.int32)
+    decode.fixed_int32(buf, offsets, field, read)
+    if kind == "contig":
+        return narrowed(read, dtype, spec)
+    n = offsets.shape[0]
+    # htslib reads POS as unsigned (0xFFFFFFFF meaning VCF POS 0): below -1 the int32 we
+    # read and htslib's value differ, and only damage puts it there.
+    if (read[:n] < -1).any():
+        bad = int(np.argmax(read[:n] < -1))
+        raise ChunkDecodeError(
+            None,
+            f"cannot decode {spec.array} chunk: record {bad} of the chunk has a negative POS",
+            offset=int(offsets[bad]) + records.OFF_POS,
+            hint="the cache may not match the references",
+        )
+    # BCF POS is 0-based, VCF Zarr positions are 1-based; in int64, as POS 0x7FFFFFFF is
+    # VCF POS 2^31 (htslib reads POS unsigned), not a wrap to -2^31.
+    positions = read.astype(np.int64)
+    positions[:n] += 1
+    return narrowed(positions, dtype, spec)
+
+
+def _decode_quality(buf: np.ndarray, offsets: np.ndarray, full: tuple[int, ...]) -> np.ndarray:
+    """variant_quality: QUAL's float32 bits as stored."""
+    out = np.full(full, FLOAT32_FILL, dtype="<f4")
+    decode.fixed_bytes4(buf, offsets, records.OFF_QUAL, out.view(np.uint8))
+    # A NaN QUAL other than missing reads as the quiet NaN htslib's readers return (pysam
+    # and bio2zarr pass it through a double): 0x7F800002 would otherwise be taken for VCF
+    # Zarr's fill.
+    bits = out.view("<u4")[: offsets.shape[0]]
+    nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
+    bits[nan & (bits != records.FLOAT_MISSING_BITS)] |= 0x400000
+    return out
+
+
+def _decode_genotypes(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+    """call_genotype, _phased or _mask: one decode yields alleles and phasing, each array
+    keeps its part. call_genotype decodes straight into its own (smallest) dtype."""
+    kind = spec.kind
+    dtype = np.dtype(spec.dtype)
     gt_dtype = dtype.newbyteorder("<") if kind == "genotype" else np.dtype(np.int32)
     n = offsets.shape[0]
     gt = np.empty((spec.chunk_length, spec.shape[0], spec.ploidy), gt_dtype)
@@ -451,15 +275,16 @@ def _decode_records(buf: np.ndarray, spec: ChunkSpec, paid: int | None = None) -
     else:
         phased = np.empty((0, 0), dtype=bool)  # alleles only: skip the phase bits
     err, at = decode.genotypes(buf, offsets, spec.key, gt, phased, np.iinfo(gt_dtype).max)
-    _check(err, at, spec, kind)
+    check(err, at, spec, kind)
     if kind == "genotype":
         return gt
     if kind == "genotype_mask":
-        return gt < 0  # missing or fill, as bio2zarr writes it
+        mask: np.ndarray = gt < 0  # missing or fill, as bio2zarr writes it
+        return mask
     return phased
 
 
-def _first_characters(buf, starts, lengths) -> np.ndarray:
+def _first_characters(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """<U1 values (UTF-32LE code points): each value's first character, "." when
     missing, "" as fill."""
     safe = np.minimum(starts, max(buf.shape[0] - 1, 0))
@@ -473,7 +298,7 @@ def _first_characters(buf, starts, lengths) -> np.ndarray:
     return out
 
 
-def _decode_field(buf, offsets, spec: ChunkSpec, full):
+def _decode_field(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: tuple[int, ...]) -> bytes | np.ndarray:
     """An INFO (records, [width]) or FORMAT (records, samples, [width]) field."""
     is_format = spec.kind == "format"
     n_vectors = spec.shape[0] if is_format else 1
@@ -483,27 +308,32 @@ def _decode_field(buf, offsets, spec: ChunkSpec, full):
     if spec.vcf_type == "Flag":
         out = np.zeros(spec.chunk_length, dtype=bool)
         err, at = decode.info_flag(buf, offsets, spec.key, out)
-        _check(err, at, spec, "Flag")
+        check(err, at, spec, "Flag")
         return out
     if spec.vcf_type in ("Integer", "Float"):
         is_float = spec.vcf_type == "Float"
-        out = np.full(inner, records.FLOAT_END_BITS if is_float else -2, dtype=np.int32)
-        err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, out)
-        _check(err, at, spec, spec.vcf_type)
+        values = np.full(inner, records.FLOAT_END_BITS if is_float else -2, dtype=np.int32)
+        err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, values)
+        check(err, at, spec, spec.vcf_type)
         if is_float:
-            return out.view("<f4").reshape(full)
-        return _narrow(out.reshape(full), np.dtype(spec.dtype), spec)
+            return values.view("<f4").reshape(full)
+        return narrowed(values.reshape(full), np.dtype(spec.dtype), spec)
     starts = np.zeros(inner, np.int64)
     lengths = np.full(inner, decode.SPAN_FILL, np.int64)
     err, at = decode.field_string_spans(buf, offsets, spec.key, is_format, starts, lengths)
-    _check(err, at, spec, spec.vcf_type)
+    check(err, at, spec, spec.vcf_type)
     if spec.vcf_type == "Character":
         return _first_characters(buf, starts, lengths).reshape(full)
-    _check_utf8(buf, starts, lengths, spec)
-    return decode.vlen_utf8(buf, starts.ravel(), lengths.ravel())
+    return checked_vlen_utf8(buf, starts, lengths, spec)
 
 
-class BCFRecordsCodec(Codec):
+def _serialised(result: bytes | np.ndarray) -> np.ndarray:
+    """A decoded chunk as the flat bytes the next codec step reads."""
+    return np.ascontiguousarray(result).view(np.uint8).ravel()
+
+
+# numcodecs ships no type information: its Codec is Any to mypy.
+class BCFRecordsCodec(Codec):  # type: ignore[misc]
     """numcodecs codec for Zarr v2 / Kerchunk ``filters``; decode-only (the BCF is the source).
 
     Parameters
@@ -519,34 +349,37 @@ class BCFRecordsCodec(Codec):
 
     codec_id = CODEC_ID
 
-    def __init__(self, **config):
+    def __init__(self, **config: Any) -> None:
         self.spec = ChunkSpec.from_config(config)
+        self._scratch = Scratch()  # working buffers of this instance's decodes, never returned
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"id": self.codec_id, **self.spec.to_config()}
 
-    def encode(self, buf):
+    def encode(self, buf: Buffer) -> NoReturn:
         raise NotImplementedError(
             "vcfvirtual.bcf is read-only: chunks are BCF records decoded on read; "
             "write to a regular Zarr store to change values"
         )
 
-    def decode(self, buf, out=None):
-        result = decode_chunk(ensure_contiguous_ndarray(buf), self.spec)
-        result = np.ascontiguousarray(result).view(np.uint8).ravel()
-        if out is not None:
-            out_bytes = ensure_contiguous_ndarray(out).nbytes
-            if out_bytes != result.nbytes:
-                raise ChunkDecodeError(
-                    None,
-                    f"cannot decode {self.spec.array} chunk: it decodes to {result.nbytes} "
-                    f"bytes, the array's chunk holds {out_bytes}",
-                    hint="the codec configuration does not match the array's metadata",
-                )
-            return ndarray_copy(result, out)
-        return result
+    def decode(self, buf: Buffer, out: Buffer | None = None) -> np.ndarray | Buffer:
+        """The chunk's decoded bytes: a new array, or copied into ``out``; either way
+        memory of this call's own, whatever decoded before."""
+        result = _serialised(decode_chunk(ensure_contiguous_ndarray(buf), self.spec, self._scratch))
+        if out is None:
+            return result
+        out_bytes = ensure_contiguous_ndarray(out).nbytes
+        if out_bytes != result.nbytes:
+            raise ChunkDecodeError(
+                None,
+                f"cannot decode {self.spec.array} chunk: it decodes to {result.nbytes} "
+                f"bytes, the array's chunk holds {out_bytes}",
+                hint="the codec configuration does not match the array's metadata",
+            )
+        copied: np.ndarray | Buffer = ndarray_copy(result, out)
+        return copied
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"BCFRecordsCodec(array={self.spec.array!r}, kind={self.spec.kind!r})"
 
 
@@ -554,26 +387,23 @@ if HAVE_ZARR3:
 
     @dataclass(frozen=True)
     class BCFRecordsZarrCodec(BytesBytesCodec):
-        """zarr v3 bytes-to-bytes codec with the configuration and decode of :class:`BCFRecordsCodec`.
+        """zarr v3 bytes-to-bytes codec: :class:`BCFRecordsCodec`'s configuration and decode.
 
         Parameters
         ----------
         spec : ChunkSpec, optional
-            The configuration, already checked; else it is read from ``**config``.
-        **config
-            The JSON configuration, as :meth:`ChunkSpec.from_config` reads it.
-
-        Raises
-        ------
-        CodecConfigError
-            A configuration value the index would never write (a ``ValueError``).
+            The configuration, already checked; else it is read from ``**config``, as for
+            :class:`BCFRecordsCodec` (which says what it raises).
         """
 
         is_fixed_size = False
         spec: ChunkSpec
+        if TYPE_CHECKING:  # set in __init__, not a dataclass field (equality and JSON are the spec's)
+            _scratch: Scratch
 
-        def __init__(self, *, spec: ChunkSpec | None = None, **config):
+        def __init__(self, *, spec: ChunkSpec | None = None, **config: Any) -> None:
             object.__setattr__(self, "spec", spec if spec is not None else ChunkSpec.from_config(config))
+            object.__setattr__(self, "_scratch", Scratch())
 
         @classmethod
         def from_dict(cls, data: dict[str, Any]) -> BCFRecordsZarrCodec:
@@ -584,7 +414,7 @@ if HAVE_ZARR3:
         def to_dict(self) -> dict[str, Any]:
             return {"name": CODEC_ID, "configuration": self.spec.to_config()}
 
-        def _decode_sync(self, chunk_bytes, chunk_spec):
+        def _decode_sync(self, chunk_bytes: ZarrBuffer, chunk_spec: ArraySpec) -> ZarrBuffer:
             expected = tuple(max(1, x) for x in self.spec.chunk_shape)
             if tuple(chunk_spec.shape) != expected:
                 raise ChunkDecodeError(
@@ -593,18 +423,18 @@ if HAVE_ZARR3:
                     f"{list(chunk_spec.shape)}, its codec configuration says {list(expected)}",
                     hint="the codec configuration does not match the array's metadata",
                 )
-            result = decode_chunk(chunk_bytes.as_numpy_array(), self.spec)
-            raw = np.ascontiguousarray(result).view(np.uint8).ravel()
+            raw = _serialised(decode_chunk(chunk_bytes.as_numpy_array(), self.spec, self._scratch))
             return chunk_spec.prototype.buffer.from_array_like(raw)
 
-        async def _decode_single(self, chunk_bytes, chunk_spec):
-            # Kernels release the GIL, so decoding in a thread lets chunks decode in parallel.
+        async def _decode_single(self, chunk_bytes: ZarrBuffer, chunk_spec: ArraySpec) -> ZarrBuffer:
+            # Kernels release the GIL, so decoding in zarr's threads lets chunks decode in
+            # parallel; how many at once is zarr's to decide (its async concurrency).
             return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
 
-        async def _encode_single(self, chunk_bytes, chunk_spec):
+        async def _encode_single(self, chunk_bytes: ZarrBuffer, chunk_spec: ArraySpec) -> ZarrBuffer | None:
             raise NotImplementedError("vcfvirtual.bcf is read-only: chunks are decoded BCF records")
 
-        def compute_encoded_size(self, input_byte_length, chunk_spec):
+        def compute_encoded_size(self, input_byte_length: int, chunk_spec: ArraySpec) -> int:
             raise NotImplementedError
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -41,24 +42,29 @@ from numcodecs import Blosc, Zstd
 
 from . import decode
 from .bcf import records as R
-from .codec import (
+from .checks import (
     BYTES_PER_CLAIMED_SAMPLE,
-    EXPANSION,
     FLOAT32_FILL,
-    MAX_DECODE_BYTES,
-    MIN_DECODE_BUDGET,
     PAID_EXPANSION,
-    _check,
-    _check_utf8,
-    _narrow,
+    as_bytes,
+    check,
+    checked_vlen_utf8,
+    chunk_records_expected,
     decode_cost,
+    decode_limits,
     inflate_limit,
-    output_array,
-    pooled_buffer,
+    narrowed,
     refuse_over_ceiling,
+    span_missing,
+    within_budget,
 )
 from .errors import ChunkDecodeError
+from .local_alleles import decode_local_columns
+from .scratch import Scratch
 from .spec import LOCAL_KINDS, ChunkSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Buffer
 
 # The preamble in front of every compressed segment: magic, segment kind code, flags,
 # 0, BCF dictionary key (-1: a fixed column), records, samples block index, samples in
@@ -114,7 +120,7 @@ _SPAN_MISSING = decode.SPAN_MISSING
 _njit = numba.njit(nogil=True, cache=True)
 
 
-def segment_crc(head, frame) -> int:
+def segment_crc(head: Buffer, frame: Buffer) -> int:
     """The segment's CRC32: over the preamble's first 32 bytes, then the compressed frame.
 
     Over the compressed bytes rather than the decompressed ones: any stored damage (to a
@@ -122,7 +128,8 @@ def segment_crc(head, frame) -> int:
     fraction of the bytes (a GT segment compresses 20-40x; over the decompressed bytes the
     CRC was ~7% of a GT chunk's decode). Covering the preamble catches a changed field the
     configuration cannot tell from the right one (the GT shift flag, a block's records)."""
-    return isal_zlib.crc32(frame, isal_zlib.crc32(head))
+    crc: int = isal_zlib.crc32(frame, isal_zlib.crc32(head))
+    return crc
 
 
 def seal_segment(
@@ -133,9 +140,9 @@ def seal_segment(
     block: int,
     block_samples: int,
     length: int,
-    frame,
+    frame: Buffer,
     complete_count: int = 0,
-):
+) -> bytes:
     """A segment as stored: its preamble (with :func:`segment_crc`) then ``frame``, the
     compressed bytes of ``length`` decompressed bytes. ``complete_count`` goes in the
     reserved field (a GT block's; 0 for every other segment)."""
@@ -443,22 +450,9 @@ def numeric(seg, n, is_format, is_float, out, lo=-(1 << 31), hi=(1 << 31) - 1): 
 
 
 @_njit
-def flag(seg, n, out):
-    """An INFO Flag segment: set where the record holds the key (any count)."""
-    _, err, at = column_starts(seg, n, _ONE_VECTOR)
-    if err != R.OK:
-        return err, at
-    for k in range(n):
-        out[k] = R.i32(seg, 4 * k) >= 0
-    return R.OK, np.int64(0)
-
-
-@_njit
-def filters(seg, n, column_of_key, out):
-    """The FILTER segment into variant_filter (rows, filters)."""
-    starts, err, at = column_starts(seg, n, _ONE_VECTOR)
-    if err != R.OK:
-        return err, at
+def filters(seg, n, starts, column_of_key, out):
+    """The FILTER segment (its records' ``starts``, from column_starts) into
+    variant_filter (rows, filters)."""
     n_columns = column_of_key.shape[0]
     for column in range(n_columns):
         if column_of_key[column] >= out.shape[1]:
@@ -478,11 +472,9 @@ def filters(seg, n, column_of_key, out):
 
 
 @_njit
-def id_spans(seg, n, starts_out, lengths_out):
-    """The ID segment as (start, length) spans into the segment: "." or "" -> missing."""
-    starts, err, at = column_starts(seg, n, _ONE_VECTOR)
-    if err != R.OK:
-        return err, at
+def id_spans(seg, n, starts, starts_out, lengths_out):
+    """The ID segment (its records' ``starts``, from column_starts) as (start, length)
+    spans into the segment: "." or "" -> missing."""
     for k in range(n):
         c = np.int64(R.i32(seg, 4 * k))
         if c < 0 or seg[4 * n + k] != R.BT_CHAR:
@@ -633,7 +625,15 @@ def _refuse(spec: ChunkSpec, problem: str, offset: int | None = None) -> ChunkDe
 class _Segment:
     """What a chunk's preamble says, checked against the array's configuration."""
 
-    def __init__(self, data: np.ndarray, spec: ChunkSpec):
+    flags: int
+    records: int
+    block: int
+    block_samples: int
+    length: int  # decompressed
+    crc: int
+    complete_count: int  # a GT block's; 0 otherwise
+
+    def __init__(self, data: np.ndarray, spec: ChunkSpec) -> None:
         if data.shape[0] < PREAMBLE.size:
             raise _refuse(spec, f"{data.shape[0]} bytes, shorter than a segment's {PREAMBLE.size}-byte preamble")
         fields = PREAMBLE.unpack_from(data)
@@ -671,9 +671,8 @@ class _Segment:
     def _check_counts(self, spec: ChunkSpec) -> None:
         if spec.num_records == 0:
             raise _refuse(spec, "the configuration says the array has no records")
-        last = spec.num_records - (spec.num_records - 1) // spec.chunk_length * spec.chunk_length
+        last, expected = chunk_records_expected(spec)
         if self.records not in (spec.chunk_length, last) or self.records == 0:
-            expected = f"{spec.chunk_length}" + (f" (or {last} in the last chunk)" if last != spec.chunk_length else "")
             raise _refuse(spec, f"the segment holds {self.records} records, expected {expected}", 12)
         size = spec.samples_chunk_size
         if size:
@@ -747,10 +746,10 @@ def _check_length(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:
     and equal to what the compressed frame's header declares. The bound: what a chunk of
     the array's shape can need where the format gives one (the frame then decompresses
     into exactly that many bytes, Zstd and Blosc refusing more), else what the compressed
-    bytes can honestly stand for (:func:`vcfvirtual_codec.codec.inflate_limit`). Past
-    MAX_DECODE_BYTES, at most PAID_EXPANSION bytes per compressed byte either way."""
+    bytes can honestly stand for (:func:`vcfvirtual_codec.checks.inflate_limit`). Past
+    the ceiling, at most PAID_EXPANSION bytes per compressed byte either way."""
     shape_bound = _max_segment_length(spec, seg)
-    ceiling = max(MAX_DECODE_BYTES, PAID_EXPANSION * body.shape[0])
+    ceiling = max(decode_limits().ceiling, PAID_EXPANSION * body.shape[0])
     if not body.shape[0]:
         limit, why = 0, "an empty frame holds nothing"
     elif shape_bound is not None:
@@ -828,7 +827,7 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
 def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:
     """The codec's decode budget, with the segment standing for the records: a chunk whose
     output would dwarf its bytes decodes only if its block's samples justify it, and none
-    past the ceiling (:func:`vcfvirtual_codec.codec.refuse_over_ceiling`). A GT summary
+    past the ceiling (:func:`vcfvirtual_codec.checks.refuse_over_ceiling`). A GT summary
     allocates its boolean chunk alone (and the copy widened to the last block)."""
     cost = 2 * math.prod(spec.chunk_shape) if summary else decode_cost(spec)
     # A segment holds at least a count (and a type) per record, so a preamble claiming
@@ -837,7 +836,7 @@ def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summar
     if length < least:
         raise _refuse(spec, f"{length} bytes of segment cannot hold {seg.records} records")
     refuse_over_ceiling(spec, cost, paid, f"{length} bytes of segment")
-    if cost <= MIN_DECODE_BUDGET or cost <= EXPANSION * length:
+    if within_budget(cost, length):
         return
     # As the codec's records claim their samples: a few values per sample of the block and
     # row, rows counted up to the array's records (a config's chunk_length may exceed them
@@ -853,7 +852,7 @@ def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summar
     )
 
 
-def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
+def decode_columns_chunk(data: Buffer, spec: ChunkSpec, scratch: Scratch | None = None) -> bytes | np.ndarray:
     """Decode one chunk of the ``columns`` layout: preamble, compressed segment.
 
     Parameters
@@ -862,6 +861,9 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         The chunk's byte range in the cache.
     spec : ChunkSpec
         The array's codec configuration (``layout="columns"``).
+    scratch : Scratch, optional
+        The codec instance's working buffers, to decompress the segment into (a fresh
+        buffer otherwise); nothing returned is a view of it.
 
     Returns
     -------
@@ -879,10 +881,8 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
         CRC32, the decode would exceed the budget, or the segment's values are not what
         the configuration says.
     """
-    buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
+    buf = as_bytes(data)
     if spec.kind in LOCAL_KINDS:  # derived from the GT (and AD or PL) segments of the range
-        from .local_alleles import decode_local_columns
-
         return decode_local_columns(buf, spec, decode_columns_chunk, PREAMBLE.size)
     seg = _Segment(buf, spec)
     body = buf[PREAMBLE.size :]
@@ -897,15 +897,23 @@ def decode_columns_chunk(data, spec: ChunkSpec) -> bytes | np.ndarray:
     if summary:
         # The preamble's claims are covered by the CRC just checked: no decompress needed.
         return _genotype_summary(seg, spec)
-    # A pooled buffer: a fresh one per chunk costs a page fault per 4 KiB of segment.
-    # Every decode below writes fresh arrays, none a view of the segment.
-    with pooled_buffer(seg.length) as raw:
+    with (scratch or Scratch()).lend(seg.length) as raw:
         _decompress(body, seg, spec, raw)
+        # Every decode below writes arrays of its own, none a view of the segment.
         if spec.kind in ("info", "format"):
             return _decode_field(raw, seg, spec)
         if spec.kind.startswith("genotype"):
             return _decode_genotypes(raw, seg, spec)
         return _decode_variant_column(raw, seg.records, spec)
+
+
+def _record_starts(raw: np.ndarray, n: int, spec: ChunkSpec, what: str) -> np.ndarray:
+    """Where each record's values start in a typed column of one vector per record (ID,
+    FILTER, an INFO Flag), the column's types and length checked (:func:`column_starts`)."""
+    starts: np.ndarray
+    starts, err, at = column_starts(raw, n, _ONE_VECTOR)
+    check(err, at, spec, what)
+    return starts
 
 
 def _decode_variant_column(raw: np.ndarray, n: int, spec: ChunkSpec) -> bytes | np.ndarray:
@@ -914,29 +922,32 @@ def _decode_variant_column(raw: np.ndarray, n: int, spec: ChunkSpec) -> bytes | 
     if kind in ("contig", "position", "length"):
         values = np.full(full, -2, np.int64)
         err, at = int32_column(raw, n, 1 if kind == "position" else 0, values)
-        _check(err, at, spec, kind)
-        return _narrow(values, np.dtype(spec.dtype), spec)
+        check(err, at, spec, kind)
+        return narrowed(values, np.dtype(spec.dtype), spec)
     if kind == "quality":
         out = np.full(full, FLOAT32_FILL, dtype="<f4")
         err, at = quality(raw, n, out.view("<u4"))
-        _check(err, at, spec, kind)
+        check(err, at, spec, kind)
         return out
     if kind == "filter":
         flags = np.zeros(full, dtype=bool)
-        err, at = filters(raw, n, np.asarray(spec.filter_columns, np.int64), flags)
-        _check(err, at, spec, kind)
+        column_of_key = np.asarray(spec.filter_columns, np.int64)
+        err, at = filters(raw, n, _record_starts(raw, n, spec, kind), column_of_key, flags)
+        check(err, at, spec, kind)
         return flags
     starts = np.zeros(full, np.int64)
     lengths = np.full(full, decode.SPAN_FILL, np.int64)
-    err, at = (allele_spans if kind == "allele" else id_spans)(raw, n, starts, lengths)
-    _check(err, at, spec, kind)
+    if kind == "allele":
+        err, at = allele_spans(raw, n, starts, lengths)
+    else:
+        err, at = id_spans(raw, n, _record_starts(raw, n, spec, kind), starts, lengths)
+    check(err, at, spec, kind)
     if kind == "id_mask":
-        return lengths == decode.SPAN_MISSING
-    _check_utf8(raw, starts, lengths, spec)
-    return decode.vlen_utf8(raw, starts.ravel(), lengths.ravel())
+        return span_missing(lengths)
+    return checked_vlen_utf8(raw, starts, lengths, spec)
 
 
-def _padded(block: np.ndarray, spec: ChunkSpec, fill) -> np.ndarray:
+def _padded(block: np.ndarray, spec: ChunkSpec, fill: int | np.integer[Any]) -> np.ndarray:
     """A decoded samples block widened to the chunk's samples extent (the last, narrower
     block of an array), the extra samples holding the fill."""
     if block.shape[1] == spec.chunk_shape[1]:
@@ -960,11 +971,11 @@ def _genotype_summary(seg: _Segment, spec: ChunkSpec) -> np.ndarray:
     :func:`_decode_genotypes` would decode them."""
     n, width = seg.records, seg.block_samples
     if spec.kind == "genotype_mask":
-        mask = output_array((spec.chunk_length, width, spec.ploidy), bool)  # reused: no page faults
+        mask = np.empty((spec.chunk_length, width, spec.ploidy), bool)
         mask[:n] = False
         mask[n:] = True  # rows past the records: fill, as the decode pads them
         return _padded(mask, spec, True)
-    phased = output_array((spec.chunk_length, width), bool)
+    phased = np.empty((spec.chunk_length, width), bool)
     phased[:n] = bool(seg.flags & FLAG_GT_ALL_PHASED)
     phased[n:] = False
     return _padded(phased, spec, False)
@@ -975,18 +986,17 @@ def _decode_genotypes(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.nda
     kind, n, width = spec.kind, seg.records, seg.block_samples
     dtype = np.dtype(spec.dtype)
     gt_dtype = dtype.newbyteorder("<") if kind == "genotype" else np.dtype(np.int32)
-    # Reused outputs (output_array): the kernel writes every value of the record rows;
-    # the rest is padded here.
-    gt = output_array((spec.chunk_length, width, spec.ploidy), gt_dtype)
+    # Uninitialised: the kernel writes every value of the record rows; the rest is padded here.
+    gt = np.empty((spec.chunk_length, width, spec.ploidy), gt_dtype)
     gt[n:] = -2
     if kind == "genotype_phased":
-        phased = output_array((spec.chunk_length, width), bool)
+        phased = np.empty((spec.chunk_length, width), bool)
         phased[n:] = False
     else:
         phased = np.empty((0, 0), dtype=bool)  # alleles only: skip the phase bits
     shifted = bool(seg.flags & FLAG_GT_SHIFT)
     err, at = genotypes(raw, n, gt, phased, np.iinfo(gt_dtype).max, shifted)
-    _check(err, at, spec, kind)
+    check(err, at, spec, kind)
     if kind == "genotype":
         return _padded(gt, spec, -2)
     if kind == "genotype_mask":
@@ -1004,9 +1014,9 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
     inner = (spec.chunk_length, n_vectors, width)
     block = (spec.chunk_length, n_vectors, *spec.shape[1:]) if is_format else spec.chunk_shape
     if spec.vcf_type == "Flag":
+        _record_starts(raw, n, spec, "Flag")  # the column's counts, types and length checked
         out = np.zeros(spec.chunk_length, dtype=bool)
-        err, at = flag(raw, n, out)
-        _check(err, at, spec, "Flag")
+        out[:n] = raw[: 4 * n].view("<i4") >= 0  # set where the record holds the key (any count)
         return out
     if spec.vcf_type in ("Integer", "Float"):
         is_float = spec.vcf_type == "Float"
@@ -1016,26 +1026,26 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         # through int32: BCF holds no wider value); floats as their int32 bits.
         narrow = not is_float and dtype.itemsize <= 4
         out_dtype = dtype.newbyteorder("<") if narrow else np.dtype(np.int32)
-        values = output_array(inner, out_dtype)
+        values = np.empty(inner, out_dtype)
         values[n:] = fill  # the kernel writes every value of the record rows
         info = np.iinfo(out_dtype) if narrow else np.iinfo(np.int32)
         err, at = numeric(raw, n, is_format, is_float, values, info.min, info.max)
         if err == ERR_NARROW:
-            # Decoded again wide, so that _narrow names the record and the value.
+            # Decoded again wide, so that narrowed() names the record and the value.
             values = np.full(inner, fill, dtype=np.int32)
             err, at = numeric(raw, n, is_format, is_float, values)
-            _check(err, at, spec, spec.vcf_type)
-            _narrow(values, dtype, spec)
+            check(err, at, spec, spec.vcf_type)
+            narrowed(values, dtype, spec)
             raise _refuse(spec, f"record {at} holds a value outside the array's {dtype}")
-        _check(err, at, spec, spec.vcf_type)
+        check(err, at, spec, spec.vcf_type)
         padded = _padded(values.reshape(block), spec, fill) if is_format else values.reshape(block)
         if is_float:
             return padded.view("<f4")
-        return _narrow(padded, dtype, spec)
+        return narrowed(padded, dtype, spec)
     starts = np.zeros(inner, np.int64)
     lengths = np.full(inner, decode.SPAN_FILL, np.int64)
     err, at = string_spans(raw, n, starts, lengths, is_format)
-    _check(err, at, spec, spec.vcf_type)
+    check(err, at, spec, spec.vcf_type)
     if is_format:
         starts = _padded(starts.reshape(block), spec, 0)
         lengths = _padded(lengths.reshape(block), spec, decode.SPAN_FILL)
@@ -1043,5 +1053,4 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         chars = np.empty(starts.size, "<u4")
         first_characters(raw, starts.ravel(), lengths.ravel(), chars)
         return chars.reshape(spec.chunk_shape)
-    _check_utf8(raw, starts, lengths, spec)
-    return decode.vlen_utf8(raw, starts.ravel(), lengths.ravel())
+    return checked_vlen_utf8(raw, starts, lengths, spec)

@@ -21,6 +21,7 @@ is the same with or without local alleles:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -32,6 +33,9 @@ _njit = numba.njit(nogil=True, cache=True)
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # Which FORMAT field each kind gathers from, for messages (call_LA reads GT alone).
 SOURCE_FIELD = {"local_alleles": "GT", "local_ad": "AD", "local_pl": "PL"}
+# A decoder of one array's chunk (the codec's, of whole records or of a columns segment):
+# handed in by the decoder that derives local alleles, which this module does not import.
+Decoder = Callable[[np.ndarray, ChunkSpec], "bytes | np.ndarray"]
 
 
 @_njit
@@ -129,12 +133,18 @@ def derive(spec: ChunkSpec, gt: np.ndarray, values: np.ndarray | None) -> np.nda
     return out
 
 
-def decode_local_records(buf: np.ndarray, spec: ChunkSpec, decode_records) -> np.ndarray:
+def decode_local_records(buf: np.ndarray, spec: ChunkSpec, decode_records: Decoder) -> np.ndarray:
     """A local-allele chunk from whole records (``raw``, ``bgzf`` inflated):
     ``decode_records(buf, spec)`` is the codec's decode of one array's chunk."""
-    gt = decode_records(buf, genotype_spec(spec))
-    values = None if spec.kind == "local_alleles" else decode_records(buf, field_spec(spec))
+    gt = _numeric(decode_records(buf, genotype_spec(spec)))
+    values = None if spec.kind == "local_alleles" else _numeric(decode_records(buf, field_spec(spec)))
     return derive(spec, gt, values)
+
+
+def _numeric(chunk: bytes | np.ndarray) -> np.ndarray:
+    """A decoded GT or Integer FORMAT chunk: an array (only strings decode to bytes)."""
+    assert isinstance(chunk, np.ndarray)
+    return chunk
 
 
 def zstd_frame_length(frame: np.ndarray) -> int | None:
@@ -189,14 +199,14 @@ def split_segments(buf: np.ndarray, spec: ChunkSpec, preamble_size: int) -> tupl
     return buf[:cut], buf[cut:]
 
 
-def decode_local_columns(buf: np.ndarray, spec: ChunkSpec, decode_segment, preamble_size: int) -> np.ndarray:
+def decode_local_columns(buf: np.ndarray, spec: ChunkSpec, decode_segment: Decoder, preamble_size: int) -> np.ndarray:
     """A local-allele chunk of the columns layout: its range's segments (GT; AD and GT; GT
     and PL) each decoded by ``decode_segment(bytes, spec)`` as their own arrays' chunks
     would be (preamble, length, CRC32 and values all checked), then derived."""
     if spec.kind == "local_alleles":
-        return derive(spec, decode_segment(buf, genotype_spec(spec)), None)
+        return derive(spec, _numeric(decode_segment(buf, genotype_spec(spec))), None)
     first, second = split_segments(buf, spec, preamble_size)
     gt_bytes, field_bytes = (second, first) if spec.kind == "local_ad" else (first, second)
     gt_spec = dataclasses.replace(genotype_spec(spec), compressor=_compressor(gt_bytes[preamble_size:]))
     values_spec = dataclasses.replace(field_spec(spec), compressor=_compressor(field_bytes[preamble_size:]))
-    return derive(spec, decode_segment(gt_bytes, gt_spec), decode_segment(field_bytes, values_spec))
+    return derive(spec, _numeric(decode_segment(gt_bytes, gt_spec)), _numeric(decode_segment(field_bytes, values_spec)))

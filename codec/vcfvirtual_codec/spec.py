@@ -196,21 +196,13 @@ def _kind_rules(spec: ChunkSpec) -> tuple[frozenset[str], tuple[int, ...]]:
     vcf_type the kind does not take."""
     kind = spec.kind
     if kind in LOCAL_KINDS:
-        if spec.vcf_type:
-            _bad(spec, f"kind {kind!r} takes no vcf_type, got {spec.vcf_type!r}")
+        _refuse_vcf_type(spec)
         return _KIND_RULES[kind]
     if spec.ploidy and not kind.startswith("genotype"):
         _bad(spec, f"kind {kind!r} takes no ploidy, got {spec.ploidy}")
     if kind in ("info", "format"):
-        field_dtypes = _FIELD_DTYPES.get(spec.vcf_type)
-        if field_dtypes is None or (kind == "format" and spec.vcf_type == "Flag"):
-            _bad(spec, f"vcf_type {spec.vcf_type!r} is not a {kind.upper()} type")
-        if spec.key < 0:
-            _bad(spec, f"an {kind.upper()} field needs its dictionary key, got {spec.key}")
-        ranks: tuple[int, ...] = (0,) if spec.vcf_type == "Flag" else ((0, 1) if kind == "info" else (1, 2))
-        return field_dtypes, ranks
-    if spec.vcf_type:
-        _bad(spec, f"kind {kind!r} takes no vcf_type, got {spec.vcf_type!r}")
+        return _field_rules(spec)
+    _refuse_vcf_type(spec)
     if kind.startswith("genotype"):
         if spec.key < 0 or spec.ploidy < 1:
             _bad(spec, f"a genotype array needs GT's key and a ploidy >= 1, got key {spec.key}, ploidy {spec.ploidy}")
@@ -220,6 +212,24 @@ def _kind_rules(spec: ChunkSpec) -> tuple[frozenset[str], tuple[int, ...]]:
     if kind != "length" and spec.key != -1:
         _bad(spec, f"kind {kind!r} takes no dictionary key, got {spec.key}")
     return _KIND_RULES[kind]
+
+
+def _refuse_vcf_type(spec: ChunkSpec) -> None:
+    """Only INFO and FORMAT fields have a VCF type."""
+    if spec.vcf_type:
+        _bad(spec, f"kind {spec.kind!r} takes no vcf_type, got {spec.vcf_type!r}")
+
+
+def _field_rules(spec: ChunkSpec) -> tuple[frozenset[str], tuple[int, ...]]:
+    """(dtypes, ranks of shape) of an INFO or FORMAT field of its VCF type."""
+    kind = spec.kind
+    field_dtypes = _FIELD_DTYPES.get(spec.vcf_type)
+    if field_dtypes is None or (kind == "format" and spec.vcf_type == "Flag"):
+        _bad(spec, f"vcf_type {spec.vcf_type!r} is not a {kind.upper()} type")
+    if spec.key < 0:
+        _bad(spec, f"an {kind.upper()} field needs its dictionary key, got {spec.key}")
+    ranks: tuple[int, ...] = (0,) if spec.vcf_type == "Flag" else ((0, 1) if kind == "info" else (1, 2))
+    return field_dtypes, ranks
 
 
 def _validate_shape(spec: ChunkSpec, ranks: tuple[int, ...]) -> None:

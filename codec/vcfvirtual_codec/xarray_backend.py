@@ -17,11 +17,20 @@ a dataset is opened, never by this module: the codec does not depend on the inde
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterable, MutableMapping
+from typing import TYPE_CHECKING, Any
 
 from xarray.backends import BackendEntrypoint
 
 from .errors import VcfVirtualError
+
+if TYPE_CHECKING:
+    import xarray as xr
+    from xarray.backends.common import T_PathFileOrDataStore
+    from zarr.abc.store import Store
+
+    # What xr.open_zarr reads: a zarr 3 store, or (zarr 2) a mapping of keys to bytes.
+    ZarrStore = Store | MutableMapping[str, bytes]
 
 
 class VcfVirtualBackend(BackendEntrypoint):
@@ -33,12 +42,12 @@ class VcfVirtualBackend(BackendEntrypoint):
 
     def open_dataset(
         self,
-        filename_or_obj,
+        filename_or_obj: T_PathFileOrDataStore,
         *,
-        drop_variables=None,
+        drop_variables: str | Iterable[str] | None = None,
         check: bool = True,
         storage_options: dict[str, Any] | None = None,
-    ):
+    ) -> xr.Dataset:
         """``check``: with ``vcfvirtual`` installed, refuse a changed cache or references
         that point anywhere but their cache (``False`` reads them unchecked). Without it,
         references are read unchecked whatever ``check`` says. ``storage_options``:
@@ -46,21 +55,29 @@ class VcfVirtualBackend(BackendEntrypoint):
         ``{"anon": True}``, ``{"endpoint_url": ...}``)."""
         import xarray as xr
 
-        path = os.fspath(filename_or_obj)
+        path = _path(filename_or_obj)
         store = _open_store(path, check, storage_options)
         # chunks=None: lazily indexed arrays whose encoding names the zarr chunks, so that
         # xr.open_dataset(..., chunks={}) gives dask chunks of one zarr chunk each, as
         # xr.open_zarr does.
-        return xr.open_zarr(store, consolidated=False, drop_variables=drop_variables, chunks=None)
+        dataset: xr.Dataset = xr.open_zarr(store, consolidated=False, drop_variables=drop_variables, chunks=None)
+        return dataset
 
-    def guess_can_open(self, filename_or_obj) -> bool:
+    def guess_can_open(self, filename_or_obj: T_PathFileOrDataStore) -> bool:
         try:
-            return os.fspath(filename_or_obj).endswith(".vcz.json")
+            return _path(filename_or_obj).endswith(".vcz.json")
         except TypeError:
             return False
 
 
-def _open_store(path: str, check: bool, storage_options: dict[str, Any] | None):
+def _path(filename_or_obj: T_PathFileOrDataStore) -> str:
+    """The references' path or URL; a file object or data store is not one (TypeError)."""
+    if not isinstance(filename_or_obj, (str, os.PathLike)):
+        raise TypeError(f"expected a path or URL to a .vcz.json, got {type(filename_or_obj).__name__}")
+    return str(os.fspath(filename_or_obj))
+
+
+def _open_store(path: str, check: bool, storage_options: dict[str, Any] | None) -> ZarrStore:
     """The full package's checked store when it is installed, else plain references."""
     try:
         from vcfvirtual.refs.open import open_store
@@ -75,7 +92,7 @@ def zarr_major() -> int:
     return int(zarr.__version__.split(".", 1)[0])
 
 
-def plain_reference_store(path: str, storage_options: dict[str, Any] | None = None):
+def plain_reference_store(path: str, storage_options: dict[str, Any] | None = None) -> ZarrStore:
     """fsspec's reference filesystem over the references at ``path`` (a local file or a
     URL), as a read-only store for the installed zarr: zarr 3 needs it and the cache's
     filesystem asynchronous, zarr 2 needs both synchronous.
@@ -94,7 +111,7 @@ def plain_reference_store(path: str, storage_options: dict[str, Any] | None = No
         ) from None
 
 
-def _reference_store(path: str, storage_options: dict[str, Any] | None):
+def _reference_store(path: str, storage_options: dict[str, Any] | None) -> ZarrStore:
     import fsspec
 
     options = dict(storage_options or {})
@@ -113,4 +130,5 @@ def _reference_store(path: str, storage_options: dict[str, Any] | None):
         )
         return FsspecStore(fs=fs, read_only=True)
     fs = fsspec.filesystem("reference", fo=path, target_options=target, remote_options=options)
-    return fs.get_mapper("")
+    mapper: MutableMapping[str, bytes] = fs.get_mapper("")
+    return mapper

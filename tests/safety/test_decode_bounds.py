@@ -292,6 +292,44 @@ def test_absent_field_of_an_ordinary_chunk_still_reads_missing():
     assert values.shape == (1000, 2000, 1) and (values == -1).all()
 
 
+def test_a_reader_raises_the_decode_budget_explicitly():
+    """The budget is the reader's, set for the process (not a config field, not read from
+    the environment at import): a chunk of no DP whose decode (137 MB) is just past the
+    default 128 MiB and past what its 130 kB segment backs is refused by default, read as
+    missing everywhere once the budget is raised, and refused again once it is put back."""
+    from vcfvirtual_codec.checks import MIN_DECODE_BUDGET, decode_limits, set_decode_budget
+
+    spec = dp_spec(26_000, 30, 22)
+    segment = absent_segment(spec, 26_000)
+    with pytest.raises(ChunkDecodeError, match="would take 137280000 bytes"):
+        codec_mod.decode_chunk(segment, spec)
+    before = set_decode_budget(256 << 20)
+    try:
+        assert before == MIN_DECODE_BUDGET
+        values = np.asarray(codec_mod.decode_chunk(segment, spec))
+        assert values.shape == (26_000, 30, 22) and (values == -1).all()
+    finally:
+        assert set_decode_budget(None) == 256 << 20
+    with pytest.raises(ChunkDecodeError, match="would take"):
+        codec_mod.decode_chunk(segment, spec)
+    assert decode_limits().budget == MIN_DECODE_BUDGET
+
+
+def test_a_budget_past_the_ceiling_raises_the_ceiling_and_nonsense_is_refused():
+    from vcfvirtual_codec.checks import MAX_DECODE_BYTES, decode_limits, set_decode_budget
+
+    assert decode_limits().ceiling == MAX_DECODE_BYTES == 900 << 20
+    set_decode_budget(1 << 30)
+    try:
+        assert decode_limits().ceiling == 1 << 30
+    finally:
+        set_decode_budget(None)
+    for bad in (0, -1, True, 1.5, "1"):
+        with pytest.raises(ValueError, match="positive number of bytes"):
+            set_decode_budget(bad)
+    assert decode_limits().ceiling == MAX_DECODE_BYTES
+
+
 # ------------------------------------------------------------------ item 3: zero frames
 
 

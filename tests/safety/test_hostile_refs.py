@@ -623,8 +623,8 @@ def test_unmodified_references_still_read_pysams_values(seed, layout):
 
 RSS_CHILD = """
 import concurrent.futures, json, os, random, resource, sys
-# As on the 32-core machine that measured 2.2-2.6 GB: as many decode slots (and pooled
-# inflate buffers, before they were bounded) as threads.
+# As on the 32-core machine that measured 2.2-2.6 GB: 32 cores, so that zarr's decode
+# threads (asyncio's default executor, cores + 4 at most 32) are as many as the readers.
 os.cpu_count = lambda: 32
 import numpy as np, xarray as xr, zarr
 import vcfvirtual
@@ -656,7 +656,8 @@ print("RSS " + json.dumps({"base": base, "peak": peak, "hwm": hwm}))
 
 def test_thirty_two_threads_reading_one_store_keep_memory_bounded(tmp_path):
     """Issue 14 item 14: 32 threads reading one store grew a process to 2.2-2.6 GB. The
-    inflate-buffer pool and per-decode allocations are bounded; measured, not timed."""
+    codec keeps no buffers between decodes and each decode's allocations are bounded;
+    measured, not timed."""
     bcf = bcfdata.write_bcf(bcfdata.random_cohort_vcf(2400, 1000, seed=5), tmp_path / "big.bcf", index=False)
     refs = tmp_path / "big.json"
     vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "big.cache", variants_chunk_size=600, progress=False)
@@ -667,8 +668,8 @@ def test_thirty_two_threads_reading_one_store_keep_memory_bounded(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rss = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("RSS ")).removeprefix("RSS "))
     print(rss)
-    # Before the pool was bounded this workload grew the process by ~820 MB on the test
-    # machine (2 cores, 32 slots simulated); bounded, by ~180 MB.
+    # While the codec pooled inflate buffers unbounded this workload grew the process by
+    # ~820 MB on the test machine (2 cores, 32 simulated); bounded, by ~180 MB.
     assert rss["peak"] - rss["base"] < 512 << 20, rss
 
 

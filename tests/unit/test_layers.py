@@ -1,80 +1,202 @@
-"""The package's layers import only downwards (docs/design.md, "Code layout").
+"""Both packages' layers import only downwards (docs/design.md, "Code layout").
 
-Read from the source with ``ast``: every ``from . import`` / ``from vcfvirtual.x import`` in
-a module of one layer must name its own layer or one listed below it. A cycle, or a low layer
-reaching up (the scan importing the references, say), fails here naming the import.
+Read from the source with ``ast``: every import of a package's own code (``from . import``,
+``from vcfvirtual.x import``, ``import vcfvirtual_codec.x``; inside functions too, so a lazy
+import does not hide a cycle) in a module of one layer must name its own layer or one
+listed below it. A cycle, or a low layer reaching up (the scan importing the references,
+say), fails here naming the import. The codec, which readers install alone, never imports
+the indexer, and no module of either package is part of an import cycle.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "vcfvirtual"
+ROOT = Path(__file__).resolve().parents[2]
 
-# Lowest first. A module may import from its own layer and any earlier one.
-LAYERS = [
-    {"__init__", "errors", "_codecs", "_gc", "_progress"},
-    {"io"},
-    {"bcf"},
-    {"scan"},
-    {"cache"},
-    {"manifests"},
-    {"refs"},
-    {"regions", "inspect"},
-    {"verify"},
-    {"plan"},
-    {"api"},
-    {"parser", "cli"},
-]
-RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    path: Path
+    layers: list[set[str]]  # lowest first; a module may import its own layer and earlier ones
+
+    @property
+    def rank(self) -> dict[str, int]:
+        return {unit: i for i, layer in enumerate(self.layers) for unit in layer}
+
+
+INDEXER = Package(
+    "vcfvirtual",
+    ROOT / "vcfvirtual",
+    [
+        {"__init__", "errors", "_codecs", "_gc", "_progress"},
+        {"io"},
+        {"bcf"},
+        {"scan"},
+        {"cache"},
+        {"manifests"},
+        {"refs"},
+        {"regions", "inspect"},
+        {"verify"},
+        {"plan"},
+        {"api"},
+        {"parser", "cli"},
+    ],
+)
+# One module a layer: the codec is small, so its order is total and any cycle fails.
+CODEC = Package(
+    "vcfvirtual_codec",
+    ROOT / "codec" / "vcfvirtual_codec",
+    [
+        {"__init__", "errors"},
+        {"spec"},
+        {"bcf"},  # BCF records and BGZF blocks: the format, shared with the indexer
+        {"decode"},  # kernels over whole records
+        {"checks"},  # what both decoders check: bounds, kernel errors, dtypes, UTF-8
+        {"scratch"},  # a codec instance's reusable working buffers
+        {"local_alleles"},
+        {"columns"},  # the columns layout's decoder
+        {"codec"},  # the codecs: whole records (raw, bgzf) and the columns decoder
+        {"xarray_backend"},
+    ],
+)
+PACKAGES = [INDEXER, CODEC]
+# The codec's one import of the indexer: the xarray backend uses vcfvirtual.open_store's
+# checks when the full package is installed, imported when a dataset is opened and
+# optional (ImportError: plain references). Any other is a dependency on the indexer.
+CODEC_IMPORTS_OF_THE_INDEXER = {("xarray_backend.py", "vcfvirtual.refs.open")}
 
 
 def _unit(dotted: str) -> str:
-    """The top-level unit (package or module) of ``vcfvirtual`` a dotted name belongs to."""
+    """The top-level unit (package or module) of its package a dotted name belongs to."""
     parts = dotted.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, absolute vcfvirtual module) for every import of our own code in ``path``."""
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+def _module_name(package: Package, path: Path) -> tuple[list[str], bool]:
+    parts = [package.name, *path.relative_to(package.path).with_suffix("").parts]
     is_package = parts[-1] == "__init__"
-    if is_package:
-        parts = parts[:-1]
+    return (parts[:-1] if is_package else parts), is_package
+
+
+def _is_module(package: Package, dotted: str) -> bool:
+    rel = Path(*dotted.split(".")[1:]) if "." in dotted else Path()
+    return (package.path / rel).with_suffix(".py").is_file() or (package.path / rel / "__init__.py").is_file()
+
+
+def _imports(package: Package, path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) for every import in ``path``: relative ones resolved, and
+    ``from x import y`` naming module ``x.y`` where ``y`` is a module."""
+    parts, is_package = _module_name(package, path)
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name) for a in node.names)
+            continue
         if not isinstance(node, ast.ImportFrom):
             continue
         if node.level:
             base = parts if is_package else parts[:-1]
             base = base[: len(base) - (node.level - 1)]
-            target = ".".join(base + ([node.module] if node.module else []))
-            targets = [target] if node.module else [f"{target}.{a.name}" for a in node.names]
-        elif node.module and node.module.split(".")[0] == "vcfvirtual":
-            targets = [node.module]
+            module = ".".join(base + ([node.module] if node.module else []))
         else:
-            targets = []
-        found.extend((node.lineno, t) for t in targets)
+            module = node.module or ""
+        root = module.split(".")[0]
+        subs = [f"{module}.{a.name}" for a in node.names if root in (INDEXER.name, CODEC.name)]
+        subs = [s for s in subs if _is_module(INDEXER if root == INDEXER.name else CODEC, s)]
+        found.extend((node.lineno, t) for t in (subs or [module]))
     return found
 
 
-MODULES = sorted(PACKAGE.rglob("*.py"))
+def _own(package: Package, target: str) -> bool:
+    return target == package.name or target.startswith(package.name + ".")
 
 
-def test_every_unit_has_a_layer():
-    units = {_unit(".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts)) for p in MODULES}
-    assert units <= set(RANK), f"place these in LAYERS: {sorted(units - set(RANK))}"
+def _modules(package: Package) -> list[Path]:
+    return sorted(package.path.rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_only_go_down(path):
-    here = _unit(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
+CASES = [(package, path) for package in PACKAGES for path in _modules(package)]
+
+
+def _case_id(case: tuple[Package, Path]) -> str:
+    package, path = case
+    return f"{package.name}/{path.relative_to(package.path)}"
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
+def test_every_unit_has_a_layer(package):
+    units = {_unit(".".join(_module_name(package, p)[0])) for p in _modules(package)}
+    assert units <= set(package.rank), f"place these in {package.name}'s layers: {sorted(units - set(package.rank))}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_imports_only_go_down(case):
+    package, path = case
+    rank = package.rank
+    here = _unit(".".join(_module_name(package, path)[0]))
     upward = [
         f"line {line}: {target}"
-        for line, target in _imports(path)
-        if RANK.get(_unit(target), -1) > RANK[here] and target != "vcfvirtual.__version__"
+        for line, target in _imports(package, path)
+        if _own(package, target)
+        and rank.get(_unit(target), -1) > rank[here]
+        and target != f"{package.name}.__version__"
     ]
     assert not upward, f"{path.name} ({here}) imports from a higher layer: {upward}"
+
+
+@pytest.mark.parametrize("path", _modules(CODEC), ids=lambda p: str(p.relative_to(CODEC.path)))
+def test_the_codec_never_imports_the_indexer(path):
+    rel = str(path.relative_to(CODEC.path))
+    found = [
+        f"line {line}: {target}"
+        for line, target in _imports(CODEC, path)
+        if _own(INDEXER, target) and (rel, target) not in CODEC_IMPORTS_OF_THE_INDEXER
+    ]
+    assert not found, f"{rel} imports the indexer: {found}"
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (module -> modules it imports), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
+def test_no_import_cycles(package):
+    graph = {}
+    for path in _modules(package):
+        name = ".".join(_module_name(package, path)[0])
+        # A package's own __init__ is imported with every module below it: not an edge.
+        graph[name] = {
+            t for _, t in _imports(package, path) if _own(package, t) and t != name and not name.startswith(t + ".")
+        }
+    cycle = _cycle(graph)
+    assert cycle is None, f"import cycle in {package.name}: {' -> '.join(cycle or [])}"
+
+
+def test_a_cycle_is_found():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None

@@ -13,13 +13,16 @@ from __future__ import annotations
 import collections
 import struct
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO, NamedTuple
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 import numpy as np
 from isal import isal_zlib
 
-from ..errors import CorruptBCFError
+from ..errors import CorruptBCFError, FilePath
+
+if TYPE_CHECKING:
+    from collections.abc import Buffer
 
 GZIP_MAGIC = b"\x1f\x8b"
 # The empty block every BGZF file should end with (SAM/BAM spec, section 4.1.2).
@@ -43,9 +46,10 @@ class Block(NamedTuple):
     data: bytes  # its inflated bytes, CRC32 and ISIZE checked
 
 
-def block_size(buf, pos: int, path, file_offset: int) -> int:
+def block_size(buf: memoryview, pos: int, path: FilePath, file_offset: int) -> int:
     """Total size in bytes of the BGZF block starting at ``buf[pos]``."""
     magic, _mtime, _xfl, _os, xlen = _HEADER.unpack_from(buf, pos)
+    xlen = int(xlen)
     if magic != b"\x1f\x8b\x08\x04":
         raise CorruptBCFError(
             path,
@@ -74,7 +78,7 @@ def block_size(buf, pos: int, path, file_offset: int) -> int:
     raise CorruptBCFError(path, "gzip member has no BGZF 'BC' size field (plain gzip, not BGZF)", offset=file_offset)
 
 
-def _split_blocks(fileobj: BinaryIO, path, start: int) -> Iterator[tuple[int, memoryview]]:
+def _split_blocks(fileobj: BinaryIO, path: FilePath, start: int) -> Iterator[tuple[int, memoryview]]:
     """Yield ``(compressed_offset, whole_block)`` for every block, without inflating."""
     pending = b""
     file_offset = start  # compressed offset of pending[0]
@@ -82,42 +86,48 @@ def _split_blocks(fileobj: BinaryIO, path, start: int) -> Iterator[tuple[int, me
     while True:
         if not eof and len(pending) < 2 * MAX_BLOCK_SIZE:
             more = fileobj.read(READ_SIZE)
-            if more:
-                pending = pending + more if pending else more
-            else:
-                eof = True
+            pending, eof = (pending + more if pending else more), not more
         if not pending:
             return
         # Blocks are views of this read's bytes: nothing is copied until inflated.
-        view = memoryview(pending)
-        pos = 0
-        limit = len(pending)
-        while pos < limit:
-            if limit - pos < 18:
-                if eof:
-                    raise CorruptBCFError(path, "truncated BGZF block", offset=file_offset + pos)
-                break
-            size = block_size(view, pos, path, file_offset + pos)
-            if pos + size > limit:
-                if eof:
-                    raise CorruptBCFError(
-                        path,
-                        f"truncated BGZF block: header says {size} bytes, {limit - pos} remain in the file",
-                        offset=file_offset + pos,
-                    )
-                break
-            yield file_offset + pos, view[pos : pos + size]
-            pos += size
-        pending = pending[pos:]
-        file_offset += pos
+        used = 0
+        for offset, block in _whole_blocks(memoryview(pending), path, file_offset, eof):
+            yield offset, block
+            used += len(block)
+        pending = pending[used:]
+        file_offset += used
         if eof and not pending:
             return
 
 
-def inflate_block(raw, path, offset: int) -> bytes:
+def _whole_blocks(view: memoryview, path: FilePath, file_offset: int, eof: bool) -> Iterator[tuple[int, memoryview]]:
+    """The whole blocks at the front of ``view`` (read from ``file_offset``): a block cut
+    short by the read's end waits for the next read, or is refused at the end of file."""
+    pos = 0
+    limit = len(view)
+    while pos < limit:
+        if limit - pos < 18:
+            if eof:
+                raise CorruptBCFError(path, "truncated BGZF block", offset=file_offset + pos)
+            break
+        size = block_size(view, pos, path, file_offset + pos)
+        if pos + size > limit:
+            if eof:
+                raise CorruptBCFError(
+                    path,
+                    f"truncated BGZF block: header says {size} bytes, {limit - pos} remain in the file",
+                    offset=file_offset + pos,
+                )
+            break
+        yield file_offset + pos, view[pos : pos + size]
+        pos += size
+
+
+def inflate_block(raw: bytes | memoryview, path: FilePath, offset: int) -> bytes:
     """The inflated bytes of one whole BGZF block, checked against its CRC32 and ISIZE."""
     xlen = raw[10] | (raw[11] << 8)
     crc, isize = _FOOTER.unpack_from(raw, len(raw) - 8)
+    isize = int(isize)
     try:
         # ISIZE sizes the first output buffer, but it is the block's own claim: a damaged
         # one (4 GiB) must not allocate more than a BGZF block can hold.
@@ -136,11 +146,11 @@ def inflate_block(raw, path, offset: int) -> bytes:
     return data
 
 
-def _inflate_task(blocks, path) -> list[Block]:
+def _inflate_task(blocks: list[tuple[int, memoryview]], path: FilePath) -> list[Block]:
     return [Block(offset, raw, inflate_block(raw, path, offset)) for offset, raw in blocks]
 
 
-def read_blocks(fileobj: BinaryIO, path, *, start: int = 0, threads: int = 0) -> Iterator[Block]:
+def read_blocks(fileobj: BinaryIO, path: FilePath, *, start: int = 0, threads: int = 0) -> Iterator[Block]:
     """Every block of a BGZF stream, in order, inflated and checked.
 
     With ``threads`` > 0, blocks are inflated on that many worker threads, a few tasks
@@ -154,8 +164,8 @@ def read_blocks(fileobj: BinaryIO, path, *, start: int = 0, threads: int = 0) ->
             yield Block(offset, raw, inflate_block(raw, path, offset))
         return
     with ThreadPoolExecutor(threads, thread_name_prefix="vcfvirtual-inflate") as pool:
-        in_flight: collections.deque = collections.deque()
-        batch = []
+        in_flight: collections.deque[Future[list[Block]]] = collections.deque()
+        batch: list[tuple[int, memoryview]] = []
         try:
             for item in blocks:
                 batch.append(item)
@@ -173,7 +183,7 @@ def read_blocks(fileobj: BinaryIO, path, *, start: int = 0, threads: int = 0) ->
                 future.cancel()
 
 
-def iter_blocks(fileobj: BinaryIO, path, *, start: int = 0) -> Iterator[tuple[int, bytes]]:
+def iter_blocks(fileobj: BinaryIO, path: FilePath, *, start: int = 0) -> Iterator[tuple[int, bytes]]:
     """``(compressed_offset, inflated_bytes)`` for every block of a BGZF stream."""
     for block in read_blocks(fileobj, path, start=start):
         yield block.offset, block.data
@@ -184,7 +194,7 @@ BLOCK_INPUT = 0xFF00
 _BLOCK_HEADER = struct.Struct("<4sIBBHBBHH")  # magic.., MTIME, XFL, OS, XLEN, 'B', 'C', SLEN, BSIZE
 
 
-def compress_block(data, level: int) -> bytes:
+def compress_block(data: bytes | memoryview, level: int) -> bytes:
     """One BGZF block holding ``data`` (at most BLOCK_INPUT bytes)."""
     payload = isal_zlib.compress(data, level=level, wbits=-15)
     size = 18 + len(payload) + 8
@@ -195,13 +205,13 @@ def compress_block(data, level: int) -> bytes:
     return header + payload + _FOOTER.pack(isal_zlib.crc32(data), len(data))
 
 
-def compress_blocks(data, level: int) -> bytes:
+def compress_blocks(data: Buffer, level: int) -> bytes:
     """``data`` as consecutive BGZF blocks, every block starting where the last ended."""
     view = memoryview(data)
     return b"".join(compress_block(view[i : i + BLOCK_INPUT], level) for i in range(0, len(view), BLOCK_INPUT))
 
 
-def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
+def _chunk_blocks(view: memoryview, path: FilePath) -> tuple[list[tuple[int, int, int]], int]:
     """(offset, size, inflated offset) of each block of a chunk, and the inflated total."""
     spans = []
     total = 0
@@ -215,7 +225,7 @@ def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
             raise CorruptBCFError(
                 path, f"truncated BGZF block: header says {size} bytes, {limit - pos} remain", offset=pos
             )
-        isize = _FOOTER.unpack_from(view, pos + size - 8)[1]
+        isize = int(_FOOTER.unpack_from(view, pos + size - 8)[1])
         # The output is allocated from these claims before anything inflates, so they
         # are bounded first: a BGZF block holds at most 64 KiB, and deflate expands its
         # input at most 1032-fold (a header claiming 4 GiB must not allocate 4 GiB).
@@ -233,7 +243,9 @@ def _chunk_blocks(view, path) -> tuple[list[tuple[int, int, int]], int]:
     return spans, total
 
 
-def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None, limit: int | None = None) -> np.ndarray:
+def inflate_chunk(
+    buf: np.ndarray, path: FilePath = None, buffer: np.ndarray | None = None, limit: int | None = None
+) -> np.ndarray:
     """Inflate a byte range made of whole BGZF blocks (one cache chunk) into one array.
 
     Block boundaries are walked first, so the output's final size is known (the ISIZE
@@ -284,6 +296,6 @@ def inflate_chunk(buf: np.ndarray, path=None, buffer: np.ndarray | None = None, 
     return out
 
 
-def inflate_all(data, path=None) -> bytes:
+def inflate_all(data: Buffer, path: FilePath = None) -> bytes:
     """Inflate a byte string made of whole BGZF blocks (one cache chunk)."""
     return inflate_chunk(np.frombuffer(bytes(data), dtype=np.uint8), path).tobytes()

@@ -89,10 +89,10 @@ ERROR_TEXT = {
 FLOAT_MISSING_BITS = np.int32(0x7F800001)
 FLOAT_END_BITS = np.int32(0x7F800002)
 
-_jit = numba.njit(nogil=True, cache=True)
+_njit = numba.njit(nogil=True, cache=True)
 
 
-@_jit
+@_njit
 def u32(buf, i):
     return (
         np.uint32(buf[i])
@@ -102,12 +102,12 @@ def u32(buf, i):
     )
 
 
-@_jit
+@_njit
 def i32(buf, i):
     return np.int32(u32(buf, i))
 
 
-@_jit
+@_njit
 def type_size(t):
     if t == BT_INT8 or t == BT_CHAR:
         return 1
@@ -120,7 +120,7 @@ def type_size(t):
     return -1
 
 
-@_jit
+@_njit
 def read_int(buf, i, t):
     """Signed integer of BCF type ``t`` at ``buf[i]``."""
     if t == BT_INT8:
@@ -130,7 +130,7 @@ def read_int(buf, i, t):
     return np.int64(i32(buf, i))
 
 
-@_jit
+@_njit
 def typed_descriptor(buf, i, end):
     """Parse a typed-value descriptor at ``i``: returns (type, count, data_start).
 
@@ -158,7 +158,7 @@ def typed_descriptor(buf, i, end):
     return t, n, np.int64(i)
 
 
-@_jit
+@_njit
 def record_length(buf, pos, end):
     """Total bytes of the record at ``pos`` (8 + l_shared + l_indiv), or a negative error."""
     if pos + 8 > end:
@@ -196,7 +196,7 @@ def record_offsets(buf, limit):
     return offsets[:k], k, OK, pos
 
 
-@_jit
+@_njit
 def skip_typed(buf, i, end):
     """Index just past the typed value at ``i``, or -1 when it overruns ``end``."""
     t, n, j = typed_descriptor(buf, i, end)
@@ -208,7 +208,7 @@ def skip_typed(buf, i, end):
     return j
 
 
-@_jit
+@_njit
 def format_start(buf, pos):
     """Start and end of the per-sample (FORMAT) part of the record at ``pos``."""
     l_shared = np.int64(u32(buf, pos))
@@ -217,7 +217,7 @@ def format_start(buf, pos):
     return start, start + l_indiv
 
 
-@_jit
+@_njit
 def find_format(buf, pos, key):
     """Locate FORMAT field ``key`` in the record at ``pos``.
 
@@ -245,7 +245,7 @@ def find_format(buf, pos, key):
     return 0, 0, np.int64(-1), OK
 
 
-@_jit
+@_njit
 def filter_start(buf, pos):
     """(index of the FILTER vector, end of shared part), index -1 on overrun.
 
@@ -260,7 +260,7 @@ def filter_start(buf, pos):
     return i, end
 
 
-@_jit
+@_njit
 def info_start(buf, pos):
     """(index of the first INFO key, n_info, end of shared part), or index -1 on overrun."""
     n_info = np.int64(u32(buf, pos + OFF_N_ALLELE_INFO) & np.uint32(0xFFFF))
@@ -270,7 +270,7 @@ def info_start(buf, pos):
     return skip_typed(buf, i, end), n_info, end
 
 
-@_jit
+@_njit
 def read_key(buf, i, end):
     """(key, next index) of a typed single-integer key, next -1 when malformed."""
     t, n, d = typed_descriptor(buf, i, end)
@@ -279,7 +279,7 @@ def read_key(buf, i, end):
     return read_int(buf, d, t), d + type_size(t)
 
 
-@_jit
+@_njit
 def find_info(buf, pos, key):
     """Locate INFO field ``key``: (type, count, data_start, error); data_start -1 if absent."""
     i, n_info, end = info_start(buf, pos)
@@ -300,14 +300,14 @@ def find_info(buf, pos, key):
     return 0, 0, np.int64(-1), OK
 
 
-@_jit
+@_njit
 def n_sample(buf, pos):
     """The record's own sample count (24 bits of n_fmt_sample). FORMAT vectors are laid
     out by it, so reading another number of samples (an array's) would read past a field."""
     return np.int64(u32(buf, pos + OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
 
 
-@_jit
+@_njit
 def int_sentinels(t):
     """(missing, vector_end) of BCF integer type ``t``."""
     if t == BT_INT8:
@@ -317,7 +317,7 @@ def int_sentinels(t):
     return np.int64(-2147483648), np.int64(-2147483647)
 
 
-@_jit
+@_njit
 def count_parts(buf, d, n):
     """Comma-separated parts of the string in ``buf[d:d+n]`` (up to its first NUL)."""
     parts = 1
@@ -330,7 +330,7 @@ def count_parts(buf, d, n):
     return parts
 
 
-@_jit
+@_njit
 def update_stats(buf, t, n, d, n_vectors, stats, key, scalar_end_is_value=False):
     """Fold one field's values into ``stats[key] = (max_number, min, max)``.
 
@@ -359,7 +359,7 @@ def update_stats(buf, t, n, d, n_vectors, stats, key, scalar_end_is_value=False)
                 stats[key, 2] = v
 
 
-@_jit
+@_njit
 def scalar_info_end_is_value(t, n):
     """Whether a lone INFO integer equal to its type's end-of-vector sentinel is a value.
 
@@ -370,7 +370,7 @@ def scalar_info_end_is_value(t, n):
     return n == 1 and (t == BT_INT8 or t == BT_INT16)
 
 
-@_jit
+@_njit
 def htslib_rlen(buf, pos, end_key):
     """The rlen htslib uses for a record whose stored rlen is negative (2^31 or more).
 

@@ -156,3 +156,28 @@ def test_error_codes_are_distinct_and_explained():
     assert set(records.ERROR_TEXT) == set(codes.values()), codes
     # The decode kernels use the one table: they define no codes of their own.
     assert not [name for name in vars(decode) if name.startswith("ERR_") or name == "ERROR_TEXT"]
+
+
+@pytest.mark.parametrize("layout", ["bgzf", "columns"])
+def test_working_buffers_kept_by_a_codec_never_reach_its_results(small_bcf, tmp_path, layout):
+    """A codec instance reuses the buffer it inflates (bgzf) or decompresses (columns) a
+    chunk into: a chunk decoded earlier keeps its values while the same codec decodes
+    others, and shares no memory with the buffers it keeps."""
+    refs = tmp_path / f"s.{layout}.json"
+    vcfvirtual.index(
+        small_bcf, refs_path=refs, cache_path=tmp_path / f"s.{layout}.cache", variants_chunk_size=3, cache_layout=layout
+    )
+    doc = json.loads(refs.read_text())["refs"]
+    zarray = json.loads(doc["call_genotype/.zarray"])
+    config = next(f for f in zarray["filters"] if f["id"] == "vcfvirtual.bcf")
+    codec = BCFRecordsCodec(**{k: v for k, v in config.items() if k != "id"})
+    keys = sorted(k for k in doc if k.startswith("call_genotype/") and not k.split("/")[1].startswith("."))
+    assert len(keys) > 1
+    first = codec.decode(chunk_bytes(refs, keys[0]))
+    for key in keys[1:] * 3:
+        codec.decode(chunk_bytes(refs, key))
+    kept = codec._scratch._free
+    assert kept, "the codec keeps its working buffer"
+    assert not any(np.shares_memory(first, buffer) for buffer in kept)
+    values = np.frombuffer(first, dtype=np.int8).reshape(3, -1, 2)
+    assert values[0].tolist()[:3] == [[0, 1], [-1, -1], [1, 1]]  # 0|1 ./. 1/1 as written in bcfdata
