@@ -42,8 +42,10 @@ from .spec import CODEC_ID, KINDS, LAYOUTS, LOCAL_KINDS, MAX_SAMPLES, SAMPLE_KIN
 if TYPE_CHECKING:
     from collections.abc import Buffer
 
+    # zarr's codec API types its chunk spec with ArraySpec, which has no public module
+    # yet (zarr's own codecs in zarr.codecs import it from here).
+    from zarr.abc.buffer import Buffer as ZarrBuffer
     from zarr.core.array_spec import ArraySpec
-    from zarr.core.buffer import Buffer as ZarrBuffer
 
 __all__ = [
     "CODEC_ID",
