@@ -25,17 +25,6 @@ COLUMNS_CACHE_MAGIC = b"VVCOLS1\n"
 REFS_SUFFIX = ".vcz.json"
 
 
-def cache_suffix(layout: str | None) -> str:
-    """A cache's default suffix: ``.bcf`` for the layouts that are BCF streams."""
-    return COLUMNS_CACHE_SUFFIX if layout == "columns" else CACHE_SUFFIX
-
-
-def default_paths(bcf_path: str | os.PathLike[str], layout: str | None = None) -> tuple[Path, Path]:
-    """(refs, cache) written next to the BCF; the cache's suffix depends on its layout."""
-    bcf_path = Path(bcf_path)
-    return bcf_path.with_name(bcf_path.name + REFS_SUFFIX), bcf_path.with_name(bcf_path.name + cache_suffix(layout))
-
-
 # Names of what a run writes before it is complete, all next to the output they
 # become or belong to and all ending in the writer's pid, so that a later run can tell a
 # dead writer's leftovers (remove_stale_temporaries) from a live one's:

@@ -7,7 +7,6 @@ import errno
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -146,7 +145,3 @@ def test_write_hint_names_the_option_for_a_full_disk():
     assert "cache_path=" in outputs.write_hint(OSError(errno.ENOSPC, "full"))
     assert "--cache" in outputs.write_hint(OSError(errno.EDQUOT, "quota"), "--cache")
     assert "writable" in outputs.write_hint(OSError(errno.EACCES, "denied"))
-
-
-def test_default_paths_sit_next_to_the_bcf():
-    assert outputs.default_paths(Path("/d/x.bcf")) == (Path("/d/x.bcf.vcz.json"), Path("/d/x.bcf.vcz.cache.bcf"))
