@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import VcfVirtualError
 from ..manifests.provenance import Provenance
+from .checks import group_attributes
 from .kerchunk import KerchunkRefs, load_references, require_parquet, resolve_templates
 
 if TYPE_CHECKING:  # reading references back needs VirtualiZarr only where a group is built
@@ -161,6 +162,5 @@ def source_format(path: str | os.PathLike[str]) -> str:
 
 def cache_of(refs: KerchunkRefs) -> tuple[str, Path | None]:
     """(the cache's URL as the references record it, its local path or None)."""
-    attrs = refs["refs"][".zattrs"]
-    url = Provenance.from_attributes(json.loads(attrs) if isinstance(attrs, (str, bytes)) else attrs, None).cache.url
+    url = Provenance.from_attributes(group_attributes(refs), None).cache.url
     return url, (Path(url.removeprefix("file://")) if url.startswith("file://") else None)
