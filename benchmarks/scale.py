@@ -89,6 +89,11 @@ def cache_header(text: str) -> bytes:
     return FILE_MAGIC + b"BCF\2\2" + len(raw).to_bytes(4, "little") + raw
 
 
+# Wall seconds of each synthetic header's parse (every task of the parallel writer parses the
+# header once: at 5x10^5 samples, a fixed cost per task).
+PARSE_SECONDS: list[float] = []
+
+
 def synthetic_scan(text: str, n_variants: int, chunk_length: int):
     """A ScanResult of ``n_variants`` biallelic diploid records on chr1 (one per 100 bp),
     with the header parsed by htslib as the scan parses it."""
@@ -97,7 +102,9 @@ def synthetic_scan(text: str, n_variants: int, chunk_length: int):
     from vcfvirtual.scan.results import ScanResult
 
     stream_size = len(cache_header(text)) - 8  # header bytes of the BCF stream (no cache magic)
+    t0 = time.perf_counter()
     header = parse_header_text(text.encode(), "synthetic.bcf", stream_size)
+    PARSE_SECONDS.append(time.perf_counter() - t0)
     n_chunks = -(-n_variants // chunk_length)
     first = np.arange(n_chunks, dtype=np.int64) * chunk_length
     last = np.minimum(first + chunk_length, n_variants) - 1
@@ -316,6 +323,7 @@ def refs_table(args: argparse.Namespace, workdir: Path) -> tuple[list[RefsRow], 
         cache_bytes=synthetic.size,
         header_bytes=len(text),
         build_group_s=round(build_s, 2),
+        header_parse_s=round(PARSE_SECONDS[-1], 2),
         setup_s=round(setup_s, 2),
         variant_chunks=len(synthetic.chunk_starts),
         header_pickle_bytes=len(pickle.dumps(header, protocol=5)),
@@ -585,9 +593,9 @@ class Scenario:
     task_bytes: int  # compressed BCF bytes per task, both phases
     get_bytes: tuple[int, ...]  # range GET sizes counted
     multipart_bytes: int  # part upload chunk, when a part is uploaded in pieces
-    refs_s_per_chunk: float  # caller: building the group and writing references, per chunk reference
     refs_per_variant_chunk: int  # chunk references per variants chunk at ``samples``
     header_bytes: int  # a parsed header (pickled) at ``samples``: each phase 1 result carries one
+    header_parse_s: float  # a task's parse of the header at ``samples`` (each task of each phase)
     chunk_length: int = 1_000
 
 
@@ -603,7 +611,9 @@ class Projection:
     speedup: float
 
 
-def serial_seconds(c: Costs, s: Scenario, records: float, tasks: int) -> tuple[dict[str, float], float]:
+def serial_seconds(
+    c: Costs, s: Scenario, records: float, tasks: int, refs_s_per_chunk: float
+) -> tuple[dict[str, float], float]:
     """The caller's serial work at scale (planning, receiving and merging phase 1's results,
     references), and the MB it receives."""
     chunk_refs = math.ceil(records / s.chunk_length) * s.refs_per_variant_chunk
@@ -612,21 +622,23 @@ def serial_seconds(c: Costs, s: Scenario, records: float, tasks: int) -> tuple[d
         plan=c.plan_s_per_cut * (tasks - 1),
         gather=c.gather_s_per_mb * received,
         merge=c.merge_s + c.merge_s_per_record * records,
-        refs=s.refs_s_per_chunk * chunk_refs,
+        refs=refs_s_per_chunk * chunk_refs,
     )
     return seconds, received
 
 
-def project(c: Costs, s: Scenario, workers: list[int]) -> tuple[list[Projection], dict]:
-    """Amdahl and whole-wave projections of the scenario on each worker count."""
+def project(c: Costs, s: Scenario, workers: list[int], refs_s_per_chunk: float) -> tuple[list[Projection], dict]:
+    """Amdahl and whole-wave projections of the scenario on each worker count, the caller
+    building the group and writing references at ``refs_s_per_chunk`` per chunk reference."""
     mb = s.bcf_bytes / MB
     # Records scale with bytes: a record's compressed size grows with the samples (GT-only data).
     records = mb / (c.bcf_mb / c.records * s.samples / c.samples)
     tasks = math.ceil(s.bcf_bytes / s.task_bytes)
     task_mb = mb / tasks
-    t1 = c.scan_task_s + c.scan_s_per_mb * task_mb
-    t2 = c.demux_task_s + c.demux_s_per_mb * task_mb * (1 + c.reinflate_frac)
-    serial, received = serial_seconds(c, s, records, tasks)
+    # The fixed cost per task measured on the cohort, plus parsing the header at scale.
+    t1 = c.scan_task_s + s.header_parse_s + c.scan_s_per_mb * task_mb
+    t2 = c.demux_task_s + s.header_parse_s + c.demux_s_per_mb * task_mb * (1 + c.reinflate_frac)
+    serial, received = serial_seconds(c, s, records, tasks, refs_s_per_chunk)
     serial_total = sum(serial.values())
     parallel_cpu = tasks * (t1 + t2)
     out = []
@@ -648,9 +660,12 @@ def project(c: Costs, s: Scenario, workers: list[int]) -> tuple[list[Projection]
     return out, facts
 
 
-def requests(c: Costs, s: Scenario, tasks: int, refs_files: dict[str, int]) -> list[tuple[str, str]]:
+def requests(
+    c: Costs, s: Scenario, tasks: int, refs_files: dict[str, int], rate: tuple[int, float]
+) -> list[tuple[str, str]]:
     """Object-store requests of the scenario: range GETs of the BCF (two passes), PUTs of the
-    parts (whole, or multipart), and the references."""
+    parts (whole, or multipart), and the references; ``rate``: (workers, seconds of a phase 1
+    task), for the GETs per second phase 1 asks of the store."""
     rows = []
     per_task = s.task_bytes
     for g in s.get_bytes:
@@ -659,6 +674,11 @@ def requests(c: Costs, s: Scenario, tasks: int, refs_files: dict[str, int]) -> l
         gets = tasks * (2 * math.ceil(per_task / g) + 2) + 1
         rows.append((f"BCF range GETs of {g // MIB} MiB, both phases", f"{gets:,}"))
     rows.append(("BCF GETs by the caller (a cut's block near each boundary)", f"{tasks - 1:,}"))
+    workers, task_s = rate
+    gets_per_s = workers * math.ceil(per_task / s.get_bytes[0]) / task_s
+    rows.append(
+        (f"peak GET rate, phase 1 on {workers} workers, {s.get_bytes[0] // MIB} MiB GETs", f"{gets_per_s:,.0f}/s")
+    )
     part_bytes = c.cache_per_bcf * per_task
     multipart = math.ceil(part_bytes / s.multipart_bytes) + 2
     rows.append((f"part PUTs (one per task, {part_bytes / MB:,.0f} MB each)", f"{tasks:,}"))
@@ -695,22 +715,37 @@ def costs_markdown(c: Costs, raw: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def projection_markdown(rows: list[Projection], facts: dict, s: Scenario) -> str:
-    serial = facts["serial"]
+def projection_markdown(by_format: dict[str, tuple[list[Projection], dict]], s: Scenario) -> str:
+    """One line of facts, the caller's serial work per references format, and the walls."""
+    first = next(iter(by_format.values()))[1]
+    serial = first["serial"]
     head = (
-        f"{s.bcf_bytes / TB:g} TB BCF, {s.samples:,} samples: {facts['records']:,.0f} records, "
-        f"{facts['tasks']:,} tasks "
-        f"of {facts['task_mb']:,.0f} MB per phase ({facts['task1_s']:.1f} s + {facts['task2_s']:.1f} s CPU each); "
-        f"parallel CPU {facts['parallel_cpu_s'] / 3600:,.1f} h; caller serial {sum(serial.values()):,.1f} s "
-        f"(plan {serial['plan']:.1f}, receive {serial['gather']:.1f}, merge {serial['merge']:.1f}, "
-        f"references {serial['refs']:.1f}); "
-        f"serial fraction {facts['serial_fraction']:.2e}; the caller receives {facts['caller_received_mb']:,.0f} MB "
-        "from the tasks\n\n"
+        f"{s.bcf_bytes / TB:g} TB BCF, {s.samples:,} samples: {first['records']:,.0f} records, "
+        f"{first['tasks']:,} tasks of {first['task_mb']:,.0f} MB per phase ({first['task1_s']:.1f} s + "
+        f"{first['task2_s']:.1f} s CPU each, {s.header_parse_s:.1f} s of each the header's parse); "
+        f"parallel CPU {first['parallel_cpu_s'] / 3600:,.1f} h; the caller receives "
+        f"{first['caller_received_mb']:,.0f} MB from the tasks and spends plan {serial['plan']:.1f} s, "
+        f"receive {serial['gather']:.1f} s, merge {serial['merge']:.1f} s, then on the references: "
+        + ", ".join(
+            f"{name} {facts['serial']['refs']:,.0f} s (serial fraction {facts['serial_fraction']:.1e})"
+            for name, (_, facts) in by_format.items()
+        )
+        + "\n\n"
     )
-    lines = ["| workers | wall (whole tasks per wave) | Amdahl | speedup |", "| ---: | ---: | ---: | ---: |"]
-    for p in rows:
-        lines.append(f"| {p.workers} | {_hms(p.wall_s)} | {_hms(p.amdahl_s)} | {p.speedup:,.0f}x |")
+    names = list(by_format)
+    lines = [
+        "| workers | " + " | ".join(f"wall, {n} (speedup)" for n in names) + f" | Amdahl, {names[0]} |",
+        "| ---: | " + " | ".join("---:" for _ in names) + " | ---: |",
+    ]
+    for i, n in enumerate(s_workers(by_format)):
+        walls = [by_format[name][0][i] for name in names]
+        cells = " | ".join(f"{_hms(p.wall_s)} ({p.speedup:,.0f}x)" for p in walls)
+        lines.append(f"| {n} | {cells} | {_hms(walls[0].amdahl_s)} |")
     return head + "\n".join(lines) + "\n"
+
+
+def s_workers(by_format: dict[str, tuple[list[Projection], dict]]) -> list[int]:
+    return [p.workers for p in next(iter(by_format.values()))[0]]
 
 
 def _hms(seconds: float) -> str:
@@ -750,30 +785,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+@dataclass
+class Known:
+    """What the references' run measured, for the projection; without one, estimates."""
+
+    refs_s_per_chunk: dict[str, float] = dataclasses.field(default_factory=lambda: {"json": 3e-5})
+    refs_files: dict[str, int] = dataclasses.field(default_factory=dict)
+    per_chunk: int = 0  # chunk references per variants chunk
+    header_bytes: int = 0  # the header pickled
+    header_parse_s: float = 0.0
+
+
+def known_from(rows: list[RefsRow], facts: dict) -> Known:
+    """Per format: building the group and writing its references, per chunk reference."""
+    per = {r.refs_format: (facts["build_group_s"] + r.write_s) / facts["chunk_refs"] for r in rows if r.parts == 1}
+    return Known(
+        refs_s_per_chunk=per,
+        refs_files={f"{r.refs_format} ({r.parts:,} parts)": r.files for r in rows},
+        per_chunk=facts["chunk_refs"] // facts["variant_chunks"],
+        header_bytes=facts["header_pickle_bytes"],
+        header_parse_s=facts["header_parse_s"],
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     os.environ.setdefault("ICECHUNK_LOG", "error")  # as the command line does: its warnings are not ours
     workdir = Path(tempfile.mkdtemp(prefix="scale-", dir=args.workdir))
     text, record = [f"load {os.getloadavg()[0]:.2f} at the start\n"], {}
-    refs_rows, refs_s_per_chunk, refs_files, per_variant_chunk, header_bytes = None, 2e-6, {}, 0, 0
+    known = Known()
     try:
         if args.what in ("refs", "all"):
             refs_rows, facts = refs_table(args, workdir)
             text.append(refs_markdown(refs_rows, facts))
             record["refs"] = dict(facts=facts, rows=[dataclasses.asdict(r) for r in refs_rows])
-            json_row = next((r for r in refs_rows if r.refs_format == "json" and r.parts == 1), None)
-            if json_row:  # building the group and writing the JSON, per chunk reference
-                refs_s_per_chunk = (facts["build_group_s"] + json_row.write_s) / facts["chunk_refs"]
-            refs_files = {f"{r.refs_format} ({r.parts} parts)": r.files for r in refs_rows}
-            per_variant_chunk = facts["chunk_refs"] // facts["variant_chunks"]
-            header_bytes = facts["header_pickle_bytes"]
+            known = known_from(refs_rows, facts)
         if args.what in ("model", "all"):
-            known = dict(
-                refs_s_per_chunk=refs_s_per_chunk,
-                refs_files=refs_files,
-                per_chunk=per_variant_chunk,
-                header_bytes=header_bytes,
-            )
             text.append(model_section(args, workdir, record, known))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -786,39 +833,46 @@ def main(argv: list[str] | None = None) -> None:
         Path(args.json).write_text(json.dumps(record, indent=1, default=str))
 
 
-def model_section(args: argparse.Namespace, workdir: Path, record: dict, known: dict) -> str:
-    """Measure the phases on the cohort, then project the scenario (``known``: what the
-    references' run measured, else estimates: see ``main``)."""
+def model_section(args: argparse.Namespace, workdir: Path, record: dict, known: Known) -> str:
+    """Measure the phases on the cohort, then project the scenario."""
+    from vcfvirtual.scan.scanner import read_header
+
     bcf = cohort(args)
     costs, raw = measure_costs(bcf, args.tasks, workdir)
     samples = int(args.samples)
     blocks = -(-samples // args.samples_chunk_size)
     # Without a refs run: the synthetic store's arrays (13 variants arrays, 6 call arrays),
     # and the cohort's header scaled to the samples (sample names are most of it).
-    per_chunk = known["per_chunk"] or 13 + 6 * blocks
-    header_bytes = known["header_bytes"] or costs.header_bytes * samples // costs.samples
+    t0 = time.perf_counter()
+    read_header(bcf)
+    parse_s = known.header_parse_s or (time.perf_counter() - t0) * samples / costs.samples
     scenario = Scenario(
         bcf_bytes=int(args.bcf_tb * TB),
         samples=samples,
         task_bytes=int(args.task_gb * 1e9),
         get_bytes=(8 * MIB, 64 * MIB),
         multipart_bytes=64 * MIB,
-        refs_s_per_chunk=known["refs_s_per_chunk"],
-        refs_per_variant_chunk=per_chunk,
-        header_bytes=header_bytes,
+        refs_per_variant_chunk=known.per_chunk or 13 + 6 * blocks,
+        header_bytes=known.header_bytes or costs.header_bytes * samples // costs.samples,
+        header_parse_s=parse_s,
         chunk_length=args.chunk_length,
     )
-    rows, facts = project(costs, scenario, args.workers)
+    by_format = {
+        name: project(costs, scenario, args.workers, per_chunk) for name, per_chunk in known.refs_s_per_chunk.items()
+    }
     record["model"] = dict(
         costs=dataclasses.asdict(costs),
         raw=raw,
         scenario=dataclasses.asdict(scenario),
-        projection=[dataclasses.asdict(r) for r in rows],
-        facts=facts,
+        projection={
+            name: dict(rows=[dataclasses.asdict(r) for r in rows], facts=facts)
+            for name, (rows, facts) in by_format.items()
+        },
     )
-    req = requests(costs, scenario, facts["tasks"], known["refs_files"])
+    facts = next(iter(by_format.values()))[1]
+    req = requests(costs, scenario, facts["tasks"], known.refs_files, (max(args.workers), facts["task1_s"]))
     req_md = "| requests | count |\n| --- | ---: |\n" + "\n".join(f"| {a} | {b} |" for a, b in req) + "\n"
-    return "\n".join([costs_markdown(costs, raw), projection_markdown(rows, facts, scenario), req_md])
+    return "\n".join([costs_markdown(costs, raw), projection_markdown(by_format, scenario), req_md])
 
 
 if __name__ == "__main__":
