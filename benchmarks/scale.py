@@ -48,7 +48,6 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-PROTOTYPE_BCF = Path("/work/research23/data/sim_10000_5e+06.bcf")
 MB = 1_000_000
 MIB = 1024 * 1024
 TB = 10**12
@@ -754,31 +753,37 @@ def _hms(seconds: float) -> str:
 
 
 def cohort(args: argparse.Namespace) -> str:
+    """The BCF to time: the one given, or bench.py's 10,000-sample cohort (msprime seed 1,
+    5 Mb, GT only), made once and kept in ``--workdir`` (default: the temporary folder's
+    ``vcfvirtual-scale``)."""
     if args.bcf:
         return os.path.abspath(args.bcf)
-    if PROTOTYPE_BCF.exists():
-        return str(PROTOTYPE_BCF)
     sys.path.insert(0, str(HERE))
     from bench import make_cohort
 
-    workdir = Path(args.workdir or tempfile.gettempdir())
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.gettempdir()) / "vcfvirtual-scale"
+    workdir.mkdir(parents=True, exist_ok=True)
     return str(make_cohort(workdir, 10_000, 5e6, False, 1))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("what", choices=("refs", "model", "all"), help="references' size, the projection, or both")
-    p.add_argument("bcf", nargs="?", help="BCF whose phases are timed (default: a 10,000-sample msprime cohort)")
+    p.add_argument("bcf", nargs="?", help="BCF whose phases are timed (default: bench.py's 10,000-sample cohort)")
     p.add_argument("--variants", type=float, default=1e6, help="variants of the synthetic store (1e6)")
     p.add_argument("--samples", type=float, default=5e5, help="samples of the synthetic store and projection (5e5)")
     p.add_argument("--chunk-length", type=int, default=1_000, help="variants per chunk (bio2zarr's 1,000)")
     p.add_argument("--samples-chunk-size", type=int, default=10_000, help="samples per block (bio2zarr's 10,000)")
     p.add_argument("--parts", type=int, default=1_000, help="parts the store's chunks are spread over (1,000)")
-    p.add_argument("--formats", default="json,parquet,icechunk", type=lambda v: v.split(","))
+    p.add_argument(
+        "--formats", default="json,parquet,icechunk", type=lambda v: v.split(","), help="references formats written"
+    )
     p.add_argument("--tasks", type=int, default=4, help="partitions / runs the cohort is cut into to time (4)")
     p.add_argument("--bcf-tb", type=float, default=1.0, help="compressed BCF projected, TB (1)")
     p.add_argument("--task-gb", type=float, default=1.0, help="compressed BCF per task at scale, GB (1)")
-    p.add_argument("--workers", default="8,64,256", type=lambda v: [int(x) for x in v.split(",")])
+    p.add_argument(
+        "--workers", default="8,64,256", type=lambda v: [int(x) for x in v.split(",")], help="workers projected"
+    )
     p.add_argument("--workdir", help="where files are written (default: a temporary folder)")
     p.add_argument("--output", help="also write the markdown tables here")
     p.add_argument("--json", help="also write every number here")
