@@ -44,8 +44,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # the product is imported where used: --help needs none of it
+    from vcfvirtual.cache.base import SegmentRanges
+    from vcfvirtual.refs.formats import RefsFormat
+    from vcfvirtual.scan.parallel import Merged
 
 HERE = Path(__file__).resolve().parent
 MB = 1_000_000
@@ -147,7 +153,7 @@ class SyntheticCache:
     """Segment ranges laid out as the columns writer writes them: every segment of chunk 0,
     then of chunk 1...; ``chunk_starts``: where each chunk's first segment is."""
 
-    ranges: object  # vcfvirtual.cache.base.SegmentRanges
+    ranges: SegmentRanges
     chunk_starts: np.ndarray
     size: int
 
@@ -191,7 +197,7 @@ def sparse_cache(path: Path, text: str, synthetic: SyntheticCache, last_records:
 
     with open(path, "wb") as f:
         f.write(cache_header(text))
-        f.seek(int(synthetic.ranges.segments["position"].offsets[-1]))  # type: ignore[attr-defined]
+        f.seek(int(synthetic.ranges.segments["position"].offsets[-1]))
         f.write(PREAMBLE.pack(MAGIC, KIND_CODES["position"], 0, 0, -1, last_records, 0, 1, 0, 0))
         f.truncate(synthetic.size)
 
@@ -266,11 +272,11 @@ class RefsRow:
     open_s: float | None  # open_store (checks) + xarray.open_zarr; None: not opened (parts)
 
 
-def write_refs(group, out: Path, refs_format: str, cache: Path) -> float:
+def write_refs(group, out: Path, refs_format: RefsFormat, cache: Path) -> float:
     """Write ``group``'s references through the product's writer; wall seconds."""
     from vcfvirtual.refs.write import ReferencesOutput, write_references
 
-    output = ReferencesOutput(out, out, refs_format, cache, f"file://{cache}")  # type: ignore[arg-type]
+    output = ReferencesOutput(out, out, refs_format, cache, f"file://{cache}")
     t0 = time.perf_counter()
     write_references(group, output)
     return time.perf_counter() - t0
@@ -382,7 +388,7 @@ def cpu_timer(into: dict, key: str) -> Iterator[None]:
     into[key + "_wall"] = into.get(key + "_wall", 0.0) + time.perf_counter() - t0
 
 
-def phase1(bcf: str, n_partitions: int) -> tuple[object, dict]:
+def phase1(bcf: str, n_partitions: int) -> tuple[Merged, dict]:
     """The parallel scan run in this process (one partition after another), then ``merge``;
     what the tasks would send the caller (pickled), and the caller's cost of unpickling it."""
     from vcfvirtual.cache.columns import CHUNK_LENGTH
@@ -435,7 +441,7 @@ class Run:
     rel: np.ndarray
 
 
-def runs_of_chunks(merged, n_tasks: int) -> list[Run]:
+def runs_of_chunks(merged: Merged, n_tasks: int) -> list[Run]:
     """``n_tasks`` runs of whole variants chunks, each placed in the source blocks."""
     offs = merged.record_offsets
     n, length = offs.shape[0], merged.scan.chunk_length
@@ -503,7 +509,7 @@ def demux_task(bcf: str, run: Run, chunk_length: int, part: Path) -> dict:
     )
 
 
-def phase2(bcf: str, merged, n_tasks: int, workdir: Path) -> dict:
+def phase2(bcf: str, merged: Merged, n_tasks: int, workdir: Path) -> dict:
     """Every run's demux task, one after another in this process."""
     runs = runs_of_chunks(merged, n_tasks)
     tasks = [demux_task(bcf, r, merged.scan.chunk_length, workdir / f"part-{i:06d}") for i, r in enumerate(runs)]
@@ -537,6 +543,8 @@ class Costs:
 
 def fit(one: float, many: float, tasks: int) -> tuple[float, float]:
     """(variable, fixed per task) CPU from the same work done as 1 task and as ``tasks``."""
+    if tasks < 2:  # a file too small to cut (4 MiB a partition at least): no per-task cost seen
+        return one, 0.0
     fixed = max(0.0, (many - one) / (tasks - 1))
     return one - fixed, fixed
 
