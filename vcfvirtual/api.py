@@ -24,7 +24,7 @@ from virtualizarr.manifests import ManifestGroup, ManifestStore
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ._progress import phase
 from .bcf.vcf_input import as_bcf
-from .cache.base import CacheRanges, SerialSource
+from .cache.base import CacheRanges, SegmentRanges, SerialSource
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.names import LayoutName
 from .cache.raw import raw_ranges
@@ -34,7 +34,7 @@ from .io import outputs
 from .io import remote as storage
 from .io.fingerprint import Fingerprint
 from .io.staging import Staging
-from .manifests.provenance import Provenance, RecordedCache, RecordedSource
+from .manifests.provenance import Provenance, RecordedCache, RecordedPart, RecordedSource
 from .manifests.vcf_zarr import build_store_group, store_chunk_length, store_provenance
 from .plan import LAYOUTS, REFS_FORMATS, IndexOptions, IndexPlan, OutputArg, plan_index, references_path
 from .refs.formats import RefsFormat
@@ -252,7 +252,7 @@ def index_with_summary(
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
             _refuse_changed_sources(plan)
             with phase("references", plan.options.progress):
-                provenance = _provenance(plan, scan, tmp_cache)
+                provenance = _provenance(plan, scan, tmp_cache, ranges)
                 group = _build_manifests(plan, scan, ranges, provenance)
                 _write_references(plan, group, tmp_refs)
         staging.publish(_placer(tmp_refs, plan.refs_path))
@@ -512,14 +512,18 @@ def _refuse_changed_sources(plan: IndexPlan) -> None:
             )
 
 
-def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: Path) -> Provenance:
+def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges: CacheRanges) -> Provenance:
     """The store's record of its sources and of the cache just written (fingerprinted
     under its temporary name: the rename keeps its contents and mtime)."""
     sources = [
         RecordedSource(p if storage.is_url(p) else os.path.abspath(p), f)
         for p, f in zip(map(str, plan.sources), plan.fingerprints)
     ]
-    cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(tmp_cache))
+    if isinstance(ranges, SegmentRanges):  # a folder of parts, each fingerprinted
+        parts = tuple(RecordedPart(name, Fingerprint.of(tmp_cache / name)) for name in ranges.parts)
+        cache = RecordedCache.of_parts(plan.cache_location, plan.cache_layout, parts)
+    else:
+        cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(tmp_cache))
     return store_provenance(
         scan,
         sources=sources,

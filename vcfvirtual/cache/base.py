@@ -12,7 +12,8 @@ from typing import IO, Any, BinaryIO, NamedTuple, Protocol
 import numpy as np
 
 from ..bcf.header import BCFHeader
-from ..io.outputs import output_file
+from ..errors import OutputWriteError
+from ..io.outputs import output_file, write_hint
 from ..scan.chunking import chunk_length_within
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
@@ -103,11 +104,18 @@ class SegmentRanges(NamedTuple):
     :class:`ChunkRanges` whose arrays have shape ``(n_chunks,)``, or ``(n_chunks,
     n_blocks)`` for a FORMAT field cut into samples blocks; each segment's compressor
     (``zstd``, ``blosc``), and the samples per block (the samples chunk size as written:
-    no wider than the samples there are), which the arrays reading them declare."""
+    no wider than the samples there are), which the arrays reading them declare.
+
+    The cache is a folder of parts (``parts``: their file names, :func:`~vcfvirtual.cache.names.part_name`), each
+    holding the segments of a run of whole variants chunks, written by the worker that
+    demultiplexed them; ``chunk_part[k]`` is the index in ``parts`` of the part holding
+    chunk k, and its ranges are offsets in that part."""
 
     segments: dict[str, ChunkRanges]
     compressors: dict[str, str]
     samples_chunk_size: int
+    parts: tuple[str, ...]
+    chunk_part: np.ndarray  # (n_chunks,) int32
 
 
 # What a layout's writer returns: one range per variants chunk shared by every array
@@ -150,6 +158,15 @@ def open_cache(tmp_cache: Path) -> AbstractContextManager[IO[Any]]:
         Yielding the binary file.
     """
     return output_file(tmp_cache, "the cache", "cache_path=")
+
+
+def make_parts_folder(tmp_cache: Path) -> None:
+    """The folder of a cache made of parts, under its temporary name; an OS error made
+    one :class:`~vcfvirtual.errors.OutputWriteError`."""
+    try:
+        tmp_cache.mkdir(exist_ok=True)
+    except OSError as e:
+        raise OutputWriteError(tmp_cache, f"cannot write the cache: {e.strerror}", hint=write_hint(e)) from None
 
 
 class CacheLayout(Protocol):

@@ -32,8 +32,8 @@ from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from . import columns_demux as demux
-from .base import ChunkBounds, ChunkRanges, SegmentRanges, SerialSource, open_cache
-from .names import LayoutName, segment_name
+from .base import ChunkBounds, ChunkRanges, SegmentRanges, SerialSource, make_parts_folder, open_cache
+from .names import LayoutName, part_name, segment_name
 
 logger = logging.getLogger(__name__)
 
@@ -269,8 +269,9 @@ class ColumnsWriter:
         self.offsets, self.n_offsets = [], 0
         self.flush()
 
-    def segment_ranges(self, n_chunks: int) -> SegmentRanges:
-        """Each segment name's ranges, ``(n_chunks,)`` or ``(n_chunks, n_blocks)`` (uint64)."""
+    def segment_ranges(self, n_chunks: int, part: str) -> SegmentRanges:
+        """Each segment name's ranges, ``(n_chunks,)`` or ``(n_chunks, n_blocks)`` (uint64),
+        every chunk in the one part ``part`` this writer wrote."""
         assert self.plan is not None
         grouped: dict[str, list[list[tuple[int, int]]]] = {}
         for s in self.plan.kept:
@@ -283,7 +284,7 @@ class ColumnsWriter:
                 table = table[:, 0]
             out[name] = ChunkRanges(np.ascontiguousarray(table[..., 0]), np.ascontiguousarray(table[..., 1]))
         compressors = {segment[0]: segment[6] for segment in self.plan.segments}
-        return SegmentRanges(out, compressors, self.plan.samples_chunk_size)
+        return SegmentRanges(out, compressors, self.plan.samples_chunk_size, (part,), np.zeros(n_chunks, np.int32))
 
     def _write(self, data: bytes) -> None:
         self.fileobj.write(data)
@@ -398,8 +399,10 @@ class ColumnsLayout(ChunkBounds):
         return int(fields[5]) if fields and fields[0] == codec_columns.MAGIC else -1
 
     def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, SegmentRanges]:
-        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
-        with open_cache(tmp_cache) as f:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`: one part."""
+        part = part_name(0)
+        make_parts_folder(tmp_cache)
+        with open_cache(tmp_cache / part) as f:
             writer = ColumnsWriter(f, str(source.path), self)
             try:
                 scan = source.scan(writer)
@@ -409,7 +412,7 @@ class ColumnsLayout(ChunkBounds):
                 writer.pool.shutdown()
         n_chunks = len(scan.chunk_offsets)
         logger.info("%s: %d chunks of %d segments written", source.path, n_chunks, len(writer.ranges))
-        return scan, writer.segment_ranges(n_chunks)
+        return scan, writer.segment_ranges(n_chunks, part)
 
     def write_partitioned(self, merged: Merged, tmp_cache: Path) -> SegmentRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: the segments'
@@ -419,7 +422,9 @@ class ColumnsLayout(ChunkBounds):
         offsets = merged.record_offsets
         # Errors name the first input (its records come first in the merged stream).
         name = merged.pieces[0].path if merged.pieces else str(tmp_cache)
-        with open_cache(tmp_cache) as f:
+        part = part_name(0)
+        make_parts_folder(tmp_cache)
+        with open_cache(tmp_cache / part) as f:
             writer = ColumnsWriter(f, name, self)
             try:
                 _feed_segments(writer, merged, scan, offsets)
@@ -430,7 +435,7 @@ class ColumnsLayout(ChunkBounds):
         logger.info(
             "%d chunks of %d segments written from %d parts", n_chunks, len(writer.ranges), len(merged.segments)
         )
-        return writer.segment_ranges(n_chunks)
+        return writer.segment_ranges(n_chunks, part)
 
 
 # Bytes of a segment file read at once when writing the columns cache from partitions.

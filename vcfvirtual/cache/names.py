@@ -26,3 +26,11 @@ def segment_name(category: str, field: str) -> str:
     (``category``: ``INFO``/``FORMAT``, either case). The fixed columns' segments are
     named by the codec (``position``, ``allele``...)."""
     return f"{category.lower()}/{field}"
+
+
+PART_PREFIX = "part-"
+
+
+def part_name(index: int) -> str:
+    """The file name of one part of a cache made of parts (``columns``): ``part-000123``."""
+    return f"{PART_PREFIX}{index:06d}"
