@@ -4,6 +4,7 @@ they all produce, computed here only."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,7 +238,7 @@ class CacheLayout(Protocol):
         """
         ...
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> CacheRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: Path, executor: Executor, workers: int) -> CacheRanges:
         """Write the cache of partitions scanned apart and merged.
 
         Parameters
@@ -247,6 +248,10 @@ class CacheLayout(Protocol):
             partitions' segments, in stream order.
         tmp_cache : Path
             The cache's temporary name.
+        executor : concurrent.futures.Executor
+            Where the partitions were scanned: a layout may write its cache there too.
+        workers : int
+            How many tasks it runs at once.
 
         Returns
         -------

@@ -12,6 +12,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import IO, Any, BinaryIO, NamedTuple
 
@@ -244,7 +245,7 @@ class BGZFLayout(WholeRecordChunks):
         )
         return scan, chunk_byte_ranges(np.asarray(writer.chunk_starts, dtype=np.uint64), end)
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: Path, executor: Executor, workers: int) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`. Blocks no cut
         splits are copied; only split ones are read and inflated."""
         with open_cache(tmp_cache) as f, contextlib.ExitStack() as stack:

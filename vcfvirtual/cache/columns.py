@@ -15,7 +15,8 @@ then the segments, chunk after chunk. Formats and measurements:
 from __future__ import annotations
 
 import logging
-from concurrent.futures import Future, ThreadPoolExecutor
+import os
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -28,10 +29,12 @@ from .._progress import phase
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
-from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
+from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX, temporary_name
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
+from ..scan.scanner import header_bytes, scan_partition
 from . import columns_demux as demux
+from . import columns_parts as parts
 from .base import ChunkBounds, ChunkRanges, SegmentRanges, SerialSource, make_parts_folder, open_cache
 from .names import LayoutName, part_name, segment_name
 
@@ -214,6 +217,7 @@ class ColumnsWriter:
         self.window_len = 0
         self.offsets: list[np.ndarray] = []  # record starts not yet written, by batch
         self.n_offsets = 0
+        self.records_seen = 0
         # The demux's output, likewise: two, so that one chunk's segments are compressed
         # while the scan reads and demuxes the next chunk into the other.
         self.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
@@ -225,6 +229,14 @@ class ColumnsWriter:
         self.ranges: list[list[tuple[int, int]]] = []
 
     def header_parsed(self, header: BCFHeader, chunk_length: int) -> None:
+        self.start_part(header, self._take(0, header.size).tobytes(), chunk_length)
+        self._drop(header.size)
+
+    def start_part(self, header: BCFHeader, stored_header: bytes, chunk_length: int) -> None:
+        """Begin the part with its magic and the store's header as stored (``stored_header``:
+        the stream's first ``header.size`` bytes), its chunks ``chunk_length`` records
+        each. A serial scan's part starts where the header ends; a run's (a partitioned
+        index) at its first record, stream offset 0."""
         if chunk_length < 1:
             raise VcfVirtualError(self.path, "the columns layout needs the variants chunk size before the records")
         self.chunk_length = chunk_length
@@ -232,8 +244,7 @@ class ColumnsWriter:
         self.plan = SegmentPlan(header, layout.samples_chunk_size, layout.local_alleles, layout.field_choice)
         self.ranges = [[] for _ in self.plan.segments]
         self._write(FILE_MAGIC)
-        self._write(self._take(0, header.size).tobytes())
-        self._drop(header.size)
+        self._write(stored_header)
 
     def add_block(self, raw: bytes | memoryview | None, data: bytes | memoryview) -> None:
         n = len(data)
@@ -248,6 +259,7 @@ class ColumnsWriter:
     def records_scanned(self, offsets: np.ndarray) -> None:
         self.offsets.append(np.asarray(offsets, np.int64))
         self.n_offsets += len(offsets)
+        self.records_seen += len(offsets)
 
     def scanned_to(self, stream_offset: int) -> None:
         # A chunk is whole once the next chunk's first record is known (its end).
@@ -369,10 +381,10 @@ class ColumnsLayout(ChunkBounds):
 
     name: LayoutName = "columns"
     suffix = COLUMNS_CACHE_SUFFIX  # no BCF: its name says what it is
-    # A partitioned run's workers write their records inflated; this process then demuxes
-    # and compresses the merged stream as a serial scan's sink would (the same bytes).
-    needs_segments = True
-    needs_record_offsets = True  # write_partitioned cuts the merged stream by record
+    # A partitioned run's tasks each write a part: a run of whole chunks read again from
+    # the sources (columns_parts), the segments a serial run writes, cut between chunks.
+    needs_segments = False  # its tasks read the sources again
+    needs_record_offsets = False  # the chunks' first offsets are enough
     max_chunk_bytes = MAX_CHUNK_BYTES
     max_chunk_length = CHUNK_LENGTH
     uncompressed_stream = False
@@ -414,60 +426,68 @@ class ColumnsLayout(ChunkBounds):
         logger.info("%s: %d chunks of %d segments written", source.path, n_chunks, len(writer.ranges))
         return scan, writer.segment_ranges(n_chunks, part)
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> SegmentRanges:
-        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: the segments'
-        bytes, in order, go through the serial pass's writer with the merged record
-        offsets, so the cache is the one a serial scan of the same stream writes."""
+    def write_partitioned(self, merged: Merged, tmp_cache: Path, executor: Executor, workers: int) -> SegmentRanges:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: tasks on
+        ``executor`` write one part each, a run of whole chunks read again from the
+        sources (:mod:`vcfvirtual.cache.columns_parts`); this process only plans the runs
+        and joins their ranges."""
         scan = merged.scan
-        offsets = merged.record_offsets
-        # Errors name the first input (its records come first in the merged stream).
-        name = merged.pieces[0].path if merged.pieces else str(tmp_cache)
-        part = part_name(0)
+        tasks = parts.plan_runs(merged, 2 * workers)
         make_parts_folder(tmp_cache)
+        if not tasks:  # no records: one part with the header, as a serial run writes
+            return self._empty_part(merged, tmp_cache)
+        folder = os.path.abspath(tmp_cache)  # workers need not share our working directory
+        futures = [executor.submit(write_run, task, folder, scan.header, scan.chunk_length, self) for task in tasks]
+        results = [future.result() for future in futures]
+        logger.info("%d chunks written by %d tasks as %d parts", len(scan.chunk_offsets), len(tasks), len(results))
+        return parts.join_runs(results)
+
+    def _empty_part(self, merged: Merged, tmp_cache: Path) -> SegmentRanges:
+        scan = merged.scan
+        part = part_name(0)
         with open_cache(tmp_cache / part) as f:
-            writer = ColumnsWriter(f, name, self)
+            writer = ColumnsWriter(f, merged.pieces[0].path if merged.pieces else str(tmp_cache), self)
             try:
-                _feed_segments(writer, merged, scan, offsets)
-                writer.close(scan.stream_size)
+                writer.start_part(scan.header, header_bytes(writer.path, scan.header.size), scan.chunk_length)
+                writer.close(0)
             finally:
                 writer.pool.shutdown()
-        n_chunks = len(scan.chunk_offsets)
-        logger.info(
-            "%d chunks of %d segments written from %d parts", n_chunks, len(writer.ranges), len(merged.segments)
-        )
-        return writer.segment_ranges(n_chunks, part)
+        return writer.segment_ranges(0, part)
 
 
-# Bytes of a segment file read at once when writing the columns cache from partitions.
-SEGMENT_READ = 8 * 1024 * 1024
+def write_run(
+    task: parts.RunTask, folder: str, header: BCFHeader, chunk_length: int, layout: ColumnsLayout
+) -> parts.RunResult:
+    """Write one part: the task's records, read from its spans, demultiplexed and
+    compressed (module level, so worker processes and Dask run it). The part is written
+    under a temporary name and renamed when whole: a task run twice writes it once.
 
-
-def _feed_segments(writer: ColumnsWriter, merged: Merged, scan: ScanResult, offsets: np.ndarray) -> None:
-    """Hand the merged stream to ``writer`` as :func:`scan_bcf` would: the header, then
-    bytes with the record starts they complete, then how far the stream is known."""
-    header = scan.header
-    fed = 0  # merged stream bytes handed over
-    told = 0  # records whose start has been handed over
-    started = False
-    for segment in merged.segments:
-        with open(segment.path, "rb") as part:
-            part.seek(segment.skip)
-            while data := part.read(SEGMENT_READ):
-                writer.add_block(None, data)
-                fed += len(data)
-                if not started:
-                    if fed < header.size:
-                        continue
-                    writer.header_parsed(header, scan.chunk_length)
-                    started = True
-                # Records that start in the bytes handed over so far.
-                known = int(np.searchsorted(offsets, fed, side="left"))
-                if known > told:
-                    writer.records_scanned(offsets[told:known])
-                    told = known
-                    writer.scanned_to(fed)
-    if not started or fed != scan.stream_size:
-        raise CorruptBCFError(
-            merged.pieces[0].path if merged.pieces else None,
-            f"the partitions' records are {fed} bytes, the scans counted {scan.stream_size}",
-        )
+    Raises
+    ------
+    CorruptBCFError
+        The spans did not hold the records the first phase counted there.
+    OutputWriteError
+        The part could not be written.
+    """
+    first = task.spans[0].path
+    final = Path(folder) / task.part
+    tmp = temporary_name(final)
+    with open_cache(tmp) as f:
+        # One compression thread: the other workers have the other cores.
+        writer = ColumnsWriter(f, first, layout, threads=1)
+        try:
+            writer.start_part(header, header_bytes(task.header_source, header.size), chunk_length)
+            sink = parts.PartSink(writer)
+            for span in task.spans:
+                sink.shift += scan_partition(span.path, span.start, span.end, sink=sink).stream_length
+            if sink.shift != task.n_bytes or writer.records_seen != task.n_records:
+                raise CorruptBCFError(
+                    first,
+                    f"{task.part}: read {writer.records_seen} records ({sink.shift} bytes) where the scan "
+                    f"counted {task.n_records} ({task.n_bytes} bytes); did an input change during the run?",
+                )
+            writer.close(sink.shift)
+        finally:
+            writer.pool.shutdown()
+    os.replace(tmp, final)
+    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), writer.written)

@@ -5,6 +5,7 @@ record to the next chunk's first (or the stream's end)."""
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -67,7 +68,7 @@ class RawLayout(WholeRecordChunks):
             scan = source.scan(FileSink(f))
         return scan, raw_ranges(scan)
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: Path, executor: Executor, workers: int) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: the segments
         in order (the first starts with the first file's header, later files' are skipped)."""
         with open_cache(tmp_cache) as out:

@@ -87,10 +87,10 @@ def write_cache_partitioned(
     try:
         with parallel.executor_for(workers, dask_client) as executor:
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
-        chunk_length = int(chunk_length_for(scanned[0][1].header))
-        with phase("compress", progress):  # the parts' records merged and written as the cache
-            merged = parallel.merge(scanned, chunk_length, keep_record_offsets=layout.needs_record_offsets)
-            return merged.scan, layout.write_partitioned(merged, tmp_cache)
+            chunk_length = int(chunk_length_for(scanned[0][1].header))
+            with phase("compress", progress):  # the cache written from the merged scan
+                merged = parallel.merge(scanned, chunk_length, keep_record_offsets=layout.needs_record_offsets)
+                return merged.scan, layout.write_partitioned(merged, tmp_cache, executor, n_parts // 2)
     finally:
         if segment_dir is not None:
             shutil.rmtree(segment_dir, ignore_errors=True)

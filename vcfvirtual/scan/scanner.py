@@ -371,6 +371,26 @@ def read_header(path: str | os.PathLike) -> BCFHeader:
         reader.fail()
 
 
+def header_bytes(path: str | os.PathLike, size: int) -> bytes:
+    """The first ``size`` bytes of a BCF's uncompressed stream (its header as stored,
+    ``size`` being :attr:`BCFHeader.size`), inflating only the blocks that hold them.
+
+    Raises
+    ------
+    NotBCFError, HeaderError
+        The file cannot be read, or its stream is shorter than ``size``.
+    """
+    path = os.fspath(path)
+    out = bytearray()
+    with _open_input(path) as fileobj:
+        pieces, _ = _open_stream(fileobj, path, 0)
+        for piece in pieces:
+            out += piece.data[: size - len(out)]
+            if len(out) == size:
+                return bytes(out)
+    raise HeaderError(path, "file ends inside the BCF header (truncated)")
+
+
 def _bounded(
     pieces: Iterator[StreamPiece],
     start: RecordStart | None,
@@ -402,6 +422,7 @@ def scan_partition(
     start: RecordStart | None = None,
     end: RecordStart | None = None,
     segment_path: str | os.PathLike | None = None,
+    sink: RecordSink | None = None,
 ) -> PartitionScan:
     """Scan the records of a BCF between two record starts, as :func:`scan_bcf` does.
 
@@ -417,6 +438,9 @@ def scan_partition(
     segment_path : str or os.PathLike, optional
         Receives the partition's stream bytes, inflated: for a partition that starts the
         file, its header too.
+    sink : RecordSink, optional
+        Gets the partition's bytes and record offsets instead (counted from the
+        partition's first byte; its ``header_parsed`` is not called).
 
     Returns
     -------
@@ -430,23 +454,22 @@ def scan_partition(
         A record is invalid, or ``end`` falls inside a record ("ends inside a record").
     NotBCFError, HeaderError
         The file cannot be read or is not a BCF.
-    ValueError
-        ``start`` is given for an uncompressed file.
     """
     path = os.fspath(path)
     collector = RecordCollector()
     blocks: list[tuple[int, int, int]] = []
     with _open_input(path) as fileobj, contextlib.ExitStack() as stack:
-        sink: RecordSink = NullSink()
+        if sink is None:
+            sink = NullSink()
         if segment_path is not None:
             sink = FileSink(stack.enter_context(open(segment_path, "wb")))
         header = None
         if start is not None:
-            # The header comes from the file's first blocks, then the scan moves to start.
+            # The header comes from the file's first blocks, then the scan moves to start
+            # (in an uncompressed file, ``start.block_offset`` is one of the runs the
+            # file's scan read, READ_SIZE bytes apart).
             header = read_header(path)
         pieces, compressed = _open_stream(fileobj, path, 0, 0 if start is None else start.block_offset)
-        if start is not None and not compressed:
-            raise ValueError("only a BGZF-compressed BCF can start a partition inside the file")
         header, acc = _walk(path, _bounded(pieces, start, end, blocks), sink, lambda _: collector, header)
     header_size = 0 if start is not None else header.size
     return PartitionScan(
