@@ -170,6 +170,16 @@ def make_parts_folder(tmp_cache: Path) -> None:
         raise OutputWriteError(tmp_cache, f"cannot write the cache: {e.strerror}", hint=write_hint(e)) from None
 
 
+@dataclass(frozen=True)
+class PartitionedRun:
+    """Where a partitioned index runs its tasks: ``executor`` (a process pool, a Dask
+    cluster's, or this process), running ``workers`` at once; ``progress`` as asked."""
+
+    executor: Executor
+    workers: int
+    progress: bool | None
+
+
 class CacheLayout(Protocol):
     """One layout of the transcode cache: how it is written from one serial scan, and
     from partitions scanned apart. A new layout is one module implementing this and one
@@ -238,7 +248,7 @@ class CacheLayout(Protocol):
         """
         ...
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path, executor: Executor, workers: int) -> CacheRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: Path, run: PartitionedRun) -> CacheRanges:
         """Write the cache of partitions scanned apart and merged.
 
         Parameters
@@ -248,10 +258,8 @@ class CacheLayout(Protocol):
             partitions' segments, in stream order.
         tmp_cache : Path
             The cache's temporary name.
-        executor : concurrent.futures.Executor
+        run : PartitionedRun
             Where the partitions were scanned: a layout may write its cache there too.
-        workers : int
-            How many tasks it runs at once.
 
         Returns
         -------

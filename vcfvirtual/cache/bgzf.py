@@ -12,7 +12,6 @@ import functools
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import Executor
 from pathlib import Path
 from typing import IO, Any, BinaryIO, NamedTuple
 
@@ -26,6 +25,7 @@ from ..scan.parallel import Merged, Piece
 from ..scan.results import ScanResult
 from .base import (
     ChunkRanges,
+    PartitionedRun,
     SerialSource,
     WholeRecordChunks,
     chunk_byte_ranges,
@@ -245,9 +245,13 @@ class BGZFLayout(WholeRecordChunks):
         )
         return scan, chunk_byte_ranges(np.asarray(writer.chunk_starts, dtype=np.uint64), end)
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path, executor: Executor, workers: int) -> ChunkRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: Path, run: PartitionedRun) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`. Blocks no cut
         splits are copied; only split ones are read and inflated."""
+        with phase("compress", run.progress):  # this process writes it alone
+            return self._write_merged(merged, tmp_cache)
+
+    def _write_merged(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
         with open_cache(tmp_cache) as f, contextlib.ExitStack() as stack:
             writer = ChunkAlignedBGZFWriter(f)
             writer.cut_at(merged.scan.header.size, merged.scan.chunk_offsets)

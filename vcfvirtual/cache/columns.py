@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -25,7 +25,7 @@ from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
 
-from .._progress import phase
+from .._progress import byte_bar, phase
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
@@ -35,7 +35,15 @@ from ..scan.results import ScanResult
 from ..scan.scanner import header_bytes, scan_partition
 from . import columns_demux as demux
 from . import columns_parts as parts
-from .base import ChunkBounds, ChunkRanges, SegmentRanges, SerialSource, make_parts_folder, open_cache
+from .base import (
+    ChunkBounds,
+    ChunkRanges,
+    PartitionedRun,
+    SegmentRanges,
+    SerialSource,
+    make_parts_folder,
+    open_cache,
+)
 from .names import LayoutName, part_name, segment_name
 
 logger = logging.getLogger(__name__)
@@ -426,19 +434,28 @@ class ColumnsLayout(ChunkBounds):
         logger.info("%s: %d chunks of %d segments written", source.path, n_chunks, len(writer.ranges))
         return scan, writer.segment_ranges(n_chunks, part)
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path, executor: Executor, workers: int) -> SegmentRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: Path, run: PartitionedRun) -> SegmentRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: tasks on
         ``executor`` write one part each, a run of whole chunks read again from the
         sources (:mod:`vcfvirtual.cache.columns_parts`); this process only plans the runs
         and joins their ranges."""
         scan = merged.scan
-        tasks = parts.plan_runs(merged, 2 * workers)
+        tasks = parts.plan_runs(merged, 2 * run.workers)
         make_parts_folder(tmp_cache)
         if not tasks:  # no records: one part with the header, as a serial run writes
             return self._empty_part(merged, tmp_cache)
         folder = os.path.abspath(tmp_cache)  # workers need not share our working directory
-        futures = [executor.submit(write_run, task, folder, scan.header, scan.chunk_length, self) for task in tasks]
-        results = [future.result() for future in futures]
+        bar = byte_bar("write parts", sum(t.n_bytes for t in tasks), run.progress)
+        try:
+            futures = {
+                run.executor.submit(write_run, task, folder, scan.header, scan.chunk_length, self): task
+                for task in tasks
+            }
+            for future in as_completed(futures):
+                bar.update(futures[future].n_bytes)
+            results = [future.result() for future in futures]
+        finally:
+            bar.close()
         logger.info("%d chunks written by %d tasks as %d parts", len(scan.chunk_offsets), len(tasks), len(results))
         return parts.join_runs(results)
 

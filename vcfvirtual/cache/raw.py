@@ -5,16 +5,17 @@ record to the next chunk's first (or the stream's end)."""
 from __future__ import annotations
 
 import shutil
-from concurrent.futures import Executor
 from pathlib import Path
 from typing import BinaryIO
 
+from .._progress import phase
 from ..io.outputs import CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from ..scan.sink import FileSink
 from .base import (
     ChunkRanges,
+    PartitionedRun,
     SerialSource,
     WholeRecordChunks,
     chunk_byte_ranges,
@@ -68,9 +69,13 @@ class RawLayout(WholeRecordChunks):
             scan = source.scan(FileSink(f))
         return scan, raw_ranges(scan)
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path, executor: Executor, workers: int) -> ChunkRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: Path, run: PartitionedRun) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: the segments
         in order (the first starts with the first file's header, later files' are skipped)."""
+        with phase("write", run.progress):  # this process writes it alone
+            return self._write_merged(merged, tmp_cache)
+
+    def _write_merged(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
         with open_cache(tmp_cache) as out:
             for segment in merged.segments:
                 with open(segment.path, "rb") as f:

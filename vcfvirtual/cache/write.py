@@ -12,12 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._progress import phase
 from ..bcf.csi import RecordStart
 from ..io.outputs import temporary_name
 from ..scan import parallel, partition
 from ..scan.results import ScanResult
-from .base import CacheLayout, CacheRanges, ChunkLengthFor, SerialSource
+from .base import CacheLayout, CacheRanges, ChunkLengthFor, PartitionedRun, SerialSource
 
 logger = logging.getLogger(__name__)
 
@@ -88,9 +87,9 @@ def write_cache_partitioned(
         with parallel.executor_for(workers, dask_client) as executor:
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
             chunk_length = int(chunk_length_for(scanned[0][1].header))
-            with phase("compress", progress):  # the cache written from the merged scan
-                merged = parallel.merge(scanned, chunk_length, keep_record_offsets=layout.needs_record_offsets)
-                return merged.scan, layout.write_partitioned(merged, tmp_cache, executor, n_parts // 2)
+            merged = parallel.merge(scanned, chunk_length, keep_record_offsets=layout.needs_record_offsets)
+            run = PartitionedRun(executor, n_parts // 2, progress)
+            return merged.scan, layout.write_partitioned(merged, tmp_cache, run)
     finally:
         if segment_dir is not None:
             shutil.rmtree(segment_dir, ignore_errors=True)
