@@ -520,7 +520,8 @@ def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges: Cach
         for p, f in zip(map(str, plan.sources), plan.fingerprints)
     ]
     if isinstance(ranges, SegmentRanges):  # a folder of parts, each fingerprinted
-        parts = tuple(RecordedPart(name, Fingerprint.of(tmp_cache / name)) for name in ranges.parts)
+        taken = ranges.part_fingerprints or tuple(Fingerprint.of(tmp_cache / name) for name in ranges.parts)
+        parts = tuple(RecordedPart(name, f) for name, f in zip(ranges.parts, taken, strict=True))
         cache = RecordedCache.of_parts(plan.cache_location, plan.cache_layout, parts)
     else:
         cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(tmp_cache))

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..bcf.header import BCFHeader
 from ..errors import OutputWriteError
+from ..io.fingerprint import Fingerprint
 from ..io.outputs import output_file, write_hint
 from ..scan.chunking import chunk_length_within
 from ..scan.parallel import Merged
@@ -117,6 +118,9 @@ class SegmentRanges(NamedTuple):
     samples_chunk_size: int
     parts: tuple[str, ...]
     chunk_part: np.ndarray  # (n_chunks,) int32
+    # Each part's fingerprint, taken by the task that wrote it (so the caller reads none of
+    # them back); empty when the caller wrote the cache itself.
+    part_fingerprints: tuple[Fingerprint, ...] = ()
 
 
 # What a layout's writer returns: one range per variants chunk shared by every array
@@ -173,11 +177,15 @@ def make_parts_folder(tmp_cache: Path) -> None:
 @dataclass(frozen=True)
 class PartitionedRun:
     """Where a partitioned index runs its tasks: ``executor`` (a process pool, a Dask
-    cluster's, or this process), running ``workers`` at once; ``progress`` as asked."""
+    cluster's, or this process), running ``workers`` at once; ``progress`` as asked.
+    ``renew`` gives a new process pool when a worker of this one died (which breaks a
+    process pool; None: the executor recovers by itself, as Dask reschedules a dead
+    worker's tasks, or cannot break)."""
 
     executor: Executor
     workers: int
     progress: bool | None
+    renew: Callable[[], Executor] | None = None
 
 
 class CacheLayout(Protocol):

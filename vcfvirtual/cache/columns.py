@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 import os
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 from numcodecs import Blosc, Zstd
@@ -29,6 +29,7 @@ from .._progress import byte_bar, phase
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
+from ..io.fingerprint import Fingerprint
 from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX, temporary_name
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
@@ -45,6 +46,9 @@ from .base import (
     open_cache,
 )
 from .names import LayoutName, part_name, segment_name
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 logger = logging.getLogger(__name__)
 
@@ -445,19 +449,47 @@ class ColumnsLayout(ChunkBounds):
         if not tasks:  # no records: one part with the header, as a serial run writes
             return self._empty_part(merged, tmp_cache)
         folder = os.path.abspath(tmp_cache)  # workers need not share our working directory
+        done: dict[str, parts.RunResult] = {}
         bar = byte_bar("write parts", sum(t.n_bytes for t in tasks), run.progress)
         try:
-            futures = {
-                run.executor.submit(write_run, task, folder, scan.header, scan.chunk_length, self): task
-                for task in tasks
-            }
-            for future in as_completed(futures):
-                bar.update(futures[future].n_bytes)
-            results = [future.result() for future in futures]
+            executor = run.executor
+            while broken := self._run_tasks(
+                [t for t in tasks if t.part not in done], executor, folder, scan, done, bar
+            ):
+                # A worker process died (killed, out of memory): the pool is lost with the
+                # tasks it held. Theirs are written again by new processes, once; a part
+                # already written is replaced whole (written aside, then renamed).
+                if run.renew is None or executor is not run.executor:
+                    raise broken
+                logger.warning("a worker died (%s): its parts are written again by new worker processes", broken)
+                executor = run.renew()
         finally:
             bar.close()
+        results = [done[t.part] for t in tasks]
         logger.info("%d chunks written by %d tasks as %d parts", len(scan.chunk_offsets), len(tasks), len(results))
         return parts.join_runs(results)
+
+    def _run_tasks(
+        self,
+        tasks: list[parts.RunTask],
+        executor: Executor,
+        folder: str,
+        scan: ScanResult,
+        done: dict[str, parts.RunResult],
+        bar: tqdm,
+    ) -> BrokenExecutor | None:
+        """Run ``tasks`` on ``executor``, each result into ``done``; the pool's breakage
+        if a worker died (other failures are raised)."""
+        futures = {executor.submit(write_run, t, folder, scan.header, scan.chunk_length, self): t for t in tasks}
+        broken = None
+        for future in as_completed(futures):
+            try:
+                done[futures[future].part] = future.result()
+            except BrokenExecutor as e:
+                broken = e
+                continue
+            bar.update(futures[future].n_bytes)
+        return broken
 
     def _empty_part(self, merged: Merged, tmp_cache: Path) -> SegmentRanges:
         scan = merged.scan
@@ -507,4 +539,4 @@ def write_run(
         finally:
             writer.pool.shutdown()
     os.replace(tmp, final)
-    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), writer.written)
+    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), Fingerprint.of(final))

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader
+from ..io.fingerprint import Fingerprint
 from ..scan.parallel import Merged, Piece
 from ..scan.sink import RecordSink
 from .base import ChunkRanges, SegmentRanges
@@ -59,11 +60,11 @@ class RunTask:
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a task returns: its part's segment ranges (offsets in the part) and size."""
+    """What a task returns: its part's segment ranges (offsets in the part) and fingerprint."""
 
     part: str
     ranges: SegmentRanges
-    size: int
+    fingerprint: Fingerprint
 
 
 def plan_runs(merged: Merged, n_runs: int, run_bytes: int = RUN_BYTES) -> list[RunTask]:
@@ -186,6 +187,6 @@ def join_runs(results: list[RunResult]) -> SegmentRanges:
     }
     counts = [r.ranges.chunk_part.shape[0] for r in results]
     chunk_part = np.repeat(np.arange(len(results), dtype=np.int32), counts)
-    return SegmentRanges(
-        segments, first.compressors, first.samples_chunk_size, tuple(r.part for r in results), chunk_part
-    )
+    names = tuple(r.part for r in results)
+    fingerprints = tuple(r.fingerprint for r in results)
+    return SegmentRanges(segments, first.compressors, first.samples_chunk_size, names, chunk_part, fingerprints)

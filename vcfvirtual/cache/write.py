@@ -5,10 +5,12 @@ partial cache under the final name."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 from collections.abc import Callable
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +86,17 @@ def write_cache_partitioned(
         segment_dir = temporary_name(Path(os.path.abspath(cache_path)), "parts")
         segment_dir.mkdir()
     try:
-        with parallel.executor_for(workers, dask_client) as executor:
+        with contextlib.ExitStack() as pools:
+            executor = pools.enter_context(parallel.executor_for(workers, dask_client))
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
             chunk_length = int(chunk_length_for(scanned[0][1].header))
             merged = parallel.merge(scanned, chunk_length, keep_record_offsets=layout.needs_record_offsets)
-            run = PartitionedRun(executor, n_parts // 2, progress)
+            local_pool = dask_client is None and workers > 1
+
+            def renew() -> Executor:
+                return pools.enter_context(parallel.executor_for(workers))
+
+            run = PartitionedRun(executor, n_parts // 2, progress, renew if local_pool else None)
             return merged.scan, layout.write_partitioned(merged, tmp_cache, run)
     finally:
         if segment_dir is not None:
