@@ -16,6 +16,7 @@ from ..bcf.header import BCFHeader
 from ..errors import OutputWriteError
 from ..io.fingerprint import Fingerprint
 from ..io.outputs import output_file, write_hint
+from ..io.sources import StorageOptions
 from ..scan.chunking import chunk_length_within
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
@@ -180,12 +181,14 @@ class PartitionedRun:
     cluster's, or this process), running ``workers`` at once; ``progress`` as asked.
     ``renew`` gives a new process pool when a worker of this one died (which breaks a
     process pool; None: the executor recovers by itself, as Dask reschedules a dead
-    worker's tasks, or cannot break)."""
+    worker's tasks, or cannot break). Inputs named by URL are read with
+    ``storage_options``."""
 
     executor: Executor
     workers: int
     progress: bool | None
     renew: Callable[[], Executor] | None = None
+    storage_options: StorageOptions = None  # fsspec options for inputs named by URL
 
 
 class CacheLayout(Protocol):

@@ -444,7 +444,7 @@ class ColumnsLayout(ChunkBounds):
         sources (:mod:`vcfvirtual.cache.columns_parts`); this process only plans the runs
         and joins their ranges."""
         scan = merged.scan
-        tasks = parts.plan_runs(merged, 2 * run.workers)
+        tasks = parts.plan_runs(merged, 2 * run.workers, storage_options=run.storage_options)
         make_parts_folder(tmp_cache)
         if not tasks:  # no records: one part with the header, as a serial run writes
             return self._empty_part(merged, tmp_cache)
@@ -525,10 +525,14 @@ def write_run(
         # One compression thread: the other workers have the other cores.
         writer = ColumnsWriter(f, first, layout, threads=1)
         try:
-            writer.start_part(header, header_bytes(task.header_source, header.size), chunk_length)
+            stored_header = header_bytes(task.header_source, header.size, task.storage_options)
+            writer.start_part(header, stored_header, chunk_length)
             sink = parts.PartSink(writer)
             for span in task.spans:
-                sink.shift += scan_partition(span.path, span.start, span.end, sink=sink).stream_length
+                scanned = scan_partition(
+                    span.path, span.start, span.end, sink=sink, storage_options=task.storage_options
+                )
+                sink.shift += scanned.stream_length
             if sink.shift != task.n_bytes or writer.records_seen != task.n_records:
                 raise CorruptBCFError(
                     first,

@@ -16,13 +16,14 @@ renamed when complete, so a task run twice (a retried worker) writes it once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader
 from ..io.fingerprint import Fingerprint
+from ..io.sources import StorageOptions
 from ..scan.parallel import Merged, Piece
 from ..scan.sink import RecordSink
 from .base import ChunkRanges, SegmentRanges
@@ -56,6 +57,8 @@ class RunTask:
     n_records: int
     n_bytes: int
     spans: tuple[Span, ...]
+    # fsspec options for spans of URLs, which the task reads by range requests.
+    storage_options: StorageOptions = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,9 @@ class RunResult:
     fingerprint: Fingerprint
 
 
-def plan_runs(merged: Merged, n_runs: int, run_bytes: int = RUN_BYTES) -> list[RunTask]:
+def plan_runs(
+    merged: Merged, n_runs: int, run_bytes: int = RUN_BYTES, storage_options: StorageOptions = None
+) -> list[RunTask]:
     """Cut the merged stream's chunks into runs of whole chunks, each a task.
 
     Parameters
@@ -78,6 +83,8 @@ def plan_runs(merged: Merged, n_runs: int, run_bytes: int = RUN_BYTES) -> list[R
         Runs to cut at least (when there are as many chunks), of about equal bytes.
     run_bytes : int
         Inflated bytes per run at most, where more runs than ``n_runs`` are needed.
+    storage_options : mapping, optional
+        fsspec options for sources named by URL.
 
     Returns
     -------
@@ -103,7 +110,9 @@ def plan_runs(merged: Merged, n_runs: int, run_bytes: int = RUN_BYTES) -> list[R
         start, end = int(bounds[lo]), int(bounds[hi])
         n_records = min(hi * chunk_length, int(scan.num_records)) - lo * chunk_length
         spans = placer.spans(start, end)
-        tasks.append(RunTask(part_name(index), placer.paths[0], lo, hi - lo, n_records, end - start, spans))
+        tasks.append(
+            RunTask(part_name(index), placer.paths[0], lo, hi - lo, n_records, end - start, spans, storage_options)
+        )
     return tasks
 
 

@@ -9,13 +9,15 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
 from ..bcf.csi import RecordStart
 from ..io.outputs import temporary_name
+from ..io.remote import is_url
+from ..io.sources import StorageOptions
 from ..scan import parallel, partition
 from ..scan.results import ScanResult
 from .base import CacheLayout, CacheRanges, ChunkLengthFor, PartitionedRun, SerialSource
@@ -30,7 +32,7 @@ def write_cache_serial(source: SerialSource, tmp_cache: Path, layout: CacheLayou
 
 
 def write_cache_partitioned(
-    bcf_paths: list[Path],
+    bcf_paths: Sequence[Path | str],
     tmp_cache: Path,
     cache_path: Path,
     layout: CacheLayout,
@@ -38,6 +40,7 @@ def write_cache_partitioned(
     workers: int,
     dask_client: Any,
     progress: bool | None,
+    storage_options: StorageOptions = None,
 ) -> tuple[ScanResult, CacheRanges]:
     """Scan files (and parts of large ones) apart, merge, then write the cache.
 
@@ -57,6 +60,8 @@ def write_cache_partitioned(
         Scan on this Dask cluster instead.
     progress : bool or None
         Show a progress bar (None: when on a terminal).
+    storage_options : mapping or None
+        fsspec options for inputs named by URL, which the workers read by range requests.
 
     Returns
     -------
@@ -76,9 +81,10 @@ def write_cache_partitioned(
     # Twice as many parts as workers, so one slow part (denser records) does not leave
     # the others idle at the end.
     n_parts = 2 * (workers if dask_client is None else max(workers, _dask_threads(dask_client)))
-    plan = _file_planner(n_parts) if n_parts > 2 else None
+    plan = _file_planner(n_parts, storage_options) if n_parts > 2 else None
     # Absolute paths: Dask workers (and spawned processes) need not share our working directory.
-    partitions = parallel.split_files([os.path.abspath(p) for p in bcf_paths], plan)
+    paths = [p if is_url(p) else os.path.abspath(p) for p in bcf_paths]
+    partitions = parallel.split_files(paths, plan, storage_options)
     # The workers write their partitions' inflated bytes when the layout is made of them.
     segment_dir = None
     if layout.needs_segments:
@@ -96,7 +102,7 @@ def write_cache_partitioned(
             def renew() -> Executor:
                 return pools.enter_context(parallel.executor_for(workers))
 
-            run = PartitionedRun(executor, n_parts // 2, progress, renew if local_pool else None)
+            run = PartitionedRun(executor, n_parts // 2, progress, renew if local_pool else None, storage_options)
             return merged.scan, layout.write_partitioned(merged, tmp_cache, run)
     finally:
         if segment_dir is not None:
@@ -107,10 +113,10 @@ def _dask_threads(client: Any) -> int:
     return sum(client.nthreads().values())
 
 
-def _file_planner(n_parts: int) -> Callable[[str], list[RecordStart]]:
+def _file_planner(n_parts: int, storage_options: StorageOptions = None) -> Callable[[str], list[RecordStart]]:
     """Record starts cutting a BGZF file into up to ``n_parts`` partitions."""
 
     def plan(path: str) -> list[RecordStart]:
-        return partition.plan_partitions(path, n_parts)
+        return partition.plan_partitions(path, n_parts, storage_options)
 
     return plan

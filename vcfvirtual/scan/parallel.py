@@ -33,6 +33,7 @@ from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader, compatibility_problems
 from ..errors import CorruptBCFError, HeaderError, OutputWriteError
 from ..io.outputs import write_hint
+from ..io.sources import StorageOptions, source_size
 from .kernel import new_stats
 from .results import PartitionScan, RecordSummary, ScanResult
 from .scanner import scan_partition
@@ -51,6 +52,8 @@ class Partition:
     path: str
     start: RecordStart | None = None
     end: RecordStart | None = None
+    # fsspec options when ``path`` is a URL (each worker reads its part by range requests).
+    storage_options: StorageOptions = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +92,11 @@ class Merged:
     record_offsets: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
 
-def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStart]] | None) -> list[Partition]:
+def split_files(
+    paths: Sequence[str],
+    plan_file: Callable[[str], list[RecordStart]] | None,
+    storage_options: StorageOptions = None,
+) -> list[Partition]:
     """The partitions of each file, in order.
 
     Parameters
@@ -99,6 +106,8 @@ def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStar
     plan_file : callable or None
         ``plan_file(path)`` gives the record starts to cut a file at, ascending, after
         its first record; None: whole files.
+    storage_options : mapping, optional
+        fsspec options for paths that are URLs.
 
     Returns
     -------
@@ -108,7 +117,7 @@ def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStar
     partitions: list[Partition] = []
     for path in paths:
         cuts: list[RecordStart | None] = [None, *(plan_file(path) if plan_file is not None else []), None]
-        partitions.extend(Partition(os.fspath(path), a, b) for a, b in zip(cuts[:-1], cuts[1:]))
+        partitions.extend(Partition(os.fspath(path), a, b, storage_options) for a, b in zip(cuts[:-1], cuts[1:]))
     return partitions
 
 
@@ -119,7 +128,13 @@ _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 def _scan_task(partition: Partition, segment_path: Path | None) -> PartitionScan:
     """One partition's scan (module level, so worker processes can run it)."""
     try:
-        return scan_partition(partition.path, partition.start, partition.end, segment_path=segment_path)
+        return scan_partition(
+            partition.path,
+            partition.start,
+            partition.end,
+            segment_path=segment_path,
+            storage_options=partition.storage_options,
+        )
     except OSError as e:
         # A raw-layout worker writes its records next to the cache: a full disk there is
         # the cache's failure, typed here so it travels back as one clear error.
@@ -309,7 +324,8 @@ def _run_scans(
     progress: bool | None,
 ) -> list[PartitionOutcome]:
     """Each partition's scan, or the CorruptBCFError it ended with, in partition order."""
-    sizes = [_partition_bytes(p) for p in partitions]
+    file_sizes = {p.path: source_size(p.path, p.storage_options) for p in partitions}
+    sizes = [_partition_bytes(p, file_sizes[p.path]) for p in partitions]
 
     def new_bar() -> tqdm:
         return byte_bar("scan", sum(sizes), progress)
@@ -354,13 +370,12 @@ def _file_scans(path: str, parts: list[tuple[Partition, PartitionOutcome, Path |
     for _, _, segment in parts[1:]:
         if segment is not None:
             segment.unlink(missing_ok=True)
-    whole, first = Partition(path), parts[0][2]
+    whole, first = Partition(path, storage_options=parts[0][0].storage_options), parts[0][2]
     return [(whole, _scan_task(whole, first), first)]
 
 
-def _partition_bytes(p: Partition) -> int:
-    """Compressed bytes a partition spans, for the progress bar."""
-    size = os.path.getsize(p.path)
+def _partition_bytes(p: Partition, size: int) -> int:
+    """Compressed bytes a partition spans (of its file's ``size``), for the progress bar."""
     lo = p.start.block_offset if p.start else 0
     hi = p.end.block_offset if p.end else size
     return max(0, hi - lo)

@@ -21,6 +21,7 @@ from .._progress import byte_bar
 from ..bcf.csi import RecordStart
 from ..bcf.header import BCF_PREFIX_SIZE, BCFHeader, classify_prefix, parse_header_text, read_prefix
 from ..errors import CorruptBCFError, HeaderError, NotBCFError
+from ..io.sources import StorageOptions, open_source
 from .kernel import declared_kinds, new_stats, scan_records
 from .results import PartitionScan, RecordCollector, RecordSummary, ScanResult
 from .sink import FileSink, NullSink, RecordSink
@@ -241,11 +242,8 @@ def _walk(
     return header, acc
 
 
-def _open_input(path: str) -> BinaryIO:
-    try:
-        return open(path, "rb")
-    except OSError as e:
-        raise NotBCFError(path, f"cannot open: {e.strerror}") from None
+def _open_input(path: str, storage_options: StorageOptions = None) -> BinaryIO:
+    return open_source(path, storage_options)
 
 
 def scan_bcf(
@@ -342,13 +340,15 @@ def scan_bcf(
         )
 
 
-def read_header(path: str | os.PathLike) -> BCFHeader:
+def read_header(path: str | os.PathLike, storage_options: StorageOptions = None) -> BCFHeader:
     """The header of a BCF, reading only the blocks that hold it.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The BCF.
+        The BCF (or its URL).
+    storage_options : mapping, optional
+        fsspec options for a URL.
 
     Returns
     -------
@@ -361,7 +361,7 @@ def read_header(path: str | os.PathLike) -> BCFHeader:
         The file cannot be read, is not a BCF, or its header is damaged.
     """
     path = os.fspath(path)
-    with _open_input(path) as fileobj:
+    with _open_input(path, storage_options) as fileobj:
         pieces, _ = _open_stream(fileobj, path, 0)
         reader = _HeaderReader(path)
         for piece in pieces:
@@ -371,7 +371,7 @@ def read_header(path: str | os.PathLike) -> BCFHeader:
         reader.fail()
 
 
-def header_bytes(path: str | os.PathLike, size: int) -> bytes:
+def header_bytes(path: str | os.PathLike, size: int, storage_options: StorageOptions = None) -> bytes:
     """The first ``size`` bytes of a BCF's uncompressed stream (its header as stored,
     ``size`` being :attr:`BCFHeader.size`), inflating only the blocks that hold them.
 
@@ -382,7 +382,7 @@ def header_bytes(path: str | os.PathLike, size: int) -> bytes:
     """
     path = os.fspath(path)
     out = bytearray()
-    with _open_input(path) as fileobj:
+    with _open_input(path, storage_options) as fileobj:
         pieces, _ = _open_stream(fileobj, path, 0)
         for piece in pieces:
             out += piece.data[: size - len(out)]
@@ -423,6 +423,7 @@ def scan_partition(
     end: RecordStart | None = None,
     segment_path: str | os.PathLike | None = None,
     sink: RecordSink | None = None,
+    storage_options: StorageOptions = None,
 ) -> PartitionScan:
     """Scan the records of a BCF between two record starts, as :func:`scan_bcf` does.
 
@@ -441,6 +442,8 @@ def scan_partition(
     sink : RecordSink, optional
         Gets the partition's bytes and record offsets instead (counted from the
         partition's first byte; its ``header_parsed`` is not called).
+    storage_options : mapping, optional
+        fsspec options for a URL (read by range requests from ``start`` on).
 
     Returns
     -------
@@ -458,7 +461,7 @@ def scan_partition(
     path = os.fspath(path)
     collector = RecordCollector()
     blocks: list[tuple[int, int, int]] = []
-    with _open_input(path) as fileobj, contextlib.ExitStack() as stack:
+    with _open_input(path, storage_options) as fileobj, contextlib.ExitStack() as stack:
         if sink is None:
             sink = NullSink()
         if segment_path is not None:
@@ -468,7 +471,7 @@ def scan_partition(
             # The header comes from the file's first blocks, then the scan moves to start
             # (in an uncompressed file, ``start.block_offset`` is one of the runs the
             # file's scan read, READ_SIZE bytes apart).
-            header = read_header(path)
+            header = read_header(path, storage_options)
         pieces, compressed = _open_stream(fileobj, path, 0, 0 if start is None else start.block_offset)
         header, acc = _walk(path, _bounded(pieces, start, end, blocks), sink, lambda _: collector, header)
     header_size = 0 if start is not None else header.size
