@@ -29,8 +29,7 @@ from .._progress import byte_bar, phase
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
-from ..io.fingerprint import Fingerprint
-from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX, temporary_name
+from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from ..scan.scanner import header_bytes, scan_partition
@@ -507,9 +506,10 @@ class ColumnsLayout(ChunkBounds):
 def write_run(
     task: parts.RunTask, folder: str, header: BCFHeader, chunk_length: int, layout: ColumnsLayout
 ) -> parts.RunResult:
-    """Write one part: the task's records, read from its spans, demultiplexed and
-    compressed (module level, so worker processes and Dask run it). The part is written
-    under a temporary name and renamed when whole: a task run twice writes it once.
+    """Write one part of the cache folder ``folder`` (a path or a URL): the task's
+    records, read from its spans, demultiplexed and compressed (module level, so worker
+    processes and Dask run it). The part appears only whole
+    (:func:`~vcfvirtual.cache.columns_parts.part_file`): a task run twice writes it once.
 
     Raises
     ------
@@ -519,11 +519,9 @@ def write_run(
         The part could not be written.
     """
     first = task.spans[0].path
-    final = Path(folder) / task.part
-    tmp = temporary_name(final)
-    with open_cache(tmp) as f:
+    with parts.part_file(folder, task.part, task.storage_options) as output:
         # One compression thread: the other workers have the other cores.
-        writer = ColumnsWriter(f, first, layout, threads=1)
+        writer = ColumnsWriter(output.file, first, layout, threads=1)
         try:
             stored_header = header_bytes(task.header_source, header.size, task.storage_options)
             writer.start_part(header, stored_header, chunk_length)
@@ -542,5 +540,5 @@ def write_run(
             writer.close(sink.shift)
         finally:
             writer.pool.shutdown()
-    os.replace(tmp, final)
-    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), Fingerprint.of(final))
+    assert output.fingerprint is not None
+    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), output.fingerprint)

@@ -16,17 +16,25 @@ renamed when complete, so a task run twice (a retried worker) writes it once.
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
 from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader
+from ..errors import OutputWriteError
+from ..io import remote
 from ..io.fingerprint import Fingerprint
+from ..io.outputs import temporary_name
 from ..io.sources import StorageOptions
 from ..scan.parallel import Merged, Piece
 from ..scan.sink import RecordSink
-from .base import ChunkRanges, SegmentRanges
+from .base import ChunkRanges, SegmentRanges, open_cache
 from .names import part_name
 
 # Inflated bytes of records a run aims at: large enough that a part's fixed costs (its
@@ -199,3 +207,57 @@ def join_runs(results: list[RunResult]) -> SegmentRanges:
     names = tuple(r.part for r in results)
     fingerprints = tuple(r.fingerprint for r in results)
     return SegmentRanges(segments, first.compressors, first.samples_chunk_size, names, chunk_part, fingerprints)
+
+
+class PartFile:
+    """A part being written (``file``), and once it is whole, its ``fingerprint``."""
+
+    def __init__(self, file: IO[Any]):
+        self.file = file
+        self.fingerprint: Fingerprint | None = None
+
+
+@contextlib.contextmanager
+def part_file(folder: str, part: str, storage_options: StorageOptions = None) -> Iterator[PartFile]:
+    """``part`` of the cache folder ``folder`` (a path, or a URL), open for writing; it
+    appears under its name only whole, so a task run twice writes it once and a failed
+    one leaves nothing under it.
+
+    A local part is written under a temporary name, flushed and renamed. An object
+    store's part is uploaded as it is written (fsspec's multipart upload: the worker holds
+    a few blocks, not the part) and shows only once the upload completes; a failed one is
+    discarded.
+
+    Raises
+    ------
+    OutputWriteError
+        The part could not be written.
+    """
+    if not remote.is_url(folder):
+        final = Path(folder) / part
+        tmp = temporary_name(final)
+        with open_cache(tmp) as f:
+            written = PartFile(f)
+            yield written
+        os.replace(tmp, final)
+        written.fingerprint = Fingerprint.of(final)
+        return
+    url = folder.rstrip("/") + "/" + part
+    fs, path = remote.filesystem(url, dict(storage_options or {}))
+    try:
+        f = fs.open(path, "wb")
+    except Exception as e:  # noqa: BLE001 - the remote library's own (botocore, aiohttp...)
+        raise OutputWriteError(url, f"cannot write the cache part: {type(e).__name__}: {e}") from None
+    written = PartFile(f)
+    try:
+        yield written
+        f.close()  # completes the upload: the object appears now
+    except BaseException as e:
+        with contextlib.suppress(Exception):
+            f.discard() if hasattr(f, "discard") else f.close()
+        with contextlib.suppress(Exception):
+            fs.rm_file(path)
+        if isinstance(e, OSError):
+            raise OutputWriteError(url, f"cannot write the cache part: {e}") from None
+        raise
+    written.fingerprint = remote.fingerprint(url, dict(storage_options or {}))
