@@ -32,7 +32,7 @@ from ..errors import CorruptBCFError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
-from ..scan.scanner import header_bytes, scan_partition
+from ..scan.scanner import header_bytes, read_header, scan_partition
 from . import columns_demux as demux
 from . import columns_parts as parts
 from .base import (
@@ -479,7 +479,7 @@ class ColumnsLayout(ChunkBounds):
     ) -> BrokenExecutor | None:
         """Run ``tasks`` on ``executor``, each result into ``done``; the pool's breakage
         if a worker died (other failures are raised)."""
-        futures = {executor.submit(write_run, t, folder, scan.header, scan.chunk_length, self): t for t in tasks}
+        futures = {executor.submit(write_run, t, folder, scan.chunk_length, self): t for t in tasks}
         broken = None
         for future in as_completed(futures):
             try:
@@ -503,9 +503,7 @@ class ColumnsLayout(ChunkBounds):
         return writer.segment_ranges(0, part)
 
 
-def write_run(
-    task: parts.RunTask, folder: str, header: BCFHeader, chunk_length: int, layout: ColumnsLayout
-) -> parts.RunResult:
+def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: ColumnsLayout) -> parts.RunResult:
     """Write one part of the cache folder ``folder`` (a path or a URL): the task's
     records, read from its spans, demultiplexed and compressed (module level, so worker
     processes and Dask run it). The part appears only whole
@@ -523,12 +521,14 @@ def write_run(
         # One compression thread: the other workers have the other cores.
         writer = ColumnsWriter(output.file, first, layout, threads=1)
         try:
-            stored_header = header_bytes(task.header_source, header.size, task.storage_options)
-            writer.start_part(header, stored_header, chunk_length)
+            # The store's header, read here rather than sent: at 10^5 samples it is megabytes.
+            header = read_header(task.header_source, task.storage_options)
+            writer.start_part(header, header_bytes(task.header_source, header.size, task.storage_options), chunk_length)
             sink = parts.PartSink(writer)
             for span in task.spans:
+                known = header if span.path == task.header_source else None
                 scanned = scan_partition(
-                    span.path, span.start, span.end, sink=sink, storage_options=task.storage_options
+                    span.path, span.start, span.end, sink=sink, storage_options=task.storage_options, header=known
                 )
                 sink.shift += scanned.stream_length
             if sink.shift != task.n_bytes or writer.records_seen != task.n_records:

@@ -128,13 +128,15 @@ _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 def _scan_task(partition: Partition, segment_path: Path | None) -> PartitionScan:
     """One partition's scan (module level, so worker processes can run it)."""
     try:
-        return scan_partition(
+        scan = scan_partition(
             partition.path,
             partition.start,
             partition.end,
             segment_path=segment_path,
             storage_options=partition.storage_options,
         )
+        # Only a file's first partition hands its header back (PartitionScan.header).
+        return scan if partition.start is None else dataclasses.replace(scan, header=None)
     except OSError as e:
         # A raw-layout worker writes its records next to the cache: a full disk there is
         # the cache's failure, typed here so it travels back as one clear error.
@@ -386,7 +388,7 @@ def _joined_up(scans: list[PartitionScan], partitions: list[Partition]) -> bool:
     if len(scans) == 1:
         return True
     starts = _block_stream_starts(scans)
-    position = scans[0].header.size + scans[0].stream_length
+    position = scans[0].file_header.size + scans[0].stream_length
     for scan, part in zip(scans[1:], partitions[1:]):
         assert part.start is not None  # only a file's first partition starts at its first record
         begin = starts[part.start.block_offset] + part.start.within_block
@@ -463,7 +465,7 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
     files: dict[str, list[Scanned]] = {}
     for item in scanned:
         files.setdefault(item[0].path, []).append(item)
-    check_compatible([(path, items[0][1].header) for path, items in files.items()])
+    check_compatible([(path, items[0][1].file_header) for path, items in files.items()])
     first_scan = scanned[0][1]
     summary = RecordSummary(chunk_length)
     first_path = scanned[0][0].path
@@ -474,7 +476,7 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
     merged_end = 0  # merged stream offset where the next file's records go
     for file_index, (path, items) in enumerate(files.items()):
         scans = [scan for _, scan, _ in items]
-        header_size = scans[0].header.size
+        header_size = scans[0].file_header.size
         # A file's own stream offset s lands at s + shift in the merged stream: the first
         # file keeps its header, later files' headers are dropped.
         shift = 0 if file_index == 0 else merged_end - header_size
@@ -504,7 +506,7 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
             pieces.append(Piece(path, offset, csize, isize, lo, isize, block_start + lo + shift))
         merged_end = int(blocks[:, 2].sum()) + shift
     result = ScanResult(
-        header=first_scan.header,
+        header=first_scan.file_header,
         stream_size=merged_end,
         compressed=all(scan.compressed for _, scan, _ in scanned),
         has_eof_block=all(items[-1][1].has_eof_block for items in files.values()),
@@ -514,7 +516,7 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
     )
     segments = [
         # A file's first partition holds its header: the merged stream keeps the first file's only.
-        Segment(seg, scan.header.size if part.start is None and part.path != first_path else 0)
+        Segment(seg, scan.file_header.size if part.start is None and part.path != first_path else 0)
         for part, scan, seg in scanned
         if seg is not None
     ]

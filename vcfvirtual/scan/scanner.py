@@ -424,6 +424,7 @@ def scan_partition(
     segment_path: str | os.PathLike | None = None,
     sink: RecordSink | None = None,
     storage_options: StorageOptions = None,
+    header: BCFHeader | None = None,
 ) -> PartitionScan:
     """Scan the records of a BCF between two record starts, as :func:`scan_bcf` does.
 
@@ -444,6 +445,8 @@ def scan_partition(
         partition's first byte; its ``header_parsed`` is not called).
     storage_options : mapping, optional
         fsspec options for a URL (read by range requests from ``start`` on).
+    header : BCFHeader, optional
+        The file's header, when the caller has parsed it already (with ``start``).
 
     Returns
     -------
@@ -466,8 +469,9 @@ def scan_partition(
             sink = NullSink()
         if segment_path is not None:
             sink = FileSink(stack.enter_context(open(segment_path, "wb")))
-        header = None
-        if start is not None:
+        if start is None:
+            header = None
+        elif header is None:
             # The header comes from the file's first blocks, then the scan moves to start
             # (in an uncompressed file, ``start.block_offset`` is one of the runs the
             # file's scan read, READ_SIZE bytes apart).
