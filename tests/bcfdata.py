@@ -142,3 +142,10 @@ def uncompressed_copy(bcf: Path, path: Path) -> Path:
     path = Path(path)
     path.write_bytes(gzip.decompress(Path(bcf).read_bytes()))
     return path
+
+
+def cache_file(cache: Path) -> Path:
+    """The file holding a cache's chunks: the first part of a cache made of parts (the
+    ``columns`` layout's folder; a serial index writes that one part), else the cache."""
+    cache = Path(cache)
+    return cache / "part-000000" if cache.is_dir() else cache

@@ -361,7 +361,9 @@ def test_relocate_checks_the_target_unless_told_not_to(relocatable, tmp_path, co
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     result = relocate(refs, elsewhere)  # nothing there yet
-    assert result.exit_code == 1 and "cannot read the cache" in result.output and "--no-check" in result.output
+    assert (
+        result.exit_code == 1 and "cannot read the transcode cache" in result.output and "--no-check" in result.output
+    )
     # Another BCF under the cache's name: not the cache the references were made with.
     shutil.copy(cohort_bcf, elsewhere / cache.name)
     result = relocate(refs, elsewhere)
