@@ -63,7 +63,8 @@ class IndexSummary:
 
     ``references`` is where the references are (a path, or the URL they were uploaded
     to; None when none were written); ``cache`` is the cache's location as the store
-    names it (``file://`` URL or upload URL; the input itself when ``zero_copy``).
+    names it (``file://`` URL or upload URL; the input itself when ``zero_copy``): a
+    folder of ``cache_parts`` files for a cache made of parts.
     """
 
     sources: tuple[Path | str, ...]
@@ -74,6 +75,7 @@ class IndexSummary:
     cache: str
     cache_layout: str
     zero_copy: bool
+    cache_parts: int = 0  # the files of a cache made of parts (a folder: columns), else 0
 
 
 def index(
@@ -568,6 +570,7 @@ def _summary(plan: IndexPlan, scan: ScanResult, provenance: Provenance) -> Index
         cache=provenance.cache.url,
         cache_layout=plan.cache_layout,
         zero_copy=plan.zero_copy,
+        cache_parts=len(provenance.cache.parts),
     )
 
 
