@@ -149,3 +149,9 @@ def cache_file(cache: Path) -> Path:
     ``columns`` layout's folder; a serial index writes that one part), else the cache."""
     cache = Path(cache)
     return cache / "part-000000" if cache.is_dir() else cache
+
+
+def cache_bytes(cache: Path) -> bytes:
+    """A cache's bytes: its parts' in name order for a cache made of parts, else the file's."""
+    cache = Path(cache)
+    return b"".join(p.read_bytes() for p in sorted(cache.iterdir())) if cache.is_dir() else cache.read_bytes()

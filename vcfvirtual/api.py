@@ -127,7 +127,8 @@ def index(
         ``.vcz.icechunk``); ``False`` writes none.
     cache_path : str, path or None
         Transcode cache to write; default ``<bcf>.vcz.cache.columns`` (``columns``
-        layout) or ``<bcf>.vcz.cache.bcf`` (``bgzf``, ``raw``).
+        layout: a folder of parts, ``part-000000``...) or ``<bcf>.vcz.cache.bcf``
+        (``bgzf``, ``raw``: one file).
     variants_chunk_size : int or None
         Variants per chunk; default 1,000 in the ``columns`` layout (fewer when a
         chunk of every sample's calls would pass 256 MiB), else sized so a decoded

@@ -48,9 +48,10 @@ def open_store(
     """A read-only zarr store over vcfvirtual references, for ``xr.open_zarr``.
 
     References are treated as untrusted: with ``check`` (the default) every chunk must be
-    a byte range of the one cache the attributes declare (and whose fingerprint is
-    checked), and every array's metadata must agree with its codec configuration;
-    anything else is refused before anything is fetched.
+    a byte range of the one cache the attributes declare, or of one of the parts they
+    list for a cache made of parts (each fingerprint checked), and every array's
+    metadata must agree with its codec configuration; anything else is refused before
+    anything is fetched.
 
     Parameters
     ----------

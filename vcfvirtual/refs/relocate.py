@@ -117,7 +117,8 @@ def relocate_file(
         Kerchunk JSON references that ``vcfvirtual index`` wrote.
     cache_url
         Where the cache now is: a URL (``s3://``, ``https://``...) or a local path,
-        normalised as :func:`cache_target` says (a folder gets the cache's file name).
+        normalised as :func:`cache_target` says (a folder gets the cache's file name;
+        a cache made of parts is a folder itself, named as it is).
     output
         Write the relocated references here instead of replacing ``refs_path``; an
         existing file there must be vcfvirtual references too.
