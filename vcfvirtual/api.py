@@ -63,7 +63,8 @@ class IndexSummary:
 
     ``references`` is where the references are (a path, or the URL they were uploaded
     to; None when none were written); ``cache`` is the cache's location as the store
-    names it (``file://`` URL or upload URL; the input itself when ``zero_copy``).
+    names it (``file://`` URL or upload URL; the input itself when ``zero_copy``): a
+    folder of ``cache_parts`` files for a cache made of parts.
     """
 
     sources: tuple[Path | str, ...]
@@ -74,6 +75,7 @@ class IndexSummary:
     cache: str
     cache_layout: str
     zero_copy: bool
+    cache_parts: int = 0  # the files of a cache made of parts (a folder: columns), else 0
 
 
 def index(
@@ -125,7 +127,8 @@ def index(
         ``.vcz.icechunk``); ``False`` writes none.
     cache_path : str, path or None
         Transcode cache to write; default ``<bcf>.vcz.cache.columns`` (``columns``
-        layout) or ``<bcf>.vcz.cache.bcf`` (``bgzf``, ``raw``).
+        layout: a folder of parts, ``part-000000``...) or ``<bcf>.vcz.cache.bcf``
+        (``bgzf``, ``raw``: one file).
     variants_chunk_size : int or None
         Variants per chunk; default 1,000 in the ``columns`` layout (fewer when a
         chunk of every sample's calls would pass 256 MiB), else sized so a decoded
@@ -569,6 +572,7 @@ def _summary(plan: IndexPlan, scan: ScanResult, provenance: Provenance) -> Index
         cache=provenance.cache.url,
         cache_layout=plan.cache_layout,
         zero_copy=plan.zero_copy,
+        cache_parts=len(provenance.cache.parts),
     )
 
 

@@ -338,7 +338,9 @@ def _summary(summary: IndexSummary, seconds: float) -> str:
     if summary.zero_copy:
         lines.append(f"       no cache: the references point into {cache_at} itself (an uncompressed BCF)")
     else:
-        lines.append(f"       {cache_at}  (transcode cache, {summary.cache_layout} layout)")
+        parts = summary.cache_parts
+        folder = f", a folder of {parts} part{'s' * (parts != 1)}" if parts else ""
+        lines.append(f"       {cache_at}  (transcode cache, {summary.cache_layout} layout{folder})")
     lines.append(f"open:  xr.open_zarr(vcfvirtual.open_store({str(refs)!r}), consolidated=False)")
     return "\n".join(lines)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
+from ..cache.names import part_url
 from . import remote as storage
 
 logger = logging.getLogger(__name__)
@@ -29,7 +30,8 @@ class Staging:
         The staging folder to create on entry (it must not exist); None for a run
         with nothing to upload, where :meth:`publish` only places the references.
     cache : tuple of (Path, str) or None
-        (local file, URL) of the cache to upload, or None.
+        (local file or folder of parts, URL) of the cache to upload, or None; a folder's
+        parts are uploaded one by one under its URL (``<url>/part-000000``...).
     refs : tuple of (Path, str) or None
         (local file, URL) of the references to upload, or None.
     storage_options : dict or None
@@ -67,6 +69,10 @@ class Staging:
             self._upload(*self.refs)
 
     def _upload(self, local: Path, url: str) -> None:
+        if local.is_dir():  # a cache made of parts: each one, under the folder's URL
+            for part in sorted(local.iterdir()):
+                self._upload(part, part_url(url, part.name))
+            return
         storage.upload(local, url, self.storage_options)
         self.uploaded.append(url)
 

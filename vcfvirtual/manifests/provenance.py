@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..cache.names import LAYOUTS, PART_PREFIX, LayoutName, layout_name
+from ..cache.names import LAYOUTS, LayoutName, is_part_name, layout_name
 from ..errors import UntrustedReferenceError
 from ..io.fingerprint import Fingerprint
 
@@ -69,6 +69,16 @@ class RecordedCache:
         """The record of a folder of ``parts``."""
         total = sum(p.fingerprint.size for p in parts)
         return cls(url, layout, Fingerprint(size=total, mtime_ns=0, digest=None), parts)
+
+    @classmethod
+    def from_json(cls, value: Any, source: Where) -> RecordedCache:
+        """The ``cache`` entry of the provenance (:meth:`to_json`), checked for shape.
+
+        Raises
+        ------
+        UntrustedReferenceError
+            It is malformed (no URL, no byte count for a size, a part not named ``part-NNNNNN``)."""
+        return _cache(value, source)
 
     @property
     def size(self) -> int:
@@ -233,16 +243,10 @@ def _parts(value: Any, source: Where) -> tuple[RecordedPart, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(
-        isinstance(p, dict) and isinstance(p.get("name"), str) and _is_part_name(p["name"]) for p in value
+        isinstance(p, dict) and isinstance(p.get("name"), str) and is_part_name(p["name"]) for p in value
     ):
         raise UntrustedReferenceError(source, "the references' cache parts are not a list of part names")
     return tuple(RecordedPart(p["name"], _fingerprint(p, f"cache part {p['name']}", source)) for p in value)
-
-
-def _is_part_name(name: str) -> bool:
-    """``part-`` and six or more digits: a name that stays inside the cache's folder."""
-    digits = name[len(PART_PREFIX) :]
-    return name.startswith(PART_PREFIX) and len(digits) >= 6 and digits.isascii() and digits.isdigit()
 
 
 def _sources(value: Any, source: Where) -> tuple[RecordedSource, ...]:

@@ -20,6 +20,8 @@ import vcfvirtual
 from vcfvirtual.api import references_from
 from vcfvirtual.errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 
+from ... import bcfdata
+
 
 def _local() -> ObjectStoreRegistry:
     return ObjectStoreRegistry({"file://": LocalStore()})
@@ -110,7 +112,7 @@ def test_parquet_references_are_refused_with_the_command_that_converts_them(smal
 
 
 def test_a_changed_cache_is_refused_unless_unchecked(indexed):
-    cache = indexed.with_name(indexed.name + ".vcz.cache.columns")
+    cache = bcfdata.cache_file(indexed.with_name(indexed.name + ".vcz.cache.columns"))
     data = bytearray(cache.read_bytes())
     data[-1] ^= 0xFF
     cache.write_bytes(bytes(data))

@@ -10,7 +10,6 @@ from vcfvirtual.cache.base import ChunkRanges, SegmentRanges
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.manifests.vcf_zarr import local_ranges
 
-
 ONE_PART = (("part-000000",), np.zeros(1, np.int32))
 
 
@@ -19,7 +18,9 @@ def _ranges(offsets, lengths) -> ChunkRanges:
 
 
 def test_segments_apart_are_refused():
-    apart = SegmentRanges({"format/GT": _ranges([[100]], [[10]]), "format/AD": _ranges([[50]], [[20]])}, {}, 1, *ONE_PART)
+    apart = SegmentRanges(
+        {"format/GT": _ranges([[100]], [[10]]), "format/AD": _ranges([[50]], [[20]])}, {}, 1, *ONE_PART
+    )
     with pytest.raises(VcfVirtualError, match="does not hold FORMAT/AD beside GT"):
         local_ranges(apart, "local_ad")
 
