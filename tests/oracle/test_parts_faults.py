@@ -29,7 +29,7 @@ def pysam_positions_and_genotypes(path):
     with pysam.VariantFile(str(path)) as f:
         for rec in f:
             positions.append(rec.pos)
-            genotypes.append([list(s["GT"]) for s in rec.samples.values()])
+            genotypes.append([[-1 if a is None else a for a in s["GT"]] for s in rec.samples.values()])
     return np.array(positions), np.array(genotypes)
 
 
