@@ -163,9 +163,10 @@ def main() -> None:
 @click.option(
     "--cache",
     "cache_path",
-    type=click.Path(dir_okay=False),
-    help="Transcode cache to write. Default: <BCF>.vcz.cache.columns next to the BCF "
-    "(<BCF>.vcz.cache.bcf for --cache-layout bgzf/raw); with several BCFs, the --output "
+    type=click.Path(),
+    help="Transcode cache to write: a folder of parts in the columns layout (each written by "
+    "the worker that made it), one file in bgzf/raw. Default: <BCF>.vcz.cache.columns next to "
+    "the BCF (<BCF>.vcz.cache.bcf for --cache-layout bgzf/raw); with several BCFs, the --output "
     "name ending in .cache.columns (.cache.bcf).",
 )
 @click.option(

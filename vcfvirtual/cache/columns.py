@@ -14,6 +14,7 @@ then the segments, chunk after chunk. Formats and measurements:
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, as_completed
@@ -329,6 +330,26 @@ class ColumnsWriter:
         self.window[:keep] = self.window[end - self.window_start : self.window_len]
         self.window_start, self.window_len = end, keep
 
+    def load_kernels(self) -> None:
+        """Load the demux and GT summary kernels' compiled code now, on an empty chunk
+        (see :meth:`ColumnsLayout.load_kernels`)."""
+        plan = self.plan
+        assert plan is not None
+        demux.demux_chunk(
+            self.window[:0],
+            np.zeros(0, np.int64),
+            plan.info_slot,
+            plan.fmt_slot,
+            plan.n_info,
+            plan.n_format,
+            plan.n_samples,
+            plan.samples_chunk_size,
+            plan.end_key,
+            plan.gt_slot,
+            self.scratch[0],
+        )
+        demux.gt_block_summary(np.zeros(0, np.uint8), 0, 1)
+
     def _emit(self, offsets: np.ndarray, end: int) -> None:
         """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``."""
         plan = self.plan
@@ -489,6 +510,15 @@ class ColumnsLayout(ChunkBounds):
                 continue
             bar.update(futures[future].n_bytes)
         return broken
+
+    def load_kernels(self, header: BCFHeader) -> None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.load_kernels`."""
+        writer = ColumnsWriter(io.BytesIO(), "", self, threads=1)
+        try:
+            writer.start_part(header, b"", 1)
+            writer.load_kernels()
+        finally:
+            writer.pool.shutdown()
 
     def _empty_part(self, merged: Merged, tmp_cache: Path) -> SegmentRanges:
         scan = merged.scan

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .._progress import phase
+from ..bcf.header import BCFHeader
 from ..io.outputs import CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
@@ -68,6 +69,9 @@ class RawLayout(WholeRecordChunks):
         with open_cache(tmp_cache) as f:
             scan = source.scan(FileSink(f))
         return scan, raw_ranges(scan)
+
+    def load_kernels(self, header: BCFHeader) -> None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.load_kernels`: none of its own."""
 
     def write_partitioned(self, merged: Merged, tmp_cache: Path, run: PartitionedRun) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: the segments

@@ -20,6 +20,7 @@ from ..io.remote import is_url
 from ..io.sources import StorageOptions
 from ..scan import parallel, partition
 from ..scan.results import ScanResult
+from ..scan.scanner import load_kernel, read_header
 from .base import CacheLayout, CacheRanges, ChunkLengthFor, PartitionedRun, SerialSource
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,11 @@ def write_cache_partitioned(
         # Absolute too: the workers write into it from their own working directories.
         segment_dir = temporary_name(Path(os.path.abspath(cache_path)), "parts")
         segment_dir.mkdir()
+    if dask_client is None and workers > 1:
+        # Workers forked from this process inherit the kernels loaded here, once.
+        header = read_header(paths[0], storage_options)
+        load_kernel(header)
+        layout.load_kernels(header)
     try:
         with contextlib.ExitStack() as pools:
             executor = pools.enter_context(parallel.executor_for(workers, dask_client))
