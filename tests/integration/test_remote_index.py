@@ -12,6 +12,7 @@ import vcfvirtual
 from vcfvirtual.errors import OutputExistsError, VcfVirtualError
 from vcfvirtual.io import remote as storage
 
+from .. import bcfdata
 from ..conftest import assert_matches_bio2zarr, bio2zarr_convert
 
 
@@ -40,7 +41,9 @@ def test_s3_source_to_s3_cache_and_references(cohort_bcf, s3_bucket, tmp_path):
     assert_matches_bio2zarr(ds, ref)
     # The cache uploaded is the one a local run writes.
     vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=tmp_path / "local.cache.bcf", variants_chunk_size=300)
-    assert fs.cat_file(f"{bucket}/out/cohort.cache.bcf") == (tmp_path / "local.cache.bcf").read_bytes()
+    uploaded = fs.find(f"{bucket}/out/cohort.cache.bcf")  # a folder of parts, uploaded part by part
+    assert uploaded == [f"{bucket}/out/cohort.cache.bcf/part-000000"]
+    assert b"".join(fs.cat_file(p) for p in uploaded) == bcfdata.cache_bytes(tmp_path / "local.cache.bcf")
 
 
 def test_local_source_to_s3_cache(small_bcf, s3_bucket, tmp_path):

@@ -278,7 +278,7 @@ def test_parallel_index_writes_the_serial_cache(tmp_path):
             local_alleles=True,
             force=True,
         )
-        caches.append(cache.read_bytes())
+        caches.append(bcfdata.cache_bytes(cache))
     assert caches[0] == caches[1]
 
 

@@ -5,6 +5,20 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+# A cache made of parts names them so (io/parts.py, below the layers that write and read them).
+from ..io.parts import PART_PREFIX, is_part_name, part_name, part_url
+
+__all__ = [
+    "LAYOUTS",
+    "PART_PREFIX",
+    "LayoutName",
+    "is_part_name",
+    "layout_name",
+    "part_name",
+    "part_url",
+    "segment_name",
+]
+
 #: A transcode cache layout (:class:`vcfvirtual.cache.base.CacheLayout`): ``raw``, the
 #: uncompressed stream; ``bgzf``, the BCF's blocks re-cut at chunk starts; ``columns``,
 #: every array's chunks stored apart.
@@ -26,23 +40,3 @@ def segment_name(category: str, field: str) -> str:
     (``category``: ``INFO``/``FORMAT``, either case). The fixed columns' segments are
     named by the codec (``position``, ``allele``...)."""
     return f"{category.lower()}/{field}"
-
-
-PART_PREFIX = "part-"
-
-
-def part_name(index: int) -> str:
-    """The file name of one part of a cache made of parts (``columns``): ``part-000123``."""
-    return f"{PART_PREFIX}{index:06d}"
-
-
-def is_part_name(name: str) -> bool:
-    """``part-`` and six or more ASCII digits: a name that stays inside the cache's folder."""
-    digits = name[len(PART_PREFIX) :]
-    return name.startswith(PART_PREFIX) and len(digits) >= 6 and digits.isascii() and digits.isdigit()
-
-
-def part_url(cache_url: str, part: str) -> str:
-    """Where readers find part ``part`` of the cache made of parts at ``cache_url`` (its
-    folder): every reader and the references join them so, one ``/`` between."""
-    return f"{cache_url}/{part}"

@@ -15,8 +15,8 @@ from typing import IO, Any
 
 from vcfvirtual_codec.bcf import bgzf
 
-from ..cache.names import is_part_name
 from ..errors import OutputExistsError, OutputWriteError
+from .parts import is_part_name
 
 logger = logging.getLogger(__name__)
 CACHE_SUFFIX = ".vcz.cache.bcf"

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from ..cache.names import part_url
 from . import remote as storage
+from .parts import part_url
 
 logger = logging.getLogger(__name__)
 

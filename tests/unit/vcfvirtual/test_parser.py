@@ -147,11 +147,12 @@ def test_a_cache_on_s3_is_fingerprinted_and_read_through_the_registry(small_bcf,
     _assert_htslib_values(vcfvirtual.BCFParser()(url, registry), small_bcf)
     # The cache uploaded again with a byte changed: the fingerprint read through the
     # registry no longer matches.
-    data = bytearray(fs.cat_file(f"{bucket}/s.bcf.vcz.cache.columns"))
+    part = f"{bucket}/s.bcf.vcz.cache.columns/part-000000"  # the folder's one part
+    data = bytearray(fs.cat_file(part))
     data[len(data) // 2] ^= 0xFF
-    fs.pipe_file(f"{bucket}/s.bcf.vcz.cache.columns", bytes(data))
-    with pytest.raises(StaleCacheError, match="does not match"):
+    fs.pipe_file(part, bytes(data))
+    with pytest.raises(StaleCacheError, match=f"part s3://{part} does not match"):
         vcfvirtual.BCFParser()(url, registry)
-    fs.rm_file(f"{bucket}/s.bcf.vcz.cache.columns")
-    with pytest.raises(StaleCacheError, match="is missing"):
+    fs.rm_file(part)
+    with pytest.raises(StaleCacheError, match=f"part s3://{part} is missing"):
         vcfvirtual.BCFParser()(url, registry)

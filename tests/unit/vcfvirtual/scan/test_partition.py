@@ -153,6 +153,6 @@ def test_workers_write_the_serial_store(wide, tmp_path, monkeypatch, with_csi, c
         doc = json.loads(refs.read_text())
         doc.pop("templates")
         doc["refs"].pop(".zattrs")
-        outputs.append((doc, cache.read_bytes()))
+        outputs.append((doc, bcfdata.cache_bytes(cache)))
     assert "4 partitions" in caplog.text
     assert outputs[1] == outputs[0]
