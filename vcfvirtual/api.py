@@ -24,7 +24,7 @@ from virtualizarr.manifests import ManifestGroup, ManifestStore
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ._progress import phase
 from .bcf.vcf_input import as_bcf
-from .cache.base import CacheRanges, SegmentRanges, SerialSource
+from .cache.base import CacheRanges, CacheTarget, SegmentRanges, SerialSource, local_target
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.names import LayoutName
 from .cache.raw import raw_ranges
@@ -33,6 +33,7 @@ from .errors import OutputExistsError, OutputWriteError, StaleCacheError, VcfVir
 from .io import outputs
 from .io import remote as storage
 from .io.fingerprint import Fingerprint
+from .io.parts import part_url
 from .io.staging import Staging
 from .manifests.provenance import Provenance, RecordedCache, RecordedPart, RecordedSource
 from .manifests.vcf_zarr import build_store_group, store_chunk_length, store_provenance
@@ -253,6 +254,8 @@ def index_with_summary(
     with _staging(plan) as staging, _temporary_references(plan) as tmp_refs, _outputs_named(plan, tmp_refs):
         with as_bcf(_scan_inputs(plan), plan.cache_path) as scan_paths, _cache_output(plan) as tmp_cache:
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
+            if isinstance(tmp_cache, str) and isinstance(ranges, SegmentRanges):  # parts written in place
+                staging.written_in_place([part_url(tmp_cache, name) for name in ranges.parts])
             _refuse_changed_sources(plan)
             with phase("references", plan.options.progress):
                 provenance = _provenance(plan, scan, tmp_cache, ranges)
@@ -438,7 +441,7 @@ def _staging(plan: IndexPlan) -> Staging:
         return Staging(None)
     return Staging(
         remote.staging,
-        cache=(remote.local_cache, remote.cache_url) if remote.cache_url else None,
+        cache=(remote.local_cache, remote.cache_url) if remote.cache_url and not remote.cache_in_place else None,
         refs=(remote.local_refs, remote.refs_url) if remote.refs_url and remote.local_refs else None,
         storage_options=plan.options.storage_options,
     )
@@ -470,15 +473,19 @@ def _outputs_named(plan: IndexPlan, tmp_refs: Path | None) -> Iterator[None]:
         raise OutputWriteError(plan.refs_path if refs else plan.cache_path, e.problem, hint=e.hint) from None
 
 
-def _cache_output(plan: IndexPlan) -> contextlib.AbstractContextManager[Path]:
+def _cache_output(plan: IndexPlan) -> contextlib.AbstractContextManager[CacheTarget]:
     """Where the cache is written: a temporary renamed into place when the block
-    completes (before the references that point at it), or the input itself (zero copy)."""
+    completes (before the references that point at it), the input itself (zero copy),
+    or the URL of a cache made of parts, whose writers upload each part (and remove what
+    they wrote if the run fails)."""
     if plan.zero_copy:
         return contextlib.nullcontext(plan.cache_path)
+    if plan.remote is not None and plan.remote.cache_in_place and plan.remote.cache_url:
+        return contextlib.nullcontext(plan.remote.cache_url)
     return outputs.atomic_output(plan.cache_path, force=True)
 
 
-def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tuple[ScanResult, CacheRanges]:
+def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: CacheTarget) -> tuple[ScanResult, CacheRanges]:
     """The cache stage: scan the BCF(s), writing the cache as it goes."""
     o = plan.options
     if plan.zero_copy:
@@ -495,10 +502,13 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             o.workers,
             o.dask_client,
             o.progress,
+            o.storage_options,
         )
     source = plan.remote.source if plan.remote is not None else None
     with storage.open_input(source, o.storage_options) if source else contextlib.nullcontext() as fileobj:
-        serial = SerialSource(scan_paths[0], plan.chunk_length_for, o.progress, o.inflate_threads, fileobj)
+        serial = SerialSource(
+            scan_paths[0], plan.chunk_length_for, o.progress, o.inflate_threads, fileobj, o.storage_options
+        )
         return write_cache_serial(serial, tmp_cache, plan.layout)
 
 
@@ -515,7 +525,7 @@ def _refuse_changed_sources(plan: IndexPlan) -> None:
             )
 
 
-def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges: CacheRanges) -> Provenance:
+def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: CacheTarget, ranges: CacheRanges) -> Provenance:
     """The store's record of its sources and of the cache just written (fingerprinted
     under its temporary name: the rename keeps its contents and mtime)."""
     sources = [
@@ -523,11 +533,13 @@ def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: Path, ranges: Cach
         for p, f in zip(map(str, plan.sources), plan.fingerprints)
     ]
     if isinstance(ranges, SegmentRanges):  # a folder of parts, each fingerprinted
-        taken = ranges.part_fingerprints or tuple(Fingerprint.of(tmp_cache / name) for name in ranges.parts)
+        taken = ranges.part_fingerprints or tuple(
+            Fingerprint.of(local_target(tmp_cache) / name) for name in ranges.parts
+        )
         parts = tuple(RecordedPart(name, f) for name, f in zip(ranges.parts, taken, strict=True))
         cache = RecordedCache.of_parts(plan.cache_location, plan.cache_layout, parts)
     else:
-        cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(tmp_cache))
+        cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(local_target(tmp_cache)))
     return store_provenance(
         scan,
         sources=sources,

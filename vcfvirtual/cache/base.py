@@ -25,6 +25,10 @@ from ..scan.sink import RecordSink
 from .names import LayoutName
 
 ChunkLengthFor = Callable[[BCFHeader], int]
+# Where a layout writes the cache: a local path (its temporary name, renamed into place
+# when complete), or, for a cache made of parts only, the URL of its folder, under which
+# each part is uploaded as it is written (an object store has no rename).
+CacheTarget = Path | str
 
 # Target size of one decoded call_genotype chunk, and the most variants per chunk, of the
 # layouts that keep a record whole (raw, bgzf): a read decodes every sample of a chunk.
@@ -73,6 +77,8 @@ class SerialSource:
         :func:`vcfvirtual.scan.scanner.scan_bcf`).
     fileobj : file object or None
         The BCF already open (a URL's stream).
+    storage_options : mapping or None
+        fsspec options for a cache written under a URL.
     """
 
     path: str | Path
@@ -80,6 +86,7 @@ class SerialSource:
     progress: bool | None = None
     threads: int = 0
     fileobj: BinaryIO | None = None
+    storage_options: StorageOptions = None
 
     def scan(self, sink: RecordSink) -> ScanResult:
         """Scan the BCF, handing every inflated byte to ``sink`` (a layout's writer)."""
@@ -166,6 +173,14 @@ def open_cache(tmp_cache: Path) -> AbstractContextManager[IO[Any]]:
     return output_file(tmp_cache, "the cache", "cache_path=")
 
 
+def local_target(target: CacheTarget) -> Path:
+    """The local path of a layout that writes one file (staged locally, then uploaded,
+    when its cache is named by URL: the plan never hands it a URL)."""
+    if isinstance(target, str):
+        raise ValueError(f"{target}: a one-file cache is written locally, then uploaded")
+    return target
+
+
 def make_parts_folder(tmp_cache: Path) -> None:
     """The folder of a cache made of parts, under its temporary name; an OS error made
     one :class:`~vcfvirtual.errors.OutputWriteError`."""
@@ -235,15 +250,15 @@ class CacheLayout(Protocol):
         of ``ploidy`` (genotypes of ``itemsize`` bytes each), within the bounds."""
         ...
 
-    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, CacheRanges]:
+    def write_serial(self, source: SerialSource, tmp_cache: CacheTarget) -> tuple[ScanResult, CacheRanges]:
         """Scan ``source`` once, writing the cache to ``tmp_cache`` as it goes.
 
         Parameters
         ----------
         source : SerialSource
             The BCF and how to scan it.
-        tmp_cache : Path
-            The cache's temporary name.
+        tmp_cache : Path or str
+            The cache's temporary name; a URL only for a layout made of parts.
 
         Returns
         -------
@@ -264,7 +279,7 @@ class CacheLayout(Protocol):
         ``header``, in this process, before it forks its workers (who inherit them)."""
         ...
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path, run: PartitionedRun) -> CacheRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: CacheTarget, run: PartitionedRun) -> CacheRanges:
         """Write the cache of partitions scanned apart and merged.
 
         Parameters
@@ -272,8 +287,8 @@ class CacheLayout(Protocol):
         merged : Merged
             The merged scan, with the source pieces and (if ``needs_segments``) the
             partitions' segments, in stream order.
-        tmp_cache : Path
-            The cache's temporary name.
+        tmp_cache : Path or str
+            The cache's temporary name; a URL only for a layout made of parts.
         run : PartitionedRun
             Where the partitions were scanned: a layout may write its cache there too.
 

@@ -24,11 +24,13 @@ from ..io.outputs import CACHE_SUFFIX
 from ..scan.parallel import Merged, Piece
 from ..scan.results import ScanResult
 from .base import (
+    CacheTarget,
     ChunkRanges,
     PartitionedRun,
     SerialSource,
     WholeRecordChunks,
     chunk_byte_ranges,
+    local_target,
     open_cache,
 )
 from .names import LayoutName
@@ -230,8 +232,9 @@ class BGZFLayout(WholeRecordChunks):
         records are compressed (counting them means inflating the chunk)."""
         return None
 
-    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, ChunkRanges]:
+    def write_serial(self, source: SerialSource, target: CacheTarget) -> tuple[ScanResult, ChunkRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
+        tmp_cache = local_target(target)
         with open_cache(tmp_cache) as f:
             writer = ChunkAlignedBGZFWriter(f)
             scan = source.scan(writer)
@@ -248,9 +251,10 @@ class BGZFLayout(WholeRecordChunks):
     def load_kernels(self, header: BCFHeader) -> None:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.load_kernels`: none of its own."""
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path, run: PartitionedRun) -> ChunkRanges:
+    def write_partitioned(self, merged: Merged, target: CacheTarget, run: PartitionedRun) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`. Blocks no cut
         splits are copied; only split ones are read and inflated."""
+        tmp_cache = local_target(target)
         with phase("compress", run.progress):  # this process writes it alone
             return self._write_merged(merged, tmp_cache)
 

@@ -18,7 +18,6 @@ import io
 import logging
 import os
 from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, as_completed
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
@@ -37,13 +36,13 @@ from ..scan.scanner import header_bytes, read_header, scan_partition
 from . import columns_demux as demux
 from . import columns_parts as parts
 from .base import (
+    CacheTarget,
     ChunkBounds,
     ChunkRanges,
     PartitionedRun,
     SegmentRanges,
     SerialSource,
     make_parts_folder,
-    open_cache,
 )
 from .names import LayoutName, part_name, segment_name
 
@@ -442,33 +441,34 @@ class ColumnsLayout(ChunkBounds):
         fields = PREAMBLE.unpack_from(data) if len(data) == PREAMBLE.size else None
         return int(fields[5]) if fields and fields[0] == codec_columns.MAGIC else -1
 
-    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, SegmentRanges]:
-        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`: one part."""
+    def write_serial(self, source: SerialSource, tmp_cache: CacheTarget) -> tuple[ScanResult, SegmentRanges]:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`: one part, in a
+        local folder or uploaded as it is written under a URL."""
         part = part_name(0)
-        make_parts_folder(tmp_cache)
-        with open_cache(tmp_cache / part) as f:
-            writer = ColumnsWriter(f, str(source.path), self)
+        folder = _parts_folder(tmp_cache)
+        with parts.part_file(folder, part, source.storage_options) as output:
+            writer = ColumnsWriter(output.file, str(source.path), self)
             try:
                 scan = source.scan(writer)
                 with phase("compress", source.progress):  # the chunks still in the compression pool
                     writer.close(scan.stream_size)
             finally:
                 writer.pool.shutdown()
+        assert output.fingerprint is not None
         n_chunks = len(scan.chunk_offsets)
         logger.info("%s: %d chunks of %d segments written", source.path, n_chunks, len(writer.ranges))
-        return scan, writer.segment_ranges(n_chunks, part)
+        return scan, writer.segment_ranges(n_chunks, part)._replace(part_fingerprints=(output.fingerprint,))
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path, run: PartitionedRun) -> SegmentRanges:
+    def write_partitioned(self, merged: Merged, tmp_cache: CacheTarget, run: PartitionedRun) -> SegmentRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: tasks on
         ``executor`` write one part each, a run of whole chunks read again from the
         sources (:mod:`vcfvirtual.cache.columns_parts`); this process only plans the runs
         and joins their ranges."""
         scan = merged.scan
         tasks = parts.plan_runs(merged, 2 * run.workers, storage_options=run.storage_options)
-        make_parts_folder(tmp_cache)
+        folder = _parts_folder(tmp_cache)
         if not tasks:  # no records: one part with the header, as a serial run writes
-            return self._empty_part(merged, tmp_cache)
-        folder = os.path.abspath(tmp_cache)  # workers need not share our working directory
+            return self._empty_part(merged, folder, run)
         done: dict[str, parts.RunResult] = {}
         bar = byte_bar("write parts", sum(t.n_bytes for t in tasks), run.progress)
         try:
@@ -483,6 +483,10 @@ class ColumnsLayout(ChunkBounds):
                     raise broken
                 logger.warning("a worker died (%s): its parts are written again by new worker processes", broken)
                 executor = run.renew()
+        except BaseException:
+            # A folder under a URL is not renamed into place: the parts written go now.
+            parts.remove_parts(folder, [t.part for t in tasks], run.storage_options)
+            raise
         finally:
             bar.close()
         results = [done[t.part] for t in tasks]
@@ -520,17 +524,29 @@ class ColumnsLayout(ChunkBounds):
         finally:
             writer.pool.shutdown()
 
-    def _empty_part(self, merged: Merged, tmp_cache: Path) -> SegmentRanges:
+    def _empty_part(self, merged: Merged, folder: str, run: PartitionedRun) -> SegmentRanges:
         scan = merged.scan
         part = part_name(0)
-        with open_cache(tmp_cache / part) as f:
-            writer = ColumnsWriter(f, merged.pieces[0].path if merged.pieces else str(tmp_cache), self)
+        source = merged.pieces[0].path if merged.pieces else folder
+        with parts.part_file(folder, part, run.storage_options) as output:
+            writer = ColumnsWriter(output.file, source, self)
             try:
-                writer.start_part(scan.header, header_bytes(writer.path, scan.header.size), scan.chunk_length)
+                stored = header_bytes(source, scan.header.size, run.storage_options)
+                writer.start_part(scan.header, stored, scan.chunk_length)
                 writer.close(0)
             finally:
                 writer.pool.shutdown()
-        return writer.segment_ranges(0, part)
+        assert output.fingerprint is not None
+        return writer.segment_ranges(0, part)._replace(part_fingerprints=(output.fingerprint,))
+
+
+def _parts_folder(target: CacheTarget) -> str:
+    """The folder the parts go in: a URL as it is, a local temporary made now and named
+    absolutely (workers need not share the caller's working directory)."""
+    if isinstance(target, str):
+        return target
+    make_parts_folder(target)
+    return os.path.abspath(target)
 
 
 def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: ColumnsLayout) -> parts.RunResult:

@@ -261,3 +261,14 @@ def part_file(folder: str, part: str, storage_options: StorageOptions = None) ->
             raise OutputWriteError(url, f"cannot write the cache part: {e}") from None
         raise
     written.fingerprint = remote.fingerprint(url, dict(storage_options or {}))
+
+
+def remove_parts(folder: str, names: list[str], storage_options: StorageOptions = None) -> None:
+    """Remove the parts ``names`` of a cache folder under a URL, those a failed run wrote
+    (best effort: the run's own error is the one to report). A local folder is a
+    temporary its caller removes whole."""
+    if not remote.is_url(folder):
+        return
+    for name in names:
+        with contextlib.suppress(Exception):
+            remote.remove(folder.rstrip("/") + "/" + name, dict(storage_options or {}))

@@ -21,12 +21,14 @@ from ..io.sources import StorageOptions
 from ..scan import parallel, partition
 from ..scan.results import ScanResult
 from ..scan.scanner import load_kernel, read_header
-from .base import CacheLayout, CacheRanges, ChunkLengthFor, PartitionedRun, SerialSource
+from .base import CacheLayout, CacheRanges, CacheTarget, ChunkLengthFor, PartitionedRun, SerialSource
 
 logger = logging.getLogger(__name__)
 
 
-def write_cache_serial(source: SerialSource, tmp_cache: Path, layout: CacheLayout) -> tuple[ScanResult, CacheRanges]:
+def write_cache_serial(
+    source: SerialSource, tmp_cache: CacheTarget, layout: CacheLayout
+) -> tuple[ScanResult, CacheRanges]:
     """One pass over one BCF, writing the cache in ``layout`` as it goes (see
     :meth:`CacheLayout.write_serial <vcfvirtual.cache.base.CacheLayout.write_serial>`)."""
     return layout.write_serial(source, tmp_cache)
@@ -34,7 +36,7 @@ def write_cache_serial(source: SerialSource, tmp_cache: Path, layout: CacheLayou
 
 def write_cache_partitioned(
     bcf_paths: Sequence[Path | str],
-    tmp_cache: Path,
+    tmp_cache: CacheTarget,
     cache_path: Path,
     layout: CacheLayout,
     chunk_length_for: ChunkLengthFor,
@@ -49,8 +51,9 @@ def write_cache_partitioned(
     ----------
     bcf_paths : list of Path
         The BCFs, in the order their records go into the store.
-    tmp_cache, cache_path : Path
-        The cache's temporary name, and its final name (working files go next to it).
+    tmp_cache, cache_path : Path (or str)
+        The cache's temporary name (or the URL a cache made of parts is written under),
+        and its local name (working files go next to it).
     layout : CacheLayout
         The cache's layout (:func:`vcfvirtual.cache.layouts.layout_writer`).
     chunk_length_for : callable

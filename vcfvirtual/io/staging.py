@@ -57,6 +57,11 @@ class Staging:
             self.folder.mkdir(mode=0o700)  # private, as mkdtemp makes one
         return self
 
+    def written_in_place(self, urls: list[str]) -> None:
+        """Objects the run wrote under their final URLs (a cache made of parts, uploaded
+        by its writers): removed, as uploads are, if the run fails after all."""
+        self.uploaded.extend(urls)
+
     def publish(self, place_references: Callable[[], None] | None = None) -> None:
         """Upload the cache, put the references in place locally (``place_references``,
         e.g. their rename from a temporary), then upload the references."""
