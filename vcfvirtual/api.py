@@ -115,9 +115,11 @@ def index(
     (``refs_path``; the cache defaults to its name with ``.cache.columns``).
 
     The BCF, the cache and the references may be URLs (``s3://``, ``gs://``; the BCF also
-    ``https://``), reached through fsspec with ``storage_options``: the BCF is streamed
-    once, outputs are written locally and uploaded when complete. One BCF per store,
-    scanned serially, so far.
+    ``https://``), reached through fsspec with ``storage_options``. A serial run streams
+    the BCF once; with workers, each reads its own part by range requests. A ``columns``
+    cache named by URL is written there in place, each part uploaded by whoever wrote it
+    (a one-file ``bgzf``/``raw`` cache, and the references, are written locally and
+    uploaded when complete). Several files or workers with URLs need the ``columns`` layout.
 
     Parameters
     ----------
@@ -165,10 +167,12 @@ def index(
         Kerchunk JSON; Kerchunk Parquet (a directory) for stores with millions of
         chunks; or an Icechunk repository whose arrays are virtual chunks of the cache.
     workers : int
-        > 1 scans files, and parts of large BGZF files, in that many processes. The
-        store is the same as a serial run's.
+        > 1 indexes in that many processes: files, and parts of large BGZF files, are
+        scanned apart, then (``columns``) each process writes parts of the cache, a run
+        of whole variants chunks each. The arrays are the same as a serial run's.
     dask_client : distributed.Client or None
-        Scan on this cluster instead; its workers must see the same paths.
+        Do that on this cluster instead; its workers must see local inputs and a local
+        cache at the same paths (inputs and a cache named by URL need nothing shared).
     storage_options : dict or None
         fsspec options for URLs (e.g. ``{"endpoint_url": ..., "key": ..., "secret": ...}``).
     rename_fields : dict or None

@@ -234,16 +234,17 @@ def main() -> None:
     "vcfvirtual relocate.",
 )
 @_workers_option(
-    "Processes that scan in parallel: the BCFs given, and parts of each large "
-    "BGZF BCF (cut at record starts its .csi index names, or found by a block "
-    "scan). The store is the same as a serial run's."
+    "Processes that index in parallel: they scan the BCFs given, and parts of each "
+    "large BGZF BCF (cut at record starts its .csi index names, or found by a block "
+    "scan), then each writes parts of the columns cache (runs of whole variants "
+    "chunks). The arrays are the same as a serial run's."
 )
 @click.option(
     "--dask-scheduler",
     metavar="ADDRESS",
-    help="Scan on a Dask cluster (e.g. tcp://host:8786) instead of local processes; "
-    "its workers must see the BCFs and the cache's folder at the same paths. "
-    "Needs the distributed package.",
+    help="Index on a Dask cluster (e.g. tcp://host:8786) instead of local processes; "
+    "its workers must see local BCFs and a local cache folder at the same paths (BCFs "
+    "and a cache given as URLs they read and write themselves). Needs the distributed package.",
 )
 @_storage_option(
     "fsspec options for a BCF, cache or references given as a URL (s3://, gs://, "
