@@ -89,17 +89,18 @@ def write_cache_partitioned(
     # Absolute paths: Dask workers (and spawned processes) need not share our working directory.
     paths = [p if is_url(p) else os.path.abspath(p) for p in bcf_paths]
     partitions = parallel.split_files(paths, plan, storage_options)
-    # The workers write their partitions' inflated bytes when the layout is made of them.
-    segment_dir = None
-    if layout.needs_segments:
-        # Absolute too: the workers write into it from their own working directories.
-        segment_dir = temporary_name(Path(os.path.abspath(cache_path)), "parts")
-        segment_dir.mkdir()
     if dask_client is None and workers > 1:
         # Workers forked from this process inherit the kernels loaded here, once.
         header = read_header(paths[0], storage_options)
         load_kernel(header)
         layout.load_kernels(header)
+    # The workers write their partitions' inflated bytes when the layout is made of them
+    # (made last before the block that removes it, whatever ends the run).
+    segment_dir = None
+    if layout.needs_segments:
+        # Absolute too: the workers write into it from their own working directories.
+        segment_dir = temporary_name(Path(os.path.abspath(cache_path)), "parts")
+        segment_dir.mkdir()
     try:
         with contextlib.ExitStack() as pools:
             executor = pools.enter_context(parallel.executor_for(workers, dask_client))
