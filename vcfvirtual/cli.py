@@ -163,10 +163,12 @@ def main() -> None:
 @click.option(
     "--cache",
     "cache_path",
-    type=click.Path(dir_okay=False),
-    help="Transcode cache to write. Default: <BCF>.vcz.cache.columns next to the BCF "
-    "(<BCF>.vcz.cache.bcf for --cache-layout bgzf/raw); with several BCFs, the --output "
-    "name ending in .cache.columns (.cache.bcf).",
+    # A folder is a cache of the columns layout (a folder of parts) that --force may
+    # replace; any other folder is refused by the index, never deleted.
+    type=click.Path(),
+    help="Transcode cache to write. Default: <BCF>.vcz.cache.columns next to the BCF, a "
+    "folder of parts (<BCF>.vcz.cache.bcf, one file, for --cache-layout bgzf/raw); with "
+    "several BCFs, the --output name ending in .cache.columns (.cache.bcf).",
 )
 @click.option(
     "-c",
