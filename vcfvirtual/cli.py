@@ -163,6 +163,8 @@ def main() -> None:
 @click.option(
     "--cache",
     "cache_path",
+    # A folder is a cache of the columns layout (a folder of parts) that --force may
+    # replace; any other folder is refused by the index, never deleted.
     type=click.Path(),
     help="Transcode cache to write: a folder of parts in the columns layout (each written by "
     "the worker that made it), one file in bgzf/raw. Default: <BCF>.vcz.cache.columns next to "

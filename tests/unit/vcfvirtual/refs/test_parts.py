@@ -177,3 +177,31 @@ def test_the_local_store_checks_every_fetch(two_parts, url):
     with pytest.raises(UntrustedReferenceError, match="points at"):
         asyncio.run(store.get("variant_position/0", default_buffer_prototype()))
     assert store._fds == {}  # nothing was opened
+
+
+def test_references_to_a_single_file_columns_cache_still_open(bcf, htslib, tmp_path):
+    """References written before the cache was a folder: one file at the cache's URL, every
+    chunk ``{{cache}}``, no ``parts`` recorded. Made from a new index by moving its one part
+    to the folder's name; they open and read what htslib reads."""
+    local = tmp_path / "cohort.bcf"
+    shutil.copy(bcf, local)
+    refs = tmp_path / "cohort.vcz.json"
+    vcfvirtual.index(local, refs_path=refs, variants_chunk_size=CHUNK, progress=False)
+    doc = json.loads(refs.read_text())
+    attrs = json.loads(doc["refs"][".zattrs"])
+    cache = attrs["vcfvirtual"]["cache"]
+    folder = cache["url"].removeprefix("file://")
+    os.rename(f"{folder}/part-000000", f"{folder}.file")  # keeps its bytes and mtime
+    os.rmdir(folder)
+    os.rename(f"{folder}.file", folder)
+    (part,) = cache.pop("parts")
+    cache.update({k: v for k, v in part.items() if k != "name"})  # the file's own fingerprint
+    doc["refs"][".zattrs"] = json.dumps(attrs)
+    for value in doc["refs"].values():
+        if isinstance(value, list):
+            value[0] = "{{cache}}"
+    refs.write_text(json.dumps(doc))
+    store = open_store(refs)
+    assert isinstance(store, LocalCacheStore)
+    _assert_htslibs(xr.open_zarr(store, consolidated=False).load(), htslib)
+    _assert_htslibs(xr.open_zarr(open_store(refs, check=False), consolidated=False).load(), htslib)
