@@ -155,3 +155,20 @@ def cache_bytes(cache: Path) -> bytes:
     """A cache's bytes: its parts' in name order for a cache made of parts, else the file's."""
     cache = Path(cache)
     return b"".join(p.read_bytes() for p in sorted(cache.iterdir())) if cache.is_dir() else cache.read_bytes()
+
+
+def referenced_chunks(refs_path: Path) -> dict[str, bytes]:
+    """Each chunk reference's bytes, read by hand from a local cache (the ``{{cache}}``
+    template resolved, a part's name joined to it): two stores hold the same chunks
+    whatever parts their caches are cut into."""
+    import json
+
+    refs = json.loads(Path(refs_path).read_text())
+    cache = refs["templates"]["cache"].removeprefix("file://")
+    chunks = {}
+    for key, value in refs["refs"].items():
+        if isinstance(value, list):
+            with open(value[0].replace("{{cache}}", cache), "rb") as f:
+                f.seek(value[1])
+                chunks[key] = f.read(value[2])
+    return chunks

@@ -71,15 +71,7 @@ def store_of(refs_path, cache):
     refs = json.loads(refs_path.read_text())
     if not cache.is_dir():
         return refs, cache.read_bytes()
-    folder = refs["templates"]["cache"].removeprefix("file://")
-    chunks = {}
-    for key, value in refs["refs"].items():
-        if isinstance(value, list):
-            part = value[0].replace("{{cache}}", folder)
-            with open(part, "rb") as f:
-                f.seek(value[1])
-                chunks[key] = f.read(value[2])
-    return refs, chunks
+    return refs, bcfdata.referenced_chunks(refs_path)
 
 
 def assert_same_store(serial, parallel):
