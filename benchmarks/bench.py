@@ -131,6 +131,11 @@ def make_cohort(workdir: Path, samples: int, length: float, fields: bool, seed: 
 # ---------------------------------------------------------------------------- timing
 
 
+def disk_bytes(path: Path) -> int:
+    """Bytes of a cache on disk: a file's, or a folder of parts' (the columns layout) summed."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+
+
 def timed(cmd: list[str] | str, **kw) -> tuple[float, int]:
     """(wall seconds, peak RSS in MB) of a command; GNU time reports the RSS."""
     shell = isinstance(cmd, str)
@@ -412,7 +417,7 @@ def bench_cohort(bcf: Path, label: str, args, work: Path) -> list[dict]:
                 index_in_process_s=in_process["seconds"],
                 bgzip_s=bgzip_s,
                 vcf2zarr_s=b2z.get("convert"),
-                cache_ratio=cache.stat().st_size / bcf_size,
+                cache_ratio=disk_bytes(cache) / bcf_size,
                 json_kb=refs.stat().st_size / 1e3,
                 b2z_mb=b2z["size"] / 1e6 if b2z else None,
                 rss_mb=rss,

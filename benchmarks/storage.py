@@ -26,6 +26,11 @@ from pathlib import Path
 BIN = Path(sys.executable).parent
 
 
+def disk_bytes(path: Path) -> int:
+    """Bytes of a cache on disk: a file's, or a folder of parts' (the columns layout) summed."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+
+
 @dataclass(frozen=True)
 class StorageRow:
     """Bytes one group of arrays takes: ours (ranges of the cache, and inlined) and bio2zarr's."""
@@ -102,7 +107,7 @@ def measure(bcf: Path, workdir: Path) -> str:
         ratio = f"{r.ours / r.bio2zarr:.2f}" if r.bio2zarr else "-"
         where = " (inlined in the references)" if r.inlined else ""
         lines.append(f"| {' + '.join(r.arrays)}{where} | {r.ours / mb:.3f} | {r.bio2zarr / mb:.3f} | {ratio} |")
-    ours_total = cache.stat().st_size
+    ours_total = disk_bytes(cache)
     theirs_total = sum(f.stat().st_size for f in store.rglob("*") if f.is_file())
     lines.append(
         f"| **whole cache / store** | **{ours_total / mb:.2f}** | **{theirs_total / mb:.2f}** "

@@ -142,3 +142,33 @@ def uncompressed_copy(bcf: Path, path: Path) -> Path:
     path = Path(path)
     path.write_bytes(gzip.decompress(Path(bcf).read_bytes()))
     return path
+
+
+def cache_file(cache: Path) -> Path:
+    """The file holding a cache's chunks: the first part of a cache made of parts (the
+    ``columns`` layout's folder; a serial index writes that one part), else the cache."""
+    cache = Path(cache)
+    return cache / "part-000000" if cache.is_dir() else cache
+
+
+def cache_bytes(cache: Path) -> bytes:
+    """A cache's bytes: its parts' in name order for a cache made of parts, else the file's."""
+    cache = Path(cache)
+    return b"".join(p.read_bytes() for p in sorted(cache.iterdir())) if cache.is_dir() else cache.read_bytes()
+
+
+def referenced_chunks(refs_path: Path) -> dict[str, bytes]:
+    """Each chunk reference's bytes, read by hand from a local cache (the ``{{cache}}``
+    template resolved, a part's name joined to it): two stores hold the same chunks
+    whatever parts their caches are cut into."""
+    import json
+
+    refs = json.loads(Path(refs_path).read_text())
+    cache = refs["templates"]["cache"].removeprefix("file://")
+    chunks = {}
+    for key, value in refs["refs"].items():
+        if isinstance(value, list):
+            with open(value[0].replace("{{cache}}", cache), "rb") as f:
+                f.seek(value[1])
+                chunks[key] = f.read(value[2])
+    return chunks

@@ -468,7 +468,7 @@ def columns_segments(seed: Seed):
             ours = [f for f in json.loads(value).get("filters") or [] if f["id"] == codec_mod.CODEC_ID]
             if ours:
                 specs[key.split("/")[0]] = codec_mod.ChunkSpec.from_config(ours[0])
-    data = cache.read_bytes()
+    data = bcfdata.cache_file(cache).read_bytes()  # the one part a serial index writes
     readers: dict = collections.defaultdict(list)
     for key, value in refs.items():
         name = key.split("/")[0]

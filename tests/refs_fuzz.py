@@ -582,9 +582,11 @@ def worker(work: Path, seed: int, start: int, stop: int, first_path: int) -> Non
     """Cases [start, stop) from path ``first_path`` on; a JSON line before and after each read."""
     import numpy as np
 
+    from . import bcfdata
+
     refs, cache_path = build_seed(work)
     doc = json.loads(refs.read_text())
-    cache = cache_path.read_bytes()
+    cache = bcfdata.cache_file(cache_path).read_bytes()  # the one part chunks point into
     expected = read(refs, "open_store")
     truth = pysam_truth(work / "seed.bcf")
     assert expected["variant_position"].tolist() == truth["variant_position"]
@@ -741,8 +743,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _replay(work: Path, seed: int, index: int) -> int:
+    from . import bcfdata
+
     refs, cache_path = build_seed(work)
-    d = make_case(json.loads(refs.read_text()), cache_path.read_bytes(), seed, index)
+    d = make_case(json.loads(refs.read_text()), bcfdata.cache_file(cache_path).read_bytes(), seed, index)
     print("edits:", d.ops, "meaning:", d.meaning)
     path = work / f"case-{index}.json"
     path.write_text(json.dumps(d.doc))

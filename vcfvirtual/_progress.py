@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from tqdm.auto import tqdm
 
 # The phases' names line up, so the bars read as one column.
-_WIDTH = len("references")
+_WIDTH = len("write parts")
 
 
 def byte_bar(phase: str, total: int, progress: bool | None) -> tqdm:

@@ -24,7 +24,7 @@ from virtualizarr.manifests import ManifestGroup, ManifestStore
 from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ._progress import phase
 from .bcf.vcf_input import as_bcf
-from .cache.base import CacheRanges, SerialSource
+from .cache.base import CacheRanges, CacheTarget, SegmentRanges, SerialSource, local_target
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from .cache.names import LayoutName
 from .cache.raw import raw_ranges
@@ -33,8 +33,9 @@ from .errors import OutputExistsError, OutputWriteError, StaleCacheError, VcfVir
 from .io import outputs
 from .io import remote as storage
 from .io.fingerprint import Fingerprint
+from .io.parts import part_url
 from .io.staging import Staging
-from .manifests.provenance import Provenance, RecordedCache, RecordedSource
+from .manifests.provenance import Provenance, RecordedCache, RecordedPart, RecordedSource
 from .manifests.vcf_zarr import build_store_group, store_chunk_length, store_provenance
 from .plan import LAYOUTS, REFS_FORMATS, IndexOptions, IndexPlan, OutputArg, plan_index, references_path
 from .refs.formats import RefsFormat
@@ -63,7 +64,8 @@ class IndexSummary:
 
     ``references`` is where the references are (a path, or the URL they were uploaded
     to; None when none were written); ``cache`` is the cache's location as the store
-    names it (``file://`` URL or upload URL; the input itself when ``zero_copy``).
+    names it (``file://`` URL or upload URL; the input itself when ``zero_copy``): a
+    folder of ``cache_parts`` files for a cache made of parts.
     """
 
     sources: tuple[Path | str, ...]
@@ -74,6 +76,7 @@ class IndexSummary:
     cache: str
     cache_layout: str
     zero_copy: bool
+    cache_parts: int = 0  # the files of a cache made of parts (a folder: columns), else 0
 
 
 def index(
@@ -112,9 +115,11 @@ def index(
     (``refs_path``; the cache defaults to its name with ``.cache.columns``).
 
     The BCF, the cache and the references may be URLs (``s3://``, ``gs://``; the BCF also
-    ``https://``), reached through fsspec with ``storage_options``: the BCF is streamed
-    once, outputs are written locally and uploaded when complete. One BCF per store,
-    scanned serially, so far.
+    ``https://``), reached through fsspec with ``storage_options``. A serial run streams
+    the BCF once; with workers, each reads its own part by range requests. A ``columns``
+    cache named by URL is written there in place, each part uploaded by whoever wrote it
+    (a one-file ``bgzf``/``raw`` cache, and the references, are written locally and
+    uploaded when complete). Several files or workers with URLs need the ``columns`` layout.
 
     Parameters
     ----------
@@ -125,7 +130,8 @@ def index(
         ``.vcz.icechunk``); ``False`` writes none.
     cache_path : str, path or None
         Transcode cache to write; default ``<bcf>.vcz.cache.columns`` (``columns``
-        layout) or ``<bcf>.vcz.cache.bcf`` (``bgzf``, ``raw``).
+        layout: a folder of parts, ``part-000000``...) or ``<bcf>.vcz.cache.bcf``
+        (``bgzf``, ``raw``: one file).
     variants_chunk_size : int or None
         Variants per chunk; default 1,000 in the ``columns`` layout (fewer when a
         chunk of every sample's calls would pass 256 MiB), else sized so a decoded
@@ -161,10 +167,12 @@ def index(
         Kerchunk JSON; Kerchunk Parquet (a directory) for stores with millions of
         chunks; or an Icechunk repository whose arrays are virtual chunks of the cache.
     workers : int
-        > 1 scans files, and parts of large BGZF files, in that many processes. The
-        store is the same as a serial run's.
+        > 1 indexes in that many processes: files, and parts of large BGZF files, are
+        scanned apart, then (``columns``) each process writes parts of the cache, a run
+        of whole variants chunks each. The arrays are the same as a serial run's.
     dask_client : distributed.Client or None
-        Scan on this cluster instead; its workers must see the same paths.
+        Do that on this cluster instead; its workers must see local inputs and a local
+        cache at the same paths (inputs and a cache named by URL need nothing shared).
     storage_options : dict or None
         fsspec options for URLs (e.g. ``{"endpoint_url": ..., "key": ..., "secret": ...}``).
     rename_fields : dict or None
@@ -250,9 +258,11 @@ def index_with_summary(
     with _staging(plan) as staging, _temporary_references(plan) as tmp_refs, _outputs_named(plan, tmp_refs):
         with as_bcf(_scan_inputs(plan), plan.cache_path) as scan_paths, _cache_output(plan) as tmp_cache:
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
+            if isinstance(tmp_cache, str) and isinstance(ranges, SegmentRanges):  # parts written in place
+                staging.written_in_place([part_url(tmp_cache, name) for name in ranges.parts])
             _refuse_changed_sources(plan)
             with phase("references", plan.options.progress):
-                provenance = _provenance(plan, scan, tmp_cache)
+                provenance = _provenance(plan, scan, tmp_cache, ranges)
                 group = _build_manifests(plan, scan, ranges, provenance)
                 _write_references(plan, group, tmp_refs)
         staging.publish(_placer(tmp_refs, plan.refs_path))
@@ -435,7 +445,7 @@ def _staging(plan: IndexPlan) -> Staging:
         return Staging(None)
     return Staging(
         remote.staging,
-        cache=(remote.local_cache, remote.cache_url) if remote.cache_url else None,
+        cache=(remote.local_cache, remote.cache_url) if remote.cache_url and not remote.cache_in_place else None,
         refs=(remote.local_refs, remote.refs_url) if remote.refs_url and remote.local_refs else None,
         storage_options=plan.options.storage_options,
     )
@@ -467,15 +477,19 @@ def _outputs_named(plan: IndexPlan, tmp_refs: Path | None) -> Iterator[None]:
         raise OutputWriteError(plan.refs_path if refs else plan.cache_path, e.problem, hint=e.hint) from None
 
 
-def _cache_output(plan: IndexPlan) -> contextlib.AbstractContextManager[Path]:
+def _cache_output(plan: IndexPlan) -> contextlib.AbstractContextManager[CacheTarget]:
     """Where the cache is written: a temporary renamed into place when the block
-    completes (before the references that point at it), or the input itself (zero copy)."""
+    completes (before the references that point at it), the input itself (zero copy),
+    or the URL of a cache made of parts, whose writers upload each part (and remove what
+    they wrote if the run fails)."""
     if plan.zero_copy:
         return contextlib.nullcontext(plan.cache_path)
+    if plan.remote is not None and plan.remote.cache_in_place and plan.remote.cache_url:
+        return contextlib.nullcontext(plan.remote.cache_url)
     return outputs.atomic_output(plan.cache_path, force=True)
 
 
-def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tuple[ScanResult, CacheRanges]:
+def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: CacheTarget) -> tuple[ScanResult, CacheRanges]:
     """The cache stage: scan the BCF(s), writing the cache as it goes."""
     o = plan.options
     if plan.zero_copy:
@@ -492,10 +506,13 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: Path) -> tu
             o.workers,
             o.dask_client,
             o.progress,
+            o.storage_options,
         )
     source = plan.remote.source if plan.remote is not None else None
     with storage.open_input(source, o.storage_options) if source else contextlib.nullcontext() as fileobj:
-        serial = SerialSource(scan_paths[0], plan.chunk_length_for, o.progress, o.inflate_threads, fileobj)
+        serial = SerialSource(
+            scan_paths[0], plan.chunk_length_for, o.progress, o.inflate_threads, fileobj, o.storage_options
+        )
         return write_cache_serial(serial, tmp_cache, plan.layout)
 
 
@@ -512,14 +529,21 @@ def _refuse_changed_sources(plan: IndexPlan) -> None:
             )
 
 
-def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: Path) -> Provenance:
+def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: CacheTarget, ranges: CacheRanges) -> Provenance:
     """The store's record of its sources and of the cache just written (fingerprinted
     under its temporary name: the rename keeps its contents and mtime)."""
     sources = [
         RecordedSource(p if storage.is_url(p) else os.path.abspath(p), f)
         for p, f in zip(map(str, plan.sources), plan.fingerprints)
     ]
-    cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(tmp_cache))
+    if isinstance(ranges, SegmentRanges):  # a folder of parts, each fingerprinted
+        taken = ranges.part_fingerprints or tuple(
+            Fingerprint.of(local_target(tmp_cache) / name) for name in ranges.parts
+        )
+        parts = tuple(RecordedPart(name, f) for name, f in zip(ranges.parts, taken, strict=True))
+        cache = RecordedCache.of_parts(plan.cache_location, plan.cache_layout, parts)
+    else:
+        cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(local_target(tmp_cache)))
     return store_provenance(
         scan,
         sources=sources,
@@ -564,6 +588,7 @@ def _summary(plan: IndexPlan, scan: ScanResult, provenance: Provenance) -> Index
         cache=provenance.cache.url,
         cache_layout=plan.cache_layout,
         zero_copy=plan.zero_copy,
+        cache_parts=len(provenance.cache.parts),
     )
 
 

@@ -163,9 +163,12 @@ def main() -> None:
 @click.option(
     "--cache",
     "cache_path",
-    type=click.Path(dir_okay=False),
-    help="Transcode cache to write. Default: <BCF>.vcz.cache.columns next to the BCF "
-    "(<BCF>.vcz.cache.bcf for --cache-layout bgzf/raw); with several BCFs, the --output "
+    # A folder is a cache of the columns layout (a folder of parts) that --force may
+    # replace; any other folder is refused by the index, never deleted.
+    type=click.Path(),
+    help="Transcode cache to write: a folder of parts in the columns layout (each written by "
+    "the worker that made it), one file in bgzf/raw. Default: <BCF>.vcz.cache.columns next to "
+    "the BCF (<BCF>.vcz.cache.bcf for --cache-layout bgzf/raw); with several BCFs, the --output "
     "name ending in .cache.columns (.cache.bcf).",
 )
 @click.option(
@@ -233,16 +236,17 @@ def main() -> None:
     "vcfvirtual relocate.",
 )
 @_workers_option(
-    "Processes that scan in parallel: the BCFs given, and parts of each large "
-    "BGZF BCF (cut at record starts its .csi index names, or found by a block "
-    "scan). The store is the same as a serial run's."
+    "Processes that index in parallel: they scan the BCFs given, and parts of each "
+    "large BGZF BCF (cut at record starts its .csi index names, or found by a block "
+    "scan), then each writes parts of the columns cache (runs of whole variants "
+    "chunks). The arrays are the same as a serial run's."
 )
 @click.option(
     "--dask-scheduler",
     metavar="ADDRESS",
-    help="Scan on a Dask cluster (e.g. tcp://host:8786) instead of local processes; "
-    "its workers must see the BCFs and the cache's folder at the same paths. "
-    "Needs the distributed package.",
+    help="Index on a Dask cluster (e.g. tcp://host:8786) instead of local processes; "
+    "its workers must see local BCFs and a local cache folder at the same paths (BCFs "
+    "and a cache given as URLs they read and write themselves). Needs the distributed package.",
 )
 @_storage_option(
     "fsspec options for a BCF, cache or references given as a URL (s3://, gs://, "
@@ -338,7 +342,9 @@ def _summary(summary: IndexSummary, seconds: float) -> str:
     if summary.zero_copy:
         lines.append(f"       no cache: the references point into {cache_at} itself (an uncompressed BCF)")
     else:
-        lines.append(f"       {cache_at}  (transcode cache, {summary.cache_layout} layout)")
+        parts = summary.cache_parts
+        folder = f", a folder of {parts} part{'s' * (parts != 1)}" if parts else ""
+        lines.append(f"       {cache_at}  (transcode cache, {summary.cache_layout} layout{folder})")
     lines.append(f"open:  xr.open_zarr(vcfvirtual.open_store({str(refs)!r}), consolidated=False)")
     return "\n".join(lines)
 

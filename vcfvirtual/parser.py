@@ -25,7 +25,8 @@ from . import _codecs  # noqa: F401  (registers the codecs, for stale entry poin
 from .errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from .io.fingerprint import Fingerprint, digest_of
 from .io.outputs import REFS_SUFFIX
-from .refs.checks import check_cache, check_references, copy_differs
+from .manifests.provenance import RecordedCache
+from .refs.checks import CacheFile, cache_files, check_cache, check_references, copy_differs
 from .refs.convert import manifest_group
 from .refs.kerchunk import KerchunkRefs, resolve_templates
 from .refs.open import required_cache
@@ -151,15 +152,15 @@ def _check(refs: KerchunkRefs, refs_url: str, registry: ObjectStoreRegistry) -> 
     if cache["url"].startswith("file://"):
         check_cache(refs, refs_url)
     else:
-        _check_copy(cache, refs_url, registry)
+        for file in cache_files(RecordedCache.from_json(cache, refs_url)):  # the cache, or each part
+            _check_copy(file, refs_url, registry)
     check_references(refs, refs_url, cache)
 
 
-def _check_copy(cache: dict[str, Any], refs_url: str, registry: ObjectStoreRegistry) -> None:
-    """A remote cache's size and sampled hash, read through the registry (its modification
-    time is the upload's, so it is not compared)."""
-    url = cache["url"]
-    expected = Fingerprint.from_json(cache)
+def _check_copy(file: CacheFile, refs_url: str, registry: ObjectStoreRegistry) -> None:
+    """A remote cache's (or part's) size and sampled hash, read through the registry (its
+    modification time is the upload's, so it is not compared)."""
+    url, expected = file.url, file.fingerprint
     store, path = _resolve(registry, url)
     try:
         reader = obstore.open_reader(store, path)
@@ -169,13 +170,11 @@ def _check_copy(cache: dict[str, Any], refs_url: str, registry: ObjectStoreRegis
         finally:
             reader.close()
     except FileNotFoundError:
-        raise StaleCacheError(
-            refs_url, f"the transcode cache {url} is missing", hint="re-run vcfvirtual index"
-        ) from None
+        raise StaleCacheError(refs_url, f"{file.what} {url} is missing", hint="re-run vcfvirtual index") from None
     except (BaseError, OSError) as e:
         raise StaleCacheError(
             refs_url,
-            f"cannot reach the transcode cache {url}: {type(e).__name__}: {e}"[:500],
+            f"cannot reach {file.what} {url}: {type(e).__name__}: {e}"[:500],
             hint="check the registry's store for it, or vcfvirtual relocate",
         ) from None
     found = Fingerprint(reader.size, 0, digest, expected.kind)
@@ -183,6 +182,6 @@ def _check_copy(cache: dict[str, Any], refs_url: str, registry: ObjectStoreRegis
     if problem:
         raise StaleCacheError(
             refs_url,
-            f"the transcode cache {url} does not match the references: {problem}",
+            f"{file.what} {url} does not match the references: {problem}",
             hint="upload the cache these references were made with, or re-run vcfvirtual index",
         )

@@ -143,6 +143,9 @@ class RemotePlan:
     staging: Path
     local_refs: Path | None
     local_cache: Path
+    # A cache made of parts (columns) named by URL is written there in place, each part
+    # uploaded by whoever writes it: nothing of it is staged locally.
+    cache_in_place: bool = False
 
 
 @dataclass(frozen=True)
@@ -401,11 +404,11 @@ def _plan_remote(
     source, refs_url, cache_url = _run_urls(sources, options)
     if (source, refs_url, cache_url) == (None, None, None):
         return None
-    if partitioned:
+    if partitioned and layout != "columns":
         raise VcfVirtualError(
             source or refs_url or cache_url,
-            "URLs are indexed one BCF at a time, serially, so far",
-            hint="index local files for several files or workers=",
+            f"URLs are indexed by several workers or files in the columns layout only (not {layout})",
+            hint="use the columns layout (the default), or index local files",
         )
     if source is not None and is_vcf_path(source):
         raise VcfVirtualError(
@@ -427,7 +430,8 @@ def _plan_remote(
         options.refs_format,
         layout,
     )
-    return RemotePlan(source, refs_url, cache_url, staging, local_refs, local_cache)
+    in_place = cache_url is not None and layout == "columns"
+    return RemotePlan(source, refs_url, cache_url, staging, local_refs, local_cache, in_place)
 
 
 def _local_outputs(

@@ -30,6 +30,11 @@ HEADER = """##fileformat=VCFv4.3
 """
 
 
+def disk_bytes(path: Path) -> int:
+    """Bytes of a cache on disk: a file's, or a folder of parts' (the columns layout) summed."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+
+
 def cohort(path: Path, n_variants: int, n_samples: int, seed: int = 1) -> Path:
     rng = np.random.default_rng(seed)
     columns = "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t"
@@ -84,7 +89,7 @@ def main() -> None:
     plain, local = tmp / "plain.json", tmp / "local.json"
     for refs, la in ((plain, False), (local, True)):
         t = index_time(bcf, refs, la)
-        cache = refs.with_suffix(".cache").stat().st_size / 1e6
+        cache = disk_bytes(refs.with_suffix(".cache")) / 1e6
         print(f"index {'--local-alleles' if la else 'plain':16s} {t:.2f} s, cache {cache:.2f} MB")
     for ours, theirs in (("call_LA", "call_genotype"), ("call_LAD", "call_AD"), ("call_LPL", "call_PL")):
         print(

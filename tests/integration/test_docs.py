@@ -152,18 +152,25 @@ def pristine(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def aws_shim(tmp_path_factory):
-    """`aws s3 cp SRC DST`, the one AWS CLI command the pages use, through s3fs."""
+    """`aws s3 cp [--recursive] SRC DST`, the one AWS CLI command the pages use, through s3fs
+    (``--recursive``: SRC's files into the folder DST, as the AWS CLI copies a folder)."""
     bin_dir = tmp_path_factory.mktemp("aws-shim")
     script = bin_dir / "aws"
     script.write_text(
         f"#!{sys.executable}\n"
         + textwrap.dedent("""
-        import sys, s3fs
+        import os, sys, s3fs
         assert sys.argv[1:3] == ["s3", "cp"], sys.argv
-        src, dst = sys.argv[3:5]
+        recursive = sys.argv[3] == "--recursive"
+        src, dst = sys.argv[3 + recursive : 5 + recursive]
+        fs = s3fs.S3FileSystem()
+        if recursive:
+            for name in sorted(os.listdir(src)):
+                fs.put_file(os.path.join(src, name), dst.rstrip("/").removeprefix("s3://") + "/" + name)
+            sys.exit(0)
         if dst.endswith("/"):
             dst += src.rsplit("/", 1)[-1]
-        s3fs.S3FileSystem().put_file(src, dst.removeprefix("s3://"))
+        fs.put_file(src, dst.removeprefix("s3://"))
     """)
     )
     script.chmod(0o755)

@@ -132,7 +132,7 @@ def test_the_documented_line_reads_a_shared_json_over_http(cohort_bcf, tmp_path,
     server, stats = _serve(served)
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
-        shutil.copy(cache, served / cache.name)
+        (shutil.copytree if cache.is_dir() else shutil.copy)(cache, served / cache.name)  # columns: a folder
         relocate_file(refs, base, served / refs.name)
         proc = subprocess.run(
             [python, "-c", script, base + refs.name, str(tmp_path / "gt.npy")], capture_output=True, text=True
@@ -148,7 +148,8 @@ def test_the_documented_line_reads_a_shared_json_from_s3(cohort_bcf, tmp_path, s
     python, major, script = _reader(reader)
     bucket, fs, options = s3_bucket
     refs, cache = _index(cohort_bcf, tmp_path, "columns")
-    fs.put_file(str(cache), f"{bucket}/vcz/{cache.name}")
+    for part in sorted(cache.iterdir()):  # a folder of parts
+        fs.put_file(str(part), f"{bucket}/vcz/{cache.name}/{part.name}")
     relocate_file(refs, f"s3://{bucket}/vcz/", storage_options=options)
     fs.put_file(str(refs), f"{bucket}/vcz/{refs.name}")
     # Credentials and the endpoint from the usual places, as a collaborator's would be.

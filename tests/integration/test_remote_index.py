@@ -9,9 +9,11 @@ import pytest
 import xarray as xr
 
 import vcfvirtual
+import vcfvirtual.cache.columns
 from vcfvirtual.errors import OutputExistsError, VcfVirtualError
 from vcfvirtual.io import remote as storage
 
+from .. import bcfdata
 from ..conftest import assert_matches_bio2zarr, bio2zarr_convert
 
 
@@ -40,7 +42,9 @@ def test_s3_source_to_s3_cache_and_references(cohort_bcf, s3_bucket, tmp_path):
     assert_matches_bio2zarr(ds, ref)
     # The cache uploaded is the one a local run writes.
     vcfvirtual.index(cohort_bcf, refs_path=False, cache_path=tmp_path / "local.cache.bcf", variants_chunk_size=300)
-    assert fs.cat_file(f"{bucket}/out/cohort.cache.bcf") == (tmp_path / "local.cache.bcf").read_bytes()
+    uploaded = fs.find(f"{bucket}/out/cohort.cache.bcf")  # a folder of parts, uploaded part by part
+    assert uploaded == [f"{bucket}/out/cohort.cache.bcf/part-000000"]
+    assert b"".join(fs.cat_file(p) for p in uploaded) == bcfdata.cache_bytes(tmp_path / "local.cache.bcf")
 
 
 def test_local_source_to_s3_cache(small_bcf, s3_bucket, tmp_path):
@@ -93,8 +97,10 @@ def test_existing_outputs_and_missing_sources(small_bcf, s3_bucket):
         vcfvirtual.index(
             f"s3://{bucket}/nope.bcf", refs_path=False, cache_path=f"s3://{bucket}/n.cache.bcf", storage_options=options
         )
-    with pytest.raises(VcfVirtualError, match="one BCF at a time"):
-        vcfvirtual.index(f"s3://{bucket}/x.bcf", refs_path=False, workers=2, storage_options=options)
+    with pytest.raises(VcfVirtualError, match="in the columns layout only"):
+        vcfvirtual.index(
+            f"s3://{bucket}/x.bcf", refs_path=False, workers=2, cache_layout="bgzf", storage_options=options
+        )
 
 
 def test_cli_indexes_from_s3_with_storage_options(small_bcf, s3_bucket, tmp_path):
@@ -125,3 +131,90 @@ def test_cli_indexes_from_s3_with_storage_options(small_bcf, s3_bucket, tmp_path
     assert_matches_bio2zarr(ds, bio2zarr_convert(small_bcf, tmp_path / "ref.vcz", 1000))
     assert json.loads(out.read_text())["refs"][".zattrs"]  # sources recorded by URL
     assert f"s3://{bucket}/small.bcf" in out.read_text()
+
+
+def test_dask_workers_read_s3_and_write_the_cache_on_s3(cohort_bcf, s3_bucket, tmp_path, monkeypatch):
+    """A LocalCluster's two workers read their partitions of a BCF on S3 by range
+    requests and upload the cache's parts to S3 themselves: the caller writes no local
+    file over 1 MB (only the references), and the store holds bio2zarr's values."""
+    import os
+    import tempfile
+    import threading
+
+    import vcfvirtual.scan.partition
+
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    bucket, fs, options = s3_bucket
+    fs.put_file(str(cohort_bcf), f"{bucket}/in/cohort.bcf")
+    # Cut into four partitions (planned by the caller from range reads near the cuts).
+    monkeypatch.setattr(vcfvirtual.scan.partition, "MIN_PARTITION_BYTES", os.path.getsize(cohort_bcf) // 4)
+    local = tmp_path / "caller"
+    local.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(local))  # the caller's staging goes here too
+    largest, done = [0], threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.02):
+            sizes = [f.stat().st_size for f in local.rglob("*") if f.is_file()]
+            largest[0] = max([largest[0], *sizes])
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with (
+            dask.config.set({"temporary-directory": str(tmp_path / "workers")}),  # Dask's scratch, not ours
+            distributed.LocalCluster(
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                local_directory=str(tmp_path / "workers"),  # the workers' own, not the caller's
+            ) as c,
+            distributed.Client(c) as client,
+        ):
+            vcfvirtual.index(
+                f"s3://{bucket}/in/cohort.bcf",
+                refs_path=local / "c.vcz.json",
+                cache_path=f"s3://{bucket}/out/c.cache.columns",
+                variants_chunk_size=100,
+                dask_client=client,
+                storage_options=options,
+            )
+    finally:
+        done.set()
+        watcher.join()
+    parts = fs.find(f"{bucket}/out/c.cache.columns")
+    assert [p.rsplit("/", 1)[1] for p in parts] == [f"part-{i:06d}" for i in range(len(parts))] and len(parts) >= 2
+    assert sorted(p.name for p in local.iterdir()) == ["c.vcz.json"]  # no staging left, no cache here
+    assert 0 < largest[0] < 1_000_000
+    ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 100)
+    store = vcfvirtual.open_store(local / "c.vcz.json", storage_options=options)
+    assert_matches_bio2zarr(xr.open_zarr(store, consolidated=False), ref)
+
+
+def test_a_failed_part_upload_removes_the_parts_written(cohort_bcf, s3_bucket, monkeypatch):
+    """A task that fails while parts are being uploaded ends the run: the parts already
+    on S3 are removed and no references are published."""
+    bucket, fs, options = s3_bucket
+    monkeypatch.setattr(vcfvirtual.cache.columns, "write_run", _fails_after_the_first_part)
+    with pytest.raises(OSError, match="No space left"):
+        vcfvirtual.index(
+            cohort_bcf,
+            workers=2,
+            refs_path=f"s3://{bucket}/o/c.vcz.json",
+            cache_path=f"s3://{bucket}/o/c.cache.columns",
+            variants_chunk_size=100,
+            storage_options=options,
+        )
+    assert fs.find(bucket) == []
+
+
+def _fails_after_the_first_part(task, folder, *args):
+    if task.first_chunk > 0:
+        raise OSError(28, "No space left on device")
+    return _write_run(task, folder, *args)
+
+
+_write_run = vcfvirtual.cache.columns.write_run

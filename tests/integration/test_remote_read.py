@@ -19,6 +19,7 @@ import vcfvirtual
 from vcfvirtual.errors import StaleCacheError
 from vcfvirtual.refs.relocate import relocate_file
 
+from .. import bcfdata
 from ..conftest import assert_matches_bio2zarr, bio2zarr_convert
 
 
@@ -98,13 +99,13 @@ def _index(bcf, tmp_path, chunk_length=300):
 def test_cache_read_over_http_ranges(cohort_bcf, tmp_path, http_dir):
     served, base, stats = http_dir
     refs, cache = _index(cohort_bcf, tmp_path)
-    shutil.copy(cache, served / cache.name)
+    shutil.copytree(cache, served / cache.name)  # a folder of parts, served as it is
     ref = bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 300)
     ds = xr.open_zarr(vcfvirtual.open_store(refs, cache_url=base), consolidated=False)
     assert_matches_bio2zarr(ds, ref)
     assert stats.get(206, 0) >= 5 and stats.get(200, 0) == 0  # chunks and hash windows by range
     # Each array reads its chunks' ranges; nothing fetched the whole file per request.
-    assert stats["bytes"] < 40 * cache.stat().st_size
+    assert stats["bytes"] < 40 * len(bcfdata.cache_bytes(cache))
     # A collaborator: relocated JSON, plain xarray, fsspec's HTTP filesystem.
     relocate_file(refs, base, tmp_path / "http.vcz.json")
     plain = xr.open_zarr(
@@ -122,14 +123,16 @@ def test_cache_read_over_http_ranges(cohort_bcf, tmp_path, http_dir):
 def test_changed_or_missing_http_cache_is_refused(small_bcf, tmp_path, http_dir):
     served, base, _ = http_dir
     refs, cache = _index(small_bcf, tmp_path, 3)
-    with pytest.raises(StaleCacheError, match=f"cannot reach the transcode cache {base}c.cache.bcf"):
+    with pytest.raises(StaleCacheError, match=f"cannot reach the transcode cache part {base}c.cache.bcf/part-000000"):
         vcfvirtual.open_store(refs, cache_url=base)
-    data = bytearray(cache.read_bytes())
+    data = bytearray(bcfdata.cache_file(cache).read_bytes())
     data[len(data) // 2] ^= 0xFF
-    (served / cache.name).write_bytes(bytes(data))
+    served_part = served / cache.name / "part-000000"
+    served_part.parent.mkdir()
+    served_part.write_bytes(bytes(data))
     with pytest.raises(StaleCacheError, match="sampled hash differs"):
         vcfvirtual.open_store(refs, cache_url=base)
-    (served / cache.name).write_bytes(bytes(data) + b"x")
+    served_part.write_bytes(bytes(data) + b"x")
     with pytest.raises(StaleCacheError, match="bytes, it was"):
         vcfvirtual.open_store(refs, cache_url=base)
 
@@ -137,12 +140,13 @@ def test_changed_or_missing_http_cache_is_refused(small_bcf, tmp_path, http_dir)
 def test_cache_read_from_s3(cohort_bcf, tmp_path, s3_bucket):
     bucket, fs, options = s3_bucket
     refs, cache = _index(cohort_bcf, tmp_path)
-    fs.put_file(str(cache), f"{bucket}/vcz/{cache.name}")
+    part = bcfdata.cache_file(cache)
+    fs.put_file(str(part), f"{bucket}/vcz/{cache.name}/{part.name}")
     ds = xr.open_zarr(
         vcfvirtual.open_store(refs, cache_url=f"s3://{bucket}/vcz/", storage_options=options), consolidated=False
     )
     assert_matches_bio2zarr(ds, bio2zarr_convert(cohort_bcf, tmp_path / "ref.vcz", 300))
-    fs.pipe_file(f"{bucket}/vcz/{cache.name}", cache.read_bytes()[:-28])  # the EOF block lost
+    fs.pipe_file(f"{bucket}/vcz/{cache.name}/{part.name}", part.read_bytes()[:-28])  # cut short
     with pytest.raises(StaleCacheError, match="does not match"):
         vcfvirtual.open_store(refs, cache_url=f"s3://{bucket}/vcz/", storage_options=options)
     assert json.loads(refs.read_text())["templates"]["cache"].startswith("file://")  # refs file untouched
@@ -158,7 +162,7 @@ def test_bcf_served_over_http_is_indexed_in_place(cohort_bcf, tmp_path, http_dir
         base + "cohort.bcf", refs_path=refs, cache_path=tmp_path / "http.cache.bcf", variants_chunk_size=300
     )
     _, local_cache = _index(cohort_bcf, tmp_path)
-    assert (tmp_path / "http.cache.bcf").read_bytes() == local_cache.read_bytes()
+    assert bcfdata.cache_bytes(tmp_path / "http.cache.bcf") == bcfdata.cache_bytes(local_cache)
     assert stats.get(206, 0) >= 1 and stats.get(200, 0) == 0
     assert_matches_bio2zarr(
         xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False),

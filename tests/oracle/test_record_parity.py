@@ -536,7 +536,7 @@ def _index_and_read(seed: Seed, path: Path, work: Path, layout: str = "bgzf") ->
         **layout_options(layout),
     )
     doc = resolved_refs(refs)
-    cache = (work / "case.cache").read_bytes()
+    cache = bcfdata.cache_file(work / "case.cache").read_bytes()  # a columns cache's one part
     values, errors = {}, {}
     for name, spec in _codec_specs(refs).items():
         blocks = -(-spec.shape[0] // spec.samples_chunk_size) if spec.samples_chunk_size else 1

@@ -113,12 +113,19 @@ def server():
 
 
 def pointed_at(doc: dict, url: str, work: Path, name: str) -> Path:
-    """The references with their cache (template and attribute) at ``url``."""
+    """The references with their cache (template and attribute) at ``url``: one file, as a
+    sender naming one would write them (the index's own cache is a folder of parts, each
+    chunk ``{{cache}}/part-000000``; pointed at a file, those names would reach nothing)."""
     doc = json.loads(json.dumps(doc))
     doc["templates"]["cache"] = url
     attrs = json.loads(doc["refs"][".zattrs"])
     attrs["vcfvirtual"]["cache"]["url"] = url
+    attrs["vcfvirtual"]["cache"].pop("parts")
     doc["refs"][".zattrs"] = json.dumps(attrs)
+    for value in doc["refs"].values():
+        if isinstance(value, list):
+            assert value[0] == "{{cache}}/part-000000"
+            value[0] = "{{cache}}"
     path = work / f"{name}.json"
     path.write_text(json.dumps(doc))
     return path

@@ -111,10 +111,37 @@ def test_force_refuses_a_cache_that_is_not_ours(small_bcf, tmp_path, thing):
     assert not (tmp_path / "c.json").exists()
 
 
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        "notes.txt",  # a file of the user's
+        ".part-000001.tmp-999999999",  # even a name a part might have been written under
+        "part-000001",  # a part's name, not a part's bytes
+        "sub/",  # a folder
+    ],
+)
+def test_force_refuses_a_cache_folder_holding_anything_but_parts(small_bcf, tmp_path, foreign):
+    """A cache made of parts is replaced only when it holds parts and nothing else: a
+    folder with one more thing in it is the user's, kept whole, even with force."""
+    refs, cache = tmp_path / "c.json", tmp_path / "c.cache.columns"
+    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, variants_chunk_size=3)
+    assert os.listdir(cache) == ["part-000000"]
+    if foreign.endswith("/"):
+        (cache / foreign).mkdir()
+    else:
+        (cache / foreign).write_bytes(b"the user's own words\n")
+    before = {p.name: snapshot(p) for p in cache.iterdir()}
+    with pytest.raises(errors.OutputExistsError, match="directory that is not a vcfvirtual cache") as info:
+        vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, variants_chunk_size=2, force=True)
+    assert str(cache) in str(info.value)
+    assert {p.name: snapshot(p) for p in cache.iterdir()} == before
+    assert chunk_size_of(refs) == 3  # nothing replaced
+
+
 def test_a_link_to_our_own_cache_is_not_written_through(small_bcf, tmp_path):
     real = tmp_path / "real.cache.bcf"
     vcfvirtual.index(small_bcf, refs_path=tmp_path / "real.json", cache_path=real)
-    before = real.read_bytes()
+    before = bcfdata.cache_bytes(real)
     (tmp_path / "link.cache.bcf").symlink_to(real)
     with pytest.raises(errors.OutputExistsError, match="symbolic link"):
         vcfvirtual.index(
@@ -124,7 +151,7 @@ def test_a_link_to_our_own_cache_is_not_written_through(small_bcf, tmp_path):
             force=True,
             variants_chunk_size=2,
         )
-    assert real.read_bytes() == before and (tmp_path / "link.cache.bcf").is_symlink()
+    assert bcfdata.cache_bytes(real) == before and (tmp_path / "link.cache.bcf").is_symlink()
 
 
 def test_the_input_is_never_the_cache(small_bcf, tmp_path):
@@ -316,8 +343,9 @@ def test_failed_remote_runs_leave_no_staging_folder(small_bcf, s3_bucket, tmp_pa
 
 @pytest.fixture
 def relocatable(small_bcf, tmp_path):
+    """A cache that is one file (bgzf); a cache made of parts moves with its folder, below."""
     refs, cache = tmp_path / "r.vcz.json", tmp_path / "r.cache.bcf"
-    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, variants_chunk_size=3)
+    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, variants_chunk_size=3, cache_layout="bgzf")
     return refs, cache
 
 
@@ -345,6 +373,22 @@ def test_relocate_to_a_local_folder_appends_the_cache_name(relocatable, tmp_path
     assert our_positions(refs) == pysam_positions(small_bcf)
 
 
+def test_relocate_moves_a_cache_made_of_parts_with_its_folder(tmp_path, small_bcf):
+    """A folder of parts is the cache itself, not a folder to find the cache in; a folder
+    holding it (or one named with a final /) gets the cache's name."""
+    refs, cache = tmp_path / "p.vcz.json", tmp_path / "p.cache.columns"
+    vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, variants_chunk_size=3)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copytree(cache, copy / cache.name)
+    for target in (copy / cache.name, copy, f"{copy}/"):
+        result = relocate(refs, target)
+        assert result.exit_code == 0, result.output
+        assert template(refs) == f"file://{copy}/{cache.name}"
+    shutil.rmtree(cache)
+    assert our_positions(refs) == pysam_positions(small_bcf)
+
+
 def test_relocate_refuses_a_url_naming_no_file(relocatable):
     refs, _ = relocatable
     before = refs.read_bytes()
@@ -361,7 +405,9 @@ def test_relocate_checks_the_target_unless_told_not_to(relocatable, tmp_path, co
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     result = relocate(refs, elsewhere)  # nothing there yet
-    assert result.exit_code == 1 and "cannot read the cache" in result.output and "--no-check" in result.output
+    assert (
+        result.exit_code == 1 and "cannot read the transcode cache" in result.output and "--no-check" in result.output
+    )
     # Another BCF under the cache's name: not the cache the references were made with.
     shutil.copy(cohort_bcf, elsewhere / cache.name)
     result = relocate(refs, elsewhere)

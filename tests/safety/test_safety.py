@@ -185,14 +185,15 @@ def flip_middle_bit(path):
 
 def test_cache_with_one_byte_changed_is_refused(indexed):
     _, refs, cache = indexed
-    flip_middle_bit(cache)
+    flip_middle_bit(bcfdata.cache_file(cache))
     with pytest.raises(errors.StaleCacheError, match="contents changed"):
         vcfvirtual.open_store(refs)
 
 
 @pytest.mark.parametrize("change", ["truncate", "append", "delete"])
 def test_cache_truncated_appended_or_deleted_is_refused(indexed, change):
-    _, refs, cache = indexed
+    _, refs, folder = indexed
+    cache = bcfdata.cache_file(folder)  # its one part
     data = cache.read_bytes()
     if change == "delete":
         cache.unlink()

@@ -4,6 +4,7 @@ they all produce, computed here only."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,10 @@ from typing import IO, Any, BinaryIO, NamedTuple, Protocol
 import numpy as np
 
 from ..bcf.header import BCFHeader
-from ..io.outputs import output_file
+from ..errors import OutputWriteError
+from ..io.fingerprint import Fingerprint
+from ..io.outputs import output_file, write_hint
+from ..io.sources import StorageOptions
 from ..scan.chunking import chunk_length_within
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
@@ -21,6 +25,10 @@ from ..scan.sink import RecordSink
 from .names import LayoutName
 
 ChunkLengthFor = Callable[[BCFHeader], int]
+# Where a layout writes the cache: a local path (its temporary name, renamed into place
+# when complete), or, for a cache made of parts only, the URL of its folder, under which
+# each part is uploaded as it is written (an object store has no rename).
+CacheTarget = Path | str
 
 # Target size of one decoded call_genotype chunk, and the most variants per chunk, of the
 # layouts that keep a record whole (raw, bgzf): a read decodes every sample of a chunk.
@@ -69,6 +77,8 @@ class SerialSource:
         :func:`vcfvirtual.scan.scanner.scan_bcf`).
     fileobj : file object or None
         The BCF already open (a URL's stream).
+    storage_options : mapping or None
+        fsspec options for a cache written under a URL.
     """
 
     path: str | Path
@@ -76,6 +86,7 @@ class SerialSource:
     progress: bool | None = None
     threads: int = 0
     fileobj: BinaryIO | None = None
+    storage_options: StorageOptions = None
 
     def scan(self, sink: RecordSink) -> ScanResult:
         """Scan the BCF, handing every inflated byte to ``sink`` (a layout's writer)."""
@@ -103,11 +114,21 @@ class SegmentRanges(NamedTuple):
     :class:`ChunkRanges` whose arrays have shape ``(n_chunks,)``, or ``(n_chunks,
     n_blocks)`` for a FORMAT field cut into samples blocks; each segment's compressor
     (``zstd``, ``blosc``), and the samples per block (the samples chunk size as written:
-    no wider than the samples there are), which the arrays reading them declare."""
+    no wider than the samples there are), which the arrays reading them declare.
+
+    The cache is a folder of parts (``parts``: their file names, :func:`~vcfvirtual.cache.names.part_name`), each
+    holding the segments of a run of whole variants chunks, written by the worker that
+    demultiplexed them; ``chunk_part[k]`` is the index in ``parts`` of the part holding
+    chunk k, and its ranges are offsets in that part."""
 
     segments: dict[str, ChunkRanges]
     compressors: dict[str, str]
     samples_chunk_size: int
+    parts: tuple[str, ...]
+    chunk_part: np.ndarray  # (n_chunks,) int32
+    # Each part's fingerprint, taken by the task that wrote it (so the caller reads none of
+    # them back); empty when the caller wrote the cache itself.
+    part_fingerprints: tuple[Fingerprint, ...] = ()
 
 
 # What a layout's writer returns: one range per variants chunk shared by every array
@@ -150,6 +171,39 @@ def open_cache(tmp_cache: Path) -> AbstractContextManager[IO[Any]]:
         Yielding the binary file.
     """
     return output_file(tmp_cache, "the cache", "cache_path=")
+
+
+def local_target(target: CacheTarget) -> Path:
+    """The local path of a layout that writes one file (staged locally, then uploaded,
+    when its cache is named by URL: the plan never hands it a URL)."""
+    if isinstance(target, str):
+        raise ValueError(f"{target}: a one-file cache is written locally, then uploaded")
+    return target
+
+
+def make_parts_folder(tmp_cache: Path) -> None:
+    """The folder of a cache made of parts, under its temporary name; an OS error made
+    one :class:`~vcfvirtual.errors.OutputWriteError`."""
+    try:
+        tmp_cache.mkdir(exist_ok=True)
+    except OSError as e:
+        raise OutputWriteError(tmp_cache, f"cannot write the cache: {e.strerror}", hint=write_hint(e)) from None
+
+
+@dataclass(frozen=True)
+class PartitionedRun:
+    """Where a partitioned index runs its tasks: ``executor`` (a process pool, a Dask
+    cluster's, or this process), running ``workers`` at once; ``progress`` as asked.
+    ``renew`` gives a new process pool when a worker of this one died (which breaks a
+    process pool; None: the executor recovers by itself, as Dask reschedules a dead
+    worker's tasks, or cannot break). Inputs named by URL are read with
+    ``storage_options``."""
+
+    executor: Executor
+    workers: int
+    progress: bool | None
+    renew: Callable[[], Executor] | None = None
+    storage_options: StorageOptions = None  # fsspec options for inputs named by URL
 
 
 class CacheLayout(Protocol):
@@ -196,15 +250,15 @@ class CacheLayout(Protocol):
         of ``ploidy`` (genotypes of ``itemsize`` bytes each), within the bounds."""
         ...
 
-    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, CacheRanges]:
+    def write_serial(self, source: SerialSource, tmp_cache: CacheTarget) -> tuple[ScanResult, CacheRanges]:
         """Scan ``source`` once, writing the cache to ``tmp_cache`` as it goes.
 
         Parameters
         ----------
         source : SerialSource
             The BCF and how to scan it.
-        tmp_cache : Path
-            The cache's temporary name.
+        tmp_cache : Path or str
+            The cache's temporary name; a URL only for a layout made of parts.
 
         Returns
         -------
@@ -220,7 +274,12 @@ class CacheLayout(Protocol):
         """
         ...
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> CacheRanges:
+    def load_kernels(self, header: BCFHeader) -> None:
+        """Load the compiled kernels :meth:`write_partitioned`'s tasks run for records of
+        ``header``, in this process, before it forks its workers (who inherit them)."""
+        ...
+
+    def write_partitioned(self, merged: Merged, tmp_cache: CacheTarget, run: PartitionedRun) -> CacheRanges:
         """Write the cache of partitions scanned apart and merged.
 
         Parameters
@@ -228,8 +287,10 @@ class CacheLayout(Protocol):
         merged : Merged
             The merged scan, with the source pieces and (if ``needs_segments``) the
             partitions' segments, in stream order.
-        tmp_cache : Path
-            The cache's temporary name.
+        tmp_cache : Path or str
+            The cache's temporary name; a URL only for a layout made of parts.
+        run : PartitionedRun
+            Where the partitions were scanned: a layout may write its cache there too.
 
         Returns
         -------

@@ -24,10 +24,13 @@ from ..io.outputs import CACHE_SUFFIX
 from ..scan.parallel import Merged, Piece
 from ..scan.results import ScanResult
 from .base import (
+    CacheTarget,
     ChunkRanges,
+    PartitionedRun,
     SerialSource,
     WholeRecordChunks,
     chunk_byte_ranges,
+    local_target,
     open_cache,
 )
 from .names import LayoutName
@@ -229,8 +232,9 @@ class BGZFLayout(WholeRecordChunks):
         records are compressed (counting them means inflating the chunk)."""
         return None
 
-    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, ChunkRanges]:
+    def write_serial(self, source: SerialSource, target: CacheTarget) -> tuple[ScanResult, ChunkRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
+        tmp_cache = local_target(target)
         with open_cache(tmp_cache) as f:
             writer = ChunkAlignedBGZFWriter(f)
             scan = source.scan(writer)
@@ -244,9 +248,17 @@ class BGZFLayout(WholeRecordChunks):
         )
         return scan, chunk_byte_ranges(np.asarray(writer.chunk_starts, dtype=np.uint64), end)
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
+    def load_kernels(self, header: BCFHeader) -> None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.load_kernels`: none of its own."""
+
+    def write_partitioned(self, merged: Merged, target: CacheTarget, run: PartitionedRun) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`. Blocks no cut
         splits are copied; only split ones are read and inflated."""
+        tmp_cache = local_target(target)
+        with phase("compress", run.progress):  # this process writes it alone
+            return self._write_merged(merged, tmp_cache)
+
+    def _write_merged(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
         with open_cache(tmp_cache) as f, contextlib.ExitStack() as stack:
             writer = ChunkAlignedBGZFWriter(f)
             writer.cut_at(merged.scan.header.size, merged.scan.chunk_offsets)

@@ -14,26 +14,40 @@ then the segments, chunk after chunk. Formats and measurements:
 
 from __future__ import annotations
 
+import io
 import logging
-from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
-from typing import IO, Any, BinaryIO
+import os
+from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, as_completed
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
 
-from .._progress import phase
+from .._progress import byte_bar, phase
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
+from ..scan.scanner import header_bytes, read_header, scan_partition
 from . import columns_demux as demux
-from .base import ChunkBounds, ChunkRanges, SegmentRanges, SerialSource, open_cache
-from .names import LayoutName, segment_name
+from . import columns_parts as parts
+from .base import (
+    CacheTarget,
+    ChunkBounds,
+    ChunkRanges,
+    PartitionedRun,
+    SegmentRanges,
+    SerialSource,
+    make_parts_folder,
+)
+from .names import LayoutName, part_name, segment_name
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 logger = logging.getLogger(__name__)
 
@@ -214,6 +228,7 @@ class ColumnsWriter:
         self.window_len = 0
         self.offsets: list[np.ndarray] = []  # record starts not yet written, by batch
         self.n_offsets = 0
+        self.records_seen = 0
         # The demux's output, likewise: two, so that one chunk's segments are compressed
         # while the scan reads and demuxes the next chunk into the other.
         self.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
@@ -225,6 +240,14 @@ class ColumnsWriter:
         self.ranges: list[list[tuple[int, int]]] = []
 
     def header_parsed(self, header: BCFHeader, chunk_length: int) -> None:
+        self.start_part(header, self._take(0, header.size).tobytes(), chunk_length)
+        self._drop(header.size)
+
+    def start_part(self, header: BCFHeader, stored_header: bytes, chunk_length: int) -> None:
+        """Begin the part with its magic and the store's header as stored (``stored_header``:
+        the stream's first ``header.size`` bytes), its chunks ``chunk_length`` records
+        each. A serial scan's part starts where the header ends; a run's (a partitioned
+        index) at its first record, stream offset 0."""
         if chunk_length < 1:
             raise VcfVirtualError(self.path, "the columns layout needs the variants chunk size before the records")
         self.chunk_length = chunk_length
@@ -232,8 +255,7 @@ class ColumnsWriter:
         self.plan = SegmentPlan(header, layout.samples_chunk_size, layout.local_alleles, layout.field_choice)
         self.ranges = [[] for _ in self.plan.segments]
         self._write(FILE_MAGIC)
-        self._write(self._take(0, header.size).tobytes())
-        self._drop(header.size)
+        self._write(stored_header)
 
     def add_block(self, raw: bytes | memoryview | None, data: bytes | memoryview) -> None:
         n = len(data)
@@ -248,6 +270,7 @@ class ColumnsWriter:
     def records_scanned(self, offsets: np.ndarray) -> None:
         self.offsets.append(np.asarray(offsets, np.int64))
         self.n_offsets += len(offsets)
+        self.records_seen += len(offsets)
 
     def scanned_to(self, stream_offset: int) -> None:
         # A chunk is whole once the next chunk's first record is known (its end).
@@ -269,8 +292,9 @@ class ColumnsWriter:
         self.offsets, self.n_offsets = [], 0
         self.flush()
 
-    def segment_ranges(self, n_chunks: int) -> SegmentRanges:
-        """Each segment name's ranges, ``(n_chunks,)`` or ``(n_chunks, n_blocks)`` (uint64)."""
+    def segment_ranges(self, n_chunks: int, part: str) -> SegmentRanges:
+        """Each segment name's ranges, ``(n_chunks,)`` or ``(n_chunks, n_blocks)`` (uint64),
+        every chunk in the one part ``part`` this writer wrote."""
         assert self.plan is not None
         grouped: dict[str, list[list[tuple[int, int]]]] = {}
         for s in self.plan.kept:
@@ -283,7 +307,7 @@ class ColumnsWriter:
                 table = table[:, 0]
             out[name] = ChunkRanges(np.ascontiguousarray(table[..., 0]), np.ascontiguousarray(table[..., 1]))
         compressors = {segment[0]: segment[6] for segment in self.plan.segments}
-        return SegmentRanges(out, compressors, self.plan.samples_chunk_size)
+        return SegmentRanges(out, compressors, self.plan.samples_chunk_size, (part,), np.zeros(n_chunks, np.int32))
 
     def _write(self, data: bytes) -> None:
         self.fileobj.write(data)
@@ -304,6 +328,26 @@ class ColumnsWriter:
         keep = self.window_len - (end - self.window_start)
         self.window[:keep] = self.window[end - self.window_start : self.window_len]
         self.window_start, self.window_len = end, keep
+
+    def load_kernels(self) -> None:
+        """Load the demux and GT summary kernels' compiled code now, on an empty chunk
+        (see :meth:`ColumnsLayout.load_kernels`)."""
+        plan = self.plan
+        assert plan is not None
+        demux.demux_chunk(
+            self.window[:0],
+            np.zeros(0, np.int64),
+            plan.info_slot,
+            plan.fmt_slot,
+            plan.n_info,
+            plan.n_format,
+            plan.n_samples,
+            plan.samples_chunk_size,
+            plan.end_key,
+            plan.gt_slot,
+            self.scratch[0],
+        )
+        demux.gt_block_summary(np.zeros(0, np.uint8), 0, 1)
 
     def _emit(self, offsets: np.ndarray, end: int) -> None:
         """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``."""
@@ -368,10 +412,10 @@ class ColumnsLayout(ChunkBounds):
 
     name: LayoutName = "columns"
     suffix = COLUMNS_CACHE_SUFFIX  # no BCF: its name says what it is
-    # A partitioned run's workers write their records inflated; this process then demuxes
-    # and compresses the merged stream as a serial scan's sink would (the same bytes).
-    needs_segments = True
-    needs_record_offsets = True  # write_partitioned cuts the merged stream by record
+    # A partitioned run's tasks each write a part: a run of whole chunks read again from
+    # the sources (columns_parts), the segments a serial run writes, cut between chunks.
+    needs_segments = False  # its tasks read the sources again
+    needs_record_offsets = False  # the chunks' first offsets are enough
     max_chunk_bytes = MAX_CHUNK_BYTES
     max_chunk_length = CHUNK_LENGTH
     uncompressed_stream = False
@@ -397,72 +441,150 @@ class ColumnsLayout(ChunkBounds):
         fields = PREAMBLE.unpack_from(data) if len(data) == PREAMBLE.size else None
         return int(fields[5]) if fields and fields[0] == codec_columns.MAGIC else -1
 
-    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, SegmentRanges]:
-        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
-        with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(f, str(source.path), self)
+    def write_serial(self, source: SerialSource, tmp_cache: CacheTarget) -> tuple[ScanResult, SegmentRanges]:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`: one part, in a
+        local folder or uploaded as it is written under a URL."""
+        part = part_name(0)
+        folder = _parts_folder(tmp_cache)
+        with parts.part_file(folder, part, source.storage_options) as output:
+            writer = ColumnsWriter(output.file, str(source.path), self)
             try:
                 scan = source.scan(writer)
                 with phase("compress", source.progress):  # the chunks still in the compression pool
                     writer.close(scan.stream_size)
             finally:
                 writer.pool.shutdown()
+        assert output.fingerprint is not None
         n_chunks = len(scan.chunk_offsets)
         logger.info("%s: %d chunks of %d segments written", source.path, n_chunks, len(writer.ranges))
-        return scan, writer.segment_ranges(n_chunks)
+        return scan, writer.segment_ranges(n_chunks, part)._replace(part_fingerprints=(output.fingerprint,))
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> SegmentRanges:
-        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: the segments'
-        bytes, in order, go through the serial pass's writer with the merged record
-        offsets, so the cache is the one a serial scan of the same stream writes."""
+    def write_partitioned(self, merged: Merged, tmp_cache: CacheTarget, run: PartitionedRun) -> SegmentRanges:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: tasks on
+        ``executor`` write one part each, a run of whole chunks read again from the
+        sources (:mod:`vcfvirtual.cache.columns_parts`); this process only plans the runs
+        and joins their ranges."""
         scan = merged.scan
-        offsets = merged.record_offsets
-        # Errors name the first input (its records come first in the merged stream).
-        name = merged.pieces[0].path if merged.pieces else str(tmp_cache)
-        with open_cache(tmp_cache) as f:
-            writer = ColumnsWriter(f, name, self)
+        tasks = parts.plan_runs(merged, 2 * run.workers, storage_options=run.storage_options)
+        folder = _parts_folder(tmp_cache)
+        if not tasks:  # no records: one part with the header, as a serial run writes
+            return self._empty_part(merged, folder, run)
+        done: dict[str, parts.RunResult] = {}
+        bar = byte_bar("write parts", sum(t.n_bytes for t in tasks), run.progress)
+        try:
+            executor = run.executor
+            while broken := self._run_tasks(
+                [t for t in tasks if t.part not in done], executor, folder, scan, done, bar
+            ):
+                # A worker process died (killed, out of memory): the pool is lost with the
+                # tasks it held. Theirs are written again by new processes, once; a part
+                # already written is replaced whole (written aside, then renamed).
+                if run.renew is None or executor is not run.executor:
+                    raise broken
+                logger.warning("a worker died (%s): its parts are written again by new worker processes", broken)
+                executor = run.renew()
+        except BaseException:
+            # A folder under a URL is not renamed into place: the parts written go now.
+            parts.remove_parts(folder, [t.part for t in tasks], run.storage_options)
+            raise
+        finally:
+            bar.close()
+        results = [done[t.part] for t in tasks]
+        logger.info("%d chunks written by %d tasks as %d parts", len(scan.chunk_offsets), len(tasks), len(results))
+        return parts.join_runs(results)
+
+    def _run_tasks(
+        self,
+        tasks: list[parts.RunTask],
+        executor: Executor,
+        folder: str,
+        scan: ScanResult,
+        done: dict[str, parts.RunResult],
+        bar: tqdm,
+    ) -> BrokenExecutor | None:
+        """Run ``tasks`` on ``executor``, each result into ``done``; the pool's breakage
+        if a worker died (other failures are raised)."""
+        futures = {executor.submit(write_run, t, folder, scan.chunk_length, self): t for t in tasks}
+        broken = None
+        for future in as_completed(futures):
             try:
-                _feed_segments(writer, merged, scan, offsets)
-                writer.close(scan.stream_size)
+                done[futures[future].part] = future.result()
+            except BrokenExecutor as e:
+                broken = e
+                continue
+            bar.update(futures[future].n_bytes)
+        return broken
+
+    def load_kernels(self, header: BCFHeader) -> None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.load_kernels`."""
+        writer = ColumnsWriter(io.BytesIO(), "", self, threads=1)
+        try:
+            writer.start_part(header, b"", 1)
+            writer.load_kernels()
+        finally:
+            writer.pool.shutdown()
+
+    def _empty_part(self, merged: Merged, folder: str, run: PartitionedRun) -> SegmentRanges:
+        scan = merged.scan
+        part = part_name(0)
+        source = merged.pieces[0].path if merged.pieces else folder
+        with parts.part_file(folder, part, run.storage_options) as output:
+            writer = ColumnsWriter(output.file, source, self)
+            try:
+                stored = header_bytes(source, scan.header.size, run.storage_options)
+                writer.start_part(scan.header, stored, scan.chunk_length)
+                writer.close(0)
             finally:
                 writer.pool.shutdown()
-        n_chunks = len(scan.chunk_offsets)
-        logger.info(
-            "%d chunks of %d segments written from %d parts", n_chunks, len(writer.ranges), len(merged.segments)
-        )
-        return writer.segment_ranges(n_chunks)
+        assert output.fingerprint is not None
+        return writer.segment_ranges(0, part)._replace(part_fingerprints=(output.fingerprint,))
 
 
-# Bytes of a segment file read at once when writing the columns cache from partitions.
-SEGMENT_READ = 8 * 1024 * 1024
+def _parts_folder(target: CacheTarget) -> str:
+    """The folder the parts go in: a URL as it is, a local temporary made now and named
+    absolutely (workers need not share the caller's working directory)."""
+    if isinstance(target, str):
+        return target
+    make_parts_folder(target)
+    return os.path.abspath(target)
 
 
-def _feed_segments(writer: ColumnsWriter, merged: Merged, scan: ScanResult, offsets: np.ndarray) -> None:
-    """Hand the merged stream to ``writer`` as :func:`scan_bcf` would: the header, then
-    bytes with the record starts they complete, then how far the stream is known."""
-    header = scan.header
-    fed = 0  # merged stream bytes handed over
-    told = 0  # records whose start has been handed over
-    started = False
-    for segment in merged.segments:
-        with open(segment.path, "rb") as part:
-            part.seek(segment.skip)
-            while data := part.read(SEGMENT_READ):
-                writer.add_block(None, data)
-                fed += len(data)
-                if not started:
-                    if fed < header.size:
-                        continue
-                    writer.header_parsed(header, scan.chunk_length)
-                    started = True
-                # Records that start in the bytes handed over so far.
-                known = int(np.searchsorted(offsets, fed, side="left"))
-                if known > told:
-                    writer.records_scanned(offsets[told:known])
-                    told = known
-                    writer.scanned_to(fed)
-    if not started or fed != scan.stream_size:
-        raise CorruptBCFError(
-            merged.pieces[0].path if merged.pieces else None,
-            f"the partitions' records are {fed} bytes, the scans counted {scan.stream_size}",
-        )
+def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: ColumnsLayout) -> parts.RunResult:
+    """Write one part of the cache folder ``folder`` (a path or a URL): the task's
+    records, read from its spans, demultiplexed and compressed (module level, so worker
+    processes and Dask run it). The part appears only whole
+    (:func:`~vcfvirtual.cache.columns_parts.part_file`): a task run twice writes it once.
+
+    Raises
+    ------
+    CorruptBCFError
+        The spans did not hold the records the first phase counted there.
+    OutputWriteError
+        The part could not be written.
+    """
+    first = task.spans[0].path
+    with parts.part_file(folder, task.part, task.storage_options) as output:
+        # One compression thread: the other workers have the other cores.
+        writer = ColumnsWriter(output.file, first, layout, threads=1)
+        try:
+            # The store's header, read here rather than sent: at 10^5 samples it is megabytes.
+            header = read_header(task.header_source, task.storage_options)
+            writer.start_part(header, header_bytes(task.header_source, header.size, task.storage_options), chunk_length)
+            sink = parts.PartSink(writer)
+            for span in task.spans:
+                known = header if span.path == task.header_source else None
+                scanned = scan_partition(
+                    span.path, span.start, span.end, sink=sink, storage_options=task.storage_options, header=known
+                )
+                sink.shift += scanned.stream_length
+            if sink.shift != task.n_bytes or writer.records_seen != task.n_records:
+                raise CorruptBCFError(
+                    first,
+                    f"{task.part}: read {writer.records_seen} records ({sink.shift} bytes) where the scan "
+                    f"counted {task.n_records} ({task.n_bytes} bytes); did an input change during the run?",
+                )
+            writer.close(sink.shift)
+        finally:
+            writer.pool.shutdown()
+    assert output.fingerprint is not None
+    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), output.fingerprint)

@@ -5,6 +5,20 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+# A cache made of parts names them so (io/parts.py, below the layers that write and read them).
+from ..io.parts import PART_PREFIX, is_part_name, part_name, part_url
+
+__all__ = [
+    "LAYOUTS",
+    "PART_PREFIX",
+    "LayoutName",
+    "is_part_name",
+    "layout_name",
+    "part_name",
+    "part_url",
+    "segment_name",
+]
+
 #: A transcode cache layout (:class:`vcfvirtual.cache.base.CacheLayout`): ``raw``, the
 #: uncompressed stream; ``bgzf``, the BCF's blocks re-cut at chunk starts; ``columns``,
 #: every array's chunks stored apart.

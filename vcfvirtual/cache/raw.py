@@ -8,15 +8,20 @@ import shutil
 from pathlib import Path
 from typing import BinaryIO
 
+from .._progress import phase
+from ..bcf.header import BCFHeader
 from ..io.outputs import CACHE_SUFFIX
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from ..scan.sink import FileSink
 from .base import (
+    CacheTarget,
     ChunkRanges,
+    PartitionedRun,
     SerialSource,
     WholeRecordChunks,
     chunk_byte_ranges,
+    local_target,
     open_cache,
 )
 from .names import LayoutName
@@ -61,15 +66,24 @@ class RawLayout(WholeRecordChunks):
             found += 1
         return found
 
-    def write_serial(self, source: SerialSource, tmp_cache: Path) -> tuple[ScanResult, ChunkRanges]:
+    def write_serial(self, source: SerialSource, target: CacheTarget) -> tuple[ScanResult, ChunkRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`."""
+        tmp_cache = local_target(target)
         with open_cache(tmp_cache) as f:
             scan = source.scan(FileSink(f))
         return scan, raw_ranges(scan)
 
-    def write_partitioned(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
+    def load_kernels(self, header: BCFHeader) -> None:
+        """See :meth:`vcfvirtual.cache.base.CacheLayout.load_kernels`: none of its own."""
+
+    def write_partitioned(self, merged: Merged, target: CacheTarget, run: PartitionedRun) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: the segments
         in order (the first starts with the first file's header, later files' are skipped)."""
+        tmp_cache = local_target(target)
+        with phase("write", run.progress):  # this process writes it alone
+            return self._write_merged(merged, tmp_cache)
+
+    def _write_merged(self, merged: Merged, tmp_cache: Path) -> ChunkRanges:
         with open_cache(tmp_cache) as out:
             for segment in merged.segments:
                 with open(segment.path, "rb") as f:

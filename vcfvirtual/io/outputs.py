@@ -16,6 +16,7 @@ from typing import IO, Any
 from vcfvirtual_codec.bcf import bgzf
 
 from ..errors import OutputExistsError, OutputWriteError
+from .parts import is_part_name
 
 logger = logging.getLogger(__name__)
 CACHE_SUFFIX = ".vcz.cache.bcf"
@@ -290,11 +291,14 @@ BCF_MAGIC = b"BCF\x02"
 
 
 def is_vcfvirtual_cache(path: Path) -> bool:
-    """A regular file holding a BCF, raw or BGZF, or a columns cache: what a cache is."""
+    """A regular file holding a BCF, raw or BGZF, or a columns cache, or a folder of
+    columns cache parts (:func:`is_parts_folder`): what a cache is."""
     import gzip
     import zlib
 
     path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        return is_parts_folder(path)
     if not path.is_file():
         return False
     try:
@@ -312,6 +316,29 @@ def is_vcfvirtual_cache(path: Path) -> bool:
                 return inflated.read(len(BCF_MAGIC)) == BCF_MAGIC
     except (OSError, EOFError, zlib.error):
         return False
+
+
+def is_parts_folder(path: Path) -> bool:
+    """A cache made of parts: a folder holding at least one part and nothing else, each
+    a regular file named ``part-NNNNNN`` that starts as a columns cache does. A folder
+    holding anything more is the user's: never replaced, never deleted."""
+    try:
+        with os.scandir(path) as entries:
+            found = list(entries)
+    except OSError:
+        return False
+    return bool(found) and all(
+        is_part_name(e.name) and e.is_file(follow_symlinks=False) and _starts_as_columns_cache(e.path) for e in found
+    )
+
+
+def _starts_as_columns_cache(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(COLUMNS_CACHE_MAGIC) + len(BCF_MAGIC))
+    except OSError:
+        return False
+    return head == COLUMNS_CACHE_MAGIC + BCF_MAGIC
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from . import remote as storage
+from .parts import part_url
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,8 @@ class Staging:
         The staging folder to create on entry (it must not exist); None for a run
         with nothing to upload, where :meth:`publish` only places the references.
     cache : tuple of (Path, str) or None
-        (local file, URL) of the cache to upload, or None.
+        (local file or folder of parts, URL) of the cache to upload, or None; a folder's
+        parts are uploaded one by one under its URL (``<url>/part-000000``...).
     refs : tuple of (Path, str) or None
         (local file, URL) of the references to upload, or None.
     storage_options : dict or None
@@ -55,6 +57,11 @@ class Staging:
             self.folder.mkdir(mode=0o700)  # private, as mkdtemp makes one
         return self
 
+    def written_in_place(self, urls: list[str]) -> None:
+        """Objects the run wrote under their final URLs (a cache made of parts, uploaded
+        by its writers): removed, as uploads are, if the run fails after all."""
+        self.uploaded.extend(urls)
+
     def publish(self, place_references: Callable[[], None] | None = None) -> None:
         """Upload the cache, put the references in place locally (``place_references``,
         e.g. their rename from a temporary), then upload the references."""
@@ -67,6 +74,10 @@ class Staging:
             self._upload(*self.refs)
 
     def _upload(self, local: Path, url: str) -> None:
+        if local.is_dir():  # a cache made of parts: each one, under the folder's URL
+            for part in sorted(local.iterdir()):
+                self._upload(part, part_url(url, part.name))
+            return
         storage.upload(local, url, self.storage_options)
         self.uploaded.append(url)
 

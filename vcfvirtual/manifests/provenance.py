@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..cache.names import LAYOUTS, LayoutName, layout_name
+from ..cache.names import LAYOUTS, LayoutName, is_part_name, layout_name
 from ..errors import UntrustedReferenceError
 from ..io.fingerprint import Fingerprint
 
@@ -39,22 +39,56 @@ class RecordedSource:
 
 
 @dataclass(frozen=True)
+class RecordedPart:
+    """One part of a cache made of parts: its file name in the cache's folder
+    (``part-000123``) and its fingerprint when written."""
+
+    name: str
+    fingerprint: Fingerprint
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, **self.fingerprint.to_json()}
+
+
+@dataclass(frozen=True)
 class RecordedCache:
     """The transcode cache: where readers find it, its layout (None in references written
-    before layouts were recorded) and its fingerprint when written."""
+    before layouts were recorded) and its fingerprint when written.
+
+    A cache made of parts (``parts`` not empty: the ``columns`` layout) is a folder at
+    ``url``; each part has its own fingerprint, and ``fingerprint`` records only their
+    total size (no time, no digest: a folder has none worth checking)."""
 
     url: str
     layout: LayoutName | None
     fingerprint: Fingerprint
+    parts: tuple[RecordedPart, ...] = ()
+
+    @classmethod
+    def of_parts(cls, url: str, layout: LayoutName | None, parts: tuple[RecordedPart, ...]) -> RecordedCache:
+        """The record of a folder of ``parts``."""
+        total = sum(p.fingerprint.size for p in parts)
+        return cls(url, layout, Fingerprint(size=total, mtime_ns=0, digest=None), parts)
+
+    @classmethod
+    def from_json(cls, value: Any, source: Where) -> RecordedCache:
+        """The ``cache`` entry of the provenance (:meth:`to_json`), checked for shape.
+
+        Raises
+        ------
+        UntrustedReferenceError
+            It is malformed (no URL, no byte count for a size, a part not named ``part-NNNNNN``)."""
+        return _cache(value, source)
 
     @property
     def size(self) -> int:
-        """The cache's size in bytes, as indexed."""
+        """The cache's size in bytes, as indexed (of all its parts)."""
         return self.fingerprint.size
 
     def to_json(self) -> dict[str, Any]:
         layout = {} if self.layout is None else {"layout": self.layout}
-        return {"url": self.url, **layout, **self.fingerprint.to_json()}
+        parts = {"parts": [p.to_json() for p in self.parts]} if self.parts else {}
+        return {"url": self.url, **layout, **self.fingerprint.to_json(), **parts}
 
 
 @dataclass(frozen=True)
@@ -202,7 +236,17 @@ def _cache(value: Any, source: Where) -> RecordedCache:
         raise UntrustedReferenceError(
             source, f"the references' cache layout {value['layout']!r} is none of {', '.join(LAYOUTS)}"
         )
-    return RecordedCache(value["url"], layout, _fingerprint(value, "cache", source))
+    return RecordedCache(value["url"], layout, _fingerprint(value, "cache", source), _parts(value.get("parts"), source))
+
+
+def _parts(value: Any, source: Where) -> tuple[RecordedPart, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("name"), str) and is_part_name(p["name"]) for p in value
+    ):
+        raise UntrustedReferenceError(source, "the references' cache parts are not a list of part names")
+    return tuple(RecordedPart(p["name"], _fingerprint(p, f"cache part {p['name']}", source)) for p in value)
 
 
 def _sources(value: Any, source: Where) -> tuple[RecordedSource, ...]:

@@ -9,10 +9,11 @@ Everything here is pure: the scan result and the cache location in, a group out.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numcodecs import VLenUTF8
@@ -28,7 +29,7 @@ from ..bcf.header import BCFHeader
 from ..cache.base import CacheRanges, ChunkRanges, SegmentRanges
 from ..cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
 from ..cache.layouts import LAYOUT_WRITERS
-from ..cache.names import LayoutName, segment_name
+from ..cache.names import LayoutName, part_url, segment_name
 from ..errors import CorruptBCFError, FieldShapeError, UnsupportedBCFError, VcfVirtualError
 from ..scan.results import ScanResult
 from .provenance import ATTRIBUTE, Dimensions, Provenance, RecordedCache, RecordedSource
@@ -186,9 +187,21 @@ class _StoreChunks:
             list(dims),
             tuple(chunk_shape),
             array_ranges,
-            self.cache_url,
+            self.chunk_paths,
             description,
         )
+
+    @functools.cached_property
+    def chunk_paths(self) -> np.ndarray:
+        """Each variants chunk's file, ``(n_chunks,)``: the cache itself, or (a cache made
+        of parts) the part holding that chunk, ``<cache_url>/part-000003``. Made once a
+        store, from one string per part (vectorised: there are millions of chunks)."""
+        ranges = self.ranges
+        if isinstance(ranges, SegmentRanges):
+            urls = np.array([part_url(self.cache_url, p) for p in ranges.parts], dtype=np.dtypes.StringDType())
+            return urls[ranges.chunk_part]
+        n_chunks = ranges.offsets.shape[0]
+        return np.full(n_chunks, self.cache_url, dtype=np.dtypes.StringDType())
 
     def _ranges(self, kind: str, field: str | None) -> tuple[ChunkRanges, dict[str, Any]]:
         """The chunks' ranges of an array of ``kind``, and the spec fields the columns
@@ -211,10 +224,11 @@ def _variant_array(
     dims: list[str],
     chunk_shape: tuple[int, ...],
     array_ranges: ChunkRanges,
-    cache_url: str,
+    chunk_paths: np.ndarray,
     description: str | None,
 ) -> ManifestArray:
-    """The array of ``spec`` over ``array_ranges`` of the cache."""
+    """The array of ``spec`` over ``array_ranges`` of the cache (``chunk_paths``: the file
+    of each variants chunk, broadcast over the rest of the grid)."""
     per_variant_shape = spec.shape
     n_records, chunk_length = spec.num_records, spec.chunk_length
     attributes = {}
@@ -233,9 +247,13 @@ def _variant_array(
     n_chunks = offsets.shape[0]
     # A samples-blocked segment's ranges are (n_chunks, n_blocks): the grid's first two axes.
     grid = (*offsets.shape, *([1] * (1 + len(per_variant_shape) - offsets.ndim)))
+    # One part per variants chunk, the same across its samples blocks and the rest of the grid.
+    paths = cast(
+        "np.ndarray[Any, np.dtypes.StringDType]", np.broadcast_to(chunk_paths.reshape(-1, *[1] * (len(grid) - 1)), grid)
+    )
     manifest = (
         ChunkManifest.from_arrays(
-            paths=np.full(grid, cache_url, dtype=np.dtypes.StringDType()),
+            paths=paths.copy(),
             offsets=offsets.reshape(grid),
             lengths=lengths.reshape(grid),
         )

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..cache.names import part_url
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
-from ..manifests.provenance import ATTRIBUTE, Provenance, RecordedSource
+from ..manifests.provenance import ATTRIBUTE, Provenance, RecordedCache, RecordedSource
 from . import arrays
 from .arrays import UNTRUSTED_HINT
 from .kerchunk import CACHE_TEMPLATE, KerchunkRefs
@@ -99,7 +100,8 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
     cache = provenance.cache
     url = cache.url
     if storage.is_url(url):
-        _check_remote_cache(url, cache.fingerprint, refs_path, storage_options)
+        for file in cache_files(cache):
+            _check_remote_cache(file, refs_path, storage_options)
         return
     if not url.startswith("file://"):
         raise UntrustedReferenceError(
@@ -112,25 +114,55 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
         raise StaleCacheError(
             refs_path, f"the transcode cache {path} is missing", hint="re-run vcfvirtual index"
         ) from None
-    # The cache is always hashed (at most ~2 MiB read, ~0.2 ms): a copy that kept another
-    # file's mtime (cp -p, rsync -t) must not pass on size and mtime alone. A FIFO, device
-    # or directory is refused from its stat, never opened (a FIFO's open would block).
-    problems = _local_differences(cache.fingerprint, path)
-    if problems:
-        raise StaleCacheError(
-            refs_path,
-            f"the transcode cache {path} does not match the references: " + "; ".join(problems),
-            hint="re-run vcfvirtual index --force",
-        )
-    problem = _cache_header_problem(path, group_attributes(refs, refs_path).get("vcf_header"))
+    files = cache_files(cache)
+    for file in files:
+        _check_local_file(file, refs_path)
+    # Every part starts with the same header; the first one's stands for them all.
+    first = files[0].url.removeprefix("file://")
+    problem = _cache_header_problem(first, group_attributes(refs, refs_path).get("vcf_header"))
     if problem:
-        raise UntrustedReferenceError(refs_path, f"the transcode cache {path} {problem}", hint=UNTRUSTED_HINT)
+        raise UntrustedReferenceError(refs_path, f"the transcode cache {first} {problem}", hint=UNTRUSTED_HINT)
     changed = _source_differences(provenance.sources)
     if changed is not None:
         source_path, problems = changed
         raise StaleCacheError(
             refs_path,
             f"the source BCF {source_path} changed since it was indexed: " + "; ".join(problems),
+            hint="re-run vcfvirtual index --force",
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheFile:
+    """One file of the cache as the references record it: the cache itself, or one part
+    of a cache made of parts (``columns``: a folder of ``part-NNNNNN`` files)."""
+
+    url: str
+    fingerprint: Fingerprint
+    what: str  # how errors name it: "the transcode cache", "the transcode cache part"
+
+
+def cache_files(cache: RecordedCache) -> tuple[CacheFile, ...]:
+    """The files whose fingerprints the references record for ``cache``: each part of a
+    folder of parts (the folder's own record is only their total size), else the one file."""
+    if not cache.parts:
+        return (CacheFile(cache.url, cache.fingerprint, "the transcode cache"),)
+    return tuple(CacheFile(part_url(cache.url, p.name), p.fingerprint, "the transcode cache part") for p in cache.parts)
+
+
+def _check_local_file(file: CacheFile, refs_path: PathLike) -> None:
+    """A local file of the cache: there, and matching its fingerprint."""
+    path = file.url.removeprefix("file://")
+    if not os.path.lexists(path):
+        raise StaleCacheError(refs_path, f"{file.what} {path} is missing", hint="re-run vcfvirtual index") from None
+    # The cache is always hashed (at most ~2 MiB read a file, ~0.2 ms): a copy that kept
+    # another file's mtime (cp -p, rsync -t) must not pass on size and mtime alone. A FIFO,
+    # device or directory is refused from its stat, never opened (a FIFO's open would block).
+    problems = _local_differences(file.fingerprint, path)
+    if problems:
+        raise StaleCacheError(
+            refs_path,
+            f"{file.what} {path} does not match the references: " + "; ".join(problems),
             hint="re-run vcfvirtual index --force",
         )
 
@@ -187,9 +219,9 @@ def _local_differences(recorded: Fingerprint, path: str) -> list[str]:
         return [f"cannot be fingerprinted ({e})"]
 
 
-def _check_remote_cache(
-    url: str, expected: Fingerprint, refs_path: PathLike, storage_options: dict[str, Any] | None
-) -> None:
+def _check_remote_cache(file: CacheFile, refs_path: PathLike, storage_options: dict[str, Any] | None) -> None:
+    """A remote file of the cache: its size and sampled hash, through range reads."""
+    url, expected = file.url, file.fingerprint
     try:
         found = storage.fingerprint(url, storage_options, expected.kind)
     except VcfVirtualError as e:
@@ -197,7 +229,7 @@ def _check_remote_cache(
         # no URL or option change would give.
         raise StaleCacheError(
             refs_path,
-            f"cannot reach the transcode cache {url}: {e.problem}",
+            f"cannot reach {file.what} {url}: {e.problem}",
             hint=e.hint
             if e.hint and e.hint.startswith("pip install")
             else "check the URL and storage_options=, or vcfvirtual relocate",
@@ -206,7 +238,7 @@ def _check_remote_cache(
     if problem:
         raise StaleCacheError(
             refs_path,
-            f"the transcode cache {url} does not match the references: {problem}",
+            f"{file.what} {url} does not match the references: {problem}",
             hint="upload the cache these references were made with, or re-run vcfvirtual index",
         )
 
@@ -257,10 +289,7 @@ def check_references(
     metas = _check_arrays(keys, refs_path, header, attrs["vcf_header"], provenance)
     if parquet:
         return
-    template = "{{" + CACHE_TEMPLATE + "}}"
-    # The URL as written, not as resolved here: Kerchunk resolves templates its own way
-    # (str.format), so only the exact template (naming the cache) or the cache URL pass.
-    alias = template if templates.get(CACHE_TEMPLATE) == cache["url"] else None
+    targets = chunk_targets(cache, templates, refs_path)
     for name in metas:
         if name in arrays.PLAIN_ARRAYS:
             for leaf in keys.chunks.get(name, []):
@@ -268,17 +297,16 @@ def check_references(
         else:
             arrays.check_codec_chunks(name, metas[name], keys, refs_path)
     # Every codec chunk is a reference (checked above); the header arrays' are inline.
-    url, size = cache["url"], cache["size"]
     for key, value in refs["refs"].items():
         if type(value) is list:
-            check_chunk_ref(key, value, url, size, refs_path, alias)
-    if url.startswith("file://") and "variant_position" in metas:
+            check_chunk_ref(key, value, targets, refs_path)
+    if cache["url"].startswith("file://") and "variant_position" in metas:
         layout = provenance.cache.layout
-        _check_record_count(refs["refs"], metas["variant_position"], url.removeprefix("file://"), layout, refs_path)
+        _check_record_count(refs["refs"], metas["variant_position"], targets, layout, refs_path)
 
 
 def _check_record_count(
-    refs: dict[str, Any], meta: dict[str, Any], path: str, layout: LayoutName | None, refs_path: PathLike
+    refs: dict[str, Any], meta: dict[str, Any], targets: ChunkTargets, layout: LayoutName | None, refs_path: PathLike
 ) -> None:
     """The records the arrays declare against the cache's: the last chunk of
     variant_position must hold exactly the remainder. The codec cannot tell a last chunk
@@ -293,7 +321,8 @@ def _check_record_count(
     from ..cache.layouts import LAYOUT_WRITERS  # here: relocate imports this module without numba
 
     last = (n - 1) // length
-    _, offset, size = refs[f"variant_position/{last}"]
+    url, offset, size = refs[f"variant_position/{last}"]
+    path = targets.files[url][0].removeprefix("file://")  # checked: a local file of the cache
     with open(path, "rb") as f:
         found = LAYOUT_WRITERS[layout].chunk_records(f, offset, size)
     if found is not None and found != n - last * length:
@@ -354,21 +383,55 @@ def _check_top_level(refs: KerchunkRefs, refs_path: PathLike, cache_url: str) ->
     return templates
 
 
-def check_chunk_ref(
-    key: str, value: list[Any], cache_url: str, cache_size: int, refs_path: PathLike, alias: str | None = None
-) -> None:
-    """One ``[url, offset, length]`` chunk reference must stay inside the cache; its URL is
-    the cache's, or ``alias`` (the template that names the cache) when given."""
-    # Most references are well-formed: one test each (a few hundred ns, where the checks
-    # below with their messages cost microseconds: ~2 ms per open of 1,000 chunks).
+@dataclasses.dataclass(frozen=True)
+class ChunkTargets:
+    """What a chunk reference may name: each URL it may hold -> (the file it names, the
+    file's size as indexed). The cache's URL (or each part's, ``<cache>/part-000003``),
+    and their template forms (``{{cache}}``, ``{{cache}}/part-000003``) when the references
+    define the template as the declared cache. A name not in ``files`` is refused whatever
+    it resolves to (``{{cache}}/../x``, ``{{cache}}/part-000001/..``, another path)."""
+
+    files: dict[str, tuple[str, int]]
+    cache_url: str
+
+    @classmethod
+    def of(cls, cache: RecordedCache, *, template: bool) -> ChunkTargets:
+        """The targets of ``cache``; with ``template``, the template forms too."""
+        files: dict[str, tuple[str, int]] = {}
+        prefix = "{{" + CACHE_TEMPLATE + "}}"
+        for file in cache_files(cache):
+            target = (file.url, file.fingerprint.size)
+            files[file.url] = target
+            if template:
+                files[prefix + file.url[len(cache.url) :]] = target
+        return cls(files, cache.url)
+
+
+def chunk_targets(cache: dict[str, Any], templates: dict[str, Any], refs_path: PathLike) -> ChunkTargets:
+    """The targets of the declared ``cache`` (:func:`declared_cache`), the template forms
+    included when ``templates`` (as checked by :func:`check_references`) define the cache's.
+
+    The URL as written, not as resolved here: Kerchunk resolves templates its own way
+    (str.format), so only the exact template forms (naming the cache) or the cache's URLs pass."""
+    recorded = RecordedCache.from_json(cache, refs_path)
+    return ChunkTargets.of(recorded, template=templates.get(CACHE_TEMPLATE) == cache["url"])
+
+
+def check_chunk_ref(key: str, value: list[Any], targets: ChunkTargets, refs_path: PathLike) -> None:
+    """One ``[url, offset, length]`` chunk reference must stay inside the cache: its URL is
+    one of ``targets`` (the cache's, a part's, or their template forms), its range inside
+    that file's size as indexed."""
+    # Most references are well-formed: one lookup and a few tests each (a few hundred ns,
+    # where the checks below with their messages cost microseconds: ~2 ms per open of
+    # 1,000 chunks).
+    target = targets.files.get(value[0]) if len(value) == 3 and type(value[0]) is str else None
     if (
-        len(value) == 3
-        and (value[0] == cache_url or (alias is not None and value[0] == alias))
+        target is not None
         and type(value[1]) is int
         and type(value[2]) is int
         and value[1] >= 0
         and value[2] >= 0
-        and value[1] + value[2] <= cache_size
+        and value[1] + value[2] <= target[1]
     ):
         return
     if len(value) != 3:
@@ -376,10 +439,11 @@ def check_chunk_ref(
             refs_path, f"reference {key!r} is not [url, offset, length]: {value!r}"[:300], hint=UNTRUSTED_HINT
         )
     url, offset, length = value
-    if url != cache_url and (alias is None or url != alias):
+    if target is None:
         raise UntrustedReferenceError(
             refs_path,
-            f"reference {key!r} points at {str(url)[:200]!r}, not at the cache {cache_url} the references declare",
+            f"reference {key!r} points at {str(url)[:200]!r}, not at the cache {targets.cache_url} the references "
+            "declare" + ("" if targets.cache_url in targets.files else " (one of the parts it lists)"),
             hint=UNTRUSTED_HINT,
         )
     for what, x in (("offset", offset), ("length", length)):
@@ -387,10 +451,12 @@ def check_chunk_ref(
             raise UntrustedReferenceError(
                 refs_path, f"reference {key!r} has {what} {x!r}, not a byte count", hint=UNTRUSTED_HINT
             )
-    if int(offset) + int(length) > cache_size:
+    file_url, size = target
+    where = "the cache's" if file_url == targets.cache_url else f"the cache part {file_url.rsplit('/', 1)[-1]}'s"
+    if int(offset) + int(length) > size:
         raise UntrustedReferenceError(
             refs_path,
-            f"reference {key!r} reads bytes {offset}..{int(offset) + int(length)}, past the cache's {cache_size} bytes",
+            f"reference {key!r} reads bytes {offset}..{int(offset) + int(length)}, past {where} {size} bytes",
             hint=UNTRUSTED_HINT,
         )
 
@@ -655,14 +721,15 @@ def _metadata_problems(meta: dict[str, Any], filters: list[dict[str, Any]], spec
     return problems
 
 
-def guarded_reference_fs(cache_url: str, cache_size: int, refs_path: PathLike, **kwargs: Any) -> Any:
+def guarded_reference_fs(targets: ChunkTargets, refs_path: PathLike, **kwargs: Any) -> Any:
     """A Kerchunk reference filesystem that fetches only ranges of the declared cache:
     what is checked eagerly for JSON is checked per fetch for lazily loaded Parquet.
 
     Parameters
     ----------
-    cache_url, cache_size
-        The declared cache, whose fingerprint was checked.
+    targets
+        The declared cache's files (its parts, for a cache made of parts), whose
+        fingerprints were checked, as fsspec resolves the references' URLs (no template forms).
     refs_path
         The references, as errors name them.
     **kwargs
@@ -681,7 +748,7 @@ def guarded_reference_fs(cache_url: str, cache_size: int, refs_path: PathLike, *
             key = self._strip_protocol(path)
             part = self.references.get(key) if hasattr(self.references, "get") else None
             if isinstance(part, (list, tuple)):
-                check_chunk_ref(key, list(part), cache_url, cache_size, refs_path)
+                check_chunk_ref(key, list(part), targets, refs_path)
             return super()._cat_common(path, start=start, end=end)
 
     return GuardedReferenceFileSystem(skip_instance_cache=True, **kwargs)

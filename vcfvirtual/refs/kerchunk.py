@@ -5,9 +5,11 @@ template so the references can be moved with it.
 from __future__ import annotations
 
 import base64
+import functools
 import importlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -158,7 +160,8 @@ def _v2_dtype(marr: ManifestArray) -> str:
 
 
 # Kerchunk template naming the cache: every chunk reference is ["{{cache}}", offset,
-# length], so moving the cache (uploading it, sharing it) rewrites one string.
+# length], or ["{{cache}}/part-000003", offset, length] into a cache made of parts (a
+# folder), so moving the cache (uploading it, sharing it) rewrites one string.
 CACHE_TEMPLATE = "cache"
 
 
@@ -184,17 +187,35 @@ def templated_refs(group: ManifestGroup, cache_url: str | None = None) -> Kerchu
     cache_url = cache_url or local
     # The attributes as they are published, serialised once (they hold the whole VCF header).
     attrs["vcfvirtual"] = {**info, "cache": {**info["cache"], "url": cache_url}}
-    names = {local, local.removeprefix("file://")}
-    template = "{{" + CACHE_TEMPLATE + "}}"
     refs: dict[str, Any] = {
         ".zgroup": _ZGROUP,
         ".zattrs": json.dumps(attrs, separators=(",", ":"), default=_json_default),
     }
+    templated = _templated_url(local)
     for key, value in _arrays(group).items():
-        if isinstance(value, list) and value and value[0] in names:
-            value = [template, *value[1:]]
+        if isinstance(value, list) and value:
+            value = [templated(value[0]), *value[1:]]
         refs[key] = value
     return {"version": 1, "templates": {CACHE_TEMPLATE: cache_url}, "refs": refs}
+
+
+def _templated_url(local: str) -> Callable[[str], str]:
+    """A chunk's URL with the cache's own (``local``, as written) replaced by the template:
+    the cache itself becomes ``{{cache}}``, a part of a cache made of parts
+    ``{{cache}}/part-000003`` (fsspec renders templates inside a string); other URLs stay."""
+    names = (local, local.removeprefix("file://"))
+    template = "{{" + CACHE_TEMPLATE + "}}"
+
+    @functools.lru_cache(maxsize=1024)  # a few parts, millions of chunks
+    def templated(url: str) -> str:
+        for name in names:
+            if url == name:
+                return template
+            if url.startswith(name + "/"):
+                return template + url[len(name) :]
+        return url
+
+    return templated
 
 
 def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None = None) -> None:

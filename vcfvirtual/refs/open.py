@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import stat
+import threading
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import urlparse
@@ -22,9 +24,11 @@ from ..io.remote import missing_library
 from ..manifests.provenance import Provenance
 from .checks import (
     UNTRUSTED_HINT,
+    ChunkTargets,
     check_cache,
     check_chunk_ref,
     check_references,
+    chunk_targets,
     declared_cache,
     group_attributes,
     guarded_reference_fs,
@@ -44,9 +48,10 @@ def open_store(
     """A read-only zarr store over vcfvirtual references, for ``xr.open_zarr``.
 
     References are treated as untrusted: with ``check`` (the default) every chunk must be
-    a byte range of the one cache the attributes declare (and whose fingerprint is
-    checked), and every array's metadata must agree with its codec configuration;
-    anything else is refused before anything is fetched.
+    a byte range of the one cache the attributes declare, or of one of the parts they
+    list for a cache made of parts (each fingerprint checked), and every array's
+    metadata must agree with its codec configuration; anything else is refused before
+    anything is fetched.
 
     Parameters
     ----------
@@ -100,8 +105,10 @@ def open_store(
     if check:
         cache = _checked_cache(refs, refs_path, storage_options)
         if not refs.get("parquet") and cache["url"].startswith("file://"):
-            return LocalCacheStore(refs["refs"], refs.get("templates", {}), cache["url"], cache["size"], refs_path)
-        return _reference_store(refs, refs_path, cache["url"], storage_options, cache_size=cache["size"])
+            return LocalCacheStore(refs["refs"], chunk_targets(cache, refs.get("templates", {}), refs_path), refs_path)
+        # fsspec resolves the templates before the guard sees a reference: no template forms.
+        guard = chunk_targets(cache, {}, refs_path)
+        return _reference_store(refs, refs_path, cache["url"], storage_options, guard=guard)
     if refs.get("parquet"):
         url = Provenance.from_attributes(group_attributes(refs, refs_path), refs_path).cache.url
     else:
@@ -159,10 +166,10 @@ def _reference_store(
     refs_path: str,
     url: str,
     storage_options: dict[str, Any] | None,
-    cache_size: int | None = None,
+    guard: ChunkTargets | None = None,
 ) -> Store:
     """fsspec's reference filesystem over ``refs`` as a read-only zarr store; with
-    ``cache_size``, guarded so that only ranges of the cache at ``url`` are fetched."""
+    ``guard``, guarded so that only ranges of the cache at ``url`` (of its parts) are fetched."""
     from zarr.storage import FsspecStore
 
     protocol = urlparse(url).scheme or "file"
@@ -171,8 +178,8 @@ def _reference_store(
     fo = refs_path if refs.get("parquet") else refs
     options = {"fo": fo, "asynchronous": True, "remote_protocol": protocol, "remote_options": remote_options}
     try:
-        if cache_size is not None:
-            fs = guarded_reference_fs(url, cache_size, refs_path, **options)
+        if guard is not None:
+            fs = guarded_reference_fs(guard, refs_path, **options)
         else:
             fs = fsspec.filesystem("reference", **options)
     except ImportError as e:
@@ -181,32 +188,33 @@ def _reference_store(
 
 
 class LocalCacheStore(Store):
-    """A read-only zarr store over checked Kerchunk references into one local cache file.
+    """A read-only zarr store over checked Kerchunk references into one local cache (a
+    file, or a folder of parts).
 
     What fsspec's reference filesystem does for a local cache, without its costs: building
     it (~10 ms: tokenising the references, wrapping the local filesystem for asyncio) and
-    its per-chunk async dispatch. A chunk is one ``pread`` of the cache, on a worker thread
+    its per-chunk async dispatch. A chunk is one ``pread`` of its file, on a worker thread
     (``asyncio.to_thread``) so the event loop zarr awaits many reads on never blocks: 0.1 ms
     a chunk, where obstore's ``get_range_async`` through a LocalStore took 0.15-0.3 ms
-    (docs/design.md, "The Kerchunk writer").
+    (docs/design.md, "The Kerchunk writer"). Each file is opened once, when first read.
 
     Every reference was checked before (:func:`check_references`); each fetch checks its own
-    again (the cache's URL, within its size), so nothing but the cache is ever read."""
+    again (one of ``targets``: the cache's URL or a listed part's, within its size), so
+    nothing but the cache's files is ever read."""
 
     supports_writes = False
     supports_deletes = False
     supports_listing = True
 
-    def __init__(
-        self, refs: dict[str, Any], templates: dict[str, str], cache_url: str, cache_size: int, refs_path: str
-    ) -> None:
+    def __init__(self, refs: dict[str, Any], targets: ChunkTargets, refs_path: str) -> None:
         super().__init__(read_only=True)
         self._refs = refs
-        self._templates = templates
-        self._cache_url = cache_url
-        self._cache_path = cache_url.removeprefix("file://")
-        self._cache_size = cache_size
+        self._targets = targets
+        self._cache_url = targets.cache_url
+        self._cache_path = targets.cache_url.removeprefix("file://")
         self._refs_path = refs_path
+        self._fds: dict[str, int] = {}  # each file's descriptor, by path
+        self._fds_lock = threading.Lock()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, LocalCacheStore) and other._refs is self._refs and other._cache_url == self._cache_url
@@ -217,9 +225,19 @@ class LocalCacheStore(Store):
     def __repr__(self) -> str:
         return f"LocalCacheStore({self._refs_path!r}, cache={self._cache_path!r})"
 
-    def _reference(self, key: str) -> bytes | tuple[int, int] | None:
-        """What ``key`` holds: metadata or an inlined chunk as bytes, or a chunk's (offset,
-        length) in the cache, checked to be the cache's; None for a key the store lacks."""
+    def __getstate__(self) -> dict[str, Any]:
+        # Descriptors and locks stay with this process: a copy (a Dask worker's) opens its own.
+        state = self.__dict__.copy()
+        state["_fds"], state["_fds_lock"] = {}, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._fds_lock = threading.Lock()
+
+    def _reference(self, key: str) -> bytes | tuple[str, int, int] | None:
+        """What ``key`` holds: metadata or an inlined chunk as bytes, or a chunk's (file,
+        offset, length), checked to be the cache's; None for a key the store lacks."""
         value = self._refs.get(key)
         if value is None:
             return None
@@ -227,29 +245,50 @@ class LocalCacheStore(Store):
             return base64.b64decode(value[7:]) if value.startswith("base64:") else value.encode()
         if isinstance(value, dict):
             return json.dumps(value).encode()
-        part = list(value)
-        if part and isinstance(part[0], str) and part[0].startswith("{{") and part[0].endswith("}}"):
-            part[0] = self._templates.get(part[0][2:-2], part[0])
-        check_chunk_ref(key, part, self._cache_url, self._cache_size, self._refs_path)
-        return int(part[1]), int(part[2])
+        ref = list(value)
+        check_chunk_ref(key, ref, self._targets, self._refs_path)
+        path = self._targets.files[ref[0]][0].removeprefix("file://")
+        return path, int(ref[1]), int(ref[2])
 
-    def _pread(self, offset: int, length: int) -> bytes:
-        """``length`` bytes of the cache at ``offset``: one ``pread``, of a regular file only
-        (a FIFO swapped in under the cache's name would block its reader forever)."""
-        fd = os.open(self._cache_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise StaleCacheError(self._refs_path, f"the transcode cache {self._cache_path} is not a regular file")
-            data = os.pread(fd, length, offset)
-        finally:
-            os.close(fd)
+    def _fd(self, path: str) -> int:
+        """The descriptor of the cache's file at ``path``, opened on first use, of a regular
+        file only (a FIFO swapped in under its name would block its reader forever)."""
+        fd = self._fds.get(path)
+        if fd is not None:
+            return fd
+        with self._fds_lock:
+            fd = self._fds.get(path)
+            if fd is None:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    raise StaleCacheError(self._refs_path, f"the transcode cache {path} is not a regular file")
+                self._fds[path] = fd
+        return fd
+
+    def _pread(self, path: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of the cache's file at ``path`` from ``offset``: one ``pread``."""
+        data = os.pread(self._fd(path), length, offset)
         if len(data) != length:
             raise StaleCacheError(
                 self._refs_path,
-                f"the transcode cache {self._cache_path} ends before byte {offset + length}",
+                f"the transcode cache {path} ends before byte {offset + length}",
                 hint="re-run vcfvirtual index --force",
             )
         return data
+
+    def close(self) -> None:
+        """Close the files read (a later read opens them again)."""
+        with self._fds_lock:
+            fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)
+        super().close()
+
+    def __del__(self) -> None:
+        for fd in getattr(self, "_fds", {}).values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     async def get(
         self, key: str, prototype: BufferPrototype | None = None, byte_range: ByteRequest | None = None

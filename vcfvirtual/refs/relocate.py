@@ -11,15 +11,17 @@ from urllib.parse import urlparse
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
+from ..io.outputs import is_parts_folder
 from ..manifests.provenance import ATTRIBUTE, Provenance, Where
-from .checks import copy_differs, group_attributes
+from .checks import CacheFile, cache_files, copy_differs, group_attributes
 from .kerchunk import CACHE_TEMPLATE, KerchunkRefs, load_references, public_cache_url
 
 
 def cache_target(cache_url: str | os.PathLike[str], cache_name: str, refs_path: Where = None) -> str:
     """The URL references should name for the cache given as ``cache_url``: a URL, or a
     local path (made an absolute ``file://`` URL, not percent-encoded, as the index writes
-    it). A local folder, or a URL ending in ``/``, gets ``cache_name``; a URL naming no
+    it). A local folder (not a cache made of parts), or a URL ending in ``/``, gets
+    ``cache_name``; a URL naming no
     path at all (``http://host:port``) is refused, since no cache can be there."""
     cache_url = os.fspath(cache_url)
     if not cache_url:
@@ -34,7 +36,8 @@ def cache_target(cache_url: str | os.PathLike[str], cache_name: str, refs_path: 
             )
         return public_cache_url(cache_url, cache_name)
     path = cache_url.removeprefix("file://")
-    folder = path.endswith(("/", os.sep)) or os.path.isdir(path)
+    # A cache made of parts is a folder itself: that folder is the cache, not its place.
+    folder = path.endswith(("/", os.sep)) or (os.path.isdir(path) and not is_parts_folder(Path(path)))
     path = os.path.abspath(path)
     return "file://" + (os.path.join(path, cache_name) if folder else path)
 
@@ -71,8 +74,12 @@ def check_relocated_cache(refs: KerchunkRefs, refs_path: Where, storage_options:
     and sampled hash must be those recorded when it was indexed (its mtime is a copy's)."""
 
     cache = Provenance.from_attributes(group_attributes(refs), refs_path).cache
-    url = cache.url
-    expected = cache.fingerprint
+    for file in cache_files(cache):  # the cache, or each of its parts
+        _check_copy(file, refs_path, storage_options)
+
+
+def _check_copy(file: CacheFile, refs_path: Where, storage_options: dict[str, Any] | None) -> None:
+    url, expected = file.url, file.fingerprint
     try:
         if storage.is_url(url):
             found = storage.fingerprint(url, storage_options, expected.kind)
@@ -82,14 +89,14 @@ def check_relocated_cache(refs: KerchunkRefs, refs_path: Where, storage_options:
         problem = e.problem if isinstance(e, VcfVirtualError) else e.strerror
         raise StaleCacheError(
             refs_path,
-            f"cannot read the cache at {url}: {problem}",
+            f"cannot read {file.what} at {url}: {problem}",
             hint="put the cache there first, or pass check=False",
         ) from None
     problem = copy_differs(expected, found)
     if problem:
         raise StaleCacheError(
             refs_path,
-            f"the cache at {url} is not the one these references were made with: {problem}",
+            f"{file.what} at {url} is not the one these references were made with: {problem}",
             hint="copy the cache the references name, or pass check=False",
         )
 
@@ -110,7 +117,8 @@ def relocate_file(
         Kerchunk JSON references that ``vcfvirtual index`` wrote.
     cache_url
         Where the cache now is: a URL (``s3://``, ``https://``...) or a local path,
-        normalised as :func:`cache_target` says (a folder gets the cache's file name).
+        normalised as :func:`cache_target` says (a folder gets the cache's file name;
+        a cache made of parts is a folder itself, named as it is).
     output
         Write the relocated references here instead of replacing ``refs_path``; an
         existing file there must be vcfvirtual references too.

@@ -33,6 +33,7 @@ from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader, compatibility_problems
 from ..errors import CorruptBCFError, HeaderError, OutputWriteError
 from ..io.outputs import write_hint
+from ..io.sources import StorageOptions, source_size
 from .kernel import new_stats
 from .results import PartitionScan, RecordSummary, ScanResult
 from .scanner import scan_partition
@@ -51,6 +52,8 @@ class Partition:
     path: str
     start: RecordStart | None = None
     end: RecordStart | None = None
+    # fsspec options when ``path`` is a URL (each worker reads its part by range requests).
+    storage_options: StorageOptions = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +92,11 @@ class Merged:
     record_offsets: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
 
-def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStart]] | None) -> list[Partition]:
+def split_files(
+    paths: Sequence[str],
+    plan_file: Callable[[str], list[RecordStart]] | None,
+    storage_options: StorageOptions = None,
+) -> list[Partition]:
     """The partitions of each file, in order.
 
     Parameters
@@ -99,6 +106,8 @@ def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStar
     plan_file : callable or None
         ``plan_file(path)`` gives the record starts to cut a file at, ascending, after
         its first record; None: whole files.
+    storage_options : mapping, optional
+        fsspec options for paths that are URLs.
 
     Returns
     -------
@@ -108,7 +117,7 @@ def split_files(paths: Sequence[str], plan_file: Callable[[str], list[RecordStar
     partitions: list[Partition] = []
     for path in paths:
         cuts: list[RecordStart | None] = [None, *(plan_file(path) if plan_file is not None else []), None]
-        partitions.extend(Partition(os.fspath(path), a, b) for a, b in zip(cuts[:-1], cuts[1:]))
+        partitions.extend(Partition(os.fspath(path), a, b, storage_options) for a, b in zip(cuts[:-1], cuts[1:]))
     return partitions
 
 
@@ -119,7 +128,15 @@ _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 def _scan_task(partition: Partition, segment_path: Path | None) -> PartitionScan:
     """One partition's scan (module level, so worker processes can run it)."""
     try:
-        return scan_partition(partition.path, partition.start, partition.end, segment_path=segment_path)
+        scan = scan_partition(
+            partition.path,
+            partition.start,
+            partition.end,
+            segment_path=segment_path,
+            storage_options=partition.storage_options,
+        )
+        # Only a file's first partition hands its header back (PartitionScan.header).
+        return scan if partition.start is None else dataclasses.replace(scan, header=None)
     except OSError as e:
         # A raw-layout worker writes its records next to the cache: a full disk there is
         # the cache's failure, typed here so it travels back as one clear error.
@@ -309,7 +326,8 @@ def _run_scans(
     progress: bool | None,
 ) -> list[PartitionOutcome]:
     """Each partition's scan, or the CorruptBCFError it ended with, in partition order."""
-    sizes = [_partition_bytes(p) for p in partitions]
+    file_sizes = {p.path: source_size(p.path, p.storage_options) for p in partitions}
+    sizes = [_partition_bytes(p, file_sizes[p.path]) for p in partitions]
 
     def new_bar() -> tqdm:
         return byte_bar("scan", sum(sizes), progress)
@@ -354,13 +372,12 @@ def _file_scans(path: str, parts: list[tuple[Partition, PartitionOutcome, Path |
     for _, _, segment in parts[1:]:
         if segment is not None:
             segment.unlink(missing_ok=True)
-    whole, first = Partition(path), parts[0][2]
+    whole, first = Partition(path, storage_options=parts[0][0].storage_options), parts[0][2]
     return [(whole, _scan_task(whole, first), first)]
 
 
-def _partition_bytes(p: Partition) -> int:
-    """Compressed bytes a partition spans, for the progress bar."""
-    size = os.path.getsize(p.path)
+def _partition_bytes(p: Partition, size: int) -> int:
+    """Compressed bytes a partition spans (of its file's ``size``), for the progress bar."""
     lo = p.start.block_offset if p.start else 0
     hi = p.end.block_offset if p.end else size
     return max(0, hi - lo)
@@ -371,7 +388,7 @@ def _joined_up(scans: list[PartitionScan], partitions: list[Partition]) -> bool:
     if len(scans) == 1:
         return True
     starts = _block_stream_starts(scans)
-    position = scans[0].header.size + scans[0].stream_length
+    position = scans[0].file_header.size + scans[0].stream_length
     for scan, part in zip(scans[1:], partitions[1:]):
         assert part.start is not None  # only a file's first partition starts at its first record
         begin = starts[part.start.block_offset] + part.start.within_block
@@ -448,7 +465,7 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
     files: dict[str, list[Scanned]] = {}
     for item in scanned:
         files.setdefault(item[0].path, []).append(item)
-    check_compatible([(path, items[0][1].header) for path, items in files.items()])
+    check_compatible([(path, items[0][1].file_header) for path, items in files.items()])
     first_scan = scanned[0][1]
     summary = RecordSummary(chunk_length)
     first_path = scanned[0][0].path
@@ -459,7 +476,7 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
     merged_end = 0  # merged stream offset where the next file's records go
     for file_index, (path, items) in enumerate(files.items()):
         scans = [scan for _, scan, _ in items]
-        header_size = scans[0].header.size
+        header_size = scans[0].file_header.size
         # A file's own stream offset s lands at s + shift in the merged stream: the first
         # file keeps its header, later files' headers are dropped.
         shift = 0 if file_index == 0 else merged_end - header_size
@@ -489,7 +506,7 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
             pieces.append(Piece(path, offset, csize, isize, lo, isize, block_start + lo + shift))
         merged_end = int(blocks[:, 2].sum()) + shift
     result = ScanResult(
-        header=first_scan.header,
+        header=first_scan.file_header,
         stream_size=merged_end,
         compressed=all(scan.compressed for _, scan, _ in scanned),
         has_eof_block=all(items[-1][1].has_eof_block for items in files.values()),
@@ -499,7 +516,7 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
     )
     segments = [
         # A file's first partition holds its header: the merged stream keeps the first file's only.
-        Segment(seg, scan.header.size if part.start is None and part.path != first_path else 0)
+        Segment(seg, scan.file_header.size if part.start is None and part.path != first_path else 0)
         for part, scan, seg in scanned
         if seg is not None
     ]

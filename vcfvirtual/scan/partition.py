@@ -27,6 +27,8 @@ from vcfvirtual_codec.bcf import bgzf, records
 from ..bcf.csi import RecordStart, csi_record_starts
 from ..bcf.header import BCFHeader
 from ..errors import VcfVirtualError
+from ..io.remote import is_url
+from ..io.sources import StorageOptions, open_source, source_size
 from .kernel import declared_kinds, new_stats, scan_records
 from .scanner import read_header
 
@@ -199,7 +201,7 @@ def find_record_start(path: str, fileobj: BinaryIO, block_offset: int, header: B
     return RecordStart(offsets[i], int(at - (ends[i - 1] if i else 0)))
 
 
-def plan_partitions(bcf_path: str, n: int) -> list[RecordStart]:
+def plan_partitions(bcf_path: str, n: int, storage_options: StorageOptions = None) -> list[RecordStart]:
     """Record starts at which to cut a BCF into parts of about equal compressed size.
 
     From its CSI index when there is a usable one, else by a block scan. Either may be
@@ -211,6 +213,8 @@ def plan_partitions(bcf_path: str, n: int) -> list[RecordStart]:
         The BCF.
     n : int
         At most this many parts (fewer for files under ``MIN_PARTITION_BYTES`` a part).
+    storage_options : mapping, optional
+        fsspec options for a URL (read only near the cuts, by range requests).
 
     Returns
     -------
@@ -224,22 +228,23 @@ def plan_partitions(bcf_path: str, n: int) -> list[RecordStart]:
         The file is not a readable BGZF BCF.
     """
     bcf_path = os.fspath(bcf_path)
-    size = os.path.getsize(bcf_path)
+    size = source_size(bcf_path, storage_options)
     parts = min(n, size // MIN_PARTITION_BYTES)
     if parts <= 1:
         return []
-    with open(bcf_path, "rb") as f:
+    with open_source(bcf_path, storage_options) as f:
         if f.read(2) != bgzf.GZIP_MAGIC:
             return []  # an uncompressed stream has no blocks to seek to
     targets = [size * i // parts for i in range(1, parts)]
-    starts = csi_record_starts(bcf_path)
+    # A URL's index is not fetched: the block scan reads only near the cuts anyway.
+    starts = None if is_url(bcf_path) else csi_record_starts(bcf_path)
     if starts:
         cuts = _nearest_after(starts, targets)
         logger.info("%s: %d partitions from its CSI index", bcf_path, len(cuts) + 1)
         return cuts
-    header = read_header(bcf_path)
+    header = read_header(bcf_path, storage_options)
     cuts = []
-    with open(bcf_path, "rb") as f:
+    with open_source(bcf_path, storage_options) as f:
         for target in targets:
             block = block_near(f, target, size, bcf_path)
             start = None if block is None else find_record_start(bcf_path, f, block, header)

@@ -14,6 +14,7 @@ import vcfvirtual
 from vcfvirtual.cli import main
 from vcfvirtual.inspect import sample_names
 
+from ... import bcfdata
 from ...conftest import layout_options
 
 
@@ -50,7 +51,7 @@ def test_a_changed_cache_is_one_error_line(small_bcf, tmp_path):
     bcf = tmp_path / "x.bcf"
     shutil.copy(small_bcf, bcf)
     vcfvirtual.index(bcf, progress=False)
-    cache = tmp_path / "x.bcf.vcz.cache.columns"
+    cache = bcfdata.cache_file(tmp_path / "x.bcf.vcz.cache.columns")
     cache.write_bytes(cache.read_bytes() + b"\x00")
     result = CliRunner().invoke(main, ["inspect", "--samples", str(tmp_path / "x.bcf.vcz.json")])
     assert result.exit_code == 1 and result.stdout == ""

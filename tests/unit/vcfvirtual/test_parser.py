@@ -20,6 +20,8 @@ import vcfvirtual
 from vcfvirtual.api import references_from
 from vcfvirtual.errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 
+from ... import bcfdata
+
 
 def _local() -> ObjectStoreRegistry:
     return ObjectStoreRegistry({"file://": LocalStore()})
@@ -110,7 +112,7 @@ def test_parquet_references_are_refused_with_the_command_that_converts_them(smal
 
 
 def test_a_changed_cache_is_refused_unless_unchecked(indexed):
-    cache = indexed.with_name(indexed.name + ".vcz.cache.columns")
+    cache = bcfdata.cache_file(indexed.with_name(indexed.name + ".vcz.cache.columns"))
     data = bytearray(cache.read_bytes())
     data[-1] ^= 0xFF
     cache.write_bytes(bytes(data))
@@ -145,11 +147,12 @@ def test_a_cache_on_s3_is_fingerprinted_and_read_through_the_registry(small_bcf,
     _assert_htslib_values(vcfvirtual.BCFParser()(url, registry), small_bcf)
     # The cache uploaded again with a byte changed: the fingerprint read through the
     # registry no longer matches.
-    data = bytearray(fs.cat_file(f"{bucket}/s.bcf.vcz.cache.columns"))
+    part = f"{bucket}/s.bcf.vcz.cache.columns/part-000000"  # the folder's one part
+    data = bytearray(fs.cat_file(part))
     data[len(data) // 2] ^= 0xFF
-    fs.pipe_file(f"{bucket}/s.bcf.vcz.cache.columns", bytes(data))
-    with pytest.raises(StaleCacheError, match="does not match"):
+    fs.pipe_file(part, bytes(data))
+    with pytest.raises(StaleCacheError, match=f"part s3://{part} does not match"):
         vcfvirtual.BCFParser()(url, registry)
-    fs.rm_file(f"{bucket}/s.bcf.vcz.cache.columns")
-    with pytest.raises(StaleCacheError, match="is missing"):
+    fs.rm_file(part)
+    with pytest.raises(StaleCacheError, match=f"part s3://{part} is missing"):
         vcfvirtual.BCFParser()(url, registry)

@@ -164,8 +164,13 @@ def test_a_folder_as_input_is_refused(untouched):
 @pytest.mark.parametrize(
     ("source", "options", "problem", "named"),
     [
-        ("s3://b/x.bcf", {"workers": 2}, "one BCF at a time", "s3://b/x.bcf"),
-        ("LOCAL", {"cache_path": "s3://b/c.cache.bcf", "workers": 2}, "one BCF at a time", "s3://b/c.cache.bcf"),
+        ("s3://b/x.bcf", {"workers": 2, "cache_layout": "bgzf"}, "columns layout only", "s3://b/x.bcf"),
+        (
+            "LOCAL",
+            {"cache_path": "s3://b/c.cache.bcf", "workers": 2, "cache_layout": "raw"},
+            "columns layout only",
+            "s3://b/c.cache.bcf",
+        ),
         ("s3://b/x.vcf.gz", {}, "a remote VCF is not converted", "s3://b/x.vcf.gz"),
         ("LOCAL", {"refs_path": "s3://b/r", "refs_format": "parquet"}, "local paths only", "s3://b/r"),
     ],

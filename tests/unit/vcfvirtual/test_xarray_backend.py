@@ -18,6 +18,8 @@ from vcfvirtual_codec.xarray_backend import VcfVirtualBackend
 import vcfvirtual
 from vcfvirtual.errors import StaleCacheError
 
+from ... import bcfdata
+
 
 @pytest.fixture(scope="module")
 def refs(small_bcf, tmp_path_factory):
@@ -62,7 +64,7 @@ def test_changed_cache_is_refused_unless_unchecked(small_bcf, tmp_path):
     bcf = tmp_path / "x.bcf"
     shutil.copy(small_bcf, bcf)
     vcfvirtual.index(bcf, progress=False)
-    cache = tmp_path / "x.bcf.vcz.cache.columns"
+    cache = bcfdata.cache_file(tmp_path / "x.bcf.vcz.cache.columns")  # its one part
     cache.write_bytes(cache.read_bytes() + b"\x00")  # size no longer the fingerprint's
     with pytest.raises(StaleCacheError):
         xr.open_dataset(tmp_path / "x.bcf.vcz.json", engine="vcfvirtual")
@@ -106,7 +108,7 @@ def test_a_json_at_a_url_is_checked_before_it_is_read(small_bcf, tmp_path):
         ds = xr.open_dataset(base + "x.vcz.json", engine="vcfvirtual")
         with pysam.VariantFile(str(small_bcf)) as f:
             assert ds["variant_position"].values.tolist() == [r.pos for r in f]
-        cache = served / "x.cache"
+        cache = bcfdata.cache_file(served / "x.cache")
         cache.write_bytes(cache.read_bytes() + b"\x00")
         with pytest.raises(StaleCacheError):
             xr.open_dataset(base + "x.vcz.json", engine="vcfvirtual")

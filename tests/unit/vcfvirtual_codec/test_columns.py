@@ -103,7 +103,7 @@ class Cache:
         stored = bcf.with_suffix(".columns")
         scan, ranges = ColumnsLayout(samples_chunk_size).write_serial(SerialSource(bcf, lambda h: CHUNK_LENGTH), stored)
         self.header = scan.header
-        data = stored.read_bytes()
+        data = (stored / ranges.parts[0]).read_bytes()  # a serial write: one part
         for name, (offsets, lengths) in ranges.segments.items():
             is_gt = name == "format/GT"
             for where in np.ndindex(offsets.shape):

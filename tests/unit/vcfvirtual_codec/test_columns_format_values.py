@@ -100,7 +100,7 @@ def test_a_stored_value_outside_a_narrower_dtype_is_refused_not_wrapped(store, c
     config = {**meta["filters"][-1], "dtype": "|i1"}
     config.pop("id")
     url, offset, length = references["refs"][f"call_I16/{chunk}"]
-    path = references["templates"][url.strip("{}")].removeprefix("file://") if url.startswith("{{") else url[7:]
+    path = url.replace("{{cache}}", references["templates"]["cache"]).removeprefix("file://")  # {{cache}}/part-N
     with open(path, "rb") as f:
         f.seek(offset)
         data = f.read(length)

@@ -9,6 +9,7 @@ pysam); bad sizes are refused with typed errors."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, Co
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.io import outputs
 from vcfvirtual.io.fingerprint import Fingerprint
-from vcfvirtual.manifests.provenance import RecordedCache, RecordedSource
+from vcfvirtual.manifests.provenance import RecordedCache, RecordedPart, RecordedSource
 from vcfvirtual.manifests.vcf_zarr import build_store_group, store_provenance
 
 from .... import bcfdata, columns_reader
@@ -172,7 +173,8 @@ def check_segments(tmp_path, case, samples_chunk_size):
     group = bio2zarr_store(bcf, tmp_path / "b2z.vcz", samples_chunk_size)
     cache = tmp_path / "c.columns"
     scan, ranges = ColumnsLayout(samples_chunk_size).write_serial(SerialSource(bcf, lambda h: CHUNK), cache)
-    data = cache.read_bytes()
+    assert ranges.parts == ("part-000000",) and not ranges.chunk_part.any()  # a serial run: one part
+    data = (cache / "part-000000").read_bytes()
     assert data.startswith(b"VVCOLS1\nBCF\x02")
     keys = header_keys(bcf)
     n_samples = len(scan.header.samples)
@@ -284,10 +286,11 @@ def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_column
     scs = 2
     scan, ranges = ColumnsLayout(scs).write_serial(SerialSource(bcf, lambda h: CHUNK), cache)
     sources = [RecordedSource(str(bcf), Fingerprint.of(bcf))]
-    cached = RecordedCache(f"file://{cache}", "columns", Fingerprint.of(cache))
+    part = cache / "part-000000"
+    cached = RecordedCache.of_parts(f"file://{cache}", "columns", (RecordedPart(part.name, Fingerprint.of(part)),))
     provenance = store_provenance(scan, sources=sources, cache=cached, zero_copy=False, samples_chunk_size=scs)
     group = build_store_group(scan, ranges, provenance)
-    data = cache.read_bytes()
+    data = part.read_bytes()
     keys = header_keys(bcf)
     n_samples = len(scan.header.samples)
     n_chunks = -(-scan.num_records // CHUNK)
@@ -309,7 +312,7 @@ def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_column
         entries = array.manifest.dict()
         assert len(entries) == n_chunks * (-(-n_samples // scs) if sampled else 1)
         for chunk_key, entry in entries.items():
-            assert entry["path"] == f"file://{cache}"
+            assert entry["path"] == f"file://{part}"  # the part holding the chunk
             offset, length = entry["offset"], entry["length"]
             assert 0 < offset and offset + length <= len(data), (name, chunk_key)
             magic, kind, _, _, key, n, block, *_ = PREAMBLE.unpack_from(data, offset)
@@ -334,7 +337,8 @@ def test_index_writes_columns_cache_under_its_own_name(tmp_path, codec_takes_col
     bcf = bcfdata.fuzz_bcf(tmp_path / "f.bcf")
     vcfvirtual.index(bcf, cache_layout="columns", variants_chunk_size=CHUNK, samples_chunk_size=2)
     cache = tmp_path / "f.bcf.vcz.cache.columns"
-    assert cache.read_bytes().startswith(b"VVCOLS1\n")
+    assert os.listdir(cache) == ["part-000000"]  # a folder of parts: one, from a serial run
+    assert (cache / "part-000000").read_bytes().startswith(b"VVCOLS1\n")
     assert not (tmp_path / "f.bcf.vcz.cache.bcf").exists()
     assert outputs.is_vcfvirtual_cache(cache)
     # Recognised as ours: --force replaces it; without, it is refused.
@@ -347,6 +351,11 @@ def test_foreign_file_is_not_a_columns_cache(tmp_path):
     other = tmp_path / "x.vcz.cache.columns"
     other.write_bytes(b"VVCOLS1\nnot a header")
     assert not outputs.is_vcfvirtual_cache(other)
+    folder = tmp_path / "y.vcz.cache.columns"
+    folder.mkdir()
+    assert not outputs.is_vcfvirtual_cache(folder)  # no part
+    (folder / "part-000000").write_bytes(b"VVCOLS1\nnot a header")
+    assert not outputs.is_vcfvirtual_cache(folder)
 
 
 @pytest.mark.parametrize("bad", [0, -3, True, 2.5])
@@ -370,7 +379,7 @@ def test_cli_samples_chunk_size(tmp_path):
         names = ["-o", str(tmp_path / f"{name}.json"), "--cache", str(tmp_path / f"{name}.cache.columns")]
         result = CliRunner().invoke(main, [*args, *names])
         assert result.exit_code == 0, result.output
-    assert (tmp_path / "p.cache.columns").read_bytes() == (tmp_path / "s.cache.columns").read_bytes()
+    assert bcfdata.cache_bytes(tmp_path / "p.cache.columns") == bcfdata.cache_bytes(tmp_path / "s.cache.columns")
     result = CliRunner().invoke(main, ["index", str(bcf), "--samples-chunk-size", "0"])
     assert result.exit_code != 0 and "samples-chunk-size" in result.output
 
@@ -388,7 +397,7 @@ def test_edge_stores_match_bio2zarr_shapes(tmp_path, codec_takes_columns, case):
     bcf = bcfdata.write_bcf(text, tmp_path / "e.bcf", index=True)
     store = vcfvirtual.index(bcf, cache_layout="columns", variants_chunk_size=CHUNK, samples_chunk_size=2)
     ours = zarr.open_group(store, mode="r", zarr_format=3)
-    size = (tmp_path / "e.bcf.vcz.cache.columns").stat().st_size
+    size = (tmp_path / "e.bcf.vcz.cache.columns" / "part-000000").stat().st_size
     if case == "no_samples":
         theirs = bio2zarr_store(bcf, tmp_path / "b2z.vcz", 2)
         for name in ("variant_position", "variant_DP", "sample_id"):
@@ -424,12 +433,13 @@ def test_s3_source_to_s3_columns_cache(s3_bucket, tmp_path, codec_takes_columns)
         variants_chunk_size=CHUNK,
         samples_chunk_size=2,
     )
-    uploaded = fs.cat_file(f"{bucket}/out/f.cache.columns")
-    assert uploaded.startswith(b"VVCOLS1\n") and uploaded == (tmp_path / "local.columns").read_bytes()
+    assert fs.ls(f"{bucket}/out/f.cache.columns", detail=False) == [f"{bucket}/out/f.cache.columns/part-000000"]
+    uploaded = fs.cat_file(f"{bucket}/out/f.cache.columns/part-000000")
+    assert uploaded.startswith(b"VVCOLS1\n") and uploaded == bcfdata.cache_bytes(tmp_path / "local.columns")
     refs = json.loads(fs.cat_file(f"{bucket}/out/f.vcz.json"))
     assert refs["templates"] == {"cache": f"s3://{bucket}/out/f.cache.columns"}
     assert json.loads(refs["refs"]["call_genotype/.zarray"])["chunks"][:2] == [CHUNK, 2]
-    assert refs["refs"]["call_genotype/1.1.0"][0] == "{{cache}}"  # samples block 1 of chunk 1
+    assert refs["refs"]["call_genotype/1.1.0"][0] == "{{cache}}/part-000000"  # samples block 1 of chunk 1
 
 
 def test_uncompressed_bcf_gets_the_same_columns_cache(tmp_path, codec_takes_columns):
@@ -440,8 +450,8 @@ def test_uncompressed_bcf_gets_the_same_columns_cache(tmp_path, codec_takes_colu
     plain = bcfdata.uncompressed_copy(bcf, tmp_path / "u.bcf")
     for source in (bcf, plain):
         vcfvirtual.index(source, cache_layout="columns", variants_chunk_size=CHUNK, samples_chunk_size=2)
-    from_bgzf = (tmp_path / "c.bcf.vcz.cache.columns").read_bytes()
-    assert from_bgzf == (tmp_path / "u.bcf.vcz.cache.columns").read_bytes()
+    from_bgzf = bcfdata.cache_bytes(tmp_path / "c.bcf.vcz.cache.columns")
+    assert from_bgzf == bcfdata.cache_bytes(tmp_path / "u.bcf.vcz.cache.columns")
     assert plain.read_bytes()[:4] == b"BCF\x02" and from_bgzf.startswith(b"VVCOLS1\nBCF\x02")
 
 

@@ -107,6 +107,35 @@ def test_a_failed_reference_upload_withdraws_the_cache(tmp_path, s3_bucket, monk
     assert fs.ls(bucket) == [] and not folder.exists()
 
 
+def test_a_cache_made_of_parts_is_uploaded_part_by_part_and_withdrawn_whole(tmp_path, s3_bucket, monkeypatch):
+    """A folder of parts goes up as one object per part under the cache's URL; a failed
+    run withdraws each of them (and nothing else of the bucket's)."""
+    bucket, fs, options = s3_bucket
+    fs.pipe_file(f"{bucket}/theirs", b"kept")
+    folder = tmp_path / "staging"
+    cache, refs = f"s3://{bucket}/c.cache.columns", f"s3://{bucket}/r.json"
+    real = storage.upload
+
+    def upload(local, url, storage_options=None):
+        if url == refs:
+            assert sorted(fs.find(cache.removeprefix("s3://"))) == [
+                f"{bucket}/c.cache.columns/part-00000{i}" for i in (0, 1)
+            ]
+            raise OutputWriteError(url, "cannot upload: connection reset")
+        real(local, url, storage_options)
+
+    monkeypatch.setattr(storage, "upload", upload)
+    with pytest.raises(OutputWriteError, match="connection reset"):
+        with Staging(folder, cache=(folder / "c", cache), refs=(folder / "r", refs), storage_options=options) as s:
+            (folder / "c").mkdir()
+            for i in (0, 1):
+                (folder / "c" / f"part-00000{i}").write_bytes(b"part %d" % i)
+            (folder / "r").write_bytes(b"refs")
+            s.publish()
+    fs.invalidate_cache()
+    assert fs.find(bucket) == [f"{bucket}/theirs"] and not folder.exists()
+
+
 def test_a_withdrawal_that_fails_keeps_the_runs_own_error(tmp_path, monkeypatch):
     monkeypatch.setattr(storage, "upload", lambda local, url, options=None: None)
 

@@ -10,13 +10,17 @@ from vcfvirtual.cache.base import ChunkRanges, SegmentRanges
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.manifests.vcf_zarr import local_ranges
 
+ONE_PART = (("part-000000",), np.zeros(1, np.int32))
+
 
 def _ranges(offsets, lengths) -> ChunkRanges:
     return ChunkRanges(np.array(offsets, np.uint64), np.array(lengths, np.uint64))
 
 
 def test_segments_apart_are_refused():
-    apart = SegmentRanges({"format/GT": _ranges([[100]], [[10]]), "format/AD": _ranges([[50]], [[20]])}, {}, 1)
+    apart = SegmentRanges(
+        {"format/GT": _ranges([[100]], [[10]]), "format/AD": _ranges([[50]], [[20]])}, {}, 1, *ONE_PART
+    )
     with pytest.raises(VcfVirtualError, match="does not hold FORMAT/AD beside GT"):
         local_ranges(apart, "local_ad")
 
@@ -30,6 +34,7 @@ def test_segments_side_by_side_make_one_range():
         },
         {},
         1,
+        *ONE_PART,
     )
     lad = local_ranges(beside, "local_ad")
     assert lad.offsets.tolist() == [[50, 180]] and lad.lengths.tolist() == [[30, 25]]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 
 import pytest
 
@@ -42,7 +43,9 @@ def test_unchanged_references_pass(store):
     refs, path, cache, _, _ = store
     checks.check_cache(refs, path)
     checks.check_references(refs, path, cache)
-    assert cache["url"].startswith("file://") and cache["size"] == os.path.getsize(cache["url"][7:])
+    folder = cache["url"][7:]
+    assert cache["url"].startswith("file://") and cache["size"] == os.path.getsize(bcfdata.cache_file(folder))
+    assert [p["name"] for p in cache["parts"]] == os.listdir(folder) == ["part-000000"]
 
 
 @pytest.mark.parametrize("zattrs", [None, "[1, 2]", "{not json"])
@@ -81,19 +84,34 @@ def test_declared_cache_needs_a_url_and_a_byte_count(store, change):
 
 def test_missing_cache_is_stale(store):
     refs, path, _, _, cache = store
-    cache.unlink()
+    shutil.rmtree(cache)
     with pytest.raises(StaleCacheError, match="missing"):
         checks.check_cache(refs, path)
 
 
-def test_same_size_rewritten_cache_is_stale(store):
+def test_missing_or_truncated_part_is_stale_and_named(store):
     refs, path, _, _, cache = store
+    part = bcfdata.cache_file(cache)
+    data = part.read_bytes()
+    part.write_bytes(data[:-1])
+    with pytest.raises(
+        StaleCacheError, match=f"part {part} does not match the references: it is {len(data) - 1} bytes"
+    ):
+        checks.check_cache(refs, path)
+    part.unlink()
+    with pytest.raises(StaleCacheError, match=f"part {part} is missing"):
+        checks.check_cache(refs, path)
+
+
+def test_same_size_rewritten_cache_is_stale(store):
+    refs, path, _, _, store_cache = store
+    cache = bcfdata.cache_file(store_cache)
     data = bytearray(cache.read_bytes())
     data[-30] ^= 0xFF
     stat = cache.stat()
     cache.write_bytes(bytes(data))
     os.utime(cache, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # mtime put back: only the hash tells
-    with pytest.raises(StaleCacheError, match="does not match"):
+    with pytest.raises(StaleCacheError, match=f"part {cache} does not match"):
         checks.check_cache(refs, path)
 
 
@@ -140,6 +158,13 @@ def _chunk_key(refs):
     ("value", "match"),
     [
         (lambda v, size: ["file:///etc/passwd", *v[1:]], "points at"),
+        # Names that fsspec would resolve outside the folder, or to a part not listed.
+        (lambda v, size: ["{{cache}}/../x", *v[1:]], "points at"),
+        (lambda v, size: ["{{cache}}/part-000000/..", *v[1:]], "points at"),
+        (lambda v, size: ["{{cache}}/part-000001", *v[1:]], "points at"),
+        (lambda v, size: ["{{cache}}", *v[1:]], "points at"),
+        (lambda v, size: ["{{cache}}/./part-000000", *v[1:]], "points at"),
+        (lambda v, size: [v[0][len("{{cache}}") :], *v[1:]], "points at"),
         (lambda v, size: [v[0], 0, size + 1], "past the cache"),
         (lambda v, size: [v[0], -1, 2], "not a byte count"),
         (lambda v, size: [v[0], 0, True], "not a byte count"),
@@ -150,6 +175,7 @@ def test_chunk_reference_outside_the_cache_is_refused(store, value, match):
     refs, path, cache, _, _ = store
     refs = copy.deepcopy(refs)
     key = _chunk_key(refs)
+    assert refs["refs"][key][0] == "{{cache}}/part-000000"
     refs["refs"][key] = value(refs["refs"][key], cache["size"])
     error = _refuses(refs, path, cache, match)
     assert key in error.problem and error.hint == checks.UNTRUSTED_HINT
@@ -216,11 +242,15 @@ def test_guarded_filesystem_refuses_fetches_outside_the_cache(store, tmp_path):
     refs, path, cache, _, _ = store
     secret = tmp_path / "secret"
     secret.write_bytes(b"secret")
-    fo = {"version": 1, "refs": {"a": [cache["url"][7:], 0, 4], "b": [str(secret), 0, 6]}}
-    fs = checks.guarded_reference_fs(cache["url"][7:], cache["size"], path, fo=fo, remote_protocol="file")
-    assert fs.cat("a") == open(cache["url"][7:], "rb").read(4)
-    with pytest.raises(UntrustedReferenceError, match="points at"):
-        fs.cat("b")
+    part = cache["url"] + "/part-000000"
+    crafted = [cache["url"] + "/part-000000/../../secret", cache["url"] + "/part-000001", str(secret)]
+    fo = {"version": 1, "refs": {"a": [part, 0, 4], **{f"b{i}": [url, 0, 6] for i, url in enumerate(crafted)}}}
+    targets = checks.chunk_targets(cache, {}, path)
+    fs = checks.guarded_reference_fs(targets, path, fo=fo, remote_protocol="file")
+    assert fs.cat("a") == open(part[7:], "rb").read(4)
+    for i in range(len(crafted)):
+        with pytest.raises(UntrustedReferenceError, match="points at"):
+            fs.cat(f"b{i}")
 
 
 def test_copy_differs_on_size_and_hash_not_mtime(tmp_path):

@@ -13,6 +13,8 @@ import vcfvirtual
 from vcfvirtual.errors import StaleCacheError
 from vcfvirtual.refs.icechunk import is_icechunk_repo, open_icechunk
 
+from .... import bcfdata
+
 
 @pytest.fixture(scope="module")
 def repo(small_bcf, tmp_path_factory):
@@ -44,7 +46,8 @@ def test_open_reads_htslib_positions(repo, small_bcf):
 
 
 def test_changed_cache_is_refused(repo, tmp_path):
-    refs, cache = repo
+    refs, folder = repo
+    cache = bcfdata.cache_file(folder)  # the one part a serial index writes
     assert cache.exists()
     saved = cache.read_bytes()
     try:

@@ -15,6 +15,8 @@ import vcfvirtual
 from vcfvirtual.errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from vcfvirtual.refs.open import open_store
 
+from .... import bcfdata
+
 FORMATS = {"json": "refs.vcz.json", "parquet": "refs.vcz.parq", "icechunk": "refs.icechunk"}
 
 
@@ -77,7 +79,7 @@ def test_a_changed_cache_is_refused(small_bcf, tmp_path):
     shutil.copy(small_bcf, bcf)
     refs = tmp_path / "x.vcz.json"
     vcfvirtual.index(bcf, refs_path=refs, progress=False)
-    cache = json.loads(refs.read_text())["templates"]["cache"].removeprefix("file://")
+    cache = bcfdata.cache_file(json.loads(refs.read_text())["templates"]["cache"].removeprefix("file://"))
     with open(cache, "r+b") as f:
         f.seek(40)
         byte = f.read(1)
@@ -151,7 +153,7 @@ def test_a_cache_cut_short_after_opening_is_a_typed_error(small_bcf, tmp_path):
     shutil.copy(small_bcf, bcf)
     refs = tmp_path / "x.vcz.json"
     vcfvirtual.index(bcf, refs_path=refs, variants_chunk_size=3, progress=False)
-    cache = json.loads(refs.read_text())["templates"]["cache"].removeprefix("file://")
+    cache = bcfdata.cache_file(json.loads(refs.read_text())["templates"]["cache"].removeprefix("file://"))
     ds = xr.open_zarr(open_store(refs), consolidated=False)
     with open(cache, "r+b") as f:
         f.truncate(100)

@@ -1,0 +1,111 @@
+"""The columns cache written by tasks, one part each, when tasks fail: a worker that dies
+is replaced and its part written again; a task that fails ends the run with nothing
+left behind; a task run twice writes its part once. Values against pysam."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pysam
+import pytest
+import zarr
+
+import vcfvirtual
+import vcfvirtual.cache.columns
+from vcfvirtual.errors import OutputWriteError
+
+from .. import bcfdata
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    d = tmp_path_factory.mktemp("parts")
+    return bcfdata.write_bcf(bcfdata.random_cohort_vcf(900, 60, seed=11), d / "c.bcf")
+
+
+def pysam_positions_and_genotypes(path):
+    positions, genotypes = [], []
+    with pysam.VariantFile(str(path)) as f:
+        for rec in f:
+            positions.append(rec.pos)
+            genotypes.append([[-1 if a is None else a for a in s["GT"]] for s in rec.samples.values()])
+    return np.array(positions), np.array(genotypes)
+
+
+def assert_values(refs, bcf):
+    group = zarr.open_group(vcfvirtual.open_store(refs), mode="r", zarr_format=2)
+    positions, genotypes = pysam_positions_and_genotypes(bcf)
+    assert group["variant_position"][:].tolist() == positions.tolist()
+    assert np.array_equal(group["call_genotype"][:], genotypes)
+
+
+def parts_of(folder):
+    return sorted(os.listdir(folder))
+
+
+def test_several_parts_hold_pysams_values(cohort, tmp_path):
+    refs, cache = tmp_path / "p.json", tmp_path / "p.cache"
+    vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2)
+    assert parts_of(cache) == [f"part-{i:06d}" for i in range(4)]  # 2 x 2 workers' runs of 9 chunks
+    assert_values(refs, cohort)
+
+
+def _dies_once(task, folder, *args):
+    """A worker killed while writing its first part (as by the kernel's OOM killer)."""
+    marker = os.path.join(os.path.dirname(folder), "died")
+    if task.first_chunk > 0 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(9)
+    return _write_run(task, folder, *args)
+
+
+_write_run = vcfvirtual.cache.columns.write_run
+
+
+def test_a_worker_that_dies_is_replaced_and_its_part_written_again(cohort, tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(vcfvirtual.cache.columns, "write_run", _dies_once)
+    refs, cache = tmp_path / "p.json", tmp_path / "p.cache"
+    vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2)
+    assert (tmp_path / "died").exists() and "a worker died" in caplog.text
+    assert parts_of(cache) == [f"part-{i:06d}" for i in range(4)]
+    assert_values(refs, cohort)
+
+
+def _fails(task, folder, *args):
+    if task.first_chunk > 0:
+        raise OutputWriteError(os.path.join(folder, task.part), "cannot write the cache: No space left on device")
+    return _write_run(task, folder, *args)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_task_that_fails_leaves_nothing(cohort, tmp_path, monkeypatch, workers):
+    monkeypatch.setattr(vcfvirtual.cache.columns, "write_run", _fails)
+    out = tmp_path / "out"
+    out.mkdir()
+    inputs = (
+        [cohort]
+        if workers > 1
+        else [cohort, bcfdata.write_bcf(bcfdata.random_cohort_vcf(50, 60, seed=11), out / "b.bcf")]
+    )
+    before = set(os.listdir(out))
+    with pytest.raises(OutputWriteError, match="No space left"):
+        vcfvirtual.index(inputs, refs_path=out / "p.json", variants_chunk_size=100, workers=workers)
+    assert set(os.listdir(out)) == before  # no references, no cache folder, no temporaries
+
+
+def _twice(task, folder, *args):
+    """A task run again after it wrote its part (as a retried task is)."""
+    first = _write_run(task, folder, *args)
+    again = _write_run(task, folder, *args)
+    assert again.ranges.segments["position"].offsets.tolist() == first.ranges.segments["position"].offsets.tolist()
+    assert again.fingerprint.size == first.fingerprint.size
+    return again
+
+
+def test_a_task_run_twice_writes_its_part_once(cohort, tmp_path, monkeypatch):
+    monkeypatch.setattr(vcfvirtual.cache.columns, "write_run", _twice)
+    refs, cache = tmp_path / "p.json", tmp_path / "p.cache"
+    vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2)
+    assert parts_of(cache) == [f"part-{i:06d}" for i in range(4)]  # nothing left under a temporary name
+    assert_values(refs, cohort)
