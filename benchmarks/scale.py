@@ -183,7 +183,8 @@ def synthetic_ranges(header, n_chunks: int, samples_chunk_size: int, start: int)
             offsets, lens = offsets[:, 0].copy(), lens[:, 0].copy()
         out[name] = ChunkRanges(offsets, lens)
     compressors = {s[0]: compressor_of(s[0]) for s in segs}
-    ranges = SegmentRanges(out, compressors, plan.samples_chunk_size)
+    # One part: the parts rows below spread the chunks over more (spread_over_parts).
+    ranges = SegmentRanges(out, compressors, plan.samples_chunk_size, ("part-000000",), np.zeros(n_chunks, np.int32))
     return SyntheticCache(ranges, chunk_starts, start + n_chunks * per_chunk)
 
 
@@ -205,16 +206,18 @@ def sparse_cache(path: Path, text: str, synthetic: SyntheticCache, last_records:
 def store_group(text: str, n_variants: int, chunk_length: int, samples_chunk_size: int, cache: Path):
     """The store's ManifestGroup through the product's builder, over a sparse cache."""
     from vcfvirtual.io.fingerprint import Fingerprint
-    from vcfvirtual.manifests.provenance import RecordedCache, RecordedSource
+    from vcfvirtual.manifests.provenance import RecordedCache, RecordedPart, RecordedSource
     from vcfvirtual.manifests.vcf_zarr import build_store_group, store_provenance
 
     scan = synthetic_scan(text, n_variants, chunk_length)
     n_chunks = len(scan.chunk_offsets)
     synthetic = synthetic_ranges(scan.header, n_chunks, samples_chunk_size, len(cache_header(text)))
-    sparse_cache(cache, text, synthetic, n_variants - (n_chunks - 1) * chunk_length)
+    cache.mkdir(exist_ok=True)  # a cache made of parts: one (sparse) part here
+    part = cache / "part-000000"
+    sparse_cache(part, text, synthetic, n_variants - (n_chunks - 1) * chunk_length)
     # The source is not there (a collaborator's view): its fingerprint is recorded, not checked.
     source = RecordedSource("/nonexistent/cohort.bcf", Fingerprint(size=TB, mtime_ns=0, digest="0" * 32))
-    recorded = RecordedCache(f"file://{cache}", "columns", Fingerprint.of(cache))
+    recorded = RecordedCache.of_parts(f"file://{cache}", "columns", (RecordedPart(part.name, Fingerprint.of(part)),))
     provenance = store_provenance(
         scan, sources=(source,), cache=recorded, zero_copy=False, samples_chunk_size=samples_chunk_size
     )
@@ -235,7 +238,7 @@ def spread_over_parts(group, synthetic: SyntheticCache, chunk_length: int, n_par
     arrays = {}
     for name, marr in group.arrays.items():
         refs = list(marr.manifest.iter_refs())
-        if not refs or refs[0][1]["path"] != cache_url:  # inlined values: no cache range
+        if not refs or not refs[0][1]["path"].startswith(cache_url + "/"):  # inlined values: no cache range
             arrays[name] = marr
             continue
         grid = marr.manifest.shape_chunk_grid
@@ -352,7 +355,7 @@ def refs_table(args: argparse.Namespace, workdir: Path) -> tuple[list[RefsRow], 
         size, files = tree_bytes(out)
         rows.append(RefsRow(refs_format, args.parts, size, files, write_s, None))
         _remove(out)
-    cache.unlink()
+    shutil.rmtree(cache)
     return rows, facts
 
 
