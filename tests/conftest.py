@@ -13,71 +13,145 @@ import vcfvirtual
 
 from . import bcfdata
 
-# bio2zarr's conversions of the session, shared by its tests (and pytest-xdist workers):
-# the equivalence suites compare every cache layout with the same conversion, which
-# costs more than indexing. Set by the ``_shared_bio2zarr_conversions`` fixture.
+# bio2zarr's conversions, shared by the tests of a run (and its pytest-xdist workers) and
+# kept between runs: the equivalence suites compare every cache layout with the same
+# conversion, which costs more than indexing. Set by the ``_shared_bio2zarr_conversions``
+# fixture: a folder in pytest's cache directory (``.pytest_cache``, gitignored; emptied by
+# ``--cache-clear``), or the run's temporary directory under ``-p no:cacheprovider``.
 BIO2ZARR_CONVERSIONS: Path | None = None
 
+# The oracle's own code: a conversion is reused only by the same versions of these (and
+# of this file's recipe, CONVERSION_RECIPE: bump it when _bio2zarr changes what it asks for).
+ORACLE_PACKAGES = ("bio2zarr", "cyvcf2", "zarr", "numcodecs", "numpy")
+CONVERSION_RECIPE = 1
+# Conversions no run has used for this long are removed at the start of a run.
+CONVERSIONS_KEPT_DAYS = 14
 
-def _bio2zarr(bcf: Path, out: Path, chunk_length: int) -> None:
+
+def _bio2zarr(bcf: Path, out: Path, chunk_length: int, **options) -> None:
     from bio2zarr import vcf
 
     # Processes only pay off on the larger corpus files.
-    workers = 2 if bcf.stat().st_size > 1_000_000 else 0
-    vcf.convert([str(bcf)], str(out), variants_chunk_size=chunk_length, worker_processes=workers)
+    options.setdefault("worker_processes", 2 if bcf.stat().st_size > 1_000_000 else 0)
+    vcf.convert([str(bcf)], str(out), variants_chunk_size=chunk_length, **options)
 
 
-def bio2zarr_convert(bcf: Path, out: Path, chunk_length: int) -> zarr.Group:
-    """The reference conversion: bio2zarr's vcf2zarr on the same BCF.
-
-    ``out`` is a link to the session's conversion of the same bytes (and index files, which
-    bio2zarr needs for a multi-contig file) with the same chunk length, made once; a
-    conversion that fails is not kept, so it fails again for every caller."""
-    if out.exists():
-        return zarr.open_group(str(out), mode="r")
-    if BIO2ZARR_CONVERSIONS is None:
-        _bio2zarr(bcf, out, chunk_length)
-        return zarr.open_group(str(out), mode="r")
-    import fcntl
+def _conversion_key(bcf: Path, chunk_length: int, options: dict) -> str:
+    """What a conversion depends on: the BCF's bytes and its index files' (bio2zarr needs
+    an index for a multi-contig file), the options, and the oracle's versions. Never
+    anything vcfvirtual wrote: these files are the inputs both sides read."""
     import hashlib
-    import shutil
+    import importlib.metadata
 
     digest = hashlib.sha256(bcf.read_bytes())
     for suffix in (".csi", ".tbi"):
         index = bcf.with_name(bcf.name + suffix)
         digest.update(index.read_bytes() if index.exists() else b"-")
-    key = f"{digest.hexdigest()[:32]}-{chunk_length}{''.join(bcf.suffixes)}"
+    versions = [f"{name}={importlib.metadata.version(name)}" for name in ORACLE_PACKAGES]
+    recipe = [f"recipe={CONVERSION_RECIPE}", f"chunk_length={chunk_length}", *versions]
+    recipe += [f"{k}={options[k]!r}" for k in sorted(options)]
+    digest.update("\n".join(recipe).encode())
+    return f"{digest.hexdigest()[:32]}-{chunk_length}{''.join(bcf.suffixes)}"
+
+
+def bio2zarr_convert(bcf: Path, out: Path, chunk_length: int, **options) -> zarr.Group:
+    """The reference conversion: bio2zarr's vcf2zarr on the same BCF (``options`` go to
+    ``vcf.convert``, e.g. ``samples_chunk_size``, ``local_alleles``).
+
+    ``out`` is a link to the shared conversion of the same bytes, options and oracle
+    versions, made once (see BIO2ZARR_CONVERSIONS); a conversion that fails is not kept,
+    so it fails again for every caller."""
+    if out.exists():
+        return zarr.open_group(str(out), mode="r")
+    if BIO2ZARR_CONVERSIONS is None:
+        _bio2zarr(bcf, out, chunk_length, **options)
+        return zarr.open_group(str(out), mode="r")
+    import fcntl
+    import os
+    import shutil
+
+    key = _conversion_key(bcf, chunk_length, options)
     shared = BIO2ZARR_CONVERSIONS / f"{key}.vcz"
     with open(BIO2ZARR_CONVERSIONS / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be converting the same file
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker (or run) may be converting the same file
         if not shared.exists():
             # bio2zarr reads the file under its own name (and its index beside it).
             partial = BIO2ZARR_CONVERSIONS / f"{key}.partial"
             shutil.rmtree(partial, ignore_errors=True)
             try:
-                _bio2zarr(bcf, partial, chunk_length)
+                _bio2zarr(bcf, partial, chunk_length, **options)
             except BaseException:
                 shutil.rmtree(partial, ignore_errors=True)
                 raise
-            partial.rename(shared)
+            partial.rename(shared)  # whole or absent: a killed run leaves only the .partial
+        os.utime(shared)  # used now: kept by _prune_conversions
     out.symlink_to(shared, target_is_directory=True)
     return zarr.open_group(str(out), mode="r")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _shared_bio2zarr_conversions(tmp_path_factory):
-    """One directory of bio2zarr conversions per run: under pytest-xdist, the workers'
-    common base directory."""
+def _conversions_dir(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return cache.mkdir("bio2zarr-conversions")
+    # No cache provider: one directory per run, under pytest-xdist the workers' common base.
     import os
 
-    global BIO2ZARR_CONVERSIONS
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent
-    BIO2ZARR_CONVERSIONS = base / "bio2zarr-conversions"
-    BIO2ZARR_CONVERSIONS.mkdir(exist_ok=True)
+    return base / "bio2zarr-conversions"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_bio2zarr_conversions(pytestconfig, tmp_path_factory):
+    global BIO2ZARR_CONVERSIONS
+    BIO2ZARR_CONVERSIONS = _conversions_dir(pytestconfig, tmp_path_factory)
+    BIO2ZARR_CONVERSIONS.mkdir(parents=True, exist_ok=True)
     yield
     BIO2ZARR_CONVERSIONS = None
+
+
+def pytest_sessionstart(session):
+    """Remove conversions no run has used for CONVERSIONS_KEPT_DAYS (once, in the
+    controlling process: xdist workers are not started yet)."""
+    if hasattr(session.config, "workerinput") or getattr(session.config, "cache", None) is None:
+        return
+    _prune_conversions(session.config.cache.mkdir("bio2zarr-conversions"))
+
+
+def _prune_conversions(folder: Path) -> None:
+    import shutil
+    import time
+
+    cutoff = time.time() - CONVERSIONS_KEPT_DAYS * 86400
+    for entry in folder.iterdir():
+        # (a .partial is what a killed run left; the next conversion of its key replaces it)
+        if entry.suffix in (".vcz", ".partial") and entry.stat().st_mtime < cutoff:
+            shutil.rmtree(entry, ignore_errors=True)
+            for kept_beside in (".lock", ".verified"):  # the lock, test_corpus's verifier outcome
+                entry.with_suffix(kept_beside).unlink(missing_ok=True)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        help="also run the tests marked slow (multi-minute corpus files; CI runs them apart: --slow -m slow)",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes minutes; skipped unless --slow is given")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip (visibly, with the reason in the summary) what is marked slow, unless --slow."""
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow (CI runs pytest --slow -m slow as a step of its own)")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)
 
 
 # The cache layouts every equivalence suite runs on (tests take the ``cache_layout``
