@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import threading
 from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, as_completed
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
@@ -489,6 +490,7 @@ class ColumnsLayout(ChunkBounds):
             raise
         finally:
             bar.close()
+            release_spare_buffers()  # those this process kept, when it ran tasks itself
         results = [done[t.part] for t in tasks]
         logger.info("%d chunks written by %d tasks as %d parts", len(scan.chunk_offsets), len(tasks), len(results))
         return parts.join_runs(results)
@@ -540,6 +542,42 @@ class ColumnsLayout(ChunkBounds):
         return writer.segment_ranges(0, part)._replace(part_fingerprints=(output.fingerprint,))
 
 
+# The stored header of every part but the first: the BCF magic and an empty text.
+EMPTY_HEADER = b"BCF\x02\x02" + bytes(4)
+
+
+class _SpareBuffers:
+    """A worker process's window and segment buffers, kept from one run's task to the
+    next: a fresh ColumnsWriter grows and faults in its buffers anew (three of up to
+    200 MB each at 10^5 samples x 1,000 variants), which the serial writer pays once.
+    One set per process (a task takes it, or new buffers if another thread holds it);
+    :func:`release_spare_buffers` drops it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spare: tuple[np.ndarray, list[np.ndarray]] | None = None
+
+    def lend(self, writer: ColumnsWriter) -> None:
+        with self.lock:
+            spare, self.spare = self.spare, None
+        if spare is not None:
+            writer.window, writer.scratch = spare
+
+    def keep(self, writer: ColumnsWriter) -> None:
+        with self.lock:
+            self.spare = (writer.window, writer.scratch)
+
+
+_SPARE = _SpareBuffers()
+
+
+def release_spare_buffers() -> None:
+    """Drop the buffers kept between tasks in this process (the caller, once its own
+    tasks are done: an index run in a notebook must not hold them after)."""
+    with _SPARE.lock:
+        _SPARE.spare = None
+
+
 def _parts_folder(target: CacheTarget) -> str:
     """The folder the parts go in: a URL as it is, a local temporary made now and named
     absolutely (workers need not share the caller's working directory)."""
@@ -566,10 +604,16 @@ def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: Colum
     with parts.part_file(folder, task.part, task.storage_options) as output:
         # One compression thread: the other workers have the other cores.
         writer = ColumnsWriter(output.file, first, layout, threads=1)
+        _SPARE.lend(writer)
         try:
             # The store's header, read here rather than sent: at 10^5 samples it is megabytes.
             header = read_header(task.header_source, task.storage_options)
-            writer.start_part(header, header_bytes(task.header_source, header.size, task.storage_options), chunk_length)
+            # Only the first part stores it (as a serial run's one part does); the others
+            # an empty one, or a folder of parts at 10^5 samples pays ~1.7 MB a part.
+            stored = EMPTY_HEADER
+            if task.first_chunk == 0:
+                stored = header_bytes(task.header_source, header.size, task.storage_options)
+            writer.start_part(header, stored, chunk_length)
             sink = parts.PartSink(writer)
             for span in task.spans:
                 known = header if span.path == task.header_source else None
@@ -586,5 +630,6 @@ def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: Colum
             writer.close(sink.shift)
         finally:
             writer.pool.shutdown()
+            _SPARE.keep(writer)
     assert output.fingerprint is not None
     return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), output.fingerprint)

@@ -37,10 +37,11 @@ from ..scan.sink import RecordSink
 from .base import ChunkRanges, SegmentRanges, open_cache
 from .names import part_name
 
-# Inflated bytes of records a run aims at: large enough that a part's fixed costs (its
-# header copy, its writer's buffers, a task's start) are small, small enough that the
-# runs balance across workers (the caller asks for at least ``2 x workers`` runs).
-RUN_BYTES = 256 * 1024 * 1024
+# Inflated bytes of records a run holds at most. A task's fixed costs (parsing the header:
+# 0.06 s at 10^5 samples, 0.54 s at 5x10^5; a part's start) must stay small beside its
+# work (~2 s of CPU per GiB of records), and its memory does not grow with it (it streams
+# chunk by chunk); the caller asks for at least 2 x workers runs, so they balance.
+RUN_BYTES = 4 * 1024 * 1024 * 1024
 
 
 @dataclass(frozen=True)
