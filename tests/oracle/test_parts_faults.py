@@ -72,6 +72,27 @@ def test_a_worker_that_dies_is_replaced_and_its_part_written_again(cohort, tmp_p
     assert_values(refs, cohort)
 
 
+def _dies_while_writing(task, folder, *args):
+    """A worker killed with its part half written under its temporary name."""
+    marker = os.path.join(os.path.dirname(folder), "died")
+    if task.first_chunk > 0 and not os.path.exists(marker):
+        open(marker, "w").close()
+        with open(os.path.join(folder, f".{task.part}.tmp-{os.getpid()}"), "wb") as f:
+            f.write(b"VVCOLS1\n half a part")
+        os._exit(9)
+    return _write_run(task, folder, *args)
+
+
+def test_a_worker_killed_mid_part_leaves_no_temporary_in_the_cache(cohort, tmp_path, monkeypatch):
+    monkeypatch.setattr(vcfvirtual.cache.columns, "write_run", _dies_while_writing)
+    refs, cache = tmp_path / "p.json", tmp_path / "p.cache"
+    vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2)
+    assert (tmp_path / "died").exists()
+    assert parts_of(cache) == [f"part-{i:06d}" for i in range(4)]  # a --force later accepts the folder
+    vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2, force=True)
+    assert_values(refs, cohort)
+
+
 def _fails(task, folder, *args):
     if task.first_chunk > 0:
         raise OutputWriteError(os.path.join(folder, task.part), "cannot write the cache: No space left on device")

@@ -492,6 +492,7 @@ class ColumnsLayout(ChunkBounds):
             bar.close()
             release_spare_buffers()  # those this process kept, when it ran tasks itself
         results = [done[t.part] for t in tasks]
+        parts.remove_leftovers(folder)
         logger.info("%d chunks written by %d tasks as %d parts", len(scan.chunk_offsets), len(tasks), len(results))
         return parts.join_runs(results)
 

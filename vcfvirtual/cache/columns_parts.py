@@ -35,7 +35,7 @@ from ..io.sources import StorageOptions
 from ..scan.parallel import Merged, Piece
 from ..scan.sink import RecordSink
 from .base import ChunkRanges, SegmentRanges, open_cache
-from .names import part_name
+from .names import PART_PREFIX, part_name
 
 # Inflated bytes of records a run holds at most. A task's fixed costs (parsing the header:
 # 0.06 s at 10^5 samples, 0.54 s at 5x10^5; a part's start) must stay small beside its
@@ -273,3 +273,16 @@ def remove_parts(folder: str, names: list[str], storage_options: StorageOptions 
     for name in names:
         with contextlib.suppress(Exception):
             remote.remove(folder.rstrip("/") + "/" + name, dict(storage_options or {}))
+
+
+def remove_leftovers(folder: str) -> None:
+    """Remove what a killed worker left in a local cache folder: a part it was writing,
+    under its temporary name (the part itself was written again by another task). Only
+    names this module makes (``.part-NNNNNN.tmp-PID``) are removed, in the run's own
+    temporary folder."""
+    if remote.is_url(folder):
+        return  # an object store's unfinished upload shows no object
+    for name in os.listdir(folder):
+        if name.startswith("." + PART_PREFIX) and ".tmp-" in name:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, name))
