@@ -167,6 +167,26 @@ class SegmentPlan:
             order.append(i)
         return order
 
+    def demux(
+        self, buf: np.ndarray, offsets: np.ndarray, scratch: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """The chunk's segments (:func:`~vcfvirtual.cache.columns_demux.demux_chunk` with
+        this plan's slots and blocks): (bytes, bounds, error code, error offset)."""
+        segs, bounds, err, at = demux.demux_chunk(
+            buf,
+            offsets,
+            self.info_slot,
+            self.fmt_slot,
+            self.n_info,
+            self.n_format,
+            self.n_samples,
+            self.samples_chunk_size,
+            self.end_key,
+            self.gt_slot,
+            scratch,
+        )
+        return segs, bounds, int(err), int(at)
+
     def names(self) -> dict[str, bool]:
         """Each segment name written, and whether it is cut into samples blocks."""
         return {self.segments[s][0]: self.segments[s][2] == KIND_CODES["format"] for s in self.kept}
@@ -335,19 +355,7 @@ class ColumnsWriter:
         (see :meth:`ColumnsLayout.load_kernels`)."""
         plan = self.plan
         assert plan is not None
-        demux.demux_chunk(
-            self.window[:0],
-            np.zeros(0, np.int64),
-            plan.info_slot,
-            plan.fmt_slot,
-            plan.n_info,
-            plan.n_format,
-            plan.n_samples,
-            plan.samples_chunk_size,
-            plan.end_key,
-            plan.gt_slot,
-            self.scratch[0],
-        )
+        plan.demux(self.window[:0], np.zeros(0, np.int64), self.scratch[0])
         demux.gt_block_summary(np.zeros(0, np.uint8), 0, 1)
 
     def _emit(self, offsets: np.ndarray, end: int) -> None:
@@ -359,19 +367,7 @@ class ColumnsWriter:
         if not overlap:
             self.flush()  # one segment buffer: the previous chunk's must be compressed first
         buf = self._take(start, end)
-        segs, bounds, err, at = demux.demux_chunk(
-            buf,
-            offsets - start,
-            plan.info_slot,
-            plan.fmt_slot,
-            plan.n_info,
-            plan.n_format,
-            plan.n_samples,
-            plan.samples_chunk_size,
-            plan.end_key,
-            plan.gt_slot,
-            self.scratch[self.turn],
-        )
+        segs, bounds, err, at = plan.demux(buf, offsets - start, self.scratch[self.turn])
         if err:
             raise CorruptBCFError(
                 self.path,
