@@ -537,10 +537,8 @@ def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: CacheTarget, range
         for p, f in zip(map(str, plan.sources), plan.fingerprints)
     ]
     if isinstance(ranges, SegmentRanges):  # a folder of parts, each fingerprinted
-        taken = ranges.part_fingerprints or tuple(
-            Fingerprint.of(local_target(tmp_cache) / name) for name in ranges.parts
-        )
-        parts = tuple(RecordedPart(name, f) for name, f in zip(ranges.parts, taken, strict=True))
+        # Taken by whoever wrote each part (a task, or this process for a serial run).
+        parts = tuple(RecordedPart(n, f) for n, f in zip(ranges.parts, ranges.part_fingerprints, strict=True))
         cache = RecordedCache.of_parts(plan.cache_location, plan.cache_layout, parts)
     else:
         cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(local_target(tmp_cache)))

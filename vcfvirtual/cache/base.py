@@ -217,9 +217,6 @@ class CacheLayout(Protocol):
     # Whether partition workers must write their inflated stream bytes (segments) for
     # write_partitioned; otherwise it reads the source blocks (Merged.pieces) itself.
     needs_segments: bool
-    # Whether write_partitioned cuts the merged stream by record, and so needs every
-    # record's offset kept by the merge (Merged.record_offsets).
-    needs_record_offsets: bool
     # Its chunk length rule's bounds (ChunkBounds): a chunk of every sample's genotypes
     # within max_chunk_bytes, at most max_chunk_length variants.
     max_chunk_bytes: int

@@ -224,7 +224,6 @@ class BGZFLayout(WholeRecordChunks):
     name: LayoutName = "bgzf"
     suffix = CACHE_SUFFIX  # a BCF
     needs_segments = False
-    needs_record_offsets = False
     uncompressed_stream = False
 
     def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:

@@ -412,7 +412,6 @@ class ColumnsLayout(ChunkBounds):
     # A partitioned run's tasks each write a part: a run of whole chunks read again from
     # the sources (columns_parts), the segments a serial run writes, cut between chunks.
     needs_segments = False  # its tasks read the sources again
-    needs_record_offsets = False  # the chunks' first offsets are enough
     max_chunk_bytes = MAX_CHUNK_BYTES
     max_chunk_length = CHUNK_LENGTH
     uncompressed_stream = False

@@ -30,7 +30,8 @@ from ..bcf.header import BCFHeader
 from ..errors import OutputWriteError
 from ..io import remote
 from ..io.fingerprint import Fingerprint
-from ..io.outputs import temporary_name
+from ..io.outputs import TEMPORARY, temporary_name
+from ..io.parts import part_url
 from ..io.sources import StorageOptions
 from ..scan.parallel import Merged, Piece
 from ..scan.sink import RecordSink
@@ -243,7 +244,7 @@ def part_file(folder: str, part: str, storage_options: StorageOptions = None) ->
         os.replace(tmp, final)
         written.fingerprint = Fingerprint.of(final)
         return
-    url = folder.rstrip("/") + "/" + part
+    url = part_url(folder, part)  # as the readers join them
     fs, path = remote.filesystem(url, dict(storage_options or {}))
     try:
         f = fs.open(path, "wb")
@@ -272,7 +273,7 @@ def remove_parts(folder: str, names: list[str], storage_options: StorageOptions 
         return
     for name in names:
         with contextlib.suppress(Exception):
-            remote.remove(folder.rstrip("/") + "/" + name, dict(storage_options or {}))
+            remote.remove(part_url(folder, name), dict(storage_options or {}))
 
 
 def remove_leftovers(folder: str) -> None:
@@ -283,6 +284,6 @@ def remove_leftovers(folder: str) -> None:
     if remote.is_url(folder):
         return  # an object store's unfinished upload shows no object
     for name in os.listdir(folder):
-        if name.startswith("." + PART_PREFIX) and ".tmp-" in name:
+        if name.startswith("." + PART_PREFIX) and f".{TEMPORARY}-" in name:  # temporary_name's
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(folder, name))

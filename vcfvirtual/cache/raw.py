@@ -52,7 +52,6 @@ class RawLayout(WholeRecordChunks):
     name: LayoutName = "raw"
     suffix = CACHE_SUFFIX  # a BCF stream
     needs_segments = True
-    needs_record_offsets = False
     uncompressed_stream = True
 
     def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:

@@ -106,7 +106,7 @@ def write_cache_partitioned(
             executor = pools.enter_context(parallel.executor_for(workers, dask_client))
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
             chunk_length = int(chunk_length_for(scanned[0][1].file_header))
-            merged = parallel.merge(scanned, chunk_length, keep_record_offsets=layout.needs_record_offsets)
+            merged = parallel.merge(scanned, chunk_length)
             local_pool = dask_client is None and workers > 1
 
             def renew() -> Executor:

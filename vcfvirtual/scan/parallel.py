@@ -88,8 +88,6 @@ class Merged:
     scan: ScanResult
     pieces: list[Piece]  # in stream order, for the BGZF cache
     segments: list[Segment]  # in stream order, for the raw cache (when segments were written)
-    # Every record's offset in the merged stream (int64), for a cache cut by record (columns).
-    record_offsets: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def split_files(
@@ -438,7 +436,7 @@ def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
             )
 
 
-def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool = False) -> Merged:
+def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
     """Fold partition scans into what one serial scan of their records learns.
 
     Parameters
@@ -447,9 +445,6 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
         In file and record order, as :func:`scan_all` returns them.
     chunk_length : int
         Records per variants chunk.
-    keep_record_offsets : bool
-        Keep every record's merged stream offset (``Merged.record_offsets``: 8 bytes a
-        record), for a cache cut by record; otherwise an empty array.
 
     Returns
     -------
@@ -472,7 +467,6 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
     info_stats = new_stats(first_scan.info_stats.shape[0])
     format_stats = new_stats(first_scan.format_stats.shape[0])
     pieces: list[Piece] = []
-    record_offsets: list[np.ndarray] = []
     merged_end = 0  # merged stream offset where the next file's records go
     for file_index, (path, items) in enumerate(files.items()):
         scans = [scan for _, scan, _ in items]
@@ -484,11 +478,8 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
         for part, scan, _ in items:
             first_byte = 0 if part.start is None else starts[part.start.block_offset] + part.start.within_block
             rec = scan.records
-            offsets = rec["offset"] + (first_byte + shift)
-            if keep_record_offsets:
-                record_offsets.append(offsets)
             summary.add(
-                offsets,
+                rec["offset"] + (first_byte + shift),
                 rec["chrom"],
                 rec["pos"],
                 rec["rlen"],
@@ -520,8 +511,7 @@ def merge(scanned: list[Scanned], chunk_length: int, keep_record_offsets: bool =
         for part, scan, seg in scanned
         if seg is not None
     ]
-    kept = np.concatenate(record_offsets).astype(np.int64) if record_offsets else np.zeros(0, np.int64)
-    return Merged(result, pieces, segments, kept)
+    return Merged(result, pieces, segments)
 
 
 def _fold_stats(into: np.ndarray, stats: np.ndarray) -> None:
