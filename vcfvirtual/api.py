@@ -9,6 +9,8 @@ the references, and publishing them (renames into place, uploads).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import logging
 import os
 import shutil
@@ -21,11 +23,16 @@ from obspec_utils.registry import ObjectStoreRegistry
 from obstore.store import LocalStore
 from virtualizarr.manifests import ManifestGroup, ManifestStore
 
-from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
+from . import (
+    _codecs,  # noqa: F401  (registers the codecs, for stale entry points)
+    append,
+)
 from ._progress import phase
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges, CacheTarget, SegmentRanges, SerialSource, local_target
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
+from .cache.columns_parts import remove_parts
+from .cache.layouts import layout_writer
 from .cache.names import LayoutName
 from .cache.raw import raw_ranges
 from .cache.write import write_cache_partitioned, write_cache_serial
@@ -37,11 +44,22 @@ from .io.parts import part_url
 from .io.staging import Staging
 from .manifests.provenance import Provenance, RecordedCache, RecordedPart, RecordedSource
 from .manifests.vcf_zarr import build_store_group, store_chunk_length, store_provenance
-from .plan import LAYOUTS, REFS_FORMATS, IndexOptions, IndexPlan, OutputArg, plan_index, references_path
+from .plan import (
+    LAYOUTS,
+    REFS_FORMATS,
+    AppendPlan,
+    IndexOptions,
+    IndexPlan,
+    OutputArg,
+    plan_append,
+    plan_index,
+    references_path,
+)
 from .refs.formats import RefsFormat
 from .refs.write import ReferencesOutput, write_references
+from .scan.parallel import check_compatible
 from .scan.results import ScanResult
-from .scan.scanner import scan_bcf
+from .scan.scanner import read_header, scan_bcf
 
 __all__ = [
     "LAYOUTS",
@@ -77,6 +95,7 @@ class IndexSummary:
     cache_layout: str
     zero_copy: bool
     cache_parts: int = 0  # the files of a cache made of parts (a folder: columns), else 0
+    appended: int | None = None  # records an append added (``records``: the store's after); None: no append
 
 
 def index(
@@ -99,6 +118,7 @@ def index(
     rename_fields: Mapping[str, str] | None = None,
     fields: Iterable[str] | str | None = None,
     exclude_fields: Iterable[str] | str | None = None,
+    append: bool = False,
 ) -> ManifestStore:
     """Index ``bcf_path``: write the transcode cache and the references, return the store.
 
@@ -187,6 +207,13 @@ def index(
     exclude_fields : list of str, str or None
         Leave these INFO/FORMAT fields out. The store records what was left out, so
         ``verify`` reports it as omitted on request, not as missing.
+    append : bool
+        Grow the store whose references are ``refs_path`` (a ``columns`` cache) with
+        ``bcf_path``'s records, after its own: only the new files are read, into new
+        parts of its cache; the old parts are left as they are, and the references are
+        written again in their format. The files must have the store's samples and a
+        header compatible with its first file's (as files indexed together); the store's
+        chunking, fields and local alleles are kept (asking for others is refused).
 
     Returns
     -------
@@ -226,6 +253,7 @@ def index(
         rename_fields=rename_fields,
         fields=fields,
         exclude_fields=exclude_fields,
+        append=append,
     )
     return index_with_summary(bcf_path, options)[0]
 
@@ -253,6 +281,8 @@ def index_with_summary(
     VcfVirtualError
         As :func:`index` raises.
     """
+    if options.append:
+        return _append(bcf_path, options)
     plan = plan_index(bcf_path, options)
     _prepare_outputs(plan)
     with _staging(plan) as staging, _temporary_references(plan) as tmp_refs, _outputs_named(plan, tmp_refs):
@@ -275,6 +305,128 @@ def index_with_summary(
         summary.cache,
     )
     return ManifestStore(group, registry=_registry(plan)), summary
+
+
+def _append(
+    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions
+) -> tuple[ManifestStore, IndexSummary]:
+    """``index(..., append=True)``: the new files into new parts of the store's cache
+    (a partitioned run continuing its chunks), then its references written again."""
+    plan = plan_append(bcf_path, options)
+    store = _existing_store(plan)
+    append.refuse_given_twice(store, plan.sources)
+    go_on = append.continuation(store, store.local_alleles)
+    layout = layout_writer("columns", store.ranges.samples_chunk_size, store.local_alleles, store.field_choice)
+    new_parts: tuple[str, ...] = ()
+    tmp_refs = outputs.temporary_name(plan.refs_path)
+    try:
+        with as_bcf(list(cast("list[Path]", plan.sources)), plan.refs_path) as scan_paths:
+            _refuse_incompatible(store, scan_paths, options.storage_options)
+            folder: CacheTarget = store.cache_folder if storage.is_url(store.cache_folder) else Path(store.cache_folder)
+            scan, ranges = write_cache_partitioned(
+                scan_paths,
+                folder,
+                plan.refs_path,
+                layout,
+                lambda header: go_on.chunk_length,
+                options.workers,
+                options.dask_client,
+                options.progress,
+                options.storage_options,
+                continuation=go_on,
+            )
+            assert isinstance(ranges, SegmentRanges)
+            new_parts = ranges.parts
+        _refuse_changed_sources(plan)
+        with phase("references", options.progress):
+            group = _grown_group(store, plan, scan, ranges)
+            write_references(
+                group,
+                ReferencesOutput(
+                    tmp_refs, plan.refs_path, store.refs_format, Path(store.cache_folder), store.cache_url
+                ),
+            )
+        outputs.replace_output(tmp_refs, plan.refs_path)
+    except BaseException:
+        _remove(tmp_refs)
+        remove_parts(store.cache_folder, list(new_parts), options.storage_options)
+        raise
+    provenance = Provenance.from_attributes(group.metadata.attributes, plan.refs_path)
+    summary = IndexSummary(
+        sources=plan.sources,
+        records=provenance.scan.records if provenance.scan else 0,
+        variants_chunk_size=provenance.variants_chunk_size or 0,
+        references=plan.refs_path,
+        refs_format=store.refs_format,
+        cache=store.cache_url,
+        cache_layout="columns",
+        zero_copy=False,
+        cache_parts=len(provenance.cache.parts),
+        appended=int(scan.num_records),
+    )
+    logger.info("%s: appended; %d parts, %d new", plan.refs_path, summary.cache_parts, len(new_parts))
+    registry = storage.object_store_registry(store.cache_url, options.storage_options)
+    return ManifestStore(
+        group, registry=local_registry() if store.cache_url.startswith("file://") else registry
+    ), summary
+
+
+def _existing_store(plan: AppendPlan) -> append.ExistingStore:
+    """The store appended to, checked as ``open_store`` checks it (a changed cache part
+    or source is refused), read from its references."""
+    from .refs import convert
+    from .refs.checks import store_header
+    from .refs.open import open_store
+
+    refs_format = convert.source_format(plan.refs_path)
+    if refs_format == "icechunk":
+        raise VcfVirtualError(
+            plan.refs_path,
+            "cannot append to Icechunk references, so far",
+            hint="append to the store's Kerchunk JSON or Parquet references, then write Icechunk ones from them",
+        )
+    open_store(plan.refs_path, check=True, storage_options=plan.options.storage_options)
+    refs = convert.load_all_references(plan.refs_path)
+    attributes = json.loads(refs["refs"][".zattrs"])
+    provenance = Provenance.from_attributes(attributes, plan.refs_path)
+    # Parsed as the checks parse it (samples cut from the #CHROM line for htslib), with
+    # the text the store keeps.
+    header = dataclasses.replace(store_header(refs, plan.refs_path), text=attributes["vcf_header"])
+    return append.existing_store(plan.refs_path, cast("RefsFormat", refs_format), refs, provenance, header)
+
+
+def _refuse_incompatible(store: append.ExistingStore, scan_paths: list[Path], storage_options: dict | None) -> None:
+    """The new files' headers against the store's (as files indexed together)."""
+    first = store.provenance.sources[0].path if store.provenance.sources else str(store.refs_path)
+    headers = [(first, store.header), *((str(p), read_header(p, storage_options)) for p in scan_paths)]
+    check_compatible(headers)
+
+
+def _grown_group(
+    store: append.ExistingStore, plan: AppendPlan, scan: ScanResult, ranges: SegmentRanges
+) -> ManifestGroup:
+    """The grown store's arrays and attributes: the old sources and parts, then the new."""
+    grown = append.grown_scan(store, scan)
+    old = store.provenance
+    sources = [
+        *old.sources,
+        *(
+            RecordedSource(p if storage.is_url(p) else os.path.abspath(p), f)
+            for p, f in zip(map(str, plan.sources), plan.fingerprints)
+        ),
+    ]
+    new_parts = tuple(RecordedPart(n, f) for n, f in zip(ranges.parts, ranges.part_fingerprints, strict=True))
+    cache = RecordedCache.of_parts(old.cache.url, "columns", old.cache.parts + new_parts)
+    provenance = dataclasses.replace(
+        old, sources=tuple(sources), cache=cache, variants_chunk_size=store_chunk_length(grown), dimensions=None
+    )
+    return build_store_group(
+        grown,
+        append.grown_ranges(store, ranges),
+        provenance,
+        field_choice=store.field_choice,
+        local_alleles=store.local_alleles,
+    )
 
 
 def references_from(
@@ -516,7 +668,7 @@ def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: CacheTarget
         return write_cache_serial(serial, tmp_cache, plan.layout)
 
 
-def _refuse_changed_sources(plan: IndexPlan) -> None:
+def _refuse_changed_sources(plan: IndexPlan | AppendPlan) -> None:
     """The inputs still have the size and time they had when fingerprinted."""
     for path, fingerprint in zip(plan.sources, plan.fingerprints):
         if isinstance(path, str):

@@ -277,6 +277,16 @@ def main() -> None:
     "verify and inspect report them as omitted on request.",
 )
 @click.option(
+    "--append",
+    is_flag=True,
+    help="Grow the store whose references --output names with these BCFs' records, after "
+    "its own: only the new files are read, into new parts of its columns cache (the old "
+    "parts are left as they are), and the references are written again. The files need "
+    "the store's samples and a compatible header (as files indexed together); the store's "
+    "chunking, fields and cache are kept, so --cache, -c, -s, --cache-layout, --format, "
+    "--cache-url and the field options are refused with it.",
+)
+@click.option(
     "-f",
     "--force",
     is_flag=True,
@@ -335,8 +345,11 @@ def _summary(summary: IndexSummary, seconds: float) -> str:
     """What was written and how to open it."""
     refs = summary.references
     cache_at = summary.cache.removeprefix("file://")
+    done = f"indexed {summary.records:,} records in {seconds:.2f}s"
+    if summary.appended is not None:
+        done = f"appended {summary.appended:,} records in {seconds:.2f}s: the store holds {summary.records:,}"
     lines = [
-        f"indexed {summary.records:,} records in {seconds:.2f}s, in chunks of {summary.variants_chunk_size:,} variants",
+        f"{done}, in chunks of {summary.variants_chunk_size:,} variants",
         f"wrote  {refs}  ({_FORMAT_NAMES[summary.refs_format]})",
     ]
     if summary.zero_copy:

@@ -98,6 +98,8 @@ class IndexOptions:
         Keep only these INFO/FORMAT fields (``CATEGORY/ID``); None keeps every field.
     exclude_fields : iterable of str, str or None
         Leave these INFO/FORMAT fields out.
+    append : bool
+        Grow the store at ``refs_path`` with the files' records (:func:`plan_append`).
     """
 
     refs_path: OutputArg = None
@@ -117,6 +119,7 @@ class IndexOptions:
     rename_fields: Mapping[str, str] | None = None
     fields: Iterable[str] | str | None = None
     exclude_fields: Iterable[str] | str | None = None
+    append: bool = False
 
     def __post_init__(self) -> None:
         # Read more than once (the plan, the cache, the manifests): an iterator would be
@@ -257,6 +260,73 @@ def plan_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str
         remote=remote,
         options=options,
     )
+
+
+@dataclass(frozen=True)
+class AppendPlan:
+    """What an append run was asked: the new files (and their fingerprints), the
+    references of the store they grow, and the run's options."""
+
+    sources: tuple[Source, ...]
+    fingerprints: tuple[Fingerprint, ...]
+    refs_path: Path
+    options: IndexOptions
+
+
+# Options an append takes from the store it grows: asking for anything else is refused.
+_STORE_OPTIONS = {
+    "cache_path": None,
+    "variants_chunk_size": None,
+    "cache_layout": None,
+    "samples_chunk_size": DEFAULT_SAMPLES_CHUNK_SIZE,
+    "local_alleles": False,
+    "cache_url": None,
+    "refs_format": "json",
+    "rename_fields": None,
+    "fields": None,
+    "exclude_fields": None,
+}
+
+
+def plan_append(
+    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions
+) -> AppendPlan:
+    """Check the inputs and options of an append run (``index --append``).
+
+    Raises
+    ------
+    VcfVirtualError
+        No references named, or none there; references named by URL; an option the
+        store decides (its chunking, layout, fields, cache) asked for; a file given twice.
+    """
+    refs = options.refs_path
+    if refs is None or refs is False:
+        raise VcfVirtualError(None, "--append needs the references of the store to grow", hint="name them with -o")
+    if storage.is_url(os.fspath(refs)):
+        raise VcfVirtualError(
+            refs, "--append rewrites local references, so far", hint="download them, append, and upload them again"
+        )
+    refs_path = Path(refs)
+    if not os.path.lexists(refs_path):
+        raise VcfVirtualError(
+            refs_path, "no references to append to", hint="index the first files without --append, then append"
+        )
+    asked = [
+        f"{name}="
+        for name, default in _STORE_OPTIONS.items()
+        if getattr(options, name) != default and not (default is None and not getattr(options, name))
+    ]
+    if asked:
+        raise VcfVirtualError(
+            refs_path,
+            f"--append keeps the store's own chunking, layout and fields: {', '.join(asked)} asked for",
+            hint="leave them out: the grown store is chunked, laid out and its fields chosen as it was",
+        )
+    _check_numbers(options)
+    sources = normalise_sources(bcf_path)
+    fingerprints = tuple(_source_fingerprint(p, options.storage_options) for p in sources)
+    _refuse_overlaps(sources, None, refs_path)
+    return AppendPlan(sources, fingerprints, refs_path, options)
 
 
 def references_path(

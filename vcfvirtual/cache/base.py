@@ -22,6 +22,7 @@ from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from ..scan.scanner import scan_bcf
 from ..scan.sink import RecordSink
+from .columns_join import StoredSegment
 from .names import LayoutName
 
 ChunkLengthFor = Callable[[BCFHeader], int]
@@ -191,6 +192,24 @@ def make_parts_folder(tmp_cache: Path) -> None:
 
 
 @dataclass(frozen=True)
+class Continuation:
+    """Where an append's records go on from (``index --append``): the store's chunk
+    length, how many parts it has (the new ones are numbered after them), and its last
+    chunk when partial: its records (``lead_records``, which the first new chunk
+    completes) and where each of its segments is, to be joined with the new records'
+    (:mod:`vcfvirtual.cache.columns_join`)."""
+
+    chunk_length: int
+    first_part: int
+    # The store's header, which every new part is planned from (a new file may declare
+    # fewer fields): where it is stored, a cache's first part, after its magic.
+    header_source: str
+    header_offset: int
+    lead_records: int = 0
+    lead_segments: tuple[StoredSegment, ...] = ()
+
+
+@dataclass(frozen=True)
 class PartitionedRun:
     """Where a partitioned index runs its tasks: ``executor`` (a process pool, a Dask
     cluster's, or this process), running ``workers`` at once; ``progress`` as asked.
@@ -204,6 +223,7 @@ class PartitionedRun:
     progress: bool | None
     renew: Callable[[], Executor] | None = None
     storage_options: StorageOptions = None  # fsspec options for inputs named by URL
+    continuation: Continuation | None = None  # an append's: the records go on from a store
 
 
 class CacheLayout(Protocol):

@@ -31,10 +31,12 @@ from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
+from ..io.sources import StorageOptions
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from ..scan.scanner import header_bytes, read_header, scan_partition
 from . import columns_demux as demux
+from . import columns_join
 from . import columns_parts as parts
 from .base import (
     CacheTarget,
@@ -45,6 +47,7 @@ from .base import (
     SerialSource,
     make_parts_folder,
 )
+from .columns_join import StoredSegment
 from .names import LayoutName, part_name, segment_name
 
 if TYPE_CHECKING:
@@ -259,24 +262,57 @@ class ColumnsWriter:
         self.written = 0
         # Per segment: one (offset, length) per chunk (FORMAT: per chunk and block).
         self.ranges: list[list[tuple[int, int]]] = []
+        # Appending: the store's partial last chunk, which the first chunk written here
+        # completes: its records, and its segments' decompressed bytes by segment index.
+        self.lead_records = 0
+        self.lead: dict[int, np.ndarray] | None = None
 
     def header_parsed(self, header: BCFHeader, chunk_length: int) -> None:
         self.start_part(header, self._take(0, header.size).tobytes(), chunk_length)
         self._drop(header.size)
 
-    def start_part(self, header: BCFHeader, stored_header: bytes, chunk_length: int) -> None:
+    def start_part(
+        self,
+        header: BCFHeader,
+        stored_header: bytes,
+        chunk_length: int,
+        lead: tuple[int, tuple[StoredSegment, ...]] = (0, ()),
+        storage_options: StorageOptions = None,
+    ) -> None:
         """Begin the part with its magic and the store's header as stored (``stored_header``:
         the stream's first ``header.size`` bytes), its chunks ``chunk_length`` records
         each. A serial scan's part starts where the header ends; a run's (a partitioned
-        index) at its first record, stream offset 0."""
+        index) at its first record, stream offset 0. ``lead``: appending, the records and
+        segments of the store's partial last chunk, which the first chunk completes (read
+        here, checked, with ``storage_options`` for a cache named by URL)."""
         if chunk_length < 1:
             raise VcfVirtualError(self.path, "the columns layout needs the variants chunk size before the records")
         self.chunk_length = chunk_length
         layout = self.layout
         self.plan = SegmentPlan(header, layout.samples_chunk_size, layout.local_alleles, layout.field_choice)
         self.ranges = [[] for _ in self.plan.segments]
+        if lead[0]:
+            self.lead_records, self.lead = lead[0], self._lead_payloads(lead[1], lead[0], storage_options)
         self._write(FILE_MAGIC)
         self._write(stored_header)
+
+    def _lead_payloads(
+        self, stored: tuple[StoredSegment, ...], records: int, storage_options: StorageOptions
+    ) -> dict[int, np.ndarray]:
+        """The stored partial chunk's segments, decompressed, by this plan's segment index:
+        one for every segment written (the store was written with this plan's fields)."""
+        plan = self.plan
+        assert plan is not None
+        index = {(plan.segments[s][0], plan.segments[s][1]): s for s in plan.write_order}
+        found = {(seg.name, seg.block): seg for seg in stored}
+        if set(found) != set(index):
+            missing = sorted(set(index) - set(found)) or sorted(set(found) - set(index))
+            raise VcfVirtualError(self.path, f"the store's last chunk and the new records differ in segments {missing}")
+        return {index[key]: columns_join.read_payload(seg, records, storage_options) for key, seg in found.items()}
+
+    def _chunk_records(self) -> int:
+        """Records of the next chunk to emit: the first completes a stored partial chunk."""
+        return self.chunk_length - self.lead_records if self.lead is not None else self.chunk_length
 
     def add_block(self, raw: bytes | memoryview | None, data: bytes | memoryview) -> None:
         n = len(data)
@@ -295,14 +331,14 @@ class ColumnsWriter:
 
     def scanned_to(self, stream_offset: int) -> None:
         # A chunk is whole once the next chunk's first record is known (its end).
-        if self.n_offsets <= self.chunk_length:
+        if self.n_offsets <= self._chunk_records():
             return
         pending = np.concatenate(self.offsets)
         done = 0
-        while pending.shape[0] - done > self.chunk_length:
-            end = int(pending[done + self.chunk_length])
-            self._emit(pending[done : done + self.chunk_length], end)
-            done += self.chunk_length
+        while pending.shape[0] - done > (size := self._chunk_records()):
+            end = int(pending[done + size])
+            self._emit(pending[done : done + size], end)
+            done += size
         self.offsets = [pending[done:]]
         self.n_offsets = pending.shape[0] - done
 
@@ -382,9 +418,16 @@ class ColumnsWriter:
         # The previous chunk's segments (in the other buffer) are written before these start.
         self.flush()
         n = offsets.shape[0]
+        data = {s: segs[bounds[s] : bounds[s + 1]] for s in plan.write_order}
+        if self.lead is not None:  # the store's partial chunk, completed by these records
+            lead, self.lead = self.lead, None
+            data = {
+                s: columns_join.join_payloads(plan.segments[s][2], lead[s], self.lead_records, d, n)
+                for s, d in data.items()
+            }
+            n += self.lead_records
         self.in_flight = [
-            (s, self.pool.submit(_encode, (segs[bounds[s] : bounds[s + 1]], *_job(plan.segments[s], n))))
-            for s in plan.write_order
+            (s, self.pool.submit(_encode, (data[s], *_job(plan.segments[s], n)))) for s in plan.write_order
         ]
         if not overlap:
             self.flush()
@@ -461,8 +504,12 @@ class ColumnsLayout(ChunkBounds):
         sources (:mod:`vcfvirtual.cache.columns_parts`); this process only plans the runs
         and joins their ranges."""
         scan = merged.scan
-        tasks = parts.plan_runs(merged, 2 * run.workers, storage_options=run.storage_options)
+        tasks = parts.plan_runs(
+            merged, 2 * run.workers, storage_options=run.storage_options, continuation=run.continuation
+        )
         folder = _parts_folder(tmp_cache)
+        if not tasks and run.continuation is not None:  # appending no records: no part
+            return SegmentRanges({}, {}, self.samples_chunk_size, (), np.zeros(0, np.int32))
         if not tasks:  # no records: one part with the header, as a serial run writes
             return self._empty_part(merged, folder, run)
         done: dict[str, parts.RunResult] = {}
@@ -603,13 +650,14 @@ def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: Colum
         _SPARE.lend(writer)
         try:
             # The store's header, read here rather than sent: at 10^5 samples it is megabytes.
-            header = read_header(task.header_source, task.storage_options)
+            header = read_header(task.header_source, task.storage_options, task.header_offset)
             # Only the first part stores it (as a serial run's one part does); the others
             # an empty one, or a folder of parts at 10^5 samples pays ~1.7 MB a part.
             stored = EMPTY_HEADER
-            if task.first_chunk == 0:
+            if task.stores_header:
                 stored = header_bytes(task.header_source, header.size, task.storage_options)
-            writer.start_part(header, stored, chunk_length)
+            lead = (task.lead_records, task.lead_segments)
+            writer.start_part(header, stored, chunk_length, lead, task.storage_options)
             sink = parts.PartSink(writer)
             for span in task.spans:
                 known = header if span.path == task.header_source else None

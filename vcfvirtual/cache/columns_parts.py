@@ -35,7 +35,8 @@ from ..io.parts import part_url
 from ..io.sources import StorageOptions
 from ..scan.parallel import Merged, Piece
 from ..scan.sink import RecordSink
-from .base import ChunkRanges, SegmentRanges, open_cache
+from .base import ChunkRanges, Continuation, SegmentRanges, open_cache
+from .columns_join import StoredSegment
 from .names import PART_PREFIX, part_name
 
 # Inflated bytes of records a run holds at most. A task's fixed costs (parsing the header:
@@ -61,7 +62,7 @@ class RunTask:
     ``n_records`` records, ``n_bytes`` inflated bytes), read from ``spans`` in order."""
 
     part: str
-    header_source: str  # the store's first file, whose header every part starts with
+    header_source: str  # the store's first file, whose header every part is planned from
     first_chunk: int
     n_chunks: int
     n_records: int
@@ -69,6 +70,14 @@ class RunTask:
     spans: tuple[Span, ...]
     # fsspec options for spans of URLs, which the task reads by range requests.
     storage_options: StorageOptions = field(default=None, compare=False, repr=False)
+    # Where the BCF stream of header_source starts (appending: the store's first part's header).
+    header_offset: int = 0
+    # Whether the part stores the header (the cache's first part does; the others an empty one).
+    stores_header: bool = False
+    # Appending: the store's partial last chunk, which this run's first chunk completes
+    # (its records, and its segments to join the new records' to).
+    lead_records: int = 0
+    lead_segments: tuple[StoredSegment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,11 @@ class RunResult:
 
 
 def plan_runs(
-    merged: Merged, n_runs: int, run_bytes: int = RUN_BYTES, storage_options: StorageOptions = None
+    merged: Merged,
+    n_runs: int,
+    run_bytes: int = RUN_BYTES,
+    storage_options: StorageOptions = None,
+    continuation: Continuation | None = None,
 ) -> list[RunTask]:
     """Cut the merged stream's chunks into runs of whole chunks, each a task.
 
@@ -95,6 +108,10 @@ def plan_runs(
         Inflated bytes per run at most, where more runs than ``n_runs`` are needed.
     storage_options : mapping, optional
         fsspec options for sources named by URL.
+    continuation : Continuation, optional
+        Appending: parts are numbered after the store's, none stores the header, and
+        the first completes the store's partial last chunk (the merged scan's chunks
+        then count from it: chunk 0 holds ``chunk_length - lead_records`` records).
 
     Returns
     -------
@@ -115,13 +132,31 @@ def plan_runs(
     edges = np.unique(np.concatenate([[0], cuts, [n_chunks]]))
     placer = _StreamPlacer(merged.pieces)
     chunk_length = int(scan.chunk_length)
+    go_on = continuation or Continuation(chunk_length, 0, placer.paths[0], 0)
+    lead = go_on.lead_records
+
+    def records_before(chunk: int) -> int:  # the new records before chunk ``chunk``
+        return min(max(chunk * chunk_length - lead, 0), int(scan.num_records))
+
     tasks = []
     for index, (lo, hi) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist())):
         start, end = int(bounds[lo]), int(bounds[hi])
-        n_records = min(hi * chunk_length, int(scan.num_records)) - lo * chunk_length
-        spans = placer.spans(start, end)
+        first = lo == 0 and lead > 0
         tasks.append(
-            RunTask(part_name(index), placer.paths[0], lo, hi - lo, n_records, end - start, spans, storage_options)
+            RunTask(
+                part_name(go_on.first_part + index),
+                go_on.header_source,
+                lo,
+                hi - lo,
+                records_before(hi) - records_before(lo),
+                end - start,
+                placer.spans(start, end),
+                storage_options,
+                header_offset=go_on.header_offset,
+                stores_header=continuation is None and lo == 0,
+                lead_records=lead if first else 0,
+                lead_segments=go_on.lead_segments if first else (),
+            )
         )
     return tasks
 
@@ -266,14 +301,16 @@ def part_file(folder: str, part: str, storage_options: StorageOptions = None) ->
 
 
 def remove_parts(folder: str, names: list[str], storage_options: StorageOptions = None) -> None:
-    """Remove the parts ``names`` of a cache folder under a URL, those a failed run wrote
-    (best effort: the run's own error is the one to report). A local folder is a
-    temporary its caller removes whole."""
-    if not remote.is_url(folder):
-        return
+    """Remove the parts ``names`` a failed run wrote in the cache folder ``folder`` (best
+    effort: the run's own error is the one to report): under a URL, or in a local folder
+    that already held a store's parts (appending; a new local folder is a temporary its
+    caller removes whole)."""
     for name in names:
         with contextlib.suppress(Exception):
-            remote.remove(part_url(folder, name), dict(storage_options or {}))
+            if remote.is_url(folder):
+                remote.remove(part_url(folder, name), dict(storage_options or {}))
+            else:
+                os.unlink(os.path.join(folder, name))
 
 
 def remove_leftovers(folder: str) -> None:

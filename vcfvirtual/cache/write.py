@@ -21,7 +21,15 @@ from ..io.sources import StorageOptions
 from ..scan import parallel, partition
 from ..scan.results import ScanResult
 from ..scan.scanner import load_kernel, read_header
-from .base import CacheLayout, CacheRanges, CacheTarget, ChunkLengthFor, PartitionedRun, SerialSource
+from .base import (
+    CacheLayout,
+    CacheRanges,
+    CacheTarget,
+    ChunkLengthFor,
+    Continuation,
+    PartitionedRun,
+    SerialSource,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +52,7 @@ def write_cache_partitioned(
     dask_client: Any,
     progress: bool | None,
     storage_options: StorageOptions = None,
+    continuation: Continuation | None = None,
 ) -> tuple[ScanResult, CacheRanges]:
     """Scan files (and parts of large ones) apart, merge, then write the cache.
 
@@ -66,6 +75,9 @@ def write_cache_partitioned(
         Show a progress bar (None: when on a terminal).
     storage_options : mapping or None
         fsspec options for inputs named by URL, which the workers read by range requests.
+    continuation : Continuation or None
+        Appending to a store (columns layout): its chunk length, parts and partial last
+        chunk, which the records go on from (the scan's chunks then count from that one).
 
     Returns
     -------
@@ -105,14 +117,19 @@ def write_cache_partitioned(
         with contextlib.ExitStack() as pools:
             executor = pools.enter_context(parallel.executor_for(workers, dask_client))
             scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
-            chunk_length = int(chunk_length_for(scanned[0][1].file_header))
-            merged = parallel.merge(scanned, chunk_length)
+            if continuation is None:
+                chunk_length, lead = int(chunk_length_for(scanned[0][1].file_header)), 0
+            else:
+                chunk_length, lead = continuation.chunk_length, continuation.lead_records
+            merged = parallel.merge(scanned, chunk_length, lead)
             local_pool = dask_client is None and workers > 1
 
             def renew() -> Executor:
                 return pools.enter_context(parallel.executor_for(workers))
 
-            run = PartitionedRun(executor, n_parts // 2, progress, renew if local_pool else None, storage_options)
+            run = PartitionedRun(
+                executor, n_parts // 2, progress, renew if local_pool else None, storage_options, continuation
+            )
             return merged.scan, layout.write_partitioned(merged, tmp_cache, run)
     finally:
         if segment_dir is not None:

@@ -107,6 +107,40 @@ class Dimensions:
         return out
 
 
+Stats = tuple[tuple[int, int, int], ...]
+
+
+@dataclass(frozen=True)
+class RecordedScan:
+    """What the scan measured that the arrays keep only rounded (a dtype, a width), so
+    that appending files folds their records into exactly what indexing every file at
+    once gives: the chunk length the cache was cut at (the store's is shorter when it
+    holds fewer records), the records, the POS and rlen ranges, the most alleles and GT
+    values per call, and per dictionary key the INFO and FORMAT value statistics (most
+    values per vector, least and greatest integer)."""
+
+    chunk_length: int
+    records: int
+    pos_range: tuple[int, int]
+    rlen_range: tuple[int, int]
+    max_alleles: int
+    max_ploidy: int
+    info_stats: Stats
+    format_stats: Stats
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "chunk_length": self.chunk_length,
+            "records": self.records,
+            "pos_range": list(self.pos_range),
+            "rlen_range": list(self.rlen_range),
+            "max_alleles": self.max_alleles,
+            "max_ploidy": self.max_ploidy,
+            "info_stats": [list(row) for row in self.info_stats],
+            "format_stats": [list(row) for row in self.format_stats],
+        }
+
+
 @dataclass(frozen=True)
 class Provenance:
     """The ``vcfvirtual`` attribute of a store.
@@ -130,6 +164,9 @@ class Provenance:
     dimensions : Dimensions or None
         What the scan measured; None before the manifests are built (and in references
         written before it was recorded, which the reference checks refuse).
+    scan : RecordedScan or None
+        What appending more files needs of the scan (None in references written before
+        it was recorded: those stores cannot be appended to).
     """
 
     sources: tuple[RecordedSource, ...]
@@ -139,6 +176,7 @@ class Provenance:
     samples_chunk_size: int | None = None
     fields: Mapping[str, Any] | None = None
     dimensions: Dimensions | None = None
+    scan: RecordedScan | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The attribute's JSON object, keys in the order the index has always written them."""
@@ -155,6 +193,8 @@ class Provenance:
             out["fields"] = self.fields
         if self.dimensions is not None:
             out["dimensions"] = self.dimensions.to_json()
+        if self.scan is not None:
+            out["scan"] = self.scan.to_json()
         return out
 
     @classmethod
@@ -197,6 +237,7 @@ class Provenance:
             samples_chunk_size=samples,
             fields=fields,
             dimensions=_dimensions(value.get("dimensions"), source),
+            scan=_scan(value.get("scan"), source),
         )
 
     @classmethod
@@ -275,3 +316,37 @@ def _dimensions(value: Any, source: Where) -> Dimensions | None:
             source, "the references' recorded dimensions (vcfvirtual.dimensions) are malformed"
         )
     return Dimensions(value["alleles"], ploidy, fields)
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int
+
+
+def _int_pair(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, list) and len(value) == 2 and all(map(_is_int, value)):
+        return (value[0], value[1])
+    return None
+
+
+def _stats(value: Any) -> Stats | None:
+    if not isinstance(value, list) or not all(
+        isinstance(row, list) and len(row) == 3 and all(map(_is_int, row)) for row in value
+    ):
+        return None
+    return tuple((row[0], row[1], row[2]) for row in value)
+
+
+def _scan(value: Any, source: Where) -> RecordedScan | None:
+    if value is None:
+        return None
+    bad = UntrustedReferenceError(source, "the references' recorded scan (vcfvirtual.scan) is malformed")
+    if not isinstance(value, dict):
+        raise bad
+    counts = [value.get(k) for k in ("chunk_length", "records", "max_alleles", "max_ploidy")]
+    info, fmt = _stats(value.get("info_stats")), _stats(value.get("format_stats"))
+    pos, rlen = _int_pair(value.get("pos_range")), _int_pair(value.get("rlen_range"))
+    if not all(map(_is_count, counts)) or not counts[0] or None in (info, fmt, pos, rlen):
+        raise bad
+    length, records, alleles, ploidy = (int(c or 0) for c in counts)
+    assert info is not None and fmt is not None and pos is not None and rlen is not None
+    return RecordedScan(length, records, pos, rlen, alleles, ploidy, info, fmt)

@@ -32,7 +32,7 @@ from ..cache.layouts import LAYOUT_WRITERS
 from ..cache.names import LayoutName, part_url, segment_name
 from ..errors import CorruptBCFError, FieldShapeError, UnsupportedBCFError, VcfVirtualError
 from ..scan.results import ScanResult
-from .provenance import ATTRIBUTE, Dimensions, Provenance, RecordedCache, RecordedSource
+from .provenance import ATTRIBUTE, Dimensions, Provenance, RecordedCache, RecordedScan, RecordedSource
 
 VCF_ZARR_VERSION = "0.3"
 
@@ -469,8 +469,27 @@ def build_group(
     }
     if provenance is not None:
         dimensions = recorded_dimensions(h, arrays, n_alleles, ploidy)
-        attributes[ATTRIBUTE] = dataclasses.replace(provenance, dimensions=dimensions).to_json()
+        recorded = dataclasses.replace(provenance, dimensions=dimensions, scan=recorded_scan(scan))
+        attributes[ATTRIBUTE] = recorded.to_json()
     return ManifestGroup(arrays=arrays, attributes=attributes)
+
+
+def recorded_scan(scan: ScanResult) -> RecordedScan:
+    """What a later ``--append`` needs of this scan (:class:`RecordedScan`)."""
+    return RecordedScan(
+        chunk_length=int(scan.chunk_length),
+        records=int(scan.num_records),
+        pos_range=(int(scan.pos_range[0]), int(scan.pos_range[1])),
+        rlen_range=(int(scan.rlen_range[0]), int(scan.rlen_range[1])),
+        max_alleles=int(scan.max_alleles),
+        max_ploidy=int(scan.max_ploidy),
+        info_stats=_stats_rows(scan.info_stats),
+        format_stats=_stats_rows(scan.format_stats),
+    )
+
+
+def _stats_rows(stats: np.ndarray) -> tuple[tuple[int, int, int], ...]:
+    return tuple((int(a), int(b), int(c)) for a, b, c in stats.tolist())
 
 
 def recorded_dimensions(header: BCFHeader, arrays: dict[str, ManifestArray], n_alleles: int, ploidy: int) -> Dimensions:

@@ -283,7 +283,7 @@ def check_references(
         if not isinstance(key, str):
             raise UntrustedReferenceError(refs_path, f"reference key {key!r} is not a string")
         arrays.split_key(keys, key, value, refs_path)
-    header = _store_header(refs, refs_path)
+    header = store_header(refs, refs_path)
     attrs = group_attributes(refs, refs_path)
     provenance = Provenance.from_attributes(attrs, refs_path)
     metas = _check_arrays(keys, refs_path, header, attrs["vcf_header"], provenance)
@@ -478,7 +478,7 @@ _KIND_OF_ARRAY = {
 }
 
 
-def _store_header(refs: KerchunkRefs, refs_path: PathLike) -> BCFHeader:
+def store_header(refs: KerchunkRefs, refs_path: PathLike) -> BCFHeader:
     """The VCF header the store was indexed from (its ``vcf_header`` attribute), parsed
     as htslib parses it: the dictionary keys every codec config must agree with."""
     text = group_attributes(refs, refs_path).get("vcf_header")

@@ -436,7 +436,7 @@ def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
             )
 
 
-def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
+def merge(scanned: list[Scanned], chunk_length: int, lead: int = 0) -> Merged:
     """Fold partition scans into what one serial scan of their records learns.
 
     Parameters
@@ -445,6 +445,9 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         In file and record order, as :func:`scan_all` returns them.
     chunk_length : int
         Records per variants chunk.
+    lead : int
+        Records of the first chunk that are already stored (appending to a store whose
+        last chunk is partial): the records complete it first.
 
     Returns
     -------
@@ -462,7 +465,7 @@ def merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         files.setdefault(item[0].path, []).append(item)
     check_compatible([(path, items[0][1].file_header) for path, items in files.items()])
     first_scan = scanned[0][1]
-    summary = RecordSummary(chunk_length)
+    summary = RecordSummary(chunk_length, lead)
     first_path = scanned[0][0].path
     info_stats = new_stats(first_scan.info_stats.shape[0])
     format_stats = new_stats(first_scan.format_stats.shape[0])

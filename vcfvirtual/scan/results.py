@@ -39,8 +39,11 @@ class RecordSummary:
     """Folds batches of per-record facts into per-chunk ones: chunk start offsets, the
     region index rows and the ranges that size dtypes and dimensions."""
 
-    def __init__(self, chunk_length: int):
+    def __init__(self, chunk_length: int, lead: int = 0):
         self.chunk_length = chunk_length
+        # Records already in the first chunk (a store being appended to: its last, partial
+        # chunk), which these records complete: chunk 0 then holds chunk_length - lead of them.
+        self.lead = lead
         self.num_records = 0
         self.chunk_offsets: list[np.ndarray] = []
         self.region_rows: list[np.ndarray] = []
@@ -71,9 +74,12 @@ class RecordSummary:
         if k == 0:
             return
         index = self.num_records + np.arange(k, dtype=np.int64)
+        starts_chunk = (index + self.lead) % self.chunk_length == 0
+        if self.num_records == 0:
+            starts_chunk[0] = True  # the first record starts chunk 0, led or not
         self.num_records += k
-        chunk = index // self.chunk_length
-        self.chunk_offsets.append(offset[index % self.chunk_length == 0])
+        chunk = (index + self.lead) // self.chunk_length
+        self.chunk_offsets.append(offset[starts_chunk])
         pos1 = pos.astype(np.int64) + 1
         self.pos_range = (min(self.pos_range[0], int(pos1.min())), max(self.pos_range[1], int(pos1.max())))
         self.rlen_range = (min(self.rlen_range[0], int(rlen.min())), max(self.rlen_range[1], int(rlen.max())))

@@ -347,7 +347,7 @@ def load_kernel(header: BCFHeader) -> None:
     _RecordAccumulator(header, "", RecordCollector(), NullSink()).scan_staged(final=True)
 
 
-def read_header(path: str | os.PathLike, storage_options: StorageOptions = None) -> BCFHeader:
+def read_header(path: str | os.PathLike, storage_options: StorageOptions = None, offset: int = 0) -> BCFHeader:
     """The header of a BCF, reading only the blocks that hold it.
 
     Parameters
@@ -356,6 +356,9 @@ def read_header(path: str | os.PathLike, storage_options: StorageOptions = None)
         The BCF (or its URL).
     storage_options : mapping, optional
         fsspec options for a URL.
+    offset : int
+        Where an uncompressed BCF stream starts in the file: a columns cache's first part
+        holds the store's header after its own magic.
 
     Returns
     -------
@@ -369,7 +372,7 @@ def read_header(path: str | os.PathLike, storage_options: StorageOptions = None)
     """
     path = os.fspath(path)
     with _open_input(path, storage_options) as fileobj:
-        pieces, _ = _open_stream(fileobj, path, 0)
+        pieces, _ = _open_stream(fileobj, path, 0, offset)
         reader = _HeaderReader(path)
         for piece in pieces:
             header, _ = reader.feed(piece.data)
