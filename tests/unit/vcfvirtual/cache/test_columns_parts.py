@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from vcfvirtual.bcf.csi import RecordStart
-from vcfvirtual.cache.base import ChunkRanges, SegmentRanges
+from vcfvirtual.cache.base import ChunkRanges, Continuation, SegmentRanges
+from vcfvirtual.cache.columns_join import StoredSegment
 from vcfvirtual.cache.columns_parts import RunResult, Span, join_runs, plan_runs
 from vcfvirtual.io.fingerprint import Fingerprint
 from vcfvirtual.scan.parallel import Merged, Piece
@@ -88,3 +89,21 @@ def test_joined_ranges_name_each_chunks_part():
     assert joined.chunk_part.tolist() == [0, 0, 1]
     assert joined.segments["position"].offsets.tolist() == [10, 20, 10]
     assert [f.size for f in joined.part_fingerprints] == [30, 15]
+
+
+def test_an_append_numbers_parts_after_the_stores_and_completes_its_last_chunk():
+    # The store has 3 parts and its last chunk holds 4 of 10 records: the new records'
+    # chunk 0 is 6 of them, then 10 each (35 new records: 6 + 10 + 10 + 9).
+    lead = (StoredSegment("position", 0, "store/part-000002", 70, 30, 1, -1, 1, False, "zstd"),)
+    go_on = Continuation(10, 3, "store/part-000000", 8, 4, lead)
+    tasks = plan_runs(merged([100, 1500, 2900, 3700]), 2, continuation=go_on)
+    assert [(t.part, t.first_chunk, t.n_chunks, t.n_records) for t in tasks] == [
+        ("part-000003", 0, 2, 16),
+        ("part-000004", 2, 2, 19),
+    ]
+    assert [(t.lead_records, t.lead_segments) for t in tasks] == [(4, lead), (0, ())]
+    assert {(t.header_source, t.header_offset, t.stores_header) for t in tasks} == {("store/part-000000", 8, False)}
+
+
+def test_only_a_new_caches_first_part_stores_the_header():
+    assert [t.stores_header for t in plan_runs(merged([100, 1500, 2900, 3700]), 2)] == [True, False]

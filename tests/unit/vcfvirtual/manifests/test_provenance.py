@@ -34,6 +34,16 @@ ATTRIBUTE = {
     "samples_chunk_size": 10000,
     "fields": {"rename": {"INFO/filter": "filter_info"}, "omitted": ["FORMAT/PL"]},
     "dimensions": {"alleles": 3, "fields": {"INFO/AF": 2, "FORMAT/AD": 3}, "ploidy": 2},
+    "scan": {
+        "chunk_length": 1000,
+        "records": 2500,
+        "pos_range": [12, 99000],
+        "rlen_range": [1, 40],
+        "max_alleles": 3,
+        "max_ploidy": 2,
+        "info_stats": [[0, 9223372036854775807, -9223372036854775808], [2, 0, 120]],
+        "format_stats": [[1, -1, 7], [0, 9223372036854775807, -9223372036854775808]],
+    },
 }
 
 
@@ -46,6 +56,8 @@ def test_the_attribute_reads_as_written_and_writes_back_key_for_key():
     assert (provenance.variants_chunk_size, provenance.samples_chunk_size, provenance.zero_copy) == (1000, 10000, False)
     assert provenance.dimensions is not None and provenance.dimensions.ploidy == 2
     assert dict(provenance.dimensions.fields) == {"INFO/AF": 2, "FORMAT/AD": 3}
+    assert provenance.scan is not None and (provenance.scan.records, provenance.scan.pos_range) == (2500, (12, 99000))
+    assert provenance.scan.info_stats[1] == (2, 0, 120)
     # Same keys, same order: references written before the dataclass stay byte for byte.
     assert json.dumps(provenance.to_json()) == json.dumps(ATTRIBUTE)
 
@@ -80,6 +92,11 @@ def test_an_indexed_store_reads_back_its_own_attribute(tmp_path):
         (lambda a: a.update(fields=["INFO/DP"]), "recorded field choice is not a JSON object"),
         (lambda a: a["dimensions"].update(alleles=None), "recorded dimensions"),
         (lambda a: a["dimensions"]["fields"].update({"INFO/AF": "2"}), "recorded dimensions"),
+        (lambda a: a["scan"].update(chunk_length=0), "recorded scan"),
+        (lambda a: a["scan"].update(records=-5), "recorded scan"),
+        (lambda a: a["scan"].update(pos_range=[1]), "recorded scan"),
+        (lambda a: a["scan"]["info_stats"].append([1, 2]), "recorded scan"),
+        (lambda a: a.update(scan=[]), "recorded scan"),
     ],
 )
 def test_a_malformed_attribute_is_untrusted_and_names_the_references(change, problem):

@@ -119,3 +119,22 @@ def test_empty_collector_has_typed_empty_columns():
     assert set(got) == set(RecordCollector.FIELDS)
     assert got["offset"].dtype == np.int64 and got["pos"].dtype == np.int32
     assert all(v.size == 0 for v in got.values())
+
+
+def test_a_lead_makes_the_first_chunk_complete_a_stored_one():
+    # Chunks of 3 records, 2 already stored: the first new record finishes chunk 0 alone,
+    # records 1-3 are chunk 1, record 4 starts chunk 2.
+    summary = RecordSummary(3, lead=2)
+    n = 5
+    summary.add(
+        np.arange(n, dtype=np.int64) * 100,
+        np.zeros(n, np.int32),
+        np.arange(n, dtype=np.int32) * 10,
+        np.ones(n, np.int32),
+        np.full(n, 2, np.int32),
+        np.full(n, 2, np.int32),
+    )
+    out = summary.arrays()
+    assert out["chunk_offsets"].tolist() == [0, 100, 400]
+    # (chunk, contig, first POS, last POS, largest end, records)
+    assert out["region_rows"].tolist() == [[0, 0, 1, 1, 1, 1], [1, 0, 11, 31, 31, 3], [2, 0, 41, 41, 41, 1]]

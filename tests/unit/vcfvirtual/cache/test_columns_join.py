@@ -1,0 +1,86 @@
+"""Joining a stored partial chunk's segments to the records that complete it (--append):
+segments built here by hand in the format the codec documents, the joined bytes written
+out by hand too."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numcodecs import Zstd
+from vcfvirtual_codec import columns as codec_columns
+
+from vcfvirtual.cache.columns_join import StoredSegment, join_payloads, payload_of
+from vcfvirtual.errors import StaleCacheError
+
+KIND = codec_columns.SEGMENT_KINDS
+
+
+def _i32(*values: int) -> bytes:
+    return np.array(values, "<i4").tobytes()
+
+
+def _u8(*values: int) -> bytes:
+    return bytes(values)
+
+
+def _join(kind: str, first: bytes, n1: int, second: bytes, n2: int) -> bytes:
+    a, b = np.frombuffer(first, np.uint8), np.frombuffer(second, np.uint8)
+    return join_payloads(KIND[kind], a, n1, b, n2).tobytes()
+
+
+def test_fixed_width_columns_concatenate():
+    assert _join("position", _i32(99, 199), 2, _i32(5), 1) == _i32(99, 199, 5)
+
+
+def test_typed_columns_join_counts_then_types_then_values():
+    # Record 1: two int8 values; record 2: absent (count -1, type 0); then one int16 value.
+    first = _i32(2, -1) + _u8(1, 0) + _u8(7, 8)
+    second = _i32(1) + _u8(2) + np.array([300], "<i2").tobytes()
+    expected = _i32(2, -1, 1) + _u8(1, 0, 2) + _u8(7, 8) + np.array([300], "<i2").tobytes()
+    assert _join("info", first, 2, second, 1) == expected
+
+
+def test_alleles_join_counts_then_lengths_then_bytes():
+    first = _i32(2) + _i32(1, 1) + b"AT"  # REF A, ALT T
+    second = _i32(3, 1) + _i32(2, 1, 1, 1) + b"ACGC"  # AC > G,C ; then a lone C
+    expected = _i32(2, 3, 1) + _i32(1, 1, 2, 1, 1, 1) + b"AT" + b"ACGC"
+    assert _join("alleles", first, 1, second, 2) == expected
+
+
+def test_a_segment_shorter_than_its_records_is_refused():
+    with pytest.raises(ValueError, match="holds"):
+        _join("info", _i32(1), 2, _i32(1) + _u8(1) + _u8(3), 1)
+
+
+def _stored(payload: bytes, records: int, **changes) -> tuple[bytes, StoredSegment]:
+    frame = Zstd(level=1).encode(payload)
+    data = codec_columns.seal_segment(KIND["position"], 0, -1, records, 0, 1, len(payload), frame)
+    segment = StoredSegment("position", 0, "part-000000", 40, len(data), KIND["position"], -1, 1, False, "zstd")
+    for name, value in changes.items():
+        segment = StoredSegment(**{**segment.__dict__, name: value})
+    return data, segment
+
+
+def test_a_stored_segment_is_read_back_checked():
+    data, segment = _stored(_i32(10, 20, 30), 3)
+    assert payload_of(data, segment, 3).tobytes() == _i32(10, 20, 30)
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda d: d[:-1] + bytes([d[-1] ^ 1]), "CRC32"),
+        (lambda d: d, "preamble"),  # read for a chunk of 2 records: the preamble says 3
+    ],
+)
+def test_a_changed_segment_is_refused_as_stale(damage, problem):
+    data, segment = _stored(_i32(10, 20, 30), 3)
+    records = 2 if problem == "preamble" else 3
+    with pytest.raises(StaleCacheError, match=problem):
+        payload_of(damage(data), segment, records)
+
+
+def test_a_segment_of_another_kind_is_refused():
+    data, segment = _stored(_i32(1), 1, kind=KIND["contig"])
+    with pytest.raises(StaleCacheError, match="preamble"):
+        payload_of(data, segment, 1)
