@@ -272,6 +272,40 @@ def test_the_stores_field_choice_is_kept(inputs, tmp_path, choice, renamed):
             assert ds[renamed].values.tolist() == ref["variant_DP"][:].tolist()
 
 
+def test_a_vcf_is_appended(inputs, tmp_path):
+    """A bgzipped VCF appended is converted with htslib first, as when indexing: the
+    store is bio2zarr's of the whole, and no converted temporary is left."""
+    whole, (old, new) = inputs["partial"]
+    vcf = tmp_path / "new.vcf.gz"
+    bcfdata.bcftools("view", "--no-version", "-Oz", "-o", str(vcf), str(new))
+    refs, cache = first_index(old, tmp_path)
+    before = files_under(cache)
+    store = append(vcf, refs)
+    assert_is_the_whole(store, refs, whole, tmp_path)
+    assert_old_parts_untouched(before, cache)
+    assert not [p for p in tmp_path.rglob("*") if ".tmp-" in p.name]
+
+
+def test_a_file_of_no_records_adds_none(inputs, tmp_path):
+    """A header-only file appended: the store holds the old records still (bio2zarr's
+    conversion of the old file alone) and the cache gains no part."""
+    _, (old, _) = inputs["partial"]
+    header, _ = header_and_records(pysam_header_text(old))
+    empty = bcfdata.write_bcf(header, tmp_path / "empty.bcf")
+    refs, cache = first_index(old, tmp_path)
+    before = files_under(cache)
+    store = append(empty, refs)
+    ref = bio2zarr_convert(old, tmp_path / "ref.vcz", CHUNK)
+    for ds in datasets(store, refs):
+        assert_matches_bio2zarr(ds, ref)
+    assert files_under(cache) == before
+
+
+def pysam_header_text(bcf: Path) -> str:
+    with pysam.VariantFile(str(bcf)) as f:
+        return str(f.header)
+
+
 def test_parquet_references_are_appended_to(inputs, tmp_path):
     whole, (old, new) = inputs["partial"]
     refs, cache = first_index(old, tmp_path, refs_format="parquet")
@@ -370,6 +404,54 @@ def test_a_wider_new_file_widens_the_store(tmp_path, new_ploidy):
     assert_old_parts_untouched(before, cache)
 
 
+LOCAL_HEADER = """##fileformat=VCFv4.3
+##contig=<ID=chr1,length=10000000>
+##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">
+##FORMAT=<ID=AD,Number=R,Type=Integer,Description="Allelic depths">
+##FORMAT=<ID=PL,Number=G,Type=Integer,Description="Phred-scaled genotype likelihoods">
+"""
+
+
+def local_records(n: int, first_pos: int, most_alleles: int, pl_high: int, rng) -> list[str]:
+    """Diploid records of 2 to ``most_alleles`` alleles with AD (Number=R) and PL
+    (Number=G) below ``pl_high``; some calls half or wholly missing, some AD/PL missing."""
+    records = []
+    for i in range(n):
+        k = int(rng.integers(2, most_alleles + 1))
+        alts = ",".join("A" + "C" * (j + 1) for j in range(k - 1))
+        calls = []
+        for _ in range(6):
+            gt = [str(int(a)) for a in rng.integers(0, k, size=2)]
+            if rng.random() < 0.1:
+                gt[int(rng.integers(0, 2))] = "."
+            ad = ",".join(str(int(v)) for v in rng.integers(0, 40, size=k)) if rng.random() > 0.05 else "."
+            pl = ",".join(str(int(v)) for v in rng.integers(0, pl_high, size=k * (k + 1) // 2))
+            calls.append(f"{'/'.join(gt)}:{ad}:{pl if rng.random() > 0.05 else '.'}")
+        records.append(f"chr1\t{first_pos + 10 * i}\t.\tA\t{alts}\t.\tPASS\t.\tGT:AD:PL\t" + "\t".join(calls))
+    return records
+
+
+def test_a_local_alleles_store_grows(tmp_path):
+    """A store indexed with local_alleles (call_LA, call_LAD, call_LPL derived at read
+    time) keeps them for the appended records: bio2zarr's ``--local-alleles`` store of the
+    whole, the new records having more alleles and PL values past int8."""
+    rng = np.random.default_rng(7)
+    old = local_records(350, 100, 3, 100, rng)
+    new = local_records(200, 100 + 10 * 350, 5, 300, rng)
+    text = bcfdata.vcf_text(old + new, ("S1", "S2", "S3", "S4", "S5", "S6"), header=LOCAL_HEADER)
+    whole, (old_bcf, new_bcf) = cut(text, [350], tmp_path, "local")
+    refs, cache = first_index(old_bcf, tmp_path, local_alleles=True, samples_chunk_size=4)
+    narrow = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    assert narrow.call_LPL.dtype == np.int8  # the store was narrow
+    before = files_under(cache)
+    store = append(new_bcf, refs)
+    ref = bio2zarr_convert(whole, tmp_path / "ref.vcz", CHUNK, local_alleles=True, samples_chunk_size=4)
+    assert {"call_LA", "call_LAD", "call_LPL"} <= set(ref.array_keys()) and ref["call_LPL"].dtype == np.int16
+    for ds in datasets(store, refs):
+        assert_matches_bio2zarr(ds, ref)
+    assert_old_parts_untouched(before, cache)
+
+
 # --- refusals: a typed error naming the file, and nothing changed ---------------------
 
 
@@ -457,13 +539,6 @@ def test_a_damaged_old_part_is_refused(inputs, tmp_path, damage):
     assert part.name in str(caught.value)
 
 
-def test_a_local_alleles_store_is_refused(inputs, tmp_path):
-    _, (old, new) = inputs["partial"]
-    refs, _ = first_index(old, tmp_path, local_alleles=True)
-    caught = refused(tmp_path, VcfVirtualError, "local", new, refs)
-    assert not isinstance(caught.value, StaleCacheError | HeaderError)
-
-
 def test_a_file_the_store_holds_is_refused(inputs, tmp_path):
     _, (old, new) = inputs["partial"]
     refs, _ = first_index(old, tmp_path)
@@ -493,14 +568,6 @@ def test_another_chunk_size_is_refused(inputs, tmp_path, option):
     refs, _ = first_index(old, tmp_path, samples_chunk_size=10)
     caught = refused(tmp_path, VcfVirtualError, next(iter(option)).split("_")[0], new, refs, **option)
     assert not isinstance(caught.value, StaleCacheError | HeaderError)
-
-
-def test_the_stores_own_chunk_sizes_may_be_named(inputs, tmp_path):
-    """Naming the store's chunk sizes again is no different chunking: accepted."""
-    whole, (old, new) = inputs["partial"]
-    refs, _ = first_index(old, tmp_path, samples_chunk_size=10)
-    store = append(new, refs, variants_chunk_size=CHUNK, samples_chunk_size=10)
-    assert_is_the_whole(store, refs, whole, tmp_path, samples_chunk_size=10)
 
 
 def test_a_new_file_that_fails_midway_leaves_the_store_as_it_was(inputs, tmp_path):
