@@ -22,11 +22,12 @@ import pytest
 import xarray as xr
 
 import vcfvirtual
-from vcfvirtual.errors import CorruptBCFError, HeaderError, StaleCacheError, VcfVirtualError
+from vcfvirtual.errors import CorruptBCFError, HeaderError, OutputWriteError, StaleCacheError, VcfVirtualError
 from vcfvirtual.inspect import inspect_store
+from vcfvirtual.refs import kerchunk
 
 from .. import bcfdata
-from ..conftest import assert_matches_bio2zarr, bio2zarr_convert, differences_from_bio2zarr
+from ..conftest import FullDisk, assert_matches_bio2zarr, bio2zarr_convert, differences_from_bio2zarr
 from .test_parallel import true_record_starts, use_starts
 
 CHUNK = 300  # variants per chunk of every store here
@@ -583,3 +584,19 @@ def test_a_new_file_that_fails_midway_leaves_the_store_as_it_was(inputs, tmp_pat
     refs, _ = first_index(old, store_dir)
     caught = refused(store_dir, CorruptBCFError, "", broken, refs)
     assert str(broken) in str(caught.value)
+
+
+def test_no_space_for_the_grown_references(inputs, tmp_path, monkeypatch):
+    """The new parts are written, then the references cannot be: the parts are removed
+    and the old references stay, so the store reads as before."""
+    whole, (old, new) = inputs["partial"]
+    refs, _ = first_index(old, tmp_path)
+    real_open = open
+    monkeypatch.setattr(
+        kerchunk, "open", lambda p, mode="r", **kw: FullDisk(real_open(p, mode, **kw), 1000), raising=False
+    )
+    caught = refused(tmp_path, OutputWriteError, "No space left", new, refs)
+    assert str(refs) in str(caught.value)
+    monkeypatch.undo()
+    ref = bio2zarr_convert(old, tmp_path / "ref.vcz", CHUNK)
+    assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False), ref)
