@@ -315,6 +315,7 @@ def _append(
     plan = plan_append(bcf_path, options)
     store = _existing_store(plan)
     append.refuse_given_twice(store, plan.sources)
+    append.refuse_other_chunking(store, options.variants_chunk_size, options.samples_chunk_size)
     go_on = append.continuation(store, store.local_alleles)
     layout = layout_writer("columns", store.ranges.samples_chunk_size, store.local_alleles, store.field_choice)
     new_parts: tuple[str, ...] = ()

@@ -34,7 +34,7 @@ from vcfvirtual_codec.spec import LOCAL_KINDS, SAMPLE_KINDS
 from .bcf.fields import FieldChoice
 from .bcf.header import BCFHeader
 from .cache.base import ChunkRanges, Continuation, SegmentRanges
-from .cache.columns import FILE_MAGIC, FLAG_GT_SHIFTED, KIND_CODES, SegmentPlan
+from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, FILE_MAGIC, FLAG_GT_SHIFTED, KIND_CODES, SegmentPlan
 from .cache.columns_join import StoredSegment, location_of
 from .errors import VcfVirtualError
 from .manifests.provenance import Provenance, RecordedScan
@@ -343,3 +343,20 @@ def refuse_given_twice(store: ExistingStore, sources: tuple[Path | str, ...]) ->
             raise VcfVirtualError(
                 source, f"the store {store.refs_path} holds this file already", hint="append only files it lacks"
             )
+
+
+def refuse_other_chunking(store: ExistingStore, variants_chunk_size: int | None, samples_chunk_size: int) -> None:
+    """Chunk sizes given with an append must be the store's (the default samples size
+    stands for "as the store has it")."""
+    asked = []
+    if variants_chunk_size is not None and variants_chunk_size != store.scan.chunk_length:
+        asked.append(f"variants_chunk_size={variants_chunk_size} (the store's is {store.scan.chunk_length})")
+    recorded = store.provenance.samples_chunk_size
+    if samples_chunk_size not in (DEFAULT_SAMPLES_CHUNK_SIZE, recorded):
+        asked.append(f"samples_chunk_size={samples_chunk_size} (the store's is {recorded})")
+    if asked:
+        raise VcfVirtualError(
+            store.refs_path,
+            f"--append keeps the store's chunking: {', '.join(asked)} asked for",
+            hint="leave the chunk sizes out, or give the store's",
+        )

@@ -274,11 +274,10 @@ class AppendPlan:
 
 
 # Options an append takes from the store it grows: asking for anything else is refused.
+# (The chunk sizes may be given as the store has them: checked once it is read.)
 _STORE_OPTIONS = {
     "cache_path": None,
-    "variants_chunk_size": None,
     "cache_layout": None,
-    "samples_chunk_size": DEFAULT_SAMPLES_CHUNK_SIZE,
     "local_alleles": False,
     "cache_url": None,
     "refs_format": "json",

@@ -600,3 +600,11 @@ def test_no_space_for_the_grown_references(inputs, tmp_path, monkeypatch):
     monkeypatch.undo()
     ref = bio2zarr_convert(old, tmp_path / "ref.vcz", CHUNK)
     assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False), ref)
+
+
+def test_the_stores_own_chunk_sizes_may_be_given(inputs, tmp_path):
+    """A script passing the chunk sizes it indexed with on every call keeps working."""
+    whole, (old, new) = inputs["partial"]
+    refs, _ = first_index(old, tmp_path, samples_chunk_size=10)
+    store = append(new, refs, variants_chunk_size=CHUNK, samples_chunk_size=10)
+    assert_is_the_whole(store, refs, whole, tmp_path, samples_chunk_size=10)
