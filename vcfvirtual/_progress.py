@@ -24,6 +24,17 @@ def byte_bar(phase: str, total: int, progress: bool | None) -> tqdm:
     )
 
 
+def record_bar(phase: str, total: int, progress: bool | None) -> tqdm:
+    """A bar over ``total`` records for ``phase``."""
+    return tqdm(
+        total=total,
+        unit=" records",
+        unit_scale=True,
+        desc=phase.ljust(_WIDTH),
+        disable=None if progress is None else not progress,
+    )
+
+
 @contextlib.contextmanager
 def phase(name: str, progress: bool | None) -> Iterator[None]:
     """A step with no byte count to follow (the last chunks' compression, the references):

@@ -4,12 +4,14 @@ real S3-compatible server (moto) on loopback. The oracle is bio2zarr on a local 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import xarray as xr
 
 import vcfvirtual
 import vcfvirtual.cache.columns
+import vcfvirtual.scan.partition
 from vcfvirtual.errors import OutputExistsError, VcfVirtualError
 from vcfvirtual.io import remote as storage
 
@@ -199,6 +201,8 @@ def test_a_failed_part_upload_removes_the_parts_written(cohort_bcf, s3_bucket, m
     on S3 are removed and no references are published."""
     bucket, fs, options = s3_bucket
     monkeypatch.setattr(vcfvirtual.cache.columns, "write_run", _fails_after_the_first_part)
+    # Partitions of a quarter of the file, so that the run is several tasks.
+    monkeypatch.setattr(vcfvirtual.scan.partition, "MIN_PARTITION_BYTES", os.path.getsize(cohort_bcf) // 4)
     with pytest.raises(OSError, match="No space left"):
         vcfvirtual.index(
             cohort_bcf,

@@ -13,6 +13,7 @@ import zarr
 
 import vcfvirtual
 import vcfvirtual.cache.columns
+import vcfvirtual.scan.partition
 from vcfvirtual.errors import OutputWriteError
 
 from .. import bcfdata
@@ -21,7 +22,17 @@ from .. import bcfdata
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory):
     d = tmp_path_factory.mktemp("parts")
-    return bcfdata.write_bcf(bcfdata.random_cohort_vcf(900, 60, seed=11), d / "c.bcf")
+    return bcfdata.write_bcf(bcfdata.random_cohort_vcf(2000, 60, seed=11), d / "c.bcf")
+
+
+@pytest.fixture(autouse=True)
+def four_partitions(cohort, monkeypatch):
+    """Partitions of a quarter of the file (a real cohort's are megabytes): with 2
+    workers, the 4 partitions each start a run, so 4 tasks write 4 parts."""
+    monkeypatch.setattr(vcfvirtual.scan.partition, "MIN_PARTITION_BYTES", os.path.getsize(cohort) // 4)
+
+
+FOUR_PARTS = [f"part-{i:06d}" for i in range(4)]
 
 
 def pysam_positions_and_genotypes(path):
@@ -47,7 +58,7 @@ def parts_of(folder):
 def test_several_parts_hold_pysams_values(cohort, tmp_path):
     refs, cache = tmp_path / "p.json", tmp_path / "p.cache"
     vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2)
-    assert parts_of(cache) == [f"part-{i:06d}" for i in range(4)]  # 2 x 2 workers' runs of 9 chunks
+    assert parts_of(cache) == FOUR_PARTS  # one run per partition: 2 x 2 workers
     assert_values(refs, cohort)
 
 
@@ -68,7 +79,7 @@ def test_a_worker_that_dies_is_replaced_and_its_part_written_again(cohort, tmp_p
     refs, cache = tmp_path / "p.json", tmp_path / "p.cache"
     vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2)
     assert (tmp_path / "died").exists() and "a worker died" in caplog.text
-    assert parts_of(cache) == [f"part-{i:06d}" for i in range(4)]
+    assert parts_of(cache) == FOUR_PARTS
     assert_values(refs, cohort)
 
 
@@ -88,7 +99,7 @@ def test_a_worker_killed_mid_part_leaves_no_temporary_in_the_cache(cohort, tmp_p
     refs, cache = tmp_path / "p.json", tmp_path / "p.cache"
     vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2)
     assert (tmp_path / "died").exists()
-    assert parts_of(cache) == [f"part-{i:06d}" for i in range(4)]  # a --force later accepts the folder
+    assert parts_of(cache) == FOUR_PARTS  # a --force later accepts the folder
     vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2, force=True)
     assert_values(refs, cohort)
 
@@ -128,5 +139,5 @@ def test_a_task_run_twice_writes_its_part_once(cohort, tmp_path, monkeypatch):
     monkeypatch.setattr(vcfvirtual.cache.columns, "write_run", _twice)
     refs, cache = tmp_path / "p.json", tmp_path / "p.cache"
     vcfvirtual.index(cohort, refs_path=refs, cache_path=cache, variants_chunk_size=100, workers=2)
-    assert parts_of(cache) == [f"part-{i:06d}" for i in range(4)]  # nothing left under a temporary name
+    assert parts_of(cache) == FOUR_PARTS  # nothing left under a temporary name
     assert_values(refs, cohort)

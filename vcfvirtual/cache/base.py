@@ -18,7 +18,7 @@ from ..io.fingerprint import Fingerprint
 from ..io.outputs import output_file, write_hint
 from ..io.sources import StorageOptions
 from ..scan.chunking import chunk_length_within
-from ..scan.parallel import Merged
+from ..scan.parallel import Facts, Merged
 from ..scan.results import ScanResult
 from ..scan.scanner import scan_bcf
 from ..scan.sink import RecordSink
@@ -130,6 +130,9 @@ class SegmentRanges(NamedTuple):
     # Each part's fingerprint, taken by the task that wrote it (so the caller reads none of
     # them back); empty when the caller wrote the cache itself.
     part_fingerprints: tuple[Fingerprint, ...] = ()
+    # The chunks' region rows, made by the tasks that wrote them (a partitioned run, whose
+    # first phase only counted records); None when the scan made them.
+    region_rows: np.ndarray | None = None
 
 
 # What a layout's writer returns: one range per variants chunk shared by every array
@@ -237,6 +240,9 @@ class CacheLayout(Protocol):
     # Whether partition workers must write their inflated stream bytes (segments) for
     # write_partitioned; otherwise it reads the source blocks (Merged.pieces) itself.
     needs_segments: bool
+    # What the first phase of a partitioned run keeps of each record: every record's
+    # facts (the caller places the chunks), or counts (the layout's tasks place them).
+    facts: Facts
     # Its chunk length rule's bounds (ChunkBounds): a chunk of every sample's genotypes
     # within max_chunk_bytes, at most max_chunk_length variants.
     max_chunk_bytes: int

@@ -21,7 +21,7 @@ from vcfvirtual_codec.bcf import bgzf
 from .._progress import phase
 from ..bcf.header import BCFHeader
 from ..io.outputs import CACHE_SUFFIX
-from ..scan.parallel import Merged, Piece
+from ..scan.parallel import Facts, Merged, Piece
 from ..scan.results import ScanResult
 from .base import (
     CacheTarget,
@@ -224,6 +224,7 @@ class BGZFLayout(WholeRecordChunks):
     name: LayoutName = "bgzf"
     suffix = CACHE_SUFFIX  # a BCF
     needs_segments = False
+    facts: Facts = "records"
     uncompressed_stream = False
 
     def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:

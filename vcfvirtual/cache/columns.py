@@ -26,14 +26,14 @@ from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
 
-from .._progress import byte_bar, phase
+from .._progress import phase, record_bar
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
 from ..io.sources import StorageOptions
-from ..scan.parallel import Merged
-from ..scan.results import ScanResult
+from ..scan.parallel import Facts, Merged
+from ..scan.results import REGION_COLUMNS, RecordSummary, RunWindow, ScanResult
 from ..scan.scanner import header_bytes, read_header, scan_partition
 from . import columns_demux as demux
 from . import columns_join
@@ -386,6 +386,11 @@ class ColumnsWriter:
         self.window[:keep] = self.window[end - self.window_start : self.window_len]
         self.window_start, self.window_len = end, keep
 
+    def skip_to(self, offset: int) -> None:
+        """Forget the stream before ``offset``, the first record of the run's first chunk
+        (the bytes before are records of the run before, read past)."""
+        self._drop(offset)
+
     def load_kernels(self) -> None:
         """Load the demux and GT summary kernels' compiled code now, on an empty chunk
         (see :meth:`ColumnsLayout.load_kernels`)."""
@@ -455,6 +460,7 @@ class ColumnsLayout(ChunkBounds):
     # A partitioned run's tasks each write a part: a run of whole chunks read again from
     # the sources (columns_parts), the segments a serial run writes, cut between chunks.
     needs_segments = False  # its tasks read the sources again
+    facts: Facts = "counts"  # its tasks find their chunks' records, and summarise them
     max_chunk_bytes = MAX_CHUNK_BYTES
     max_chunk_length = CHUNK_LENGTH
     uncompressed_stream = False
@@ -504,16 +510,15 @@ class ColumnsLayout(ChunkBounds):
         sources (:mod:`vcfvirtual.cache.columns_parts`); this process only plans the runs
         and joins their ranges."""
         scan = merged.scan
-        tasks = parts.plan_runs(
-            merged, 2 * run.workers, storage_options=run.storage_options, continuation=run.continuation
-        )
+        tasks = parts.plan_runs(merged, storage_options=run.storage_options, continuation=run.continuation)
         folder = _parts_folder(tmp_cache)
         if not tasks and run.continuation is not None:  # appending no records: no part
-            return SegmentRanges({}, {}, self.samples_chunk_size, (), np.zeros(0, np.int32))
+            rows = np.empty((0, REGION_COLUMNS), np.int64)
+            return SegmentRanges({}, {}, self.samples_chunk_size, (), np.zeros(0, np.int32), (), rows)
         if not tasks:  # no records: one part with the header, as a serial run writes
             return self._empty_part(merged, folder, run)
         done: dict[str, parts.RunResult] = {}
-        bar = byte_bar("write parts", sum(t.n_bytes for t in tasks), run.progress)
+        bar = record_bar("write parts", sum(t.n_records for t in tasks), run.progress)
         try:
             executor = run.executor
             while broken := self._run_tasks(
@@ -535,7 +540,9 @@ class ColumnsLayout(ChunkBounds):
             release_spare_buffers()  # those this process kept, when it ran tasks itself
         results = [done[t.part] for t in tasks]
         parts.remove_leftovers(folder)
-        logger.info("%d chunks written by %d tasks as %d parts", len(scan.chunk_offsets), len(tasks), len(results))
+        logger.info(
+            "%d chunks written by %d tasks as %d parts", sum(t.n_chunks for t in tasks), len(tasks), len(results)
+        )
         return parts.join_runs(results)
 
     def _run_tasks(
@@ -557,7 +564,7 @@ class ColumnsLayout(ChunkBounds):
             except BrokenExecutor as e:
                 broken = e
                 continue
-            bar.update(futures[future].n_bytes)
+            bar.update(futures[future].n_records)
         return broken
 
     def load_kernels(self, header: BCFHeader) -> None:
@@ -572,7 +579,7 @@ class ColumnsLayout(ChunkBounds):
     def _empty_part(self, merged: Merged, folder: str, run: PartitionedRun) -> SegmentRanges:
         scan = merged.scan
         part = part_name(0)
-        source = merged.pieces[0].path if merged.pieces else folder
+        source = merged.partitions[0].path if merged.partitions else folder
         with parts.part_file(folder, part, run.storage_options) as output:
             writer = ColumnsWriter(output.file, source, self)
             try:
@@ -633,8 +640,9 @@ def _parts_folder(target: CacheTarget) -> str:
 def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: ColumnsLayout) -> parts.RunResult:
     """Write one part of the cache folder ``folder`` (a path or a URL): the task's
     records, read from its spans, demultiplexed and compressed (module level, so worker
-    processes and Dask run it). The part appears only whole
-    (:func:`~vcfvirtual.cache.columns_parts.part_file`): a task run twice writes it once.
+    processes and Dask run it), and summarised per chunk (its region rows). The part
+    appears only whole (:func:`~vcfvirtual.cache.columns_parts.part_file`): a task run
+    twice writes it once.
 
     Raises
     ------
@@ -644,6 +652,7 @@ def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: Colum
         The part could not be written.
     """
     first = task.spans[0].path
+    summary = RecordSummary(chunk_length, task.lead_records)
     with parts.part_file(folder, task.part, task.storage_options) as output:
         # One compression thread: the other workers have the other cores.
         writer = ColumnsWriter(output.file, first, layout, threads=1)
@@ -658,22 +667,41 @@ def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: Colum
                 stored = header_bytes(task.header_source, header.size, task.storage_options)
             lead = (task.lead_records, task.lead_segments)
             writer.start_part(header, stored, chunk_length, lead, task.storage_options)
-            sink = parts.PartSink(writer)
-            for span in task.spans:
-                known = header if span.path == task.header_source else None
-                scanned = scan_partition(
-                    span.path, span.start, span.end, sink=sink, storage_options=task.storage_options, header=known
-                )
-                sink.shift += scanned.stream_length
-            if sink.shift != task.n_bytes or writer.records_seen != task.n_records:
+            end = _read_spans(task, header, writer, RunWindow(summary, task.skip, task.n_records))
+            if writer.records_seen != task.n_records:
                 raise CorruptBCFError(
                     first,
-                    f"{task.part}: read {writer.records_seen} records ({sink.shift} bytes) where the scan "
-                    f"counted {task.n_records} ({task.n_bytes} bytes); did an input change during the run?",
+                    f"{task.part}: read {writer.records_seen} records where the scan counted "
+                    f"{task.n_records}; did an input change during the run?",
                 )
-            writer.close(sink.shift)
+            writer.scanned_to(end)
+            writer.close(end)
         finally:
             writer.pool.shutdown()
             _SPARE.keep(writer)
     assert output.fingerprint is not None
-    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), output.fingerprint)
+    rows = summary.arrays()["region_rows"]
+    rows[:, 0] += task.first_chunk
+    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), output.fingerprint, rows)
+
+
+def _read_spans(task: parts.RunTask, header: BCFHeader, writer: ColumnsWriter, facts: RunWindow) -> int:
+    """Feed the task's records to ``writer`` (and their facts to ``facts``), span after
+    span, stopping once it has them: where its last record ends, in the run's offsets."""
+    sink = parts.PartSink(writer, task.skip, task.n_records)
+    for span in task.spans:
+        known = header if span.path == task.header_source else None
+        try:
+            scanned = scan_partition(
+                span.path,
+                span.start,
+                span.end,
+                sink=sink,
+                storage_options=task.storage_options,
+                header=known,
+                facts=facts,
+            )
+        except parts.RunComplete as done:
+            return done.end
+        sink.shift += scanned.stream_length
+    return sink.shift

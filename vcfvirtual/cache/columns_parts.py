@@ -1,13 +1,15 @@
 """The columns cache written by workers, one part per run of whole variants chunks.
 
 A partitioned index runs in two phases. The first scans partitions (cut anywhere) and
-merges what they learn (:func:`vcfvirtual.scan.parallel.merge`): every chunk's first
-record's offset in the merged stream, and which source block holds each stream byte.
-The second (here) cuts the chunks into runs, and a task per run reads its records again
-from the sources (a second inflate: measured in ``docs/design.md``, "Indexing at biobank
-scale"), demultiplexes and compresses them, and writes its own part of the cache
-(``part-000123``, in the layout's single-file format: magic, BCF header, segments). A
-task returns only its segments' byte ranges; the caller concatenates them.
+only counts their records (:func:`vcfvirtual.scan.parallel.count_merge`: a few numbers a
+partition, so the caller's memory grows with the partitions and chunks, not the
+records). The second (here) cuts the chunks into runs, one per partition a chunk starts
+in, and a task per run reads its records again from the sources (a second inflate:
+measured in ``docs/design.md``, "Indexing at biobank scale"): from its partition's
+start, past the records of the run before (fewer than a chunk), then on until its last
+chunk is whole. It demultiplexes and compresses them, writes its own part of the cache
+(``part-000123``, in the layout's single-file format: magic, BCF header, segments), and
+returns its segments' byte ranges and its chunks' region rows; the caller concatenates them.
 
 Runs are whole chunks, so every chunk is in one part and the parts are the segments a
 serial run writes, cut between chunks. A part is written under a temporary name and
@@ -21,7 +23,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 
@@ -33,17 +35,11 @@ from ..io.fingerprint import Fingerprint
 from ..io.outputs import TEMPORARY, temporary_name
 from ..io.parts import part_url
 from ..io.sources import StorageOptions
-from ..scan.parallel import Merged, Piece
+from ..scan.parallel import CountedPartition, Merged
 from ..scan.sink import RecordSink
 from .base import ChunkRanges, Continuation, SegmentRanges, open_cache
 from .columns_join import StoredSegment
 from .names import PART_PREFIX, part_name
-
-# Inflated bytes of records a run holds at most. A task's fixed costs (parsing the header:
-# 0.06 s at 10^5 samples, 0.54 s at 5x10^5; a part's start) must stay small beside its
-# work (~2 s of CPU per GiB of records), and its memory does not grow with it (it streams
-# chunk by chunk); the caller asks for at least 2 x workers runs, so they balance.
-RUN_BYTES = 4 * 1024 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -58,16 +54,17 @@ class Span:
 
 @dataclass(frozen=True)
 class RunTask:
-    """One part to write: chunks ``first_chunk`` to ``first_chunk + n_chunks`` (their
-    ``n_records`` records, ``n_bytes`` inflated bytes), read from ``spans`` in order."""
+    """One part to write: chunks ``first_chunk`` to ``first_chunk + n_chunks``, their
+    ``n_records`` records read from ``spans`` in order, past the first ``skip`` records
+    there (those of the run before), stopping once they are read."""
 
     part: str
     header_source: str  # the store's first file, whose header every part is planned from
     first_chunk: int
     n_chunks: int
     n_records: int
-    n_bytes: int
     spans: tuple[Span, ...]
+    skip: int = 0
     # fsspec options for spans of URLs, which the task reads by range requests.
     storage_options: StorageOptions = field(default=None, compare=False, repr=False)
     # Where the BCF stream of header_source starts (appending: the store's first part's header).
@@ -82,36 +79,36 @@ class RunTask:
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a task returns: its part's segment ranges (offsets in the part) and fingerprint."""
+    """What a task returns: its part's segment ranges (offsets in the part), fingerprint,
+    and its chunks' region rows (chunk numbers of the store)."""
 
     part: str
     ranges: SegmentRanges
     fingerprint: Fingerprint
+    region_rows: np.ndarray
 
 
 def plan_runs(
-    merged: Merged,
-    n_runs: int,
-    run_bytes: int = RUN_BYTES,
-    storage_options: StorageOptions = None,
-    continuation: Continuation | None = None,
+    merged: Merged, storage_options: StorageOptions = None, continuation: Continuation | None = None
 ) -> list[RunTask]:
-    """Cut the merged stream's chunks into runs of whole chunks, each a task.
+    """Cut the chunks into runs of whole chunks, one per partition a chunk starts in.
+
+    The first phase only counted each partition's records, so a run starts reading at
+    the start of the partition its first chunk starts in, passes the records before it
+    (fewer than a chunk's), and reads on, into the partitions (and files) after, until its
+    last chunk is whole. The runs are about the partitions' sizes, which the partition
+    plan balanced; no record's offset is ever sent to this process.
 
     Parameters
     ----------
     merged : Merged
-        The partitions' merged scan and the source pieces, in stream order.
-    n_runs : int
-        Runs to cut at least (when there are as many chunks), of about equal bytes.
-    run_bytes : int
-        Inflated bytes per run at most, where more runs than ``n_runs`` are needed.
+        The counted partitions (:func:`vcfvirtual.scan.parallel.count_merge`).
     storage_options : mapping, optional
         fsspec options for sources named by URL.
     continuation : Continuation, optional
         Appending: parts are numbered after the store's, none stores the header, and
-        the first completes the store's partial last chunk (the merged scan's chunks
-        then count from it: chunk 0 holds ``chunk_length - lead_records`` records).
+        the first completes the store's partial last chunk (chunk 0 then holds
+        ``chunk_length - lead_records`` new records).
 
     Returns
     -------
@@ -119,90 +116,78 @@ def plan_runs(
         In chunk order; together they cover every chunk once.
     """
     scan = merged.scan
-    starts = np.asarray(scan.chunk_offsets, np.int64)
-    n_chunks = starts.shape[0]
-    if n_chunks == 0:
-        return []
-    bounds = np.append(starts, np.int64(scan.stream_size))
-    first_byte = int(starts[0])
-    total = int(scan.stream_size) - first_byte
-    runs = max(1, min(n_chunks, max(n_runs, -(-total // max(1, run_bytes)))))
-    # Chunk k goes to the run its first byte falls in, cutting the bytes in equal shares.
-    cuts = np.searchsorted(bounds[:-1], first_byte + np.arange(1, runs, dtype=np.int64) * total // runs, side="left")
-    edges = np.unique(np.concatenate([[0], cuts, [n_chunks]]))
-    placer = _StreamPlacer(merged.pieces)
-    chunk_length = int(scan.chunk_length)
-    go_on = continuation or Continuation(chunk_length, 0, placer.paths[0], 0)
+    length, n_records = int(scan.chunk_length), int(scan.num_records)
+    go_on = continuation or Continuation(length, 0, merged.partitions[0].path if merged.partitions else "", 0)
     lead = go_on.lead_records
+    n_chunks = -(-(n_records + lead) // length) if n_records else 0
+    partitions = [p for p in merged.partitions if p.n_records]
+    # The chunk each partition's first record is in; a run starts at the first chunk
+    # starting in a partition (the very first run at chunk 0, which may be led).
+    firsts = [0] + [-(-(p.first_index + lead) // length) for p in partitions[1:]]
+    starts = sorted({c for c in firsts if c < n_chunks})
+    edges = [*starts, n_chunks]
 
-    def records_before(chunk: int) -> int:  # the new records before chunk ``chunk``
-        return min(max(chunk * chunk_length - lead, 0), int(scan.num_records))
+    def record(chunk: int) -> int:  # the new records before chunk ``chunk``
+        return min(max(chunk * length - lead, 0), n_records)
 
     tasks = []
-    for index, (lo, hi) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist())):
-        start, end = int(bounds[lo]), int(bounds[hi])
-        first = lo == 0 and lead > 0
+    for index, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+        a, b = record(lo), record(hi)
+        # The last partition starting at or before the run's first record, and those after
+        # it holding any of its records.
+        first = max(i for i, p in enumerate(partitions) if p.first_index <= a)
+        held = [p for p in partitions[first:] if p.first_index < b]
+        led = index == 0 and lead > 0
         tasks.append(
             RunTask(
                 part_name(go_on.first_part + index),
                 go_on.header_source,
                 lo,
                 hi - lo,
-                records_before(hi) - records_before(lo),
-                end - start,
-                placer.spans(start, end),
-                storage_options,
+                b - a,
+                _spans(held),
+                skip=a - held[0].first_index,
+                storage_options=storage_options,
                 header_offset=go_on.header_offset,
                 stores_header=continuation is None and lo == 0,
-                lead_records=lead if first else 0,
-                lead_segments=go_on.lead_segments if first else (),
+                lead_records=lead if led else 0,
+                lead_segments=go_on.lead_segments if led else (),
             )
         )
     return tasks
 
 
-class _StreamPlacer:
-    """Where a merged stream offset is in the sources: the piece (source block) holding it."""
+def _spans(partitions: list[CountedPartition]) -> tuple[Span, ...]:
+    """Consecutive partitions as spans: one per file (a file's partitions are one run of its records)."""
+    out: list[Span] = []
+    for p in partitions:
+        if out and out[-1].path == p.path:
+            out[-1] = Span(p.path, out[-1].start, p.end)
+        else:
+            out.append(Span(p.path, p.start, p.end))
+    return tuple(out)
 
-    def __init__(self, pieces: list[Piece]):
-        self.pieces = pieces
-        self.starts = np.array([p.stream_start for p in pieces], np.int64)
-        ends = self.starts + np.array([p.hi - p.lo for p in pieces], np.int64)
-        paths = [p.path for p in pieces]
-        # Each file's pieces are consecutive: a file is its first piece's index on.
-        first = [i for i in range(len(paths)) if i == 0 or paths[i] != paths[i - 1]]
-        self.file_of = np.repeat(np.arange(len(first)), np.diff([*first, len(paths)]))
-        self.paths = [paths[i] for i in first]
-        self.file_end = ends[np.array([*first[1:], len(paths)]) - 1]
 
-    def spans(self, start: int, end: int) -> tuple[Span, ...]:
-        """The source spans holding stream bytes ``[start, end)``, each from a record's start."""
-        out = []
-        f = int(self.file_of[self._piece(start)])
-        while start < end:
-            stop = min(end, int(self.file_end[f]))
-            last = stop == int(self.file_end[f])
-            out.append(Span(self.paths[f], self._record_start(start), None if last else self._record_start(stop)))
-            start, f = stop, f + 1
-        return tuple(out)
+class RunComplete(Exception):
+    """Raised through a span's scan by :class:`PartSink` once the run has its records:
+    ``end`` is where its last record ends (the next record's start, in the run's offsets)."""
 
-    def _piece(self, offset: int) -> int:
-        return int(np.searchsorted(self.starts, offset, side="right")) - 1
-
-    def _record_start(self, offset: int) -> RecordStart:
-        """The source position of stream ``offset`` (inside a file: a later file's first
-        piece starts where the earlier file ends, so it is the one found there)."""
-        piece = self.pieces[self._piece(offset)]
-        return RecordStart(piece.offset, piece.lo + offset - piece.stream_start)
+    def __init__(self, end: int):
+        super().__init__(end)
+        self.end = end
 
 
 class PartSink:
-    """A scan's sink that feeds a run's spans, one after another, to one writer, their
-    offsets (each counted from its span's first byte) moved to the run's (``shift``:
-    the run offset of the current span's first byte)."""
+    """A scan's sink that feeds a run's records, across its spans, to one writer: past the
+    first ``skip`` records (the run before's: their bytes dropped from the writer), then
+    ``n_records`` records, raising :class:`RunComplete` once the record after them is seen.
+    Offsets move to the run's (``shift``: the run offset of the current span's first byte)."""
 
-    def __init__(self, writer: RecordSink):
+    def __init__(self, writer: ColumnsWriterLike, skip: int, n_records: int):
         self.writer = writer
+        self.skip = skip
+        self.passing = skip > 0  # until the first record kept: the bytes before it are dropped
+        self.left = n_records
         self.shift = 0
 
     def header_parsed(self, header: BCFHeader, chunk_length: int) -> None:
@@ -212,10 +197,30 @@ class PartSink:
         self.writer.add_block(None, data)
 
     def records_scanned(self, offsets: np.ndarray) -> None:
-        self.writer.records_scanned(offsets + self.shift)
+        if self.passing:
+            passed = min(self.skip, offsets.shape[0])
+            self.skip -= passed
+            offsets = offsets[passed:]
+            if not offsets.shape[0]:
+                return
+            self.passing = False
+            self.writer.skip_to(int(offsets[0]) + self.shift)  # the bytes before are the run before's
+        take = min(self.left, offsets.shape[0])
+        if take:
+            self.writer.records_scanned(offsets[:take] + self.shift)
+            self.left -= take
+        if take < offsets.shape[0]:
+            raise RunComplete(int(offsets[take]) + self.shift)
 
     def scanned_to(self, stream_offset: int) -> None:
         self.writer.scanned_to(stream_offset + self.shift)
+
+
+class ColumnsWriterLike(RecordSink, Protocol):
+    """What :class:`PartSink` needs of the columns writer: a sink that can forget the
+    bytes before a record."""
+
+    def skip_to(self, offset: int) -> None: ...
 
 
 def join_runs(results: list[RunResult]) -> SegmentRanges:
@@ -243,7 +248,8 @@ def join_runs(results: list[RunResult]) -> SegmentRanges:
     chunk_part = np.repeat(np.arange(len(results), dtype=np.int32), counts)
     names = tuple(r.part for r in results)
     fingerprints = tuple(r.fingerprint for r in results)
-    return SegmentRanges(segments, first.compressors, first.samples_chunk_size, names, chunk_part, fingerprints)
+    rows = np.concatenate([r.region_rows for r in results])
+    return SegmentRanges(segments, first.compressors, first.samples_chunk_size, names, chunk_part, fingerprints, rows)
 
 
 class PartFile:

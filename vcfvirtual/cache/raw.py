@@ -11,7 +11,7 @@ from typing import BinaryIO
 from .._progress import phase
 from ..bcf.header import BCFHeader
 from ..io.outputs import CACHE_SUFFIX
-from ..scan.parallel import Merged
+from ..scan.parallel import Facts, Merged
 from ..scan.results import ScanResult
 from ..scan.sink import FileSink
 from .base import (
@@ -52,6 +52,7 @@ class RawLayout(WholeRecordChunks):
     name: LayoutName = "raw"
     suffix = CACHE_SUFFIX  # a BCF stream
     needs_segments = True
+    facts: Facts = "records"
     uncompressed_stream = True
 
     def chunk_records(self, f: BinaryIO, offset: int, size: int) -> int | None:

@@ -6,6 +6,7 @@ partial cache under the final name."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -28,6 +29,7 @@ from .base import (
     ChunkLengthFor,
     Continuation,
     PartitionedRun,
+    SegmentRanges,
     SerialSource,
 )
 
@@ -116,12 +118,15 @@ def write_cache_partitioned(
     try:
         with contextlib.ExitStack() as pools:
             executor = pools.enter_context(parallel.executor_for(workers, dask_client))
-            scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress)
+            scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress, facts=layout.facts)
             if continuation is None:
                 chunk_length, lead = int(chunk_length_for(scanned[0][1].file_header)), 0
             else:
                 chunk_length, lead = continuation.chunk_length, continuation.lead_records
-            merged = parallel.merge(scanned, chunk_length, lead)
+            if layout.facts == "counts":
+                merged = parallel.count_merge(scanned, chunk_length)
+            else:
+                merged = parallel.merge(scanned, chunk_length, lead)
             local_pool = dask_client is None and workers > 1
 
             def renew() -> Executor:
@@ -130,7 +135,10 @@ def write_cache_partitioned(
             run = PartitionedRun(
                 executor, n_parts // 2, progress, renew if local_pool else None, storage_options, continuation
             )
-            return merged.scan, layout.write_partitioned(merged, tmp_cache, run)
+            ranges = layout.write_partitioned(merged, tmp_cache, run)
+            if isinstance(ranges, SegmentRanges) and ranges.region_rows is not None:  # made by the tasks
+                return dataclasses.replace(merged.scan, region_rows=ranges.region_rows), ranges
+            return merged.scan, ranges
     finally:
         if segment_dir is not None:
             shutil.rmtree(segment_dir, ignore_errors=True)

@@ -24,7 +24,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from ..errors import CorruptBCFError, HeaderError, OutputWriteError
 from ..io.outputs import write_hint
 from ..io.sources import StorageOptions, source_size
 from .kernel import new_stats
-from .results import PartitionScan, RecordSummary, ScanResult
+from .results import REGION_COLUMNS, PartitionScan, RecordCount, RecordSummary, ScanResult
 from .scanner import scan_partition
 
 if TYPE_CHECKING:
@@ -83,11 +83,32 @@ class Segment(NamedTuple):
     skip: int
 
 
+@dataclasses.dataclass(frozen=True)
+class CountedPartition:
+    """A partition as its first phase counted it: records ``first_index`` (among the
+    run's records, every file's in order) to ``first_index + n_records``, from the record
+    at ``start`` up to the record at ``end`` (None: the file's end) of ``path``."""
+
+    path: str
+    start: RecordStart
+    end: RecordStart | None
+    first_index: int
+    n_records: int
+
+
 @dataclasses.dataclass
 class Merged:
     scan: ScanResult
     pieces: list[Piece]  # in stream order, for the BGZF cache
     segments: list[Segment]  # in stream order, for the raw cache (when segments were written)
+    # The partitions, when only counted (Facts "counts": the columns layout, whose tasks
+    # find their chunks' records themselves); the scan then has no per-chunk summaries.
+    partitions: list[CountedPartition] = dataclasses.field(default_factory=list)
+
+
+# What the first phase keeps of each record: every record's facts (the caller places the
+# chunks: bgzf, raw), or their number and ranges only (columns: the tasks place them).
+Facts = Literal["records", "counts"]
 
 
 def split_files(
@@ -123,7 +144,7 @@ def split_files(
 _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
-def _scan_task(partition: Partition, segment_path: Path | None) -> PartitionScan:
+def _scan_task(partition: Partition, segment_path: Path | None, facts: Facts = "records") -> PartitionScan:
     """One partition's scan (module level, so worker processes can run it)."""
     try:
         scan = scan_partition(
@@ -132,6 +153,7 @@ def _scan_task(partition: Partition, segment_path: Path | None) -> PartitionScan
             partition.end,
             segment_path=segment_path,
             storage_options=partition.storage_options,
+            facts=facts,
         )
         # Only a file's first partition hands its header back (PartitionScan.header).
         return scan if partition.start is None else dataclasses.replace(scan, header=None)
@@ -271,6 +293,7 @@ def scan_all(
     executor: concurrent.futures.Executor,
     segment_dir: Path | None,
     progress: bool | None = None,
+    facts: Facts = "records",
 ) -> list[Scanned]:
     """Scan every partition; a file whose partitions do not join up is scanned again whole.
 
@@ -289,6 +312,8 @@ def scan_all(
         Where workers write their partitions' inflated bytes (``part-NNNNNN``); None: not written.
     progress : bool, optional
         Show a progress bar (None: when on a terminal).
+    facts : {"records", "counts"}
+        What each partition's scan keeps of its records (:data:`Facts`).
 
     Returns
     -------
@@ -304,13 +329,13 @@ def scan_all(
     """
 
     segments = [None if segment_dir is None else segment_dir / f"part-{i:06d}" for i in range(len(partitions))]
-    results = _run_scans(partitions, executor, segments, progress)
+    results = _run_scans(partitions, executor, segments, progress, facts)
     by_file: dict[str, list[int]] = {}
     for i, p in enumerate(partitions):
         by_file.setdefault(p.path, []).append(i)
     out: list[Scanned] = []
     for path, indices in by_file.items():
-        out.extend(_file_scans(path, [(partitions[i], results[i], segments[i]) for i in indices]))
+        out.extend(_file_scans(path, [(partitions[i], results[i], segments[i]) for i in indices], facts))
     return out
 
 
@@ -322,6 +347,7 @@ def _run_scans(
     executor: concurrent.futures.Executor,
     segments: list[Path | None],
     progress: bool | None,
+    facts: Facts,
 ) -> list[PartitionOutcome]:
     """Each partition's scan, or the CorruptBCFError it ended with, in partition order."""
     file_sizes = {p.path: source_size(p.path, p.storage_options) for p in partitions}
@@ -336,7 +362,7 @@ def _run_scans(
     futures = {}
     with _signals_held() if bar is None else contextlib.nullcontext():  # a pool forks its workers here
         for i, p in enumerate(partitions):
-            futures[executor.submit(_scan_task, p, segments[i])] = i
+            futures[executor.submit(_scan_task, p, segments[i], facts)] = i
             if bar is not None:
                 bar.update(sizes[i])
     inline_bar, bar = bar, bar or new_bar()
@@ -357,21 +383,25 @@ def _run_scans(
     return results
 
 
-def _file_scans(path: str, parts: list[tuple[Partition, PartitionOutcome, Path | None]]) -> list[Scanned]:
+def _file_scans(
+    path: str, parts: list[tuple[Partition, PartitionOutcome, Path | None]], facts: Facts = "records"
+) -> list[Scanned]:
     """One file's partitions as scanned, or the file scanned again whole (into its first
-    partition's segment) when they do not join up."""
+    partition's segment) when they do not join up. (Counted partitions have no block
+    table to check that by: each ending exactly at the next one's first record, or
+    failing, is what joins them, a partition that ends inside a record failing.)"""
     scans = [r for _, r, _ in parts if isinstance(r, PartitionScan)]
     errors = [r for _, r, _ in parts if isinstance(r, CorruptBCFError)]
     if errors and len(parts) == 1:
         raise errors[0]
-    if len(scans) == len(parts) and _joined_up(scans, [p for p, _, _ in parts]):
+    if len(scans) == len(parts) and (facts == "counts" or _joined_up(scans, [p for p, _, _ in parts])):
         return [(p, scan, segment) for (p, _, segment), scan in zip(parts, scans)]
     logger.warning("%s: partitions did not meet at record boundaries; scanning it whole", path)
     for _, _, segment in parts[1:]:
         if segment is not None:
             segment.unlink(missing_ok=True)
     whole, first = Partition(path, storage_options=parts[0][0].storage_options), parts[0][2]
-    return [(whole, _scan_task(whole, first), first)]
+    return [(whole, _scan_task(whole, first, facts), first)]
 
 
 def _partition_bytes(p: Partition, size: int) -> int:
@@ -481,6 +511,7 @@ def merge(scanned: list[Scanned], chunk_length: int, lead: int = 0) -> Merged:
         for part, scan, _ in items:
             first_byte = 0 if part.start is None else starts[part.start.block_offset] + part.start.within_block
             rec = scan.records
+            assert rec is not None, "merge() takes every record's facts; count_merge() counted ones"
             summary.add(
                 rec["offset"] + (first_byte + shift),
                 rec["chrom"],
@@ -515,6 +546,56 @@ def merge(scanned: list[Scanned], chunk_length: int, lead: int = 0) -> Merged:
         if seg is not None
     ]
     return Merged(result, pieces, segments)
+
+
+def count_merge(scanned: list[Scanned], chunk_length: int) -> Merged:
+    """Fold counted partition scans (``facts="counts"``) into the store's scan, but its
+    per-chunk summaries (made by the tasks that write the chunks), and the partitions in
+    record order: what the caller keeps grows with the partitions, not the records.
+
+    Raises
+    ------
+    HeaderError
+        The files' headers are not compatible (:func:`check_compatible`).
+    """
+    files: dict[str, list[Scanned]] = {}
+    for item in scanned:
+        files.setdefault(item[0].path, []).append(item)
+    check_compatible([(path, items[0][1].file_header) for path, items in files.items()])
+    first_scan = scanned[0][1]
+    info_stats = new_stats(first_scan.info_stats.shape[0])
+    format_stats = new_stats(first_scan.format_stats.shape[0])
+    totals = RecordCount()
+    partitions: list[CountedPartition] = []
+    stream_size = first_scan.file_header.size
+    for part, scan, _ in scanned:
+        counts = scan.counts
+        assert counts is not None and scan.first_record is not None, "count_merge() takes counted scans"
+        partitions.append(
+            CountedPartition(part.path, scan.first_record, part.end, totals.num_records, counts.num_records)
+        )
+        totals.fold(counts)
+        stream_size += scan.stream_length
+        _fold_stats(info_stats, scan.info_stats)
+        _fold_stats(format_stats, scan.format_stats)
+    folded = totals.counts()
+    result = ScanResult(
+        header=first_scan.file_header,
+        stream_size=stream_size,
+        chunk_length=chunk_length,
+        num_records=folded.num_records,
+        chunk_offsets=np.empty(0, np.int64),  # not known here: the tasks find their chunks' records
+        region_rows=np.empty((0, REGION_COLUMNS), np.int64),  # made by the tasks
+        pos_range=folded.pos_range,
+        rlen_range=folded.rlen_range,
+        max_alleles=folded.max_alleles,
+        max_ploidy=folded.max_ploidy,
+        compressed=all(scan.compressed for _, scan, _ in scanned),
+        has_eof_block=all(items[-1][1].has_eof_block for items in files.values()),
+        info_stats=info_stats,
+        format_stats=format_stats,
+    )
+    return Merged(result, [], [], partitions)
 
 
 def _fold_stats(into: np.ndarray, stats: np.ndarray) -> None:

@@ -8,6 +8,7 @@ import dataclasses
 
 import numpy as np
 
+from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader
 
 # Columns of a region row: chunk, contig, first POS, last POS, largest end, records.
@@ -169,6 +170,83 @@ class RecordCollector:
         return {name: np.concatenate([p[i] for p in self.parts]) for i, name in enumerate(self.FIELDS)}
 
 
+class RecordCount:
+    """Folds per-record facts into what does not depend on where the records are in the
+    store: their number and the ranges that size dtypes and dimensions. What a partition's
+    first phase hands back when the tasks that write the cache make the per-chunk
+    summaries themselves (the columns layout): a few numbers, whatever its records."""
+
+    def __init__(self) -> None:
+        self.num_records = 0
+        self.pos_range = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+        self.rlen_range = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+        self.max_alleles = 0
+        self.max_ploidy = 0
+
+    def add(self, *columns: np.ndarray) -> None:
+        """Fold the next records' facts (as :meth:`RecordSummary.add` takes them)."""
+        _, _, pos, rlen, n_allele, ploidy = columns
+        if not pos.shape[0]:
+            return
+        self.num_records += pos.shape[0]
+        pos1 = pos.astype(np.int64) + 1
+        self.pos_range = (min(self.pos_range[0], int(pos1.min())), max(self.pos_range[1], int(pos1.max())))
+        self.rlen_range = (min(self.rlen_range[0], int(rlen.min())), max(self.rlen_range[1], int(rlen.max())))
+        self.max_alleles = max(self.max_alleles, int(n_allele.max()))
+        self.max_ploidy = max(self.max_ploidy, int(ploidy.max()))
+
+    def fold(self, counts: RecordCounts) -> None:
+        """Fold in another partition's counts."""
+        if not counts.num_records:
+            return
+        self.num_records += counts.num_records
+        self.pos_range = (min(self.pos_range[0], counts.pos_range[0]), max(self.pos_range[1], counts.pos_range[1]))
+        self.rlen_range = (
+            min(self.rlen_range[0], counts.rlen_range[0]),
+            max(self.rlen_range[1], counts.rlen_range[1]),
+        )
+        self.max_alleles = max(self.max_alleles, counts.max_alleles)
+        self.max_ploidy = max(self.max_ploidy, counts.max_ploidy)
+
+    def counts(self) -> RecordCounts:
+        """What was folded (ranges (0, 0) without records)."""
+        n = self.num_records
+        return RecordCounts(
+            n, self.pos_range if n else (0, 0), self.rlen_range if n else (0, 0), self.max_alleles, self.max_ploidy
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordCounts:
+    """A partition's records as :class:`RecordCount` folds them."""
+
+    num_records: int
+    pos_range: tuple[int, int]
+    rlen_range: tuple[int, int]
+    max_alleles: int
+    max_ploidy: int
+
+
+class RunWindow:
+    """Folds into ``summary`` only the records ``skip`` to ``skip + limit`` of those it is
+    given: a task writing a run of chunks reads from a partition's start, past records of
+    the run before it, and may read records of the run after it before it stops."""
+
+    def __init__(self, summary: RecordSummary, skip: int, limit: int):
+        self.summary = summary
+        self.skip = skip
+        self.limit = limit
+        self.seen = 0
+
+    def add(self, *columns: np.ndarray) -> None:
+        k = columns[0].shape[0]
+        lo = min(max(self.skip - self.seen, 0), k)
+        hi = min(max(self.skip + self.limit - self.seen, 0), k)
+        self.seen += k
+        if hi > lo:
+            self.summary.add(*(c[lo:hi] for c in columns))
+
+
 @dataclasses.dataclass(frozen=True)
 class PartitionScan:
     """What scanning one partition (a run of consecutive records of one file) learns.
@@ -181,13 +259,19 @@ class PartitionScan:
     # The file's header: from its first partition only (a worker drops it from the
     # others': at 5x10^5 samples it is 10 MB pickled back per task, for nothing).
     header: BCFHeader | None
-    records: dict[str, np.ndarray]  # RecordCollector.FIELDS
+    # RecordCollector.FIELDS, every record's facts; None when only counted (``counts``).
+    records: dict[str, np.ndarray] | None
     stream_length: int  # bytes of records in the partition
-    blocks: np.ndarray  # (n, 3) int64: compressed offset, compressed size (0: not BGZF), inflated size
+    # (n, 3) int64: compressed offset, compressed size (0: not BGZF), inflated size; none
+    # when only counted.
+    blocks: np.ndarray
     compressed: bool
     has_eof_block: bool  # meaningful for a file's last partition
     info_stats: np.ndarray
     format_stats: np.ndarray
+    counts: RecordCounts | None = None  # when only counted
+    # Where its first record starts (a file's first partition: past the header).
+    first_record: RecordStart | None = None
 
     @property
     def file_header(self) -> BCFHeader:

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, NamedTuple, NoReturn
+from typing import BinaryIO, Literal, NamedTuple, NoReturn
 
 import numpy as np
 from vcfvirtual_codec.bcf import bgzf, records
@@ -23,7 +23,7 @@ from ..bcf.header import BCF_PREFIX_SIZE, BCFHeader, classify_prefix, parse_head
 from ..errors import CorruptBCFError, HeaderError, NotBCFError
 from ..io.sources import StorageOptions, open_source
 from .kernel import declared_kinds, new_stats, scan_records
-from .results import PartitionScan, RecordCollector, RecordSummary, ScanResult
+from .results import PartitionScan, RecordCollector, RecordCount, RecordSummary, RunWindow, ScanResult
 from .sink import FileSink, NullSink, RecordSink
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class _RecordAccumulator:
         self,
         header: BCFHeader,
         path: str,
-        summary: RecordSummary | RecordCollector,
+        summary: RecordFolder,
         sink: RecordSink,
         base: int | None = None,
     ):
@@ -95,6 +95,8 @@ class _RecordAccumulator:
         self.stage = np.empty(SCAN_BATCH + bgzf.MAX_BLOCK_SIZE, dtype=np.uint8)
         self.fill = 0
         self.base = header.size if base is None else base  # stream offset of stage[0]
+        # Where the first record starts in the file, when the scan read the header itself.
+        self.first_record: RecordStart | None = None
 
     def add(self, data: bytes | memoryview) -> None:
         """Stage inflated bytes, scanning the staged records whenever the stage fills."""
@@ -206,7 +208,7 @@ class _HeaderReader:
         raise HeaderError(self.path, "file ends inside the BCF header (truncated)")
 
 
-RecordFolder = RecordSummary | RecordCollector
+RecordFolder = RecordSummary | RecordCollector | RecordCount | RunWindow
 
 
 def _walk(
@@ -232,6 +234,7 @@ def _walk(
             header, data = reader.feed(data)
             if header is not None:
                 acc = _RecordAccumulator(header, path, begin(header), sink)
+                acc.first_record = RecordStart(piece.offset, len(piece.data) - len(data))
         if acc is not None:
             acc.add(data)
         if on_piece is not None:
@@ -435,6 +438,7 @@ def scan_partition(
     sink: RecordSink | None = None,
     storage_options: StorageOptions = None,
     header: BCFHeader | None = None,
+    facts: RecordFolder | Literal["records", "counts"] = "records",
 ) -> PartitionScan:
     """Scan the records of a BCF between two record starts, as :func:`scan_bcf` does.
 
@@ -457,6 +461,11 @@ def scan_partition(
         fsspec options for a URL (read by range requests from ``start`` on).
     header : BCFHeader, optional
         The file's header, when the caller has parsed it already (with ``start``).
+    facts : {"records", "counts"} or a folder
+        What is kept of the records: every record's facts (``records``: the layouts
+        that place records by their offsets), only their number and ranges
+        (``counts``: the columns layout's first phase), or folded into the folder given
+        (a task writing a run of chunks summarises them itself).
 
     Returns
     -------
@@ -472,7 +481,13 @@ def scan_partition(
         The file cannot be read or is not a BCF.
     """
     path = os.fspath(path)
-    collector = RecordCollector()
+    folder: RecordFolder | RecordCount
+    if facts == "records":
+        folder = RecordCollector()
+    elif facts == "counts":
+        folder = RecordCount()
+    else:
+        folder = facts
     blocks: list[tuple[int, int, int]] = []
     with _open_input(path, storage_options) as fileobj, contextlib.ExitStack() as stack:
         if sink is None:
@@ -487,16 +502,19 @@ def scan_partition(
             # file's scan read, READ_SIZE bytes apart).
             header = read_header(path, storage_options)
         pieces, compressed = _open_stream(fileobj, path, 0, 0 if start is None else start.block_offset)
-        header, acc = _walk(path, _bounded(pieces, start, end, blocks), sink, lambda _: collector, header)
+        header, acc = _walk(path, _bounded(pieces, start, end, blocks), sink, lambda _: folder, header)
     header_size = 0 if start is not None else header.size
+    counted = isinstance(folder, RecordCount)
     return PartitionScan(
         header=header,
-        records=collector.arrays(),
+        records=folder.arrays() if isinstance(folder, RecordCollector) else None,
         stream_length=acc.base - header_size,
-        blocks=np.array(blocks, dtype=np.int64).reshape(-1, 3),
+        blocks=np.array([] if counted else blocks, dtype=np.int64).reshape(-1, 3),
         compressed=compressed,
         # As scan_bcf: the file's last block must be BGZF's empty EOF block.
         has_eof_block=not compressed or end is not None or (bool(blocks) and blocks[-1][2] == 0),
         info_stats=acc.info_stats,
         format_stats=acc.fmt_stats,
+        counts=folder.counts() if isinstance(folder, RecordCount) else None,
+        first_record=start if start is not None else acc.first_record,
     )
