@@ -8,7 +8,7 @@ from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO, NamedTuple, Protocol
+from typing import IO, Any, BinaryIO, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -227,6 +227,37 @@ class PartitionedRun:
     renew: Callable[[], Executor] | None = None
     storage_options: StorageOptions = None  # fsspec options for inputs named by URL
     continuation: Continuation | None = None  # an append's: the records go on from a store
+
+
+@dataclass(frozen=True)
+class FilesRun:
+    """Several files indexed in one pass, one after another (no workers): ``paths`` in
+    store order, chunked by ``chunk_length_for`` their first header (or as
+    ``continuation`` says, appending), read with ``storage_options``."""
+
+    paths: tuple[str, ...]
+    chunk_length_for: ChunkLengthFor
+    progress: bool | None
+    storage_options: StorageOptions = None
+    continuation: Continuation | None = None
+
+
+@runtime_checkable
+class SinglePassLayout(Protocol):
+    """A layout that writes several files' records in one pass (the columns layout):
+    without workers, a first phase over the files would only read every record twice."""
+
+    def write_files(self, files: FilesRun, tmp_cache: CacheTarget) -> tuple[ScanResult, CacheRanges]:
+        """Scan ``files`` once, one after another, writing the cache to ``tmp_cache``.
+
+        Raises
+        ------
+        HeaderError
+            The files' headers are not compatible.
+        OutputWriteError, NotBCFError, CorruptBCFError
+            As :meth:`CacheLayout.write_serial`.
+        """
+        ...
 
 
 class CacheLayout(Protocol):

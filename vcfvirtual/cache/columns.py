@@ -26,15 +26,16 @@ from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
 
-from .._progress import phase, record_bar
+from .._progress import byte_bar, phase, record_bar
+from ..bcf.csi import RecordStart
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
-from ..io.sources import StorageOptions
-from ..scan.parallel import Facts, Merged
-from ..scan.results import REGION_COLUMNS, RecordSummary, RunWindow, ScanResult
-from ..scan.scanner import header_bytes, read_header, scan_partition
+from ..io.sources import StorageOptions, source_size
+from ..scan.parallel import Facts, Merged, check_compatible, fold_stats
+from ..scan.results import REGION_COLUMNS, PartitionScan, RecordSummary, RunWindow, ScanResult
+from ..scan.scanner import header_bytes, read_first_record, read_header, scan_partition
 from . import columns_demux as demux
 from . import columns_join
 from . import columns_parts as parts
@@ -42,6 +43,7 @@ from .base import (
     CacheTarget,
     ChunkBounds,
     ChunkRanges,
+    FilesRun,
     PartitionedRun,
     SegmentRanges,
     SerialSource,
@@ -504,6 +506,46 @@ class ColumnsLayout(ChunkBounds):
         logger.info("%s: %d chunks of %d segments written", source.path, n_chunks, len(writer.ranges))
         return scan, writer.segment_ranges(n_chunks, part)._replace(part_fingerprints=(output.fingerprint,))
 
+    def write_files(self, files: FilesRun, tmp_cache: CacheTarget) -> tuple[ScanResult, SegmentRanges]:
+        """See :meth:`vcfvirtual.cache.base.SinglePassLayout.write_files`: the files' records
+        in one pass, one file after another, into one part, as a serial run writes one
+        file's (no first phase: without workers it would only read every record twice)."""
+        go_on = files.continuation
+        headers = [(path, *read_first_record(path, files.storage_options)) for path in files.paths]
+        check_compatible([(path, header) for path, header, _ in headers])
+        header = headers[0][1]
+        length = go_on.chunk_length if go_on else int(files.chunk_length_for(header))
+        if length < 1:
+            raise ValueError(f"variants chunk length must be at least 1, got {length}")
+        summary = RecordSummary(length, go_on.lead_records if go_on else 0)
+        part = part_name(go_on.first_part if go_on else 0)
+        folder = _parts_folder(tmp_cache)
+        with parts.part_file(folder, part, files.storage_options) as output:
+            writer = ColumnsWriter(output.file, files.paths[0], self)
+            try:
+                if go_on is None:
+                    stored = header_bytes(files.paths[0], header.size, files.storage_options)
+                    writer.start_part(header, stored, length)
+                else:
+                    store_header = read_header(go_on.header_source, files.storage_options, go_on.header_offset)
+                    lead = (go_on.lead_records, go_on.lead_segments)
+                    writer.start_part(store_header, EMPTY_HEADER, length, lead, files.storage_options)
+                scans = _scan_files(headers, writer, summary, files)
+                with phase("compress", files.progress):  # the chunks still in the compression pool
+                    end = sum(scan.stream_length for scan in scans)
+                    writer.scanned_to(end)
+                    writer.close(end)
+            finally:
+                writer.pool.shutdown()
+        assert output.fingerprint is not None
+        scan = _files_scan(header, scans, summary)
+        if go_on is not None and not scan.num_records:  # appending no records: no part
+            parts.remove_parts(folder, [part], files.storage_options)
+            return scan, SegmentRanges({}, {}, self.samples_chunk_size, (), np.zeros(0, np.int32))
+        n_chunks = -(-(scan.num_records + summary.lead) // length) if scan.num_records else 0
+        logger.info("%d files: %d chunks written as one part", len(files.paths), n_chunks)
+        return scan, writer.segment_ranges(n_chunks, part)._replace(part_fingerprints=(output.fingerprint,))
+
     def write_partitioned(self, merged: Merged, tmp_cache: CacheTarget, run: PartitionedRun) -> SegmentRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: tasks on
         ``executor`` write one part each, a run of whole chunks read again from the
@@ -591,6 +633,9 @@ class ColumnsLayout(ChunkBounds):
         assert output.fingerprint is not None
         return writer.segment_ranges(0, part)._replace(part_fingerprints=(output.fingerprint,))
 
+
+# A PartSink's limit that no run reaches: every record of the files.
+EVERY_RECORD = 1 << 62
 
 # The stored header of every part but the first: the BCF magic and an empty text.
 EMPTY_HEADER = b"BCF\x02\x02" + bytes(4)
@@ -705,3 +750,42 @@ def _read_spans(task: parts.RunTask, header: BCFHeader, writer: ColumnsWriter, f
             return done.end
         sink.shift += scanned.stream_length
     return sink.shift
+
+
+def _scan_files(
+    headers: list[tuple[str, BCFHeader, RecordStart]], writer: ColumnsWriter, summary: RecordSummary, files: FilesRun
+) -> list[PartitionScan]:
+    """Each file's records, from its first, to ``writer`` (as one stream) and ``summary``."""
+    sink = parts.PartSink(writer, 0, EVERY_RECORD)
+    scans = []
+    bar = byte_bar("scan", sum(source_size(p, files.storage_options) for p in files.paths), files.progress)
+    try:
+        for path, header, first in headers:
+            scanned = scan_partition(
+                path, first, None, sink=sink, storage_options=files.storage_options, header=header, facts=summary
+            )
+            sink.shift += scanned.stream_length
+            scans.append(scanned)
+            bar.update(source_size(path, files.storage_options))
+    finally:
+        bar.close()
+    return scans
+
+
+def _files_scan(header: BCFHeader, scans: list[PartitionScan], summary: RecordSummary) -> ScanResult:
+    """The files' scan as one: the first file's header, every file's records."""
+    info_stats, format_stats = scans[0].info_stats.copy(), scans[0].format_stats.copy()
+    for scan in scans[1:]:
+        fold_stats(info_stats, scan.info_stats)
+        fold_stats(format_stats, scan.format_stats)
+    return ScanResult(
+        header=header,
+        stream_size=header.size + sum(scan.stream_length for scan in scans),
+        compressed=all(scan.compressed for scan in scans),
+        has_eof_block=all(scan.has_eof_block for scan in scans),
+        info_stats=info_stats,
+        format_stats=format_stats,
+        # The records' stream offsets were the files' own (the writer, not the scan, joins
+        # the files into one stream): nothing reads them past the writer.
+        **{**summary.arrays(), "chunk_offsets": np.empty(0, np.int64)},
+    )

@@ -279,9 +279,13 @@ def part_file(folder: str, part: str, storage_options: StorageOptions = None) ->
     if not remote.is_url(folder):
         final = Path(folder) / part
         tmp = temporary_name(final)
-        with open_cache(tmp) as f:
-            written = PartFile(f)
-            yield written
+        try:
+            with open_cache(tmp) as f:
+                written = PartFile(f)
+                yield written
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # in a store's folder (appending), nothing else would
+            raise
         os.replace(tmp, final)
         written.fingerprint = Fingerprint.of(final)
         return

@@ -28,9 +28,11 @@ from .base import (
     CacheTarget,
     ChunkLengthFor,
     Continuation,
+    FilesRun,
     PartitionedRun,
     SegmentRanges,
     SerialSource,
+    SinglePassLayout,
 )
 
 logger = logging.getLogger(__name__)
@@ -102,6 +104,9 @@ def write_cache_partitioned(
     plan = _file_planner(n_parts, storage_options) if n_parts > 2 else None
     # Absolute paths: Dask workers (and spawned processes) need not share our working directory.
     paths = [p if is_url(p) else os.path.abspath(p) for p in bcf_paths]
+    if dask_client is None and workers == 1 and isinstance(layout, SinglePassLayout):
+        files = FilesRun(tuple(map(str, paths)), chunk_length_for, progress, storage_options, continuation)
+        return layout.write_files(files, tmp_cache)
     partitions = parallel.split_files(paths, plan, storage_options)
     if dask_client is None and workers > 1:
         # Workers forked from this process inherit the kernels loaded here, once.

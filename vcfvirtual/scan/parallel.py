@@ -520,8 +520,8 @@ def merge(scanned: list[Scanned], chunk_length: int, lead: int = 0) -> Merged:
                 rec["n_allele"],
                 rec["ploidy"],
             )
-            _fold_stats(info_stats, scan.info_stats)
-            _fold_stats(format_stats, scan.format_stats)
+            fold_stats(info_stats, scan.info_stats)
+            fold_stats(format_stats, scan.format_stats)
         blocks = _file_blocks(scans)
         for offset, csize, isize in blocks.tolist():
             block_start = starts[offset]
@@ -576,8 +576,8 @@ def count_merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         )
         totals.fold(counts)
         stream_size += scan.stream_length
-        _fold_stats(info_stats, scan.info_stats)
-        _fold_stats(format_stats, scan.format_stats)
+        fold_stats(info_stats, scan.info_stats)
+        fold_stats(format_stats, scan.format_stats)
     folded = totals.counts()
     result = ScanResult(
         header=first_scan.file_header,
@@ -598,7 +598,7 @@ def count_merge(scanned: list[Scanned], chunk_length: int) -> Merged:
     return Merged(result, [], [], partitions)
 
 
-def _fold_stats(into: np.ndarray, stats: np.ndarray) -> None:
+def fold_stats(into: np.ndarray, stats: np.ndarray) -> None:
     """Combine per-key (max count, min, max) summaries; a later file declares at most
     the first file's keys (check_compatible), so its table is no longer."""
     n = stats.shape[0]

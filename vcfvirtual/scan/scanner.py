@@ -373,14 +373,29 @@ def read_header(path: str | os.PathLike, storage_options: StorageOptions = None,
     NotBCFError, HeaderError
         The file cannot be read, is not a BCF, or its header is damaged.
     """
-    path = os.fspath(path)
+    return _header_and_first_record(os.fspath(path), storage_options, offset)[0]
+
+
+def read_first_record(path: str | os.PathLike, storage_options: StorageOptions = None) -> tuple[BCFHeader, RecordStart]:
+    """A BCF's header and where its first record starts (the block holding the header's
+    end, and the offset there), reading only the blocks that hold the header.
+
+    Raises
+    ------
+    NotBCFError, HeaderError
+        The file cannot be read, is not a BCF, or its header is damaged.
+    """
+    return _header_and_first_record(os.fspath(path), storage_options, 0)
+
+
+def _header_and_first_record(path: str, storage_options: StorageOptions, offset: int) -> tuple[BCFHeader, RecordStart]:
     with _open_input(path, storage_options) as fileobj:
         pieces, _ = _open_stream(fileobj, path, 0, offset)
         reader = _HeaderReader(path)
         for piece in pieces:
-            header, _ = reader.feed(piece.data)
+            header, rest = reader.feed(piece.data)
             if header is not None:
-                return header
+                return header, RecordStart(piece.offset, len(piece.data) - len(rest))
         reader.fail()
 
 
