@@ -31,7 +31,7 @@ from ._progress import phase
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges, CacheTarget, SegmentRanges, SerialSource, local_target
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE
-from .cache.columns_parts import remove_parts
+from .cache.columns_parts import remove_other_parts, remove_parts
 from .cache.layouts import layout_writer
 from .cache.names import LayoutName
 from .cache.raw import raw_ranges
@@ -296,6 +296,12 @@ def index_with_summary(
                 group = _build_manifests(plan, scan, ranges, provenance)
                 _write_references(plan, group, tmp_refs)
         staging.publish(_placer(tmp_refs, plan.refs_path))
+    cache_url = plan.remote.cache_url if plan.remote is not None else None
+    if cache_url and isinstance(ranges, SegmentRanges) and plan.options.force:
+        # Parts written (or uploaded) over a cache with more of them: the extra ones go
+        # once the references naming only the new parts are published.
+        for name in remove_other_parts(cache_url, ranges.parts, plan.options.storage_options):
+            logger.info("removed %s of the cache it replaced", part_url(cache_url, name))
     summary = _summary(plan, scan, provenance)
     logger.info(
         "%s: %d records in %d-variant chunks -> %s",

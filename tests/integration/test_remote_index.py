@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 
+import pysam
 import pytest
 import xarray as xr
 
@@ -222,3 +223,23 @@ def _fails_after_the_first_part(task, folder, *args):
 
 
 _write_run = vcfvirtual.cache.columns.write_run
+
+
+def test_force_over_a_cache_of_more_parts_leaves_only_the_new_ones(cohort_bcf, s3_bucket, monkeypatch):
+    """A cache in place on S3 indexed again with --force into fewer parts: the old
+    parts past the new ones are removed once the new references are published."""
+    bucket, fs, options = s3_bucket
+    monkeypatch.setattr(vcfvirtual.scan.partition, "MIN_PARTITION_BYTES", os.path.getsize(cohort_bcf) // 4)
+    outputs = dict(
+        refs_path=f"s3://{bucket}/o/c.vcz.json",
+        cache_path=f"s3://{bucket}/o/c.cache.columns",
+        variants_chunk_size=100,
+        storage_options=options,
+    )
+    vcfvirtual.index(cohort_bcf, workers=2, **outputs)
+    assert len(fs.ls(f"{bucket}/o/c.cache.columns")) == 4
+    vcfvirtual.index(cohort_bcf, workers=1, force=True, **outputs)
+    fs.invalidate_cache()
+    assert [p.rsplit("/", 1)[-1] for p in fs.ls(f"{bucket}/o/c.cache.columns")] == ["part-000000"]
+    ds = xr.open_zarr(vcfvirtual.open_store(outputs["refs_path"], storage_options=options), consolidated=False)
+    assert ds.variant_position.values.tolist() == [rec.pos for rec in pysam.VariantFile(str(cohort_bcf))]

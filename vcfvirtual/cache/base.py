@@ -227,6 +227,9 @@ class PartitionedRun:
     renew: Callable[[], Executor] | None = None
     storage_options: StorageOptions = None  # fsspec options for inputs named by URL
     continuation: Continuation | None = None  # an append's: the records go on from a store
+    # Runs a function in every worker process of a cluster that outlives the run (Dask's
+    # Client.run); None for a pool that ends with it.
+    on_workers: Callable[[Callable[[], None]], Any] | None = None
 
 
 @dataclass(frozen=True)

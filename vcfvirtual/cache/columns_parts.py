@@ -33,7 +33,7 @@ from ..errors import OutputWriteError
 from ..io import remote
 from ..io.fingerprint import Fingerprint
 from ..io.outputs import TEMPORARY, temporary_name
-from ..io.parts import part_url
+from ..io.parts import is_part_name, part_url
 from ..io.sources import StorageOptions
 from ..scan.parallel import CountedPartition, Merged
 from ..scan.sink import RecordSink
@@ -321,6 +321,21 @@ def remove_parts(folder: str, names: list[str], storage_options: StorageOptions 
                 remote.remove(part_url(folder, name), dict(storage_options or {}))
             else:
                 os.unlink(os.path.join(folder, name))
+
+
+def remove_other_parts(folder: str, keep: tuple[str, ...], storage_options: StorageOptions = None) -> list[str]:
+    """Remove the parts of the cache folder under a URL that are not ``keep``: those of
+    the cache a run with ``--force`` replaced in place, when it had more parts (a local
+    folder is replaced whole). Only ``part-NNNNNN`` objects are touched. Returns the
+    names removed."""
+    fs, path = remote.filesystem(folder, dict(storage_options or {}))
+    try:
+        names = [name.rstrip("/").rsplit("/", 1)[-1] for name in fs.ls(path, detail=False)]
+    except FileNotFoundError:
+        return []
+    stale = [name for name in names if is_part_name(name) and name not in keep]
+    remove_parts(folder, stale, storage_options)
+    return stale
 
 
 def remove_leftovers(folder: str) -> None:

@@ -138,7 +138,13 @@ def write_cache_partitioned(
                 return pools.enter_context(parallel.executor_for(workers))
 
             run = PartitionedRun(
-                executor, n_parts // 2, progress, renew if local_pool else None, storage_options, continuation
+                executor,
+                n_parts // 2,
+                progress,
+                renew if local_pool else None,
+                storage_options,
+                continuation,
+                on_workers=dask_client.run if dask_client is not None else None,
             )
             ranges = layout.write_partitioned(merged, tmp_cache, run)
             if isinstance(ranges, SegmentRanges) and ranges.region_rows is not None:  # made by the tasks

@@ -234,7 +234,8 @@ _held_signals: list[int] = []
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[None]:
+    """Hold signals whose handlers raise (:func:`hold_signal`) while the block forks workers."""
     global _forking
     _forking += 1
     try:
@@ -360,7 +361,7 @@ def _run_scans(
     # must not exist at a fork. Inline, tasks run as they are submitted.
     bar = new_bar() if isinstance(executor, InlineExecutor) else None
     futures = {}
-    with _signals_held() if bar is None else contextlib.nullcontext():  # a pool forks its workers here
+    with signals_held() if bar is None else contextlib.nullcontext():  # a pool forks its workers here
         for i, p in enumerate(partitions):
             futures[executor.submit(_scan_task, p, segments[i], facts)] = i
             if bar is not None:
