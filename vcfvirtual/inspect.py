@@ -137,6 +137,18 @@ class StoreSummary:
         inlined = sum(a.stored_bytes for a in self.arrays if "variants" not in a.dimensions)
         return (self.cache_bytes or 0) + inlined
 
+    @property
+    def cache_parts(self) -> int:
+        """The files of a cache made of parts (a folder: ``columns``), else 0."""
+        parts = (self.attributes.get("cache") or {}).get("parts")
+        return len(parts) if isinstance(parts, list) else 0
+
+    def _layout_detail(self) -> str:
+        if self.zero_copy:
+            return " (the source BCF itself, no cache)"
+        n = self.cache_parts
+        return f", a folder of {n} part{'s' * (n != 1)}" if n else ""
+
     def fingerprint_status(self) -> str:
         """``"matches"``, or the problem ``open_store`` reports."""
         return "matches" if self.fingerprints_match else self.fingerprint_problem or "does not match"
@@ -197,7 +209,7 @@ class StoreSummary:
                 + (f", {self.variants_chunk_size} variants per chunk" if self.variants_chunk_size else ""),
             ),
             ("cache", self.cache_url or "-"),
-            ("layout", (self.cache_layout or "-") + (" (the source BCF itself, no cache)" if self.zero_copy else "")),
+            ("layout", (self.cache_layout or "-") + self._layout_detail()),
             ("cache size", format_bytes(self.cache_bytes) if self.cache_bytes is not None else "-"),
             ("sources", ", ".join(self.sources) or "-"),
             ("fields", self.fields_text()),
