@@ -25,6 +25,7 @@ from vcfvirtual.verify import verify_store
 
 from .. import bcfdata
 from ..conftest import differences_from_bio2zarr, layout_options
+from .test_parallel import true_record_starts, use_starts
 
 HEADER = """##fileformat=VCFv4.3
 ##contig=<ID=chr1,length=100000>
@@ -264,10 +265,13 @@ def test_columns_cache_keeps_its_other_segments_and_sizes(tmp_path):
     assert sorted(plain_bytes) == sorted(local_bytes)
 
 
-def test_parallel_index_writes_the_serial_cache(tmp_path):
+def test_parallel_index_writes_the_serial_cache(tmp_path, monkeypatch):
     """-j 2 goes through the same columns writer: every chunk the same bytes (the cache
-    cut into parts by the tasks that wrote them)."""
+    cut into parts by the tasks that wrote them: one per partition, cut here at record
+    starts pysam names, inside chunks)."""
     bcf = _msprime_cohort(tmp_path / "cohort.bcf", n_samples=8)
+    starts = true_record_starts(bcf)
+    use_starts(monkeypatch, lambda path: [starts[k] for k in (50, 130, 222) if k < len(starts)])
     caches = []
     for workers in (1, 2):
         cache = tmp_path / f"c{workers}.cache"

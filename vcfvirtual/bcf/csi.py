@@ -33,16 +33,28 @@ def csi_record_starts(bcf_path: str | os.PathLike[str]) -> list[RecordStart] | N
 
     An index older than the BCF, or naming offsets past its end, is not used (with a
     warning): it describes another version of the file."""
-    bcf_path = os.fspath(bcf_path)
+    read = _read_csi(os.fspath(bcf_path))
+    return None if read is None else [RecordStart(int(v >> 16), int(v & 0xFFFF)) for v in read[0]]
+
+
+def csi_record_count(bcf_path: str | os.PathLike[str]) -> int | None:
+    """The records of the BCF as its CSI index counts them (each contig's, and those with
+    no position, as ``bcftools index --nrecords`` sums them); None without a usable index."""
+    read = _read_csi(os.fspath(bcf_path))
+    return None if read is None else read[1]
+
+
+def _read_csi(bcf_path: str) -> tuple[np.ndarray, int] | None:
+    """(record virtual offsets, record count) of a usable CSI index beside the BCF."""
     csi = bcf_path + ".csi"
     if not os.path.exists(csi):
         return None
     if os.path.getmtime(csi) < os.path.getmtime(bcf_path):
-        logger.warning("%s: older than the BCF, not used to partition it", csi)
+        logger.warning("%s: older than the BCF, not used", csi)
         return None
     try:
         with open(csi, "rb") as f:
-            offsets = _csi_virtual_offsets(bgzf.inflate_all(f.read(), csi))
+            offsets, count = _csi_contents(bgzf.inflate_all(f.read(), csi))
     except (VcfVirtualError, struct.error, ValueError) as e:
         logger.warning("%s: not a CSI index this version reads (%s); not used", csi, e)
         return None
@@ -50,12 +62,13 @@ def csi_record_starts(bcf_path: str | os.PathLike[str]) -> list[RecordStart] | N
     if offsets.size and int(offsets[-1] >> 16) >= size:
         logger.warning("%s: names offsets past the end of %s; not used", csi, bcf_path)
         return None
-    return [RecordStart(int(v >> 16), int(v & 0xFFFF)) for v in offsets]
+    return offsets, count
 
 
-def _csi_virtual_offsets(data: bytes) -> np.ndarray:
+def _csi_contents(data: bytes) -> tuple[np.ndarray, int]:
     """Sorted unique record virtual offsets from an inflated CSI index (the chunk
-    begins and each bin's linear offset, the pseudo-bin of counts left out)."""
+    begins and each bin's linear offset), and the records its pseudo-bins count (mapped
+    and unmapped per contig) with those of no position after the contigs."""
     if data[:4] != b"CSI\x01":
         raise ValueError("no CSI magic")
     _min_shift, depth, l_aux = struct.unpack_from("<iii", data, 4)
@@ -64,6 +77,7 @@ def _csi_virtual_offsets(data: bytes) -> np.ndarray:
     pos += 4
     pseudo_bin = ((1 << ((depth + 1) * 3)) - 1) // 7 + 1
     found = []
+    count = 0
     for _ in range(n_ref):
         (n_bin,) = struct.unpack_from("<i", data, pos)
         pos += 4
@@ -73,9 +87,14 @@ def _csi_virtual_offsets(data: bytes) -> np.ndarray:
             chunks = np.frombuffer(data, dtype="<u8", count=2 * n_chunk, offset=pos)
             pos += 16 * n_chunk
             if bin_id == pseudo_bin:
+                if n_chunk != 2:
+                    raise ValueError(f"a pseudo-bin of {n_chunk} chunks")
+                count += int(chunks[2]) + int(chunks[3])  # mapped, unmapped
                 continue
             found.append(chunks[0::2])
             found.append(np.array([loffset], dtype=np.uint64))
-    if not found:
-        return np.empty(0, np.uint64)
-    return np.unique(np.concatenate(found))
+    if pos + 8 <= len(data):
+        (no_coor,) = struct.unpack_from("<Q", data, pos)
+        count += int(no_coor)
+    offsets = np.unique(np.concatenate(found)) if found else np.empty(0, np.uint64)
+    return offsets, count

@@ -19,7 +19,7 @@ from ..io.outputs import output_file, write_hint
 from ..io.sources import StorageOptions
 from ..scan.chunking import chunk_length_within
 from ..scan.parallel import Facts, Merged
-from ..scan.results import ScanResult
+from ..scan.results import RunFacts, ScanResult
 from ..scan.scanner import scan_bcf
 from ..scan.sink import RecordSink
 from .columns_join import StoredSegment
@@ -130,9 +130,9 @@ class SegmentRanges(NamedTuple):
     # Each part's fingerprint, taken by the task that wrote it (so the caller reads none of
     # them back); empty when the caller wrote the cache itself.
     part_fingerprints: tuple[Fingerprint, ...] = ()
-    # The chunks' region rows, made by the tasks that wrote them (a partitioned run, whose
-    # first phase only counted records); None when the scan made them.
-    region_rows: np.ndarray | None = None
+    # What the tasks that wrote the chunks learnt of them (a partitioned run, whose first
+    # phase only counts records): region rows, ranges, statistics; None when the scan did.
+    facts: RunFacts | None = None
 
 
 # What a layout's writer returns: one range per variants chunk shared by every array

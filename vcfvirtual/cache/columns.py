@@ -34,8 +34,9 @@ from ..bcf.header import BCFHeader
 from ..errors import CorruptBCFError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
 from ..io.sources import StorageOptions, source_size
-from ..scan.parallel import Facts, Merged, check_compatible, fold_stats, signals_held
-from ..scan.results import REGION_COLUMNS, PartitionScan, RecordSummary, RunWindow, ScanResult
+from ..scan.kernel import new_stats, stats_keys
+from ..scan.parallel import Facts, Merged, check_compatible, signals_held
+from ..scan.results import PartitionScan, RecordSummary, RunFacts, RunWindow, ScanResult, fold_stats
 from ..scan.scanner import header_bytes, read_first_record, read_header, scan_partition
 from . import columns_demux as demux
 from . import columns_join
@@ -556,8 +557,7 @@ class ColumnsLayout(ChunkBounds):
         tasks = parts.plan_runs(merged, storage_options=run.storage_options, continuation=run.continuation)
         folder = _parts_folder(tmp_cache)
         if not tasks and run.continuation is not None:  # appending no records: no part
-            rows = np.empty((0, REGION_COLUMNS), np.int64)
-            return SegmentRanges({}, {}, self.samples_chunk_size, (), np.zeros(0, np.int32), (), rows)
+            return SegmentRanges({}, {}, self.samples_chunk_size, (), np.zeros(0, np.int32))
         if not tasks:  # no records: one part with the header, as a serial run writes
             return self._empty_part(merged, folder, run)
         done: dict[str, parts.RunResult] = {}
@@ -720,7 +720,7 @@ def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: Colum
                 stored = header_bytes(task.header_source, header.size, task.storage_options)
             lead = (task.lead_records, task.lead_segments)
             writer.start_part(header, stored, chunk_length, lead, task.storage_options)
-            end = _read_spans(task, header, writer, RunWindow(summary, task.skip, task.n_records))
+            end, stats = _read_spans(task, header, writer, RunWindow(summary, task.skip, task.n_records))
             if writer.records_seen != task.n_records:
                 raise CorruptBCFError(
                     first,
@@ -735,29 +735,36 @@ def write_run(task: parts.RunTask, folder: str, chunk_length: int, layout: Colum
     assert output.fingerprint is not None
     rows = summary.arrays()["region_rows"]
     rows[:, 0] += task.first_chunk
-    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), output.fingerprint, rows)
+    facts = RunFacts(rows, summary.counts(), *stats)
+    return parts.RunResult(task.part, writer.segment_ranges(task.n_chunks, task.part), output.fingerprint, facts)
 
 
-def _read_spans(task: parts.RunTask, header: BCFHeader, writer: ColumnsWriter, facts: RunWindow) -> int:
+def _read_spans(
+    task: parts.RunTask, header: BCFHeader, writer: ColumnsWriter, facts: RunWindow
+) -> tuple[int, tuple[np.ndarray, np.ndarray]]:
     """Feed the task's records to ``writer`` (and their facts to ``facts``), span after
-    span, stopping once it has them: where its last record ends, in the run's offsets."""
+    span, stopping once it has them: where its last record ends, in the run's offsets,
+    and the INFO and FORMAT value statistics of every record read."""
     sink = parts.PartSink(writer, task.skip, task.n_records)
+    n_keys = stats_keys(header)
+    info, fmt = new_stats(n_keys), new_stats(n_keys)
     for span in task.spans:
         known = header if span.path == task.header_source else None
-        try:
-            scanned = scan_partition(
-                span.path,
-                span.start,
-                span.end,
-                sink=sink,
-                storage_options=task.storage_options,
-                header=known,
-                facts=facts,
-            )
-        except parts.RunComplete as done:
-            return done.end
+        scanned = scan_partition(
+            span.path,
+            span.start,
+            span.end,
+            sink=sink,
+            storage_options=task.storage_options,
+            header=known,
+            facts=facts,
+        )
+        fold_stats(info, scanned.info_stats)
+        fold_stats(fmt, scanned.format_stats)
+        if scanned.stopped_at is not None:
+            return scanned.stopped_at, (info, fmt)
         sink.shift += scanned.stream_length
-    return sink.shift
+    return sink.shift, (info, fmt)
 
 
 def _scan_files(

@@ -36,7 +36,8 @@ from ..io.outputs import TEMPORARY, temporary_name
 from ..io.parts import is_part_name, part_url
 from ..io.sources import StorageOptions
 from ..scan.parallel import CountedPartition, Merged
-from ..scan.sink import RecordSink
+from ..scan.results import RunFacts
+from ..scan.sink import RecordSink, ScanStop
 from .base import ChunkRanges, Continuation, SegmentRanges, open_cache
 from .columns_join import StoredSegment
 from .names import PART_PREFIX, part_name
@@ -80,12 +81,12 @@ class RunTask:
 @dataclass(frozen=True)
 class RunResult:
     """What a task returns: its part's segment ranges (offsets in the part), fingerprint,
-    and its chunks' region rows (chunk numbers of the store)."""
+    and what it learnt of its records (:class:`~vcfvirtual.scan.results.RunFacts`)."""
 
     part: str
     ranges: SegmentRanges
     fingerprint: Fingerprint
-    region_rows: np.ndarray
+    facts: RunFacts
 
 
 def plan_runs(
@@ -168,13 +169,9 @@ def _spans(partitions: list[CountedPartition]) -> tuple[Span, ...]:
     return tuple(out)
 
 
-class RunComplete(Exception):
-    """Raised through a span's scan by :class:`PartSink` once the run has its records:
+class RunComplete(ScanStop):
+    """Raised by :class:`PartSink` once the run has its records, ending the span's scan:
     ``end`` is where its last record ends (the next record's start, in the run's offsets)."""
-
-    def __init__(self, end: int):
-        super().__init__(end)
-        self.end = end
 
 
 class PartSink:
@@ -248,8 +245,8 @@ def join_runs(results: list[RunResult]) -> SegmentRanges:
     chunk_part = np.repeat(np.arange(len(results), dtype=np.int32), counts)
     names = tuple(r.part for r in results)
     fingerprints = tuple(r.fingerprint for r in results)
-    rows = np.concatenate([r.region_rows for r in results])
-    return SegmentRanges(segments, first.compressors, first.samples_chunk_size, names, chunk_part, fingerprints, rows)
+    facts = RunFacts.fold([r.facts for r in results])
+    return SegmentRanges(segments, first.compressors, first.samples_chunk_size, names, chunk_part, fingerprints, facts)
 
 
 class PartFile:

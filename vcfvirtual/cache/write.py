@@ -6,7 +6,6 @@ partial cache under the final name."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 import shutil
@@ -147,8 +146,8 @@ def write_cache_partitioned(
                 on_workers=dask_client.run if dask_client is not None else None,
             )
             ranges = layout.write_partitioned(merged, tmp_cache, run)
-            if isinstance(ranges, SegmentRanges) and ranges.region_rows is not None:  # made by the tasks
-                return dataclasses.replace(merged.scan, region_rows=ranges.region_rows), ranges
+            if isinstance(ranges, SegmentRanges) and ranges.facts is not None:  # learnt by the tasks
+                return ranges.facts.into(merged.scan), ranges
             return merged.scan, ranges
     finally:
         if segment_dir is not None:

@@ -280,6 +280,12 @@ def scan_records(  # noqa: C901 - one loop per record (kernel)
     return k, pos, records.OK, pos, -1
 
 
+def stats_keys(header: BCFHeader) -> int:
+    """Rows of a header's value statistics: one per dictionary key its fields and
+    FILTERs use (the largest key, plus one)."""
+    return max([f.key for f in (*header.info, *header.formats)] + list(header.filter_keys) + [0]) + 1
+
+
 def new_stats(n_keys: int) -> np.ndarray:
     """Per-key value statistics before any value is seen.
 

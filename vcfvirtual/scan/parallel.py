@@ -35,7 +35,7 @@ from ..errors import CorruptBCFError, HeaderError, OutputWriteError
 from ..io.outputs import write_hint
 from ..io.sources import StorageOptions, source_size
 from .kernel import new_stats
-from .results import REGION_COLUMNS, PartitionScan, RecordCount, RecordSummary, ScanResult
+from .results import REGION_COLUMNS, PartitionScan, RecordCount, RecordSummary, ScanResult, fold_stats
 from .scanner import scan_partition
 
 if TYPE_CHECKING:
@@ -597,12 +597,3 @@ def count_merge(scanned: list[Scanned], chunk_length: int) -> Merged:
         format_stats=format_stats,
     )
     return Merged(result, [], [], partitions)
-
-
-def fold_stats(into: np.ndarray, stats: np.ndarray) -> None:
-    """Combine per-key (max count, min, max) summaries; a later file declares at most
-    the first file's keys (check_compatible), so its table is no longer."""
-    n = stats.shape[0]
-    into[:n, 0] = np.maximum(into[:n, 0], stats[:, 0])
-    into[:n, 1] = np.minimum(into[:n, 1], stats[:, 1])
-    into[:n, 2] = np.maximum(into[:n, 2], stats[:, 2])

@@ -115,6 +115,13 @@ class RecordSummary:
         if rows.shape[0]:
             self.region_rows.append(rows)
 
+    def counts(self) -> RecordCounts:
+        """Its records' number and ranges (:class:`RecordCounts`)."""
+        n = self.num_records
+        return RecordCounts(
+            n, self.pos_range if n else (0, 0), self.rlen_range if n else (0, 0), self.max_alleles, self.max_ploidy
+        )
+
     def arrays(self) -> dict:
         """The summaries so far, as :class:`ScanResult` fields.
 
@@ -272,6 +279,8 @@ class PartitionScan:
     counts: RecordCounts | None = None  # when only counted
     # Where its first record starts (a file's first partition: past the header).
     first_record: RecordStart | None = None
+    # Where its sink stopped it (ScanStop: in the sink's offsets), when it did.
+    stopped_at: int | None = None
 
     @property
     def file_header(self) -> BCFHeader:
@@ -279,3 +288,52 @@ class PartitionScan:
         if self.header is None:
             raise ValueError("a partition after the file's first carries no header")
         return self.header
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFacts:
+    """What the tasks writing a run of chunks learnt of the records they read: their
+    chunks' region rows (the store's chunk numbers), and the ranges and statistics that
+    size dtypes and widths. A task may read a few records of the runs beside its own
+    (from its partition's start, up to where it stops): they are records of the store
+    too, so what is folded over them is the store's as well."""
+
+    region_rows: np.ndarray
+    counts: RecordCounts
+    info_stats: np.ndarray
+    format_stats: np.ndarray
+
+    @classmethod
+    def fold(cls, facts: list[RunFacts]) -> RunFacts:
+        """The runs' facts as one (region rows in the order given)."""
+        total = RecordCount()
+        info, fmt = facts[0].info_stats.copy(), facts[0].format_stats.copy()
+        for f in facts:
+            total.fold(f.counts)
+            fold_stats(info, f.info_stats)
+            fold_stats(fmt, f.format_stats)
+        return cls(np.concatenate([f.region_rows for f in facts]), total.counts(), info, fmt)
+
+    def into(self, scan: ScanResult) -> ScanResult:
+        """``scan`` with these facts (its records' number kept)."""
+        c = self.counts
+        return dataclasses.replace(
+            scan,
+            region_rows=self.region_rows,
+            pos_range=c.pos_range,
+            rlen_range=c.rlen_range,
+            max_alleles=c.max_alleles,
+            max_ploidy=c.max_ploidy,
+            info_stats=self.info_stats,
+            format_stats=self.format_stats,
+        )
+
+
+def fold_stats(into: np.ndarray, stats: np.ndarray) -> None:
+    """Combine per-key (max count, min, max) summaries in place; a later file declares
+    at most the first file's keys (checked when indexed together), so its table is no
+    longer than ``into``."""
+    n = stats.shape[0]
+    into[:n, 0] = np.maximum(into[:n, 0], stats[:, 0])
+    into[:n, 1] = np.minimum(into[:n, 1], stats[:, 1])
+    into[:n, 2] = np.maximum(into[:n, 2], stats[:, 2])

@@ -22,9 +22,9 @@ from ..bcf.csi import RecordStart
 from ..bcf.header import BCF_PREFIX_SIZE, BCFHeader, classify_prefix, parse_header_text, read_prefix
 from ..errors import CorruptBCFError, HeaderError, NotBCFError
 from ..io.sources import StorageOptions, open_source
-from .kernel import declared_kinds, new_stats, scan_records
+from .kernel import declared_kinds, new_stats, scan_records, stats_keys
 from .results import PartitionScan, RecordCollector, RecordCount, RecordSummary, RunWindow, ScanResult
-from .sink import FileSink, NullSink, RecordSink
+from .sink import FileSink, NullSink, RecordSink, ScanStop
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class _RecordAccumulator:
         self.n_contigs = len(header.contigs)
         self.gt_key = header.gt_key
         # Per dictionary key: (max values per vector, min int, max int), as bio2zarr summarises.
-        n_keys = max([f.key for f in (*header.info, *header.formats)] + list(header.filter_keys) + [0]) + 1
+        n_keys = stats_keys(header)
         self.info_stats = new_stats(n_keys)
         self.fmt_stats = new_stats(n_keys)
         self.header = header
@@ -97,6 +97,7 @@ class _RecordAccumulator:
         self.base = header.size if base is None else base  # stream offset of stage[0]
         # Where the first record starts in the file, when the scan read the header itself.
         self.first_record: RecordStart | None = None
+        self.stopped_at: int | None = None  # where a sink stopped the scan (ScanStop)
 
     def add(self, data: bytes | memoryview) -> None:
         """Stage inflated bytes, scanning the staged records whenever the stage fills."""
@@ -227,21 +228,25 @@ def _walk(
     stream offset scanned to)`` follows the progress."""
     reader = _HeaderReader(path)
     acc = None if header is None else _RecordAccumulator(header, path, begin(header), sink, base=0)
-    for piece in pieces:
-        sink.add_block(piece.raw, piece.data)
-        data = piece.data
-        if acc is None:
-            header, data = reader.feed(data)
-            if header is not None:
-                acc = _RecordAccumulator(header, path, begin(header), sink)
-                acc.first_record = RecordStart(piece.offset, len(piece.data) - len(data))
-        if acc is not None:
-            acc.add(data)
-        if on_piece is not None:
-            on_piece(piece, 0 if acc is None else acc.base)
-    if acc is None or header is None:
-        reader.fail()
-    acc.scan_staged(final=True)
+    try:
+        for piece in pieces:
+            sink.add_block(piece.raw, piece.data)
+            data = piece.data
+            if acc is None:
+                header, data = reader.feed(data)
+                if header is not None:
+                    acc = _RecordAccumulator(header, path, begin(header), sink)
+                    acc.first_record = RecordStart(piece.offset, len(piece.data) - len(data))
+            if acc is not None:
+                acc.add(data)
+            if on_piece is not None:
+                on_piece(piece, 0 if acc is None else acc.base)
+        if acc is None or header is None:
+            reader.fail()
+        acc.scan_staged(final=True)
+    except ScanStop as stop:  # the sink has what it wanted: what was walked is the scan
+        assert acc is not None and header is not None
+        acc.stopped_at = stop.end
     return header, acc
 
 
@@ -532,4 +537,5 @@ def scan_partition(
         format_stats=acc.fmt_stats,
         counts=folder.counts() if isinstance(folder, RecordCount) else None,
         first_record=start if start is not None else acc.first_record,
+        stopped_at=acc.stopped_at,
     )

@@ -63,6 +63,16 @@ class RecordSink(Protocol):
         """
 
 
+class ScanStop(Exception):
+    """Raised by a sink's ``records_scanned`` when it has every record it wants: the scan
+    ends there, returning what it walked (``end``: where the sink's records end, in its
+    own offsets). A partitioned run's task stops so once its last chunk is whole."""
+
+    def __init__(self, end: int):
+        super().__init__(end)
+        self.end = end
+
+
 class NullSink:
     """A sink that keeps nothing (a scan for the facts alone)."""
 

@@ -15,7 +15,7 @@ from vcfvirtual.cache.columns_join import StoredSegment
 from vcfvirtual.cache.columns_parts import PartSink, RunComplete, RunResult, Span, join_runs, plan_runs
 from vcfvirtual.io.fingerprint import Fingerprint
 from vcfvirtual.scan.parallel import CountedPartition, Merged
-from vcfvirtual.scan.results import RecordSummary, RunWindow
+from vcfvirtual.scan.results import RecordCounts, RecordSummary, RunFacts, RunWindow
 
 A = RecordStart  # (block offset, offset in the block)
 
@@ -77,14 +77,18 @@ def test_joined_ranges_name_each_chunks_part():
             np.zeros(len(offsets), np.int32),
         )
         rows = np.array([[c, 0, 1, 2, 2, 1] for c in offsets], np.int64)
-        return RunResult(part, ranges, Fingerprint(size, 0, None), rows)
+        stats = np.array([[len(offsets), 0, size]], np.int64)
+        facts = RunFacts(rows, RecordCounts(len(offsets), (1, size), (1, 1), 2, 2), stats, stats)
+        return RunResult(part, ranges, Fingerprint(size, 0, None), facts)
 
     joined = join_runs([result("part-000000", [10, 20], 30), result("part-000001", [10], 15)])
     assert joined.parts == ("part-000000", "part-000001")
     assert joined.chunk_part.tolist() == [0, 0, 1]
     assert joined.segments["position"].offsets.tolist() == [10, 20, 10]
     assert [f.size for f in joined.part_fingerprints] == [30, 15]
-    assert joined.region_rows is not None and joined.region_rows[:, 0].tolist() == [10, 20, 10]
+    assert joined.facts is not None and joined.facts.region_rows[:, 0].tolist() == [10, 20, 10]
+    # Ranges and statistics folded over both runs: POS from 1 to the larger run's 30.
+    assert joined.facts.counts.pos_range == (1, 30) and joined.facts.info_stats.tolist() == [[2, 0, 30]]
 
 
 def test_an_append_numbers_parts_after_the_stores_and_completes_its_last_chunk():
