@@ -749,7 +749,12 @@ def _read_spans(
     n_keys = stats_keys(header)
     info, fmt = new_stats(n_keys), new_stats(n_keys)
     for span in task.spans:
-        known = header if span.path == task.header_source else None
+        known = header
+        if span.path != task.header_source:
+            # Another file's records, read with its own header: it must have the store's
+            # samples and keys (a run taking counts from indexes is its first check).
+            known = read_header(span.path, task.storage_options)
+            check_compatible([(task.header_source, header), (span.path, known)])
         scanned = scan_partition(
             span.path,
             span.start,

@@ -6,19 +6,23 @@ partial cache under the final name."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
 from ..bcf.csi import RecordStart
+from ..bcf.header import BCFHeader
+from ..errors import CorruptBCFError
 from ..io.outputs import temporary_name
 from ..io.remote import is_url
 from ..io.sources import StorageOptions
 from ..scan import parallel, partition
+from ..scan.parallel import Merged
 from ..scan.results import ScanResult
 from ..scan.scanner import load_kernel, read_header
 from .base import (
@@ -106,52 +110,99 @@ def write_cache_partitioned(
     if dask_client is None and workers == 1 and isinstance(layout, SinglePassLayout):
         files = FilesRun(tuple(map(str, paths)), chunk_length_for, progress, storage_options, continuation)
         return layout.write_files(files, tmp_cache)
-    partitions = parallel.split_files(paths, plan, storage_options)
     if dask_client is None and workers > 1:
         # Workers forked from this process inherit the kernels loaded here, once.
         header = read_header(paths[0], storage_options)
         load_kernel(header)
         layout.load_kernels(header)
-    # The workers write their partitions' inflated bytes when the layout is made of them
-    # (made last before the block that removes it, whatever ends the run).
-    segment_dir = None
-    if layout.needs_segments:
-        # Absolute too: the workers write into it from their own working directories.
-        segment_dir = temporary_name(Path(os.path.abspath(cache_path)), "parts")
-        segment_dir.mkdir()
+    indexed = parallel.indexed_partitions(paths, n_parts // 2) if layout.facts == "counts" else None
+    with contextlib.ExitStack() as pools:
+        segment_dir = pools.enter_context(_segment_folder(layout, cache_path))
+        executor = pools.enter_context(parallel.executor_for(workers, dask_client))
+        local_pool = dask_client is None and workers > 1
+
+        def renew() -> Executor:
+            return pools.enter_context(parallel.executor_for(workers))
+
+        run = PartitionedRun(
+            executor,
+            n_parts // 2,
+            progress,
+            renew if local_pool else None,
+            storage_options,
+            continuation,
+            on_workers=dask_client.run if dask_client is not None else None,
+        )
+        stages = _Stages(paths, layout, chunk_length_for, run, segment_dir)
+        if indexed is not None:
+            try:
+                return stages.write(stages.indexed(indexed), tmp_cache)
+            except CorruptBCFError as e:  # a count the index got wrong: count by scanning
+                logger.warning("%s; the files are counted by scanning them instead", e)
+        return stages.write(stages.counted(plan), tmp_cache)
+
+
+@contextlib.contextmanager
+def _segment_folder(layout: CacheLayout, cache_path: Path) -> Iterator[Path | None]:
+    """Where the workers write their partitions' inflated bytes, when the layout is made
+    of them (raw), removed when the run ends; absolute: the workers write into it from
+    their own working directories."""
+    if not layout.needs_segments:
+        yield None
+        return
+    segment_dir = temporary_name(Path(os.path.abspath(cache_path)), "parts")
+    segment_dir.mkdir()
     try:
-        with contextlib.ExitStack() as pools:
-            executor = pools.enter_context(parallel.executor_for(workers, dask_client))
-            scanned = parallel.scan_all(partitions, executor, segment_dir, progress=progress, facts=layout.facts)
-            if continuation is None:
-                chunk_length, lead = int(chunk_length_for(scanned[0][1].file_header)), 0
-            else:
-                chunk_length, lead = continuation.chunk_length, continuation.lead_records
-            if layout.facts == "counts":
-                merged = parallel.count_merge(scanned, chunk_length)
-            else:
-                merged = parallel.merge(scanned, chunk_length, lead)
-            local_pool = dask_client is None and workers > 1
-
-            def renew() -> Executor:
-                return pools.enter_context(parallel.executor_for(workers))
-
-            run = PartitionedRun(
-                executor,
-                n_parts // 2,
-                progress,
-                renew if local_pool else None,
-                storage_options,
-                continuation,
-                on_workers=dask_client.run if dask_client is not None else None,
-            )
-            ranges = layout.write_partitioned(merged, tmp_cache, run)
-            if isinstance(ranges, SegmentRanges) and ranges.facts is not None:  # learnt by the tasks
-                return ranges.facts.into(merged.scan), ranges
-            return merged.scan, ranges
+        yield segment_dir
     finally:
-        if segment_dir is not None:
-            shutil.rmtree(segment_dir, ignore_errors=True)
+        shutil.rmtree(segment_dir, ignore_errors=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stages:
+    """The two phases of a partitioned run: counting (or taking the indexes' counts), then
+    writing the cache."""
+
+    paths: list[str]
+    layout: CacheLayout
+    chunk_length_for: ChunkLengthFor
+    run: PartitionedRun
+    segment_dir: Path | None
+
+    def chunking(self, header: BCFHeader) -> tuple[int, int]:
+        """(chunk length, records of the first chunk already stored)."""
+        go_on = self.run.continuation
+        if go_on is None:
+            return int(self.chunk_length_for(header)), 0
+        return go_on.chunk_length, go_on.lead_records
+
+    def indexed(self, partitions: list[parallel.CountedPartition]) -> Merged:
+        """The store's scan from its files' index counts (no first phase)."""
+        header = read_header(self.paths[0], self.run.storage_options)
+        for p in partitions[1:]:
+            if not p.n_records:  # no task reads it: its header is checked here
+                parallel.check_compatible([(self.paths[0], header), (p.path, read_header(p.path))])
+        return parallel.indexed_merge(header, partitions, self.chunking(header)[0])
+
+    def counted(self, plan: Callable[[str], list[RecordStart]] | None) -> Merged:
+        """The first phase: partitions scanned and merged (counted only, for the columns
+        layout; every record's facts for the others, whose caller places the chunks)."""
+        run = self.run
+        partitions = parallel.split_files(self.paths, plan, run.storage_options)
+        scanned = parallel.scan_all(
+            partitions, run.executor, self.segment_dir, progress=run.progress, facts=self.layout.facts
+        )
+        chunk_length, lead = self.chunking(scanned[0][1].file_header)
+        if self.layout.facts == "counts":
+            return parallel.count_merge(scanned, chunk_length)
+        return parallel.merge(scanned, chunk_length, lead)
+
+    def write(self, merged: Merged, tmp_cache: CacheTarget) -> tuple[ScanResult, CacheRanges]:
+        """The second phase: the layout writes the cache from the merged scan."""
+        ranges = self.layout.write_partitioned(merged, tmp_cache, self.run)
+        if isinstance(ranges, SegmentRanges) and ranges.facts is not None:  # learnt by the tasks
+            return ranges.facts.into(merged.scan), ranges
+        return merged.scan, ranges
 
 
 def _dask_threads(client: Any) -> int:

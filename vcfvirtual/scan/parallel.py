@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 import numpy as np
 
 from .._progress import byte_bar
-from ..bcf.csi import RecordStart
+from ..bcf.csi import RecordStart, csi_record_count, csi_record_starts
 from ..bcf.header import BCFHeader, compatibility_problems
 from ..errors import CorruptBCFError, HeaderError, OutputWriteError
 from ..io.outputs import write_hint
+from ..io.remote import is_url
 from ..io.sources import StorageOptions, source_size
-from .kernel import new_stats
+from .kernel import new_stats, stats_keys
 from .results import REGION_COLUMNS, PartitionScan, RecordCount, RecordSummary, ScanResult, fold_stats
 from .scanner import scan_partition
 
@@ -547,6 +548,58 @@ def merge(scanned: list[Scanned], chunk_length: int, lead: int = 0) -> Merged:
         if seg is not None
     ]
     return Merged(result, pieces, segments)
+
+
+def indexed_partitions(paths: Sequence[str], workers: int) -> list[CountedPartition] | None:
+    """Each file as one partition, counted by its CSI index, when every file is local with
+    a usable index and none holds more than one worker's share of the bytes (so whole
+    files keep the workers busy): the first phase would then only count what the indexes
+    count already, reading every record once more. None otherwise.
+
+    A count the index got wrong is caught by the task reading the file (it counts what it
+    reads), which fails the run; the caller then counts by scanning
+    (:func:`vcfvirtual.cache.write.write_cache_partitioned`)."""
+    if any(is_url(p) for p in paths):
+        return None
+    counts = [csi_record_count(p) for p in paths]
+    sizes = [os.path.getsize(p) for p in paths]
+    if any(c is None for c in counts) or max(sizes) * workers > sum(sizes):
+        return None
+    out = []
+    first_index = 0
+    for path, count in zip(paths, counts):
+        assert count is not None
+        starts = csi_record_starts(path) if count else None
+        if count and not starts:
+            return None
+        # The first record: the least virtual offset the index names.
+        out.append(CountedPartition(path, starts[0] if starts else RecordStart(0, 0), None, first_index, count))
+        first_index += count
+    logger.info("%d files counted by their CSI indexes: %d records, no counting scan", len(paths), first_index)
+    return out
+
+
+def indexed_merge(header: BCFHeader, partitions: list[CountedPartition], chunk_length: int) -> Merged:
+    """The store's scan before its tasks run, from partitions counted by their indexes:
+    its records' number (the tasks learn the rest: :class:`~vcfvirtual.scan.results.RunFacts`)."""
+    n_keys = stats_keys(header)
+    result = ScanResult(
+        header=header,
+        stream_size=0,  # not learnt: nothing past the tasks reads it
+        chunk_length=chunk_length,
+        num_records=sum(p.n_records for p in partitions),
+        chunk_offsets=np.empty(0, np.int64),
+        region_rows=np.empty((0, REGION_COLUMNS), np.int64),
+        pos_range=(0, 0),
+        rlen_range=(0, 0),
+        max_alleles=0,
+        max_ploidy=0,
+        compressed=True,  # a CSI index is of a BGZF file
+        has_eof_block=True,  # not checked: the columns cache does not copy blocks
+        info_stats=new_stats(n_keys),
+        format_stats=new_stats(n_keys),
+    )
+    return Merged(result, [], [], partitions)
 
 
 def count_merge(scanned: list[Scanned], chunk_length: int) -> Merged:
