@@ -11,21 +11,28 @@ parallel columns writer from costs measured on this machine.
 (GT, 5 INFO and 3 FORMAT fields, the samples asked for) parsed by htslib, a ScanResult holding
 only counts and per-chunk summaries, and segment byte ranges laid out as the columns writer
 lays them, chunk after chunk (lengths from ``SEGMENT_BYTES``: no data is written). The cache
-is a sparse file of that size whose first bytes are the real cache header, so ``open_store``'s
-checks run as on a real store. Each format is written through ``vcfvirtual.refs.write`` and
-opened with ``open_store`` then ``xarray.open_zarr``; the same group with its chunks spread over
-parts (``part-NNNNNN`` files, one per run of variants chunks, as the parallel writer will write
-them) is written again for the sizes.
+is a folder of one sparse part of that size whose first bytes are the real cache header, so
+``open_store``'s checks run as on a real store. Each format is written through
+``vcfvirtual.refs.write`` and opened with ``open_store`` then ``xarray.open_zarr``; the same
+group with its chunks spread over parts (``part-NNNNNN`` files, one per run of variants
+chunks, as the parallel writer writes them) is written again for the sizes.
 
-``model`` times the phases of the two-phase writer with today's product code on a BCF (default:
-a 10,000-sample msprime cohort from ``bench.py``'s ``make_cohort``): phase 1 is
-``vcfvirtual.scan.parallel.scan_all`` (run in this process, one partition at a time) and
-``merge``; phase 2 is one ``ColumnsWriter`` per run of whole variants chunks, fed from its first
-record's virtual offset, writing its own part. From the CPU per compressed MB of each phase,
-the per-task overheads and the caller's serial work it projects the wall time of a 1 TB BCF on
-8, 64 and 256 workers (Amdahl, and with whole tasks per wave), and counts object-store requests.
-Timers are Python's (``time.perf_counter``, ``time.process_time``, which counts every thread of
-this process: the compression threads too).
+``model`` times the partitioned columns writer's two phases with today's product code on a BCF
+(default: a 10,000-sample msprime cohort from ``bench.py``'s ``make_cohort``), every task run
+in this process one after another, as a worker would run it. Phase 1: ``plan_partitions`` (from
+the CSI index when there is one), ``scan_all(..., facts="counts")`` per partition, what each
+result pickles to, then the caller's ``count_merge``. Phase 2: ``plan_runs`` (one run per
+partition a chunk starts in), then ``write_run`` per task: its CPU, the bytes it reads and
+writes, the records it reads past (the run before's, ``skip``; and after its last, to the end
+of the scan batch that raised ``RunComplete``: counted by wrapping the product's ``PartSink``),
+then the caller's ``join_runs``. Each phase runs as 1 task and as ``--tasks``: the difference
+is the per-task cost. The caller's own steps are then timed again at the projected size on
+stand-ins of what the tasks return (``count_merge`` of the cohort's results repeated,
+``plan_runs`` over as many counted partitions, each run's segment ranges laid out as in
+``refs``, received and joined), with what the caller then holds. From these it projects the
+wall time of a 1 TB BCF on 8, 64 and 256 workers, the partitions planned as
+``write_cache_partitioned`` plans them (two per worker). Timers are Python's
+(``time.perf_counter``, ``time.process_time``, which counts every thread of this process).
 """
 
 from __future__ import annotations
@@ -285,23 +292,6 @@ def write_refs(group, out: Path, refs_format: RefsFormat, cache: Path) -> float:
     return time.perf_counter() - t0
 
 
-def json_with_part_template(group, out: Path, cache_url: str) -> float:
-    """Kerchunk JSON of a group over parts, each chunk naming ``{{cache}}/part-NNNNNN``: the
-    product's ``templated_refs`` (which templates only the one cache's own URL, today), then
-    the parts' common prefix replaced by the template as the parallel writer will write it."""
-    from vcfvirtual.refs.kerchunk import templated_refs
-
-    t0 = time.perf_counter()
-    refs = templated_refs(group)
-    local = cache_url.removeprefix("file://")  # Kerchunk names local files by path
-    for key, value in refs["refs"].items():
-        if isinstance(value, list) and value and value[0].startswith(local + "/"):
-            refs["refs"][key] = ["{{cache}}" + value[0][len(local) :], *value[1:]]
-    with open(out, "w") as f:
-        json.dump(refs, f, separators=(",", ":"))
-    return time.perf_counter() - t0
-
-
 def open_refs(path: Path) -> float:
     """Wall seconds of ``open_store`` (every check) then ``xarray.open_zarr`` (metadata only)."""
     import xarray as xr
@@ -348,10 +338,7 @@ def refs_table(args: argparse.Namespace, workdir: Path) -> tuple[list[RefsRow], 
     parted = spread_over_parts(group, synthetic, args.chunk_length, args.parts, cache_url)
     for refs_format in args.formats:
         out = workdir / f"parts.vcz.{refs_format}"
-        if refs_format == "json":
-            write_s = json_with_part_template(parted, out, cache_url)
-        else:
-            write_s = write_refs(parted, out, refs_format, cache)
+        write_s = write_refs(parted, out, refs_format, cache)
         size, files = tree_bytes(out)
         rows.append(RefsRow(refs_format, args.parts, size, files, write_s, None))
         _remove(out)
@@ -391,204 +378,290 @@ def cpu_timer(into: dict, key: str) -> Iterator[None]:
     into[key + "_wall"] = into.get(key + "_wall", 0.0) + time.perf_counter() - t0
 
 
-def phase1(bcf: str, n_partitions: int) -> tuple[Merged, dict]:
-    """The parallel scan run in this process (one partition after another), then ``merge``;
-    what the tasks would send the caller (pickled), and the caller's cost of unpickling it."""
-    from vcfvirtual.cache.columns import CHUNK_LENGTH
+def best_cpu(fn, repeat: int = 3) -> float:
+    """The least CPU seconds of ``repeat`` calls of ``fn()`` (the caller's small steps)."""
+    best = math.inf
+    for _ in range(repeat):
+        c0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - c0)
+    return best
+
+
+def bytes_read() -> int:
+    """Bytes this process has read so far through read calls (Linux's /proc/self/io
+    ``rchar``): a task's reads of the BCF, as an object store would serve them."""
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def phase1(bcf: str, n_partitions: int, chunk_length: int) -> tuple[Merged, list, dict]:
+    """The first phase as the product runs it (``scan_all`` counting, then
+    ``count_merge``), each partition scanned apart in this process as a worker would, and
+    what each result pickles to (what a worker sends back)."""
     from vcfvirtual.scan import parallel, partition
 
     t: dict = {}
     with cpu_timer(t, "plan"):
         cut = (lambda p: partition.plan_partitions(p, n_partitions)) if n_partitions > 1 else None
         parts = parallel.split_files([bcf], cut)
-    with cpu_timer(t, "scan"):
-        scanned = parallel.scan_all(parts, parallel.InlineExecutor(), None, progress=False)
-    t["partitions"] = len(parts)
+    scanned, task_cpu = [], []
+    for p in parts:
+        c0 = time.process_time()
+        scanned += parallel.scan_all([p], parallel.InlineExecutor(), None, progress=False, facts="counts")
+        task_cpu.append(time.process_time() - c0)
     shipped = [pickle.dumps(s[1], protocol=5) for s in scanned]
-    t["returned_bytes"] = sum(map(len, shipped))
-    t["record_bytes"] = sum(a.nbytes for s in scanned for a in s[1].records.values())
-    t["header_bytes"] = len(pickle.dumps(scanned[0][1].header, protocol=5))
     with cpu_timer(t, "gather"):
         for blob in shipped:
             pickle.loads(blob)
     with cpu_timer(t, "merge"):
-        merged = parallel.merge(scanned, CHUNK_LENGTH, keep_record_offsets=True)
-    t["merge_prefixes"] = merge_prefixes(scanned, CHUNK_LENGTH)
-    return merged, t
+        merged = parallel.count_merge(scanned, chunk_length)
+    t.update(partitions=len(parts), scan_cpu=sum(task_cpu), task_cpu=task_cpu, result_bytes=list(map(len, shipped)))
+    return merged, scanned, t
 
 
-def merge_prefixes(scanned: list, chunk_length: int) -> list[tuple[int, float]]:
-    """(records, merge CPU seconds, best of 3) of the first k partitions, k = 1..all: what
-    the caller's merge costs per record, apart from its fixed cost."""
-    from vcfvirtual.scan import parallel
+class CountingSink:
+    """Wraps the product's ``PartSink`` (``columns_parts.PartSink``, which ``write_run``
+    makes) to count what a task reads beyond its own records: the records it passes
+    (``skip``), those it reads after its last one up to ``RunComplete``, and the inflated
+    bytes it is fed against those of its own records."""
 
-    out = []
-    for k in range(1, len(scanned) + 1):
-        best = math.inf
-        for _ in range(3):
-            c0 = time.process_time()
-            parallel.merge(scanned[:k], chunk_length, keep_record_offsets=True)
-            best = min(best, time.process_time() - c0)
-        out.append((sum(s[1].records["offset"].shape[0] for s in scanned[:k]), best))
-    return out
+    made: list[CountingSink] = []
+    product: type | None = None  # the PartSink it stands in for
+
+    def __init__(self, writer, skip: int, n_records: int):
+        assert CountingSink.product is not None
+        self.sink = CountingSink.product(writer, skip, n_records)
+        self.skip, self.n_records = skip, n_records
+        self.seen = self.fed = self.last = 0
+        self.kept_from: int | None = None
+        self.end: int | None = None  # where RunComplete said its last record ends
+        CountingSink.made.append(self)
+
+    @property
+    def shift(self) -> int:
+        return self.sink.shift
+
+    @shift.setter
+    def shift(self, value: int) -> None:
+        self.sink.shift = value
+
+    def header_parsed(self, header, chunk_length: int) -> None:
+        self.sink.header_parsed(header, chunk_length)
+
+    def add_block(self, raw, data) -> None:
+        self.fed += len(data)
+        self.sink.add_block(raw, data)
+
+    def records_scanned(self, offsets: np.ndarray) -> None:
+        from vcfvirtual.cache.columns_parts import RunComplete
+
+        if self.kept_from is None and offsets.shape[0] > self.sink.skip:
+            self.kept_from = int(offsets[self.sink.skip]) + self.sink.shift
+        self.seen += offsets.shape[0]
+        try:
+            self.sink.records_scanned(offsets)
+        except RunComplete as done:
+            self.end = done.end
+            raise
+
+    def scanned_to(self, stream_offset: int) -> None:
+        self.last = max(self.last, stream_offset + self.sink.shift)
+        self.sink.scanned_to(stream_offset)
+
+    def read_past(self) -> tuple[int, int, int]:
+        """(records, inflated bytes before its first record, inflated bytes after its last)
+        read that are not the run's own. The scan hands records over a batch at a time
+        (``SCAN_BATCH`` inflated bytes), so a run reads on to its last record's batch end."""
+        own_records = self.n_records - self.sink.left  # left: 0 once complete
+        before = self.kept_from or 0  # the run's offsets count from its first byte read
+        after = self.fed - (self.end if self.end is not None else self.last)
+        return self.seen - own_records, before, after
 
 
 @dataclass(frozen=True)
-class Run:
-    """Records ``[r0, r1)`` of the stream (whole chunks): from byte ``within`` of the source
-    block at ``block_offset``, ``length`` stream bytes, its record starts ``rel`` from there."""
+class TaskRow:
+    """One phase 2 task (``write_run``) as measured."""
 
-    block_offset: int
-    within: int
-    length: int
-    rel: np.ndarray
-
-
-def runs_of_chunks(merged: Merged, n_tasks: int) -> list[Run]:
-    """``n_tasks`` runs of whole variants chunks, each placed in the source blocks."""
-    offs = merged.record_offsets
-    n, length = offs.shape[0], merged.scan.chunk_length
-    starts = np.array([p.stream_start for p in merged.pieces], np.int64)
-    bounds = np.linspace(0, -(-n // length), n_tasks + 1).round().astype(int)
-    runs = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        if a == b:
-            continue
-        r0, r1 = a * length, min(b * length, n)
-        lo = int(offs[r0])
-        hi = int(offs[r1]) if r1 < n else merged.scan.stream_size
-        k = int(np.searchsorted(starts, lo, side="right")) - 1
-        runs.append(Run(merged.pieces[k].offset, lo - int(starts[k]), hi - lo, offs[r0:r1] - lo))
-    return runs
+    records: int
+    chunks: int
+    skip: int  # records of the run before, passed
+    overshoot: int  # records read after its last, up to RunComplete
+    skip_bytes: int  # inflated bytes read before its first record
+    overshoot_bytes: int  # inflated bytes read after its last record
+    inflated: int  # inflated bytes fed to it
+    read: int  # bytes read from files (the BCF, its header twice)
+    written: int  # its part
+    returned: int  # its RunResult, pickled
+    cpu: float
+    wall: float
 
 
-def demux_task(bcf: str, run: Run, chunk_length: int, part: Path) -> dict:
-    """One phase-2 task: re-inflate the run's blocks, demux, compress and write its part
-    with the product's ColumnsWriter. CPU and bytes read, inflated and written."""
-    from vcfvirtual_codec.bcf import bgzf
+def phase2(merged: Merged, workdir: Path) -> tuple[list[TaskRow], dict]:
+    """The second phase as the product runs it: ``plan_runs``, then ``write_run`` per
+    task (here one after another, each with one compression thread as in a worker),
+    then the caller's ``join_runs``."""
+    from vcfvirtual.cache import columns, columns_parts
 
-    from vcfvirtual.cache.columns import ColumnsLayout, ColumnsWriter, SegmentPlan
-    from vcfvirtual.scan.scanner import read_header
-
-    c0 = time.process_time()
-    header = read_header(bcf)
-    layout = ColumnsLayout()
-    fed = told = inflated = 0
-    read_end = run.block_offset
-    within = run.within
-    with open(part, "wb") as out, open(bcf, "rb") as f:
-        writer = ColumnsWriter(out, bcf, layout)
-        writer.chunk_length = chunk_length
-        writer.plan = SegmentPlan(header, layout.samples_chunk_size)
-        writer.ranges = [[] for _ in writer.plan.segments]
-        try:
-            f.seek(run.block_offset)
-            for block in bgzf.read_blocks(f, bcf, start=run.block_offset):
-                data = memoryview(block.data)[within : within + run.length - fed]
-                within = 0
-                inflated += len(block.data)
-                read_end = block.offset + len(block.raw)
-                writer.add_block(None, data)
-                fed += len(data)
-                known = int(np.searchsorted(run.rel, fed, side="left"))
-                if known > told:
-                    writer.records_scanned(run.rel[told:known])
-                    told = known
-                    writer.scanned_to(fed)
-                if fed >= run.length:
-                    break
-            writer.close(run.length)
-        finally:
-            writer.pool.shutdown()
-    ranges = sum(len(r) for r in writer.ranges)
-    return dict(
-        cpu=time.process_time() - c0,
-        read=read_end - run.block_offset,
-        inflated=inflated,
-        demuxed=fed,
-        written=part.stat().st_size,
-        ranges=ranges,
-        returned_bytes=len(pickle.dumps(writer.ranges)),
-    )
-
-
-def phase2(bcf: str, merged: Merged, n_tasks: int, workdir: Path) -> dict:
-    """Every run's demux task, one after another in this process."""
-    runs = runs_of_chunks(merged, n_tasks)
-    tasks = [demux_task(bcf, r, merged.scan.chunk_length, workdir / f"part-{i:06d}") for i, r in enumerate(runs)]
-    for i in range(len(runs)):
-        (workdir / f"part-{i:06d}").unlink()
-    total = {k: sum(t[k] for t in tasks) for k in tasks[0]}
-    total["tasks"] = len(tasks)
-    return total
+    layout = columns.ColumnsLayout()
+    t: dict = {}
+    with cpu_timer(t, "plan_runs"):
+        tasks = columns_parts.plan_runs(merged)
+    folder = workdir / "parts"
+    folder.mkdir()
+    rows, results = [], []
+    CountingSink.product, columns_parts.PartSink = columns_parts.PartSink, CountingSink
+    try:
+        for task in tasks:
+            r0, c0, w0 = bytes_read(), time.process_time(), time.perf_counter()
+            result = columns.write_run(task, str(folder), merged.scan.chunk_length, layout)
+            cpu, wall, read = time.process_time() - c0, time.perf_counter() - w0, bytes_read() - r0
+            sink = CountingSink.made.pop()
+            past_records, before, after = sink.read_past()
+            rows.append(
+                TaskRow(
+                    task.n_records,
+                    task.n_chunks,
+                    task.skip,
+                    past_records - task.skip,
+                    before,
+                    after,
+                    sink.fed,
+                    read,
+                    (folder / task.part).stat().st_size,
+                    len(pickle.dumps(result, protocol=5)),
+                    cpu,
+                    wall,
+                )
+            )
+            results.append(result)
+    finally:
+        columns_parts.PartSink = CountingSink.product
+        columns.release_spare_buffers()
+        shutil.rmtree(folder)
+    t["join_cpu"] = best_cpu(lambda: columns_parts.join_runs(results))
+    t["ranges"] = sum(r.lengths.size for r in columns_parts.join_runs(results).segments.values())
+    return rows, t
 
 
 @dataclass(frozen=True)
 class Costs:
-    """What the projection takes, per compressed MB of BCF unless named otherwise."""
+    """What the projection takes from the cohort, per compressed MB of BCF unless named."""
 
     bcf_mb: float
     records: int
     samples: int
-    scan_s_per_mb: float  # phase 1 task CPU
-    scan_task_s: float  # phase 1 fixed CPU per task (header, set-up)
-    demux_s_per_mb: float  # phase 2 task CPU
-    demux_task_s: float
-    plan_s_per_cut: float  # caller: cutting the file (a block scan near each cut, no CSI)
-    merge_s_per_record: float  # caller: folding the partitions' record facts
-    merge_s: float  # caller: merge's fixed cost
+    inflated_per_mb: float  # inflated bytes per compressed byte
+    scan_s_per_mb: float  # phase 1 task CPU (inflate + count)
+    scan_task_s: float  # phase 1 fixed CPU per task
+    write_s_per_mb: float  # phase 2 task CPU (inflate + demux + compress + write)
+    write_task_s: float  # phase 2 fixed CPU per task
+    plan_s_per_cut: float  # caller: cutting the file (from its CSI index, when it has one)
     gather_s_per_mb: float  # caller: unpickling phase 1's results
-    record_bytes: float  # phase 1 results per record (the record facts)
-    header_bytes: int  # phase 1 results per task: the parsed header (sample names)
+    result_bytes: float  # a phase 1 result pickled, a partition after the file's first
+    header_bytes: int  # the first partition's result carries the parsed header too
     cache_per_bcf: float
-    reinflate_frac: float  # phase 2's blocks inflated beyond its own bytes (edges)
 
 
-def fit(one: float, many: float, tasks: int) -> tuple[float, float]:
-    """(variable, fixed per task) CPU from the same work done as 1 task and as ``tasks``."""
+def fit(one: float, many: float, tasks: int, extra: float = 0.0) -> tuple[float, float]:
+    """(variable, fixed per task) CPU from the same work done as 1 task and as ``tasks``,
+    ``extra`` CPU of the ``tasks`` run being work the one task did not do (read past)."""
     if tasks < 2:  # a file too small to cut (4 MiB a partition at least): no per-task cost seen
         return one, 0.0
-    fixed = max(0.0, (many - one) / (tasks - 1))
-    return one - fixed, fixed
+    return one, max(0.0, (many - one - extra) / (tasks - 1))
 
 
-def measure_costs(bcf: str, tasks: int, workdir: Path) -> tuple[Costs, dict]:
-    """Each phase run as 1 task and as ``tasks`` tasks (the difference is the per-task cost),
+def measure_costs(bcf: str, n_tasks: int, chunk_length: int, workdir: Path) -> tuple[Costs, dict]:
+    """Each phase run as 1 task and as ``n_tasks`` (the difference is the per-task cost),
     after a first run of each that loads the compiled kernels."""
-    from vcfvirtual.cache.columns import CHUNK_LENGTH
-    from vcfvirtual.scan.scanner import read_header
-
+    merged, _, _ = phase1(bcf, 1, chunk_length)  # loads the scan kernels
+    phase2(merged, workdir)  # loads the demux kernels
+    merged1, _, one = phase1(bcf, 1, chunk_length)
+    merged, scanned, many = phase1(bcf, n_tasks, chunk_length)
+    rows1, p2_one = phase2(merged1, workdir)
+    rows, p2_many = phase2(merged, workdir)
     bcf_mb = os.path.getsize(bcf) / MB
-    merged, _ = phase1(bcf, tasks)  # loads the scan and partition kernels
-    phase2(bcf, merged, 1, workdir)  # loads the demux kernels
-    merged, one = phase1(bcf, 1)
-    merged, many = phase1(bcf, tasks)
-    p2_one = phase2(bcf, merged, 1, workdir)
-    p2_many = phase2(bcf, merged, tasks, workdir)
+    inflated_per_mb = rows1[0].inflated / (bcf_mb * MB)
     scan_var, scan_fixed = fit(one["scan_cpu"], many["scan_cpu"], many["partitions"])
-    demux_var, demux_fixed = fit(p2_one["cpu"], p2_many["cpu"], p2_many["tasks"])
-    n = merged.record_offsets.shape[0]
-    records, seconds = np.array(many["merge_prefixes"], dtype=float).T
-    per_record, fixed = np.polyfit(records, seconds, 1) if len(records) > 1 else (seconds[0] / records[0], 0.0)
+    past = sum(r.skip_bytes + r.overshoot_bytes for r in rows)
+    past_cpu = scan_var / bcf_mb * past / inflated_per_mb / MB
+    write_var, write_fixed = fit(rows1[0].cpu, sum(r.cpu for r in rows), len(rows), past_cpu)
     costs = Costs(
         bcf_mb=bcf_mb,
-        records=n,
-        samples=len(read_header(bcf).samples),
+        records=merged.scan.num_records,
+        samples=len(merged.scan.header.samples),
+        inflated_per_mb=inflated_per_mb,
         scan_s_per_mb=scan_var / bcf_mb,
         scan_task_s=scan_fixed,
-        demux_s_per_mb=demux_var / bcf_mb,
-        demux_task_s=demux_fixed,
+        write_s_per_mb=write_var / bcf_mb,
+        write_task_s=write_fixed,
         plan_s_per_cut=many["plan_cpu"] / max(1, many["partitions"] - 1),
-        merge_s_per_record=max(0.0, float(per_record)),
-        merge_s=max(0.0, float(fixed)),
-        gather_s_per_mb=many["gather_cpu"] / (many["returned_bytes"] / MB),
-        record_bytes=many["record_bytes"] / n,
-        header_bytes=many["header_bytes"],
-        cache_per_bcf=p2_many["written"] / (bcf_mb * MB),
-        reinflate_frac=p2_many["inflated"] / p2_many["demuxed"] - 1,
+        gather_s_per_mb=many["gather_cpu"] / (sum(many["result_bytes"]) / MB),
+        result_bytes=float(np.mean(many["result_bytes"][1:] or many["result_bytes"])),
+        header_bytes=many["result_bytes"][0],
+        cache_per_bcf=sum(r.written for r in rows) / (bcf_mb * MB),
     )
-    raw = dict(phase1_one=one, phase1_many=many, phase2_one=p2_one, phase2_many=p2_many, chunk_length=CHUNK_LENGTH)
-    return costs, raw
+    raw = dict(phase1_one=one, phase1_many=many, phase2_one=p2_one, phase2_many=p2_many)
+    raw["tasks_one"] = [dataclasses.asdict(r) for r in rows1]
+    raw["tasks_many"] = [dataclasses.asdict(r) for r in rows]
+    return costs, dict(raw=raw, scanned=scanned, merged=merged, tasks=rows)
+
+
+# ---------------------------------------------------------------------------- the caller at scale
+
+
+def caller_at_scale(merged: Merged, scanned: list, ranges: SegmentRanges, records: int, partitions: int) -> dict:
+    """The caller's own steps timed at the projected size, on stand-ins of what the tasks
+    return: ``count_merge`` of ``partitions`` results (the cohort's, repeated),
+    ``plan_runs`` over ``partitions`` counted partitions of ``records`` records, and
+    receiving and joining one RunResult per run, their segment ranges laid out as the
+    columns writer lays them (``ranges``: ``synthetic_ranges``). What it then holds."""
+    from vcfvirtual.cache.base import ChunkRanges, SegmentRanges
+    from vcfvirtual.cache.columns_parts import RunResult, join_runs, plan_runs
+    from vcfvirtual.io.fingerprint import Fingerprint
+    from vcfvirtual.scan import parallel
+
+    later = [s for s in scanned if s[0].start is not None] or scanned
+    repeated = [scanned[0], *(later[i % len(later)] for i in range(partitions - 1))]
+    chunk_length = merged.scan.chunk_length
+    merge_s = best_cpu(lambda: parallel.count_merge(repeated, chunk_length))
+    first = merged.partitions[0]
+    counted = [
+        dataclasses.replace(first, first_index=i * records // partitions, n_records=records // partitions)
+        for i in range(partitions)
+    ]
+    big = dataclasses.replace(merged, scan=dataclasses.replace(merged.scan, num_records=records), partitions=counted)
+    tasks = []
+    plan_runs_s = best_cpu(lambda: tasks.extend(plan_runs(big)), repeat=1)
+    results = []
+    for task in tasks:  # each run's ranges, from its own part's start
+        lo, hi = task.first_chunk, task.first_chunk + task.n_chunks
+        segs = {
+            n: ChunkRanges(r.offsets[lo:hi] - r.offsets[lo].min(), r.lengths[lo:hi].copy())
+            for n, r in ranges.segments.items()
+        }
+        part = SegmentRanges(
+            segs, ranges.compressors, ranges.samples_chunk_size, (task.part,), np.zeros(hi - lo, np.int32)
+        )
+        rows = np.zeros((hi - lo, 6), np.int64)
+        results.append(RunResult(task.part, part, Fingerprint(size=1, mtime_ns=0, digest="0" * 32), rows))
+    shipped = [pickle.dumps(r, protocol=5) for r in results]
+    gather_s = best_cpu(lambda: [pickle.loads(b) for b in shipped], repeat=1)
+    join_s = best_cpu(lambda: join_runs(results), repeat=1)
+    joined = join_runs(results)
+    held = sum(r.offsets.nbytes + r.lengths.nbytes for r in joined.segments.values())
+    held += joined.chunk_part.nbytes + joined.region_rows.nbytes
+    return dict(
+        merge_s=merge_s,
+        plan_runs_s=plan_runs_s,
+        receive2_s=gather_s,
+        join_s=join_s,
+        received2_bytes=sum(map(len, shipped)),
+        ranges=sum(r.lengths.size for r in joined.segments.values()),
+        ranges_bytes=held,
+        partition_bytes=len(pickle.dumps(counted, protocol=5)),
+        runs=len(tasks),
+    )
 
 
 # ---------------------------------------------------------------------------- projection
@@ -600,162 +673,148 @@ class Scenario:
 
     bcf_bytes: int
     samples: int
-    task_bytes: int  # compressed BCF bytes per task, both phases
-    get_bytes: tuple[int, ...]  # range GET sizes counted
-    multipart_bytes: int  # part upload chunk, when a part is uploaded in pieces
+    task_bytes: int  # compressed BCF per partition; 0: as the product plans (2 per worker)
     refs_per_variant_chunk: int  # chunk references per variants chunk at ``samples``
-    header_bytes: int  # a parsed header (pickled) at ``samples``: each phase 1 result carries one
+    header_bytes: int  # a parsed header (pickled) at ``samples``: the first partition returns it
     header_parse_s: float  # a task's parse of the header at ``samples`` (each task of each phase)
     chunk_length: int = 1_000
-
-
-# Bytes a phase 2 task returns per segment range: two uint64.
-RANGE_BYTES = 16
+    samples_chunk_size: int = 10_000
 
 
 @dataclass(frozen=True)
 class Projection:
     workers: int
-    wall_s: float  # two phases, whole tasks per wave, serial work added
-    amdahl_s: float  # serial + parallel CPU / workers
-    speedup: float
+    partitions: int  # phase 1 tasks; phase 2 has one run per partition
+    task_mb: float
+    task1_s: float
+    task2_s: float
+    past_mb: float  # compressed MB a phase 2 task reads past (half a chunk, plus the overshoot)
+    serial: dict  # the caller's steps, s
+    refs_s: dict  # per references format: building the group and writing them, s
+    received_mb: float  # both phases' results
+    memory_mb: float  # the caller's partitions, run results and joined ranges
+    wall_s: dict  # per references format: serial + waves x (task1 + task2)
 
 
-def serial_seconds(
-    c: Costs, s: Scenario, records: float, tasks: int, refs_s_per_chunk: float
-) -> tuple[dict[str, float], float]:
-    """The caller's serial work at scale (planning, receiving and merging phase 1's results,
-    references), and the MB it receives."""
-    chunk_refs = math.ceil(records / s.chunk_length) * s.refs_per_variant_chunk
-    received = (c.record_bytes * records + s.header_bytes * tasks + RANGE_BYTES * chunk_refs) / MB
-    seconds = dict(
-        plan=c.plan_s_per_cut * (tasks - 1),
-        gather=c.gather_s_per_mb * received,
-        merge=c.merge_s + c.merge_s_per_record * records,
-        refs=refs_s_per_chunk * chunk_refs,
-    )
-    return seconds, received
-
-
-def project(c: Costs, s: Scenario, workers: list[int], refs_s_per_chunk: float) -> tuple[list[Projection], dict]:
-    """Amdahl and whole-wave projections of the scenario on each worker count, the caller
-    building the group and writing references at ``refs_s_per_chunk`` per chunk reference."""
+def project(c: Costs, s: Scenario, n: int, m: dict, refs_s_per_chunk: dict[str, float]) -> Projection:
+    """The scenario on ``n`` workers, from the cohort's costs ``c`` and the caller's steps
+    ``m`` timed at this partition count (:func:`caller_at_scale`)."""
     mb = s.bcf_bytes / MB
     # Records scale with bytes: a record's compressed size grows with the samples (GT-only data).
-    records = mb / (c.bcf_mb / c.records * s.samples / c.samples)
-    tasks = math.ceil(s.bcf_bytes / s.task_bytes)
-    task_mb = mb / tasks
-    # The fixed cost per task measured on the cohort, plus parsing the header at scale.
+    record_mb = c.bcf_mb / c.records * s.samples / c.samples
+    records = mb / record_mb
+    partitions = m["runs"]
+    task_mb = mb / partitions
+    # A run starts at its partition's start and passes the run before's records there
+    # (on average half a chunk), and reads on to its last record's scan batch end (on
+    # average half a batch of inflated bytes): read (inflated and counted), not written.
+    from vcfvirtual.scan.scanner import SCAN_BATCH
+
+    past_mb = s.chunk_length / 2 * record_mb + SCAN_BATCH / 2 / c.inflated_per_mb / MB
     t1 = c.scan_task_s + s.header_parse_s + c.scan_s_per_mb * task_mb
-    t2 = c.demux_task_s + s.header_parse_s + c.demux_s_per_mb * task_mb * (1 + c.reinflate_frac)
-    serial, received = serial_seconds(c, s, records, tasks, refs_s_per_chunk)
-    serial_total = sum(serial.values())
-    parallel_cpu = tasks * (t1 + t2)
-    out = []
-    for n in workers:
-        waves = math.ceil(tasks / n)
-        wall = serial_total + waves * (t1 + t2)
-        out.append(Projection(n, wall, serial_total + parallel_cpu / n, (serial_total + parallel_cpu) / wall))
-    facts = dict(
-        records=records,
-        tasks=tasks,
-        task_mb=task_mb,
-        task1_s=t1,
-        task2_s=t2,
-        serial=serial,
-        serial_fraction=serial_total / (serial_total + parallel_cpu),
-        parallel_cpu_s=parallel_cpu,
-        caller_received_mb=received,
+    t2 = c.write_task_s + s.header_parse_s + c.write_s_per_mb * task_mb + c.scan_s_per_mb * past_mb
+    received1 = c.result_bytes * (partitions - 1) + s.header_bytes
+    serial = dict(
+        plan=c.plan_s_per_cut * (partitions - 1),
+        receive1=received1 / MB * c.gather_s_per_mb,
+        merge=m["merge_s"],
+        plan_runs=m["plan_runs_s"],
+        receive2=m["receive2_s"],
+        join=m["join_s"],
     )
-    return out, facts
-
-
-def requests(
-    c: Costs, s: Scenario, tasks: int, refs_files: dict[str, int], rate: tuple[int, float]
-) -> list[tuple[str, str]]:
-    """Object-store requests of the scenario: range GETs of the BCF (two passes), PUTs of the
-    parts (whole, or multipart), and the references; ``rate``: (workers, seconds of a phase 1
-    task), for the GETs per second phase 1 asks of the store."""
-    rows = []
-    per_task = s.task_bytes
-    for g in s.get_bytes:
-        # Each pass: the task's bytes in GETs of g, plus one for the header (a later
-        # task reads the file's first blocks) and, in phase 2, one for the block before its run.
-        gets = tasks * (2 * math.ceil(per_task / g) + 2) + 1
-        rows.append((f"BCF range GETs of {g // MIB} MiB, both phases", f"{gets:,}"))
-    rows.append(("BCF GETs by the caller (a cut's block near each boundary)", f"{tasks - 1:,}"))
-    workers, task_s = rate
-    gets_per_s = workers * math.ceil(per_task / s.get_bytes[0]) / task_s
-    rows.append(
-        (f"peak GET rate, phase 1 on {workers} workers, {s.get_bytes[0] // MIB} MiB GETs", f"{gets_per_s:,.0f}/s")
+    chunk_refs = math.ceil(records / s.chunk_length) * s.refs_per_variant_chunk
+    refs_s = {name: per * chunk_refs for name, per in refs_s_per_chunk.items()}
+    waves = math.ceil(partitions / n)
+    wall = {name: sum(serial.values()) + r + waves * (t1 + t2) for name, r in refs_s.items()}
+    memory = m["partition_bytes"] + 2 * m["ranges_bytes"]  # the results, then joined
+    return Projection(
+        n,
+        partitions,
+        task_mb,
+        t1,
+        t2,
+        past_mb,
+        serial,
+        refs_s,
+        (received1 + m["received2_bytes"]) / MB,
+        memory / MB,
+        wall,
     )
-    part_bytes = c.cache_per_bcf * per_task
-    multipart = math.ceil(part_bytes / s.multipart_bytes) + 2
-    rows.append((f"part PUTs (one per task, {part_bytes / MB:,.0f} MB each)", f"{tasks:,}"))
-    rows.append(
-        (
-            f"or multipart uploads of {s.multipart_bytes // MIB} MiB (create + parts + complete)",
-            f"{tasks * multipart:,}",
-        )
-    )
-    for name, files in refs_files.items():
-        rows.append((f"references PUTs, {name}", f"{files:,}"))
-    return rows
 
 
 # ---------------------------------------------------------------------------- output
 
 
 def costs_markdown(c: Costs, raw: dict) -> str:
+    one, many = raw["phase1_one"], raw["phase1_many"]
     lines = ["| measured (one process) | value |", "| --- | ---: |"]
     lines += [
-        f"| BCF | {c.bcf_mb:.1f} MB, {c.records:,} records, {c.samples:,} samples |",
-        f"| phase 1 (scan_all) CPU per compressed MB | {1000 * c.scan_s_per_mb:.1f} ms |",
+        f"| BCF | {c.bcf_mb:.1f} MB, {c.records:,} records, {c.samples:,} samples, {c.inflated_per_mb:.1f}x inflated |",
+        f'| phase 1 (scan_all, facts="counts") CPU per compressed MB | {1000 * c.scan_s_per_mb:.1f} ms |',
         f"| phase 1 fixed CPU per task | {1000 * c.scan_task_s:.0f} ms |",
-        f"| phase 2 (re-inflate + demux + compress + write) CPU per compressed MB | {1000 * c.demux_s_per_mb:.1f} ms |",
-        f"| phase 2 fixed CPU per task | {1000 * c.demux_task_s:.0f} ms |",
-        f"| phase 2 re-inflated at run edges ({raw['phase2_many']['tasks']} tasks) | {100 * c.reinflate_frac:.2f}% |",
-        f"| caller: planning, per cut (block scan, no CSI index) | {1000 * c.plan_s_per_cut:.1f} ms |",
-        f"| caller: merge, per record + fixed | {1e6 * c.merge_s_per_record:.3f} us + {1000 * c.merge_s:.0f} ms |",
+        f"| phase 1 result pickled: first partition (its header) / each other | {c.header_bytes / 1e3:.1f} kB"
+        f" / {c.result_bytes:.0f} B |",
+        "| phase 2 (write_run: inflate + demux + compress + write) CPU per compressed MB | "
+        f"{1000 * c.write_s_per_mb:.1f} ms |",
+        f"| phase 2 fixed CPU per task | {1000 * c.write_task_s:.0f} ms |",
+        f"| caller: plan_partitions, per cut | {1000 * c.plan_s_per_cut:.1f} ms |",
+        f"| caller: count_merge of {many['partitions']} results / 1 | {1000 * many['merge_cpu']:.2f} ms"
+        f" / {1000 * one['merge_cpu']:.2f} ms |",
+        f"| caller: plan_runs / join_runs ({raw['phase2_many']['ranges']:,} ranges) | "
+        f"{1000 * raw['phase2_many']['plan_runs_cpu']:.2f} ms / {1000 * raw['phase2_many']['join_cpu']:.2f} ms |",
         f"| caller: unpickling phase 1 results, per MB | {1000 * c.gather_s_per_mb:.2f} ms |",
-        f"| phase 1 result per record + per task (its header) | {c.record_bytes:.0f} B"
-        f" + {c.header_bytes / 1e3:.0f} kB |",
         f"| cache / BCF | {c.cache_per_bcf:.3f} |",
     ]
-    return "\n".join(lines) + "\n"
-
-
-def projection_markdown(by_format: dict[str, tuple[list[Projection], dict]], s: Scenario) -> str:
-    """One line of facts, the caller's serial work per references format, and the walls."""
-    first = next(iter(by_format.values()))[1]
-    serial = first["serial"]
-    head = (
-        f"{s.bcf_bytes / TB:g} TB BCF, {s.samples:,} samples: {first['records']:,.0f} records, "
-        f"{first['tasks']:,} tasks of {first['task_mb']:,.0f} MB per phase ({first['task1_s']:.1f} s + "
-        f"{first['task2_s']:.1f} s CPU each, {s.header_parse_s:.1f} s of each the header's parse); "
-        f"parallel CPU {first['parallel_cpu_s'] / 3600:,.1f} h; the caller receives "
-        f"{first['caller_received_mb']:,.0f} MB from the tasks and spends plan {serial['plan']:.1f} s, "
-        f"receive {serial['gather']:.1f} s, merge {serial['merge']:.1f} s, then on the references: "
-        + ", ".join(
-            f"{name} {facts['serial']['refs']:,.0f} s (serial fraction {facts['serial_fraction']:.1e})"
-            for name, (_, facts) in by_format.items()
-        )
-        + "\n\n"
-    )
-    names = list(by_format)
-    lines = [
-        "| workers | " + " | ".join(f"wall, {n} (speedup)" for n in names) + f" | Amdahl, {names[0]} |",
-        "| ---: | " + " | ".join("---:" for _ in names) + " | ---: |",
+    tasks = [
+        "| phase 2 task | records | skip: records, inflated MB | overshoot: records, inflated MB | read MB | written MB"
+        " | returned kB | CPU s | wall s |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for i, n in enumerate(s_workers(by_format)):
-        walls = [by_format[name][0][i] for name in names]
-        cells = " | ".join(f"{_hms(p.wall_s)} ({p.speedup:,.0f}x)" for p in walls)
-        lines.append(f"| {n} | {cells} | {_hms(walls[0].amdahl_s)} |")
-    return head + "\n".join(lines) + "\n"
+    for i, r in enumerate(raw["tasks_one"] + raw["tasks_many"]):
+        name = "1 of 1" if i == 0 else f"{i} of {len(raw['tasks_many'])}"
+        tasks.append(
+            f"| {name} | {r['records']:,} | {r['skip']:,}, {r['skip_bytes'] / MB:.1f} "
+            f"| {r['overshoot']:,}, {r['overshoot_bytes'] / MB:.1f} "
+            f"| {r['read'] / MB:.1f} | {r['written'] / MB:.1f} | {r['returned'] / 1e3:.1f} "
+            f"| {r['cpu']:.2f} | {r['wall']:.2f} |"
+        )
+    return "\n".join(lines) + "\n\n" + "\n".join(tasks) + "\n"
 
 
-def s_workers(by_format: dict[str, tuple[list[Projection], dict]]) -> list[int]:
-    return [p.workers for p in next(iter(by_format.values()))[0]]
+def projection_markdown(rows: list[Projection], s: Scenario, records: float) -> str:
+    """The tasks and the caller per worker count, then the walls per references format."""
+    head = (
+        f"{s.bcf_bytes / TB:g} TB BCF, {s.samples:,} samples: {records:,.0f} records, "
+        f"{math.ceil(records / s.chunk_length):,} variants chunks; each task parses the header "
+        f"({s.header_parse_s:.2f} s); a phase 2 task reads past {rows[0].past_mb:.0f} MB of BCF "
+        "(half a chunk, half a scan batch)\n\n"
+    )
+    lines = [
+        "| workers | partitions = runs | task GB | phase 1 task s | phase 2 task s | caller s: plan, receive 1, "
+        "count_merge, plan_runs, receive 2, join | received MB | caller holds MB |",
+        "| ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+    ]
+    for p in rows:
+        steps = ", ".join(f"{v:.2f}" for v in p.serial.values())
+        lines.append(
+            f"| {p.workers} | {p.partitions:,} | {p.task_mb / 1e3:.1f} | {p.task1_s:,.0f} | {p.task2_s:,.0f} "
+            f"| {steps} | {p.received_mb:,.1f} | {p.memory_mb:,.0f} |"
+        )
+    names = list(rows[0].wall_s)
+    walls = [
+        "| workers | " + " | ".join(f"{n}: references s, serial fraction, wall (speedup)" for n in names) + " |",
+        "| ---: | " + " | ".join("---:" for _ in names) + " |",
+    ]
+    for p in rows:
+        cells = []
+        for name in names:
+            serial = sum(p.serial.values()) + p.refs_s[name]
+            cpu = serial + p.partitions * (p.task1_s + p.task2_s)
+            cells.append(
+                f"{p.refs_s[name]:,.0f} s, {serial / cpu:.1e}, {_hms(p.wall_s[name])} ({cpu / p.wall_s[name]:,.0f}x)"
+            )
+        walls.append(f"| {p.workers} | " + " | ".join(cells) + " |")
+    return head + "\n".join(lines) + "\n\n" + "\n".join(walls) + "\n"
 
 
 def _hms(seconds: float) -> str:
@@ -789,9 +848,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--formats", default="json,parquet,icechunk", type=lambda v: v.split(","), help="references formats written"
     )
-    p.add_argument("--tasks", type=int, default=4, help="partitions / runs the cohort is cut into to time (4)")
+    p.add_argument("--tasks", type=int, default=4, help="partitions (so runs) the cohort is cut into to time (4)")
     p.add_argument("--bcf-tb", type=float, default=1.0, help="compressed BCF projected, TB (1)")
-    p.add_argument("--task-gb", type=float, default=1.0, help="compressed BCF per task at scale, GB (1)")
+    p.add_argument(
+        "--task-gb",
+        type=float,
+        default=0.0,
+        help="compressed BCF per partition at scale, GB (0: two per worker, as planned)",
+    )
     p.add_argument(
         "--workers", default="8,64,256", type=lambda v: [int(x) for x in v.split(",")], help="workers projected"
     )
@@ -808,8 +872,6 @@ class Known:
     refs_s_per_chunk: dict[str, float] = dataclasses.field(default_factory=lambda: {"json": 3e-5})
     refs_files: dict[str, int] = dataclasses.field(default_factory=dict)
     per_chunk: int = 0  # chunk references per variants chunk
-    header_bytes: int = 0  # the header pickled
-    header_parse_s: float = 0.0
 
 
 def known_from(rows: list[RefsRow], facts: dict) -> Known:
@@ -819,8 +881,6 @@ def known_from(rows: list[RefsRow], facts: dict) -> Known:
         refs_s_per_chunk=per,
         refs_files={f"{r.refs_format} ({r.parts:,} parts)": r.files for r in rows},
         per_chunk=facts["chunk_refs"] // facts["variant_chunks"],
-        header_bytes=facts["header_pickle_bytes"],
-        header_parse_s=facts["header_parse_s"],
     )
 
 
@@ -850,45 +910,44 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def model_section(args: argparse.Namespace, workdir: Path, record: dict, known: Known) -> str:
-    """Measure the phases on the cohort, then project the scenario."""
-    from vcfvirtual.scan.scanner import read_header
+    """Measure the phases on the cohort, time the caller's steps at scale, project."""
+    from vcfvirtual.bcf.header import parse_header_text
 
     bcf = cohort(args)
-    costs, raw = measure_costs(bcf, args.tasks, workdir)
+    costs, got = measure_costs(bcf, args.tasks, args.chunk_length, workdir)
     samples = int(args.samples)
-    blocks = -(-samples // args.samples_chunk_size)
-    # Without a refs run: the synthetic store's arrays (13 variants arrays, 6 call arrays),
-    # and the cohort's header scaled to the samples (sample names are most of it).
+    text = header_text(samples).encode()
     t0 = time.perf_counter()
-    read_header(bcf)
-    parse_s = known.header_parse_s or (time.perf_counter() - t0) * samples / costs.samples
+    header = parse_header_text(text, "synthetic.bcf", len(text) + 9)
+    parse_s = time.perf_counter() - t0
     scenario = Scenario(
         bcf_bytes=int(args.bcf_tb * TB),
         samples=samples,
         task_bytes=int(args.task_gb * 1e9),
-        get_bytes=(8 * MIB, 64 * MIB),
-        multipart_bytes=64 * MIB,
-        refs_per_variant_chunk=known.per_chunk or 13 + 6 * blocks,
-        header_bytes=known.header_bytes or costs.header_bytes * samples // costs.samples,
+        # Without a refs run: 13 variants arrays, 6 call arrays a samples block each.
+        refs_per_variant_chunk=known.per_chunk or 13 + 6 * -(-samples // args.samples_chunk_size),
+        header_bytes=len(pickle.dumps(header, protocol=5)),
         header_parse_s=parse_s,
         chunk_length=args.chunk_length,
+        samples_chunk_size=args.samples_chunk_size,
     )
-    by_format = {
-        name: project(costs, scenario, args.workers, per_chunk) for name, per_chunk in known.refs_s_per_chunk.items()
-    }
+    records = scenario.bcf_bytes / MB / (costs.bcf_mb / costs.records * samples / costs.samples)
+    n_chunks = math.ceil(records / scenario.chunk_length)
+    ranges = synthetic_ranges(header, n_chunks, scenario.samples_chunk_size, 0).ranges
+    rows, steps = [], {}
+    for n in args.workers:
+        # As write_cache_partitioned plans: two partitions per worker (or tasks of --task-gb).
+        partitions = math.ceil(scenario.bcf_bytes / scenario.task_bytes) if scenario.task_bytes else 2 * n
+        steps[n] = caller_at_scale(got["merged"], got["scanned"], ranges, int(records), partitions)
+        rows.append(project(costs, scenario, n, steps[n], known.refs_s_per_chunk))
     record["model"] = dict(
         costs=dataclasses.asdict(costs),
-        raw=raw,
+        raw=got["raw"],
         scenario=dataclasses.asdict(scenario),
-        projection={
-            name: dict(rows=[dataclasses.asdict(r) for r in rows], facts=facts)
-            for name, (rows, facts) in by_format.items()
-        },
+        caller_at_scale=steps,
+        projection=[dataclasses.asdict(r) for r in rows],
     )
-    facts = next(iter(by_format.values()))[1]
-    req = requests(costs, scenario, facts["tasks"], known.refs_files, (max(args.workers), facts["task1_s"]))
-    req_md = "| requests | count |\n| --- | ---: |\n" + "\n".join(f"| {a} | {b} |" for a, b in req) + "\n"
-    return "\n".join([costs_markdown(costs, raw), projection_markdown(by_format, scenario), req_md])
+    return "\n".join([costs_markdown(costs, got["raw"]), projection_markdown(rows, scenario, records)])
 
 
 if __name__ == "__main__":
