@@ -620,6 +620,7 @@ def caller_at_scale(merged: Merged, scanned: list, ranges: SegmentRanges, record
     from vcfvirtual.cache.columns_parts import RunResult, join_runs, plan_runs
     from vcfvirtual.io.fingerprint import Fingerprint
     from vcfvirtual.scan import parallel
+    from vcfvirtual.scan.results import RecordCounts, RunFacts
 
     later = [s for s in scanned if s[0].start is not None] or scanned
     repeated = [scanned[0], *(later[i % len(later)] for i in range(partitions - 1))]
@@ -644,13 +645,16 @@ def caller_at_scale(merged: Merged, scanned: list, ranges: SegmentRanges, record
             segs, ranges.compressors, ranges.samples_chunk_size, (task.part,), np.zeros(hi - lo, np.int32)
         )
         rows = np.zeros((hi - lo, 6), np.int64)
-        results.append(RunResult(task.part, part, Fingerprint(size=1, mtime_ns=0, digest="0" * 32), rows))
+        stats = merged.scan.info_stats
+        facts = RunFacts(rows, RecordCounts(task.n_records, (1, 2), (1, 1), 2, 2), stats, stats)
+        results.append(RunResult(task.part, part, Fingerprint(size=1, mtime_ns=0, digest="0" * 32), facts))
     shipped = [pickle.dumps(r, protocol=5) for r in results]
     gather_s = best_cpu(lambda: [pickle.loads(b) for b in shipped], repeat=1)
     join_s = best_cpu(lambda: join_runs(results), repeat=1)
     joined = join_runs(results)
     held = sum(r.offsets.nbytes + r.lengths.nbytes for r in joined.segments.values())
-    held += joined.chunk_part.nbytes + joined.region_rows.nbytes
+    assert joined.facts is not None
+    held += joined.chunk_part.nbytes + joined.facts.region_rows.nbytes
     return dict(
         merge_s=merge_s,
         plan_runs_s=plan_runs_s,

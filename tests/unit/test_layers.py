@@ -41,6 +41,7 @@ INDEXER = Package(
         {"cache"},
         {"manifests"},
         {"refs"},
+        {"append"},  # what growing a store reads of it and folds: above the manifests and references
         {"regions", "inspect"},
         {"verify"},
         {"plan"},

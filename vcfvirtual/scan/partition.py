@@ -36,6 +36,10 @@ logger = logging.getLogger(__name__)
 
 # Below this many compressed bytes per part, a worker's start-up costs more than it saves.
 MIN_PARTITION_BYTES = 4 * 1024 * 1024
+# Above it, more parts than asked: a part is one task of the columns layout's second
+# phase (~40 s of CPU per compressed GB measured), which a dead worker's replacement
+# does again, and which holds a worker the whole time (benchmarks/scale.py).
+MAX_PARTITION_BYTES = 1024 * 1024 * 1024
 # Consecutive records that must pass the checks from a guessed offset (fewer only when the
 # data read ends first). Each record's checks rarely pass on bytes that are not a record
 # (n_sample must equal the header's, CHROM and every key must be declared, types must
@@ -212,7 +216,8 @@ def plan_partitions(bcf_path: str, n: int, storage_options: StorageOptions = Non
     bcf_path : str or os.PathLike
         The BCF.
     n : int
-        At most this many parts (fewer for files under ``MIN_PARTITION_BYTES`` a part).
+        This many parts, fewer for files under ``MIN_PARTITION_BYTES`` a part, more for
+        files over ``MAX_PARTITION_BYTES`` a part.
     storage_options : mapping, optional
         fsspec options for a URL (read only near the cuts, by range requests).
 
@@ -229,7 +234,7 @@ def plan_partitions(bcf_path: str, n: int, storage_options: StorageOptions = Non
     """
     bcf_path = os.fspath(bcf_path)
     size = source_size(bcf_path, storage_options)
-    parts = min(n, size // MIN_PARTITION_BYTES)
+    parts = min(max(n, -(-size // MAX_PARTITION_BYTES)), size // MIN_PARTITION_BYTES)
     if parts <= 1:
         return []
     with open_source(bcf_path, storage_options) as f:

@@ -102,3 +102,13 @@ def test_index_of_a_larger_file_gives_none(tmp_path, small_bcf, multi_block_bcf)
     larger = csi_record_starts(multi_block_bcf)
     assert larger is not None and max(s.block_offset for s in larger) >= os.path.getsize(copy)
     assert csi_record_starts(copy) is None
+
+
+def test_the_index_counts_the_records_pysam_reads(tmp_path):
+    from vcfvirtual.bcf.csi import csi_record_count
+
+    bcf = bcfdata.write_bcf(
+        bcfdata.random_cohort_vcf(700, 5, seed=8, contigs=("chr1", "chr2", "chrX")), tmp_path / "c.bcf"
+    )
+    assert csi_record_count(bcf) == sum(1 for _ in pysam.VariantFile(str(bcf)))
+    assert csi_record_count(tmp_path / "none.bcf") is None

@@ -149,3 +149,36 @@ def test_a_file_without_records_adds_nothing(tmp_path, where):
     assert merged.scan.chunk_offsets.tolist() == bcf_spec.record_offsets(stream)[::7]
     assert merged.scan.region_rows.tolist() == rows_by_loop(recs, 7)
     assert b"".join(s.path.read_bytes()[s.skip :] for s in merged.segments) == stream
+
+
+def _first_record(path) -> RecordStart:
+    with pysam.VariantFile(str(path)) as f:
+        f.subset_samples([])
+        virtual = f.tell()
+    return RecordStart(virtual >> 16, virtual & 0xFFFF)
+
+
+def test_files_counted_by_their_indexes(tmp_path):
+    """Each file one partition: pysam's record count and first record, numbered on."""
+    paths = [
+        str(bcfdata.write_bcf(bcfdata.random_cohort_vcf(n, 4, seed=n, contigs=("chr1", "chr2")), tmp_path / f"{n}.bcf"))
+        for n in (120, 90, 150)
+    ]
+    counted = parallel.indexed_partitions(paths, workers=2)
+    assert counted is not None
+    counts = [sum(1 for _ in pysam.VariantFile(p)) for p in paths]
+    assert [(c.path, c.first_index, c.n_records, c.end) for c in counted] == [
+        (paths[0], 0, counts[0], None),
+        (paths[1], counts[0], counts[1], None),
+        (paths[2], counts[0] + counts[1], counts[2], None),
+    ]
+    assert [c.start for c in counted] == [_first_record(p) for p in paths]
+
+
+def test_files_are_scanned_when_an_index_is_missing_or_a_file_too_large_a_share(tmp_path):
+    small = [str(bcfdata.write_bcf(bcfdata.random_cohort_vcf(60, 4, seed=s), tmp_path / f"s{s}.bcf")) for s in (1, 2)]
+    large = str(bcfdata.write_bcf(bcfdata.random_cohort_vcf(3000, 4, seed=3), tmp_path / "large.bcf"))
+    assert parallel.indexed_partitions([*small, large], workers=2) is None  # over half the bytes
+    assert parallel.indexed_partitions(small, workers=2) is not None
+    unindexed = str(bcfdata.write_bcf(bcfdata.random_cohort_vcf(60, 4, seed=4), tmp_path / "u.bcf", index=False))
+    assert parallel.indexed_partitions([*small, unindexed], workers=1) is None

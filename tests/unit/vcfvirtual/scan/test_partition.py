@@ -126,6 +126,17 @@ def test_plan_cuts_at_record_starts(wide, tmp_path, monkeypatch, with_csi, caplo
     assert shares.max() < 0.4
 
 
+def test_a_large_file_gets_more_parts_than_asked(wide, tmp_path, monkeypatch):
+    """Parts of at most MAX_PARTITION_BYTES (each one task writing the columns cache),
+    whatever the parts asked for: here 5 of a fifth of the file, where 2 were asked."""
+    bcf, starts = wide
+    size = os.path.getsize(bcf)
+    monkeypatch.setattr(partition, "MIN_PARTITION_BYTES", size // 10)
+    monkeypatch.setattr(partition, "MAX_PARTITION_BYTES", size // 5 + 1)
+    cuts = partition.plan_partitions(bcf, 2)
+    assert len(cuts) == 4 and {c.virtual_offset for c in cuts} <= set(starts[1:])
+
+
 def test_plan_is_empty_for_small_or_uncompressed(wide, tmp_path):
     bcf, _ = wide
     assert partition.plan_partitions(bcf, 8) == []  # under MIN_PARTITION_BYTES a part
