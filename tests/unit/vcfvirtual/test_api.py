@@ -48,6 +48,7 @@ def test_index_keeps_its_public_signature():
         "rename_fields",
         "fields",
         "exclude_fields",
+        "append",
     ]
     assert all(p.kind is p.KEYWORD_ONLY for name, p in params.items() if name != "bcf_path")
     # IndexOptions holds the same options, with the same defaults.

@@ -301,6 +301,6 @@ def test_samples_line_is_checked_as_htslib_reads_it(store, tmp_path, extra, matc
 def test_samples_line_htslib_reads_passes_with_its_samples(store, tmp_path):
     refs, path, cache, _, _ = store
     text = json.loads(refs["refs"][".zattrs"])["vcf_header"]
-    header = checks._store_header(refs, path)
+    header = checks.store_header(refs, path)
     assert list(header.samples) == _htslib_reads(text, tmp_path)
     assert len(header.samples) > 1
