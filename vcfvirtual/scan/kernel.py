@@ -280,6 +280,35 @@ def scan_records(  # noqa: C901 - one loop per record (kernel)
     return k, pos, records.OK, pos, -1
 
 
+@numba.njit(nogil=True, cache=True)
+def count_records(buf, n_samples):
+    """Hop over the whole records in ``buf``, checking only their lengths and sample
+    count: a partition's first phase, which counts them (the task that writes their
+    chunks checks every record as :func:`scan_records` does). A partition cut where no
+    record starts still fails here: the partition before it then ends inside a record.
+
+    Returns
+    -------
+    tuple of int
+        (records, bytes consumed, error code, error position in ``buf``).
+    """
+    end = np.int64(buf.shape[0])
+    pos = np.int64(0)
+    k = 0
+    while pos < end:
+        total = records.record_length(buf, pos, end)
+        if total == -records.ERR_TRAILING:
+            break  # the rest of this record arrives with the next batch
+        if total < 0:
+            return k, pos, -total, pos
+        n_sample = np.int64(records.u32(buf, pos + records.OFF_N_FMT_SAMPLE) & np.uint32(0xFFFFFF))
+        if buf[pos + records.OFF_N_FMT_SAMPLE + 3] > 0 and n_sample != n_samples:
+            return k, pos, records.ERR_SAMPLES, pos
+        k += 1
+        pos += total
+    return k, pos, records.OK, pos
+
+
 def stats_keys(header: BCFHeader) -> int:
     """Rows of a header's value statistics: one per dictionary key its fields and
     FILTERs use (the largest key, plus one)."""

@@ -22,7 +22,7 @@ from ..bcf.csi import RecordStart
 from ..bcf.header import BCF_PREFIX_SIZE, BCFHeader, classify_prefix, parse_header_text, read_prefix
 from ..errors import CorruptBCFError, HeaderError, NotBCFError
 from ..io.sources import StorageOptions, open_source
-from .kernel import declared_kinds, new_stats, scan_records, stats_keys
+from .kernel import count_records, declared_kinds, new_stats, scan_records, stats_keys
 from .results import PartitionScan, RecordCollector, RecordCount, RecordSummary, RunWindow, ScanResult
 from .sink import FileSink, NullSink, RecordSink, ScanStop
 
@@ -98,6 +98,9 @@ class _RecordAccumulator:
         # Where the first record starts in the file, when the scan read the header itself.
         self.first_record: RecordStart | None = None
         self.stopped_at: int | None = None  # where a sink stopped the scan (ScanStop)
+        # Counting only (a partition's first phase, handing nothing on): records are
+        # hopped over, not checked and summarised (the tasks writing them do that).
+        self.counting = isinstance(summary, RecordCount) and isinstance(sink, NullSink)
 
     def add(self, data: bytes | memoryview) -> None:
         """Stage inflated bytes, scanning the staged records whenever the stage fills."""
@@ -129,6 +132,22 @@ class _RecordAccumulator:
     def scan_staged(self, final: bool = False) -> None:
         """Walk the whole records staged so far; keep a trailing partial record."""
         buf = self.stage[: self.fill]
+        consumed_total = self._count(buf) if self.counting else self._scan(buf)
+        rest = self.fill - consumed_total
+        self.stage[:rest] = self.stage[consumed_total : self.fill].copy()
+        self.fill = rest
+        self.base += consumed_total
+        self.sink.scanned_to(self.base)
+        if final and rest:
+            raise CorruptBCFError(
+                self.path,
+                f"file ends inside a BCF record ({rest} bytes of an incomplete record)",
+                offset=self.base,
+                hint="offset is in the uncompressed stream; the file is truncated",
+            )
+
+    def _scan(self, buf: np.ndarray) -> int:
+        """Every record checked, its facts folded and handed on: the bytes consumed."""
         consumed_total = 0
         while True:
             view = buf[consumed_total:]
@@ -149,30 +168,29 @@ class _RecordAccumulator:
                 *self.rlen_fixup,
             )
             if err != records.OK:
-                raise CorruptBCFError(
-                    self.path,
-                    f"bad BCF record in the uncompressed stream: {records.ERROR_TEXT[err]}"
-                    + self._key_detail(err, int(err_key)),
-                    offset=self.base + consumed_total + int(err_pos),
-                    hint="offset is in the uncompressed stream",
-                )
+                self._refuse(int(err), consumed_total + int(err_pos), int(err_key))
             self.summary.add(*(arr[:k] for arr in out))
             self.sink.records_scanned(out[0][:k])
             consumed_total += int(consumed)
             if k < cap:
-                break
-        rest = self.fill - consumed_total
-        self.stage[:rest] = self.stage[consumed_total : self.fill].copy()
-        self.fill = rest
-        self.base += consumed_total
-        self.sink.scanned_to(self.base)
-        if final and rest:
-            raise CorruptBCFError(
-                self.path,
-                f"file ends inside a BCF record ({rest} bytes of an incomplete record)",
-                offset=self.base,
-                hint="offset is in the uncompressed stream; the file is truncated",
-            )
+                return consumed_total
+
+    def _count(self, buf: np.ndarray) -> int:
+        """The records only counted (a partition's first phase): the bytes consumed."""
+        assert isinstance(self.summary, RecordCount)
+        k, consumed, err, err_pos = count_records(buf, self.n_samples)
+        if err != records.OK:
+            self._refuse(int(err), int(err_pos), -1)
+        self.summary.num_records += int(k)
+        return int(consumed)
+
+    def _refuse(self, err: int, at: int, key: int) -> NoReturn:
+        raise CorruptBCFError(
+            self.path,
+            f"bad BCF record in the uncompressed stream: {records.ERROR_TEXT[err]}" + self._key_detail(err, key),
+            offset=self.base + at,
+            hint="offset is in the uncompressed stream",
+        )
 
 
 class _HeaderReader:
@@ -353,6 +371,7 @@ def load_kernel(header: BCFHeader) -> None:
     that forks workers does it once for all of them (each would otherwise load it on
     its first batch, ~0.3 s of CPU apiece)."""
     _RecordAccumulator(header, "", RecordCollector(), NullSink()).scan_staged(final=True)
+    _RecordAccumulator(header, "", RecordCount(), NullSink()).scan_staged(final=True)  # the counting one
 
 
 def read_header(path: str | os.PathLike, storage_options: StorageOptions = None, offset: int = 0) -> BCFHeader:
