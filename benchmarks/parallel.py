@@ -10,7 +10,12 @@ For each BGZF BCF (e.g. the cohorts benchmarks/bench.py writes):
 * several files: the BCF split by position into `--parts` files (`bcftools view -r
   --regions-overlap pos`, every record in exactly one file), indexed as one store serially
   and with `-j WORKERS`, against `vcf2zarr convert -p WORKERS` on the same files; the
-  store's positions and genotypes must equal those of the one-file store.
+  store's positions and genotypes must equal those of the one-file store;
+* appending: the first ``--parts``-1 files indexed as a store (untimed), then the last one
+  added with `vcfvirtual index --append` (`-j 1` and `-j WORKERS`), against indexing all
+  the files again with as many workers; the grown store's values must equal the one-file
+  store's, and its cache is compared with the serial one's (an append leaves at most one
+  chunk's segments unreferenced in the old parts).
 
 Times are the best of --repeats CLI runs (after a warm-up run), so they include start-up.
 Each run also reports its CPU split between the calling process (planning, merging,
@@ -26,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -96,9 +102,16 @@ def measured(args: list) -> dict:
     return dict(wall=time.perf_counter() - start, scratch=peak[0], **out)
 
 
-def best_measured(repeats: int, args: list) -> dict:
-    measured(args)  # warm-up: page cache, compiled kernels
-    return min((measured(args) for _ in range(repeats)), key=lambda m: m["wall"])
+def best_measured(repeats: int, args: list, before: Callable[[], None] | None = None) -> dict:
+    """The fastest of ``repeats`` runs after a warm-up; ``before`` (untimed) runs ahead of each."""
+
+    def run() -> dict:
+        if before is not None:
+            before()
+        return measured(args)
+
+    run()  # warm-up: page cache, compiled kernels
+    return min((run() for _ in range(repeats)), key=lambda m: m["wall"])
 
 
 def tree_bytes(path: Path) -> int:
@@ -205,6 +218,8 @@ def bench(source: Path, args, work: Path) -> list[dict]:
                 check="same values" if same else "VALUES DIFFER",
             )
         )
+    many = {workers: rows[-2 + i]["m"] for i, workers in enumerate((1, args.workers))}
+    rows += bench_append(bcf, parts, many, args, work, expected, cache_bytes)
     if not args.skip_bio2zarr:
         out = work / f"{bcf.name}.parts.bio2zarr.vcz"
         shutil.rmtree(out, ignore_errors=True)
@@ -219,8 +234,62 @@ def bench(source: Path, args, work: Path) -> list[dict]:
                 check="-",
             )
         )
-    for r in rows[-4:] if args.skip_bio2zarr else rows[-5:]:
+    for r in rows[-6:] if args.skip_bio2zarr else rows[-7:]:
         print(f"  {r['cohort']}: {r['run']}: {r['m']['wall']:.2f}s ({r['check']})", file=sys.stderr)
+    return rows
+
+
+class SavedStore:
+    """A store (references and cache folder) kept aside and put back before each timed
+    append: an append grows the store in place, so every run must start from the same one.
+    The cache records absolute paths, so the store is put back where it was indexed
+    (copies keep their modification times, which the part fingerprints hold)."""
+
+    def __init__(self, refs: Path, cache: Path, keep: Path) -> None:
+        self.refs, self.cache, self.keep = refs, cache, keep
+        shutil.rmtree(keep, ignore_errors=True)
+        keep.mkdir()
+        shutil.copy2(refs, keep / refs.name)
+        shutil.copytree(cache, keep / cache.name)
+
+    def restore(self) -> None:
+        shutil.rmtree(self.cache)
+        shutil.copytree(self.keep / self.cache.name, self.cache)
+        shutil.copy2(self.keep / self.refs.name, self.refs)
+
+
+def bench_append(
+    bcf: Path, parts: list[Path], many: dict[int, dict], args, work: Path, expected: str, serial_cache: int
+) -> list[dict]:
+    """The last of ``parts`` appended to a store of the others, at -j 1 and -j WORKERS;
+    ``many``: indexing every part at once with as many workers (the ratios' base)."""
+    refs = work / f"{bcf.name}.append.vcz.json"
+    cache = work / f"{bcf.name}.append.cache"
+    subprocess.run(
+        [BIN / "vcfvirtual", "index", "--force", "--no-progress", "-o", refs, "--cache", cache, *parts[:-1]],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    saved = SavedStore(refs, cache, work / f"{bcf.name}.append.saved")
+    rows = []
+    for workers in many:
+        m = best_measured(
+            args.repeats, ["--append", "--no-progress", "-j", workers, "-o", refs, parts[-1]], saved.restore
+        )
+        same = store_checksum(refs) == expected
+        size = tree_bytes(cache)
+        rows.append(
+            dict(
+                cohort=bcf.name,
+                run=f"append 1 file to {len(parts) - 1}, -j {workers}",
+                m=m,
+                base=many[workers],
+                cache=size,
+                growth=size - serial_cache,
+                check="same values" if same else "VALUES DIFFER",
+            )
+        )
+    saved.restore()
     return rows
 
 
@@ -241,10 +310,13 @@ def table(rows) -> str:
             cells += [f"{m['worker_rss_mb']:.0f} MB" if m["workers"] else "-", f"{m['scratch'] / 1e6:.1f} MB"]
         else:
             cells += ["-"] * 6
-        cells += [f"{r['cache'] / 1e6:.1f} MB", r["check"]]
+        growth = f" ({r['growth'] / 1e6:+.2f} MB)" if "growth" in r else ""
+        cells += [f"{r['cache'] / 1e6:.1f} MB{growth}", r["check"]]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + (
-        "\n\nratios: to the serial one-file run (for vcf2zarr, to `vcfvirtual index -j` on the same files); "
+        "\n\nratios: to the serial one-file run (for vcf2zarr, to `vcfvirtual index -j` on the same files; for an "
+        "append, to indexing all the files again with as many workers, the `files, -j` rows); cache of an append: "
+        "the grown store's whole cache, and in brackets its bytes beyond the serial cache's; "
         "CPU: the caller's and its worker processes' (reaped children); caller CPU: the caller's share of it, and "
         "of what follows its start-up (importing vcfvirtual, numpy, zarr, VirtualiZarr: a fixed ~1.6 s here); "
         "scratch: the most bytes of working files seen beside the outputs (polled every 50 ms)."
