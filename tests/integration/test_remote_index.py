@@ -237,7 +237,7 @@ def test_force_over_a_cache_of_more_parts_leaves_only_the_new_ones(cohort_bcf, s
         storage_options=options,
     )
     vcfvirtual.index(cohort_bcf, workers=2, **outputs)
-    assert len(fs.ls(f"{bucket}/o/c.cache.columns")) == 4
+    assert len(fs.ls(f"{bucket}/o/c.cache.columns")) > 1
     vcfvirtual.index(cohort_bcf, workers=1, force=True, **outputs)
     fs.invalidate_cache()
     assert [p.rsplit("/", 1)[-1] for p in fs.ls(f"{bucket}/o/c.cache.columns")] == ["part-000000"]

@@ -266,3 +266,43 @@ def test_dask_workers_find_the_parts_folder_of_a_relative_cache(wide_bcf, tmp_pa
         positions = [rec.pos for rec in vf]
     group = zarr.open_group(vcfvirtual.open_store("w.json"), mode="r", zarr_format=2)
     assert group["variant_position"][:].tolist() == positions
+
+
+@pytest.fixture(scope="module")
+def three_contigs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("contigs")
+    vcf = bcfdata.random_cohort_vcf(1500, 30, seed=21, contigs=("chr1", "chr2", "chrX"))
+    return bcfdata.write_bcf(vcf, d / "c.bcf")
+
+
+def test_contigs_counted_by_the_index_need_no_counting_scan(three_contigs, tmp_path, caplog):
+    """A BCF of three contigs with its CSI index, -j 2: each contig one partition counted
+    by the index (no counting scan), the chunks straddling contigs; bio2zarr's values."""
+    refs = tmp_path / "c.vcz.json"
+    with caplog.at_level(logging.INFO, logger="vcfvirtual"):
+        vcfvirtual.index(
+            three_contigs, refs_path=refs, cache_path=tmp_path / "c.cache", variants_chunk_size=170, workers=2
+        )
+    assert "counted by their CSI indexes" in caplog.text
+    ref = bio2zarr_convert(three_contigs, tmp_path / "ref.vcz", 170)
+    assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False), ref)
+
+
+def test_an_index_that_counts_wrong_is_caught_and_the_file_counted(three_contigs, tmp_path, caplog):
+    """A CSI index of other records (newer than the BCF, same contigs): the task reading a
+    contig finds other counts, and the run counts by scanning; bio2zarr's values."""
+    import os
+    import shutil
+
+    bcf = shutil.copy(three_contigs, tmp_path / "c.bcf")
+    other = bcfdata.write_bcf(
+        bcfdata.random_cohort_vcf(900, 30, seed=5, contigs=("chr1", "chr2", "chrX")), tmp_path / "other.bcf"
+    )
+    shutil.copy(str(other) + ".csi", str(bcf) + ".csi")
+    os.utime(str(bcf) + ".csi", (os.path.getmtime(bcf) + 10,) * 2)
+    refs = tmp_path / "c.vcz.json"
+    with caplog.at_level(logging.WARNING, logger="vcfvirtual"):
+        vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "c.cache", variants_chunk_size=170, workers=2)
+    assert "counted by scanning them instead" in caplog.text
+    ref = bio2zarr_convert(three_contigs, tmp_path / "ref.vcz", 170)
+    assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False), ref)

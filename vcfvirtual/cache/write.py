@@ -17,7 +17,7 @@ from typing import Any
 
 from ..bcf.csi import RecordStart
 from ..bcf.header import BCFHeader
-from ..errors import CorruptBCFError
+from ..errors import CorruptBCFError, NotBCFError
 from ..io.outputs import temporary_name
 from ..io.remote import is_url
 from ..io.sources import StorageOptions
@@ -137,7 +137,7 @@ def write_cache_partitioned(
         if indexed is not None:
             try:
                 return stages.write(stages.indexed(indexed), tmp_cache)
-            except CorruptBCFError as e:  # a count the index got wrong: count by scanning
+            except (CorruptBCFError, NotBCFError) as e:  # the index was wrong: count by scanning
                 logger.warning("%s; the files are counted by scanning them instead", e)
         return stages.write(stages.counted(plan), tmp_cache)
 
