@@ -236,10 +236,12 @@ def main() -> None:
     "vcfvirtual relocate.",
 )
 @_workers_option(
-    "Processes that index in parallel: they scan the BCFs given, and parts of each "
-    "large BGZF BCF (cut at record starts its .csi index names, or found by a block "
-    "scan), then each writes parts of the columns cache (runs of whole variants "
-    "chunks). The arrays are the same as a serial run's."
+    "Processes that index in parallel. In the columns layout they count the records of "
+    "the BCFs given, in parts (each contig, when a .csi index counts them and none is "
+    "too large a share; else parts of at most 1 GiB cut at record starts the index "
+    "names, or found by a block scan), then each writes parts of the cache (runs of "
+    "whole variants chunks). The arrays are the same as a serial run's. Several BCFs "
+    "without -j are written in one pass."
 )
 @click.option(
     "--dask-scheduler",
