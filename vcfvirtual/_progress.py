@@ -15,20 +15,18 @@ _WIDTH = len("write parts")
 
 def byte_bar(phase: str, total: int, progress: bool | None) -> tqdm:
     """A bar over ``total`` bytes for ``phase``; ``progress`` None shows it only on a terminal."""
-    return tqdm(
-        total=total,
-        unit="B",
-        unit_scale=True,
-        desc=phase.ljust(_WIDTH),
-        disable=None if progress is None else not progress,
-    )
+    return _bar(phase, total, progress, "B")
 
 
 def record_bar(phase: str, total: int, progress: bool | None) -> tqdm:
     """A bar over ``total`` records for ``phase``."""
+    return _bar(phase, total, progress, " records")
+
+
+def _bar(phase: str, total: int, progress: bool | None, unit: str) -> tqdm:
     return tqdm(
         total=total,
-        unit=" records",
+        unit=unit,
         unit_scale=True,
         desc=phase.ljust(_WIDTH),
         disable=None if progress is None else not progress,

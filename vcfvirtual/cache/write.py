@@ -182,7 +182,7 @@ class _Stages:
         for p in partitions[1:]:
             if not p.n_records:  # no task reads it: its header is checked here
                 parallel.check_compatible([(self.paths[0], header), (p.path, read_header(p.path))])
-        return parallel.indexed_merge(header, partitions, self.chunking(header)[0])
+        return parallel.counted_merge(header, partitions, self.chunking(header)[0])
 
     def counted(self, plan: Callable[[str], list[RecordStart]] | None) -> Merged:
         """The first phase: partitions scanned and merged (counted only, for the columns

@@ -37,7 +37,7 @@ from ..io.remote import is_url
 from ..io.sources import StorageOptions, source_size
 from .kernel import new_stats, stats_keys
 from .partition import MAX_PARTITION_BYTES
-from .results import REGION_COLUMNS, PartitionScan, RecordCount, RecordSummary, ScanResult, fold_stats
+from .results import REGION_COLUMNS, PartitionScan, RecordSummary, ScanResult, fold_stats
 from .scanner import scan_partition
 
 if TYPE_CHECKING:
@@ -469,6 +469,15 @@ def check_compatible(headers: list[tuple[str, BCFHeader]]) -> None:
             )
 
 
+def _files_checked(scanned: list[Scanned]) -> dict[str, list[Scanned]]:
+    """Partition scans grouped by file, in order, the files' headers checked compatible."""
+    files: dict[str, list[Scanned]] = {}
+    for item in scanned:
+        files.setdefault(item[0].path, []).append(item)
+    check_compatible([(path, items[0][1].file_header) for path, items in files.items()])
+    return files
+
+
 def merge(scanned: list[Scanned], chunk_length: int, lead: int = 0) -> Merged:
     """Fold partition scans into what one serial scan of their records learns.
 
@@ -493,10 +502,7 @@ def merge(scanned: list[Scanned], chunk_length: int, lead: int = 0) -> Merged:
     HeaderError
         The files' headers are not compatible (:func:`check_compatible`).
     """
-    files: dict[str, list[Scanned]] = {}
-    for item in scanned:
-        files.setdefault(item[0].path, []).append(item)
-    check_compatible([(path, items[0][1].file_header) for path, items in files.items()])
+    files = _files_checked(scanned)
     first_scan = scanned[0][1]
     summary = RecordSummary(chunk_length, lead)
     first_path = scanned[0][0].path
@@ -600,23 +606,34 @@ def indexed_partitions(paths: Sequence[str], workers: int) -> list[CountedPartit
     return out
 
 
-def indexed_merge(header: BCFHeader, partitions: list[CountedPartition], chunk_length: int) -> Merged:
-    """The store's scan before its tasks run, from partitions counted by their indexes:
-    its records' number (the tasks learn the rest: :class:`~vcfvirtual.scan.results.RunFacts`)."""
+def counted_merge(
+    header: BCFHeader,
+    partitions: list[CountedPartition],
+    chunk_length: int,
+    *,
+    stream_size: int = 0,
+    compressed: bool = True,
+    has_eof_block: bool = True,
+) -> Merged:
+    """The store's scan before its tasks run, from partitions counted (by their indexes,
+    or by :func:`count_merge`'s first phase): its records' number. The tasks learn the
+    rest (:class:`~vcfvirtual.scan.results.RunFacts`). ``stream_size`` (0: not learnt),
+    ``compressed`` and ``has_eof_block`` are what the count saw; nothing past the tasks
+    reads them (a CSI index is of a BGZF file; the columns cache copies no block)."""
     n_keys = stats_keys(header)
     result = ScanResult(
         header=header,
-        stream_size=0,  # not learnt: nothing past the tasks reads it
+        stream_size=stream_size,
         chunk_length=chunk_length,
         num_records=sum(p.n_records for p in partitions),
-        chunk_offsets=np.empty(0, np.int64),
-        region_rows=np.empty((0, REGION_COLUMNS), np.int64),
+        chunk_offsets=np.empty(0, np.int64),  # not known here: the tasks find their chunks' records
+        region_rows=np.empty((0, REGION_COLUMNS), np.int64),  # made by the tasks
         pos_range=(0, 0),
         rlen_range=(0, 0),
         max_alleles=0,
         max_ploidy=0,
-        compressed=True,  # a CSI index is of a BGZF file
-        has_eof_block=True,  # not checked: the columns cache does not copy blocks
+        compressed=compressed,
+        has_eof_block=has_eof_block,
         info_stats=new_stats(n_keys),
         format_stats=new_stats(n_keys),
     )
@@ -624,50 +641,31 @@ def indexed_merge(header: BCFHeader, partitions: list[CountedPartition], chunk_l
 
 
 def count_merge(scanned: list[Scanned], chunk_length: int) -> Merged:
-    """Fold counted partition scans (``facts="counts"``) into the store's scan, but its
-    per-chunk summaries (made by the tasks that write the chunks), and the partitions in
-    record order: what the caller keeps grows with the partitions, not the records.
+    """Fold counted partition scans (``facts="counts"``: records hopped over, only
+    counted) into the partitions in record order, and the store's scan but what its tasks
+    learn (:func:`counted_merge`): what the caller keeps grows with the partitions, not
+    the records.
 
     Raises
     ------
     HeaderError
         The files' headers are not compatible (:func:`check_compatible`).
     """
-    files: dict[str, list[Scanned]] = {}
-    for item in scanned:
-        files.setdefault(item[0].path, []).append(item)
-    check_compatible([(path, items[0][1].file_header) for path, items in files.items()])
-    first_scan = scanned[0][1]
-    info_stats = new_stats(first_scan.info_stats.shape[0])
-    format_stats = new_stats(first_scan.format_stats.shape[0])
-    totals = RecordCount()
+    files = _files_checked(scanned)
     partitions: list[CountedPartition] = []
-    stream_size = first_scan.file_header.size
+    first_index = 0
     for part, scan, _ in scanned:
-        counts = scan.counts
-        assert counts is not None and scan.first_record is not None, "count_merge() takes counted scans"
+        assert scan.counts is not None and scan.first_record is not None, "count_merge() takes counted scans"
         partitions.append(
-            CountedPartition(part.path, scan.first_record, part.end, totals.num_records, counts.num_records)
+            CountedPartition(part.path, scan.first_record, part.end, first_index, scan.counts.num_records)
         )
-        totals.fold(counts)
-        stream_size += scan.stream_length
-        fold_stats(info_stats, scan.info_stats)
-        fold_stats(format_stats, scan.format_stats)
-    folded = totals.counts()
-    result = ScanResult(
-        header=first_scan.file_header,
-        stream_size=stream_size,
-        chunk_length=chunk_length,
-        num_records=folded.num_records,
-        chunk_offsets=np.empty(0, np.int64),  # not known here: the tasks find their chunks' records
-        region_rows=np.empty((0, REGION_COLUMNS), np.int64),  # made by the tasks
-        pos_range=folded.pos_range,
-        rlen_range=folded.rlen_range,
-        max_alleles=folded.max_alleles,
-        max_ploidy=folded.max_ploidy,
+        first_index += scan.counts.num_records
+    header = scanned[0][1].file_header
+    return counted_merge(
+        header,
+        partitions,
+        chunk_length,
+        stream_size=header.size + sum(scan.stream_length for _, scan, _ in scanned),
         compressed=all(scan.compressed for _, scan, _ in scanned),
         has_eof_block=all(items[-1][1].has_eof_block for items in files.values()),
-        info_stats=info_stats,
-        format_stats=format_stats,
     )
-    return Merged(result, [], [], partitions)

@@ -178,10 +178,10 @@ class RecordCollector:
 
 
 class RecordCount:
-    """Folds per-record facts into what does not depend on where the records are in the
-    store: their number and the ranges that size dtypes and dimensions. What a partition's
-    first phase hands back when the tasks that write the cache make the per-chunk
-    summaries themselves (the columns layout): a few numbers, whatever its records."""
+    """Records counted, and the ranges that size dtypes and dimensions as folded from
+    other counts (:meth:`fold`). A partition's first phase counts its records only (the
+    columns layout: the tasks that write them learn their ranges, :class:`RunFacts`), so
+    it hands back a few numbers, whatever its records."""
 
     def __init__(self) -> None:
         self.num_records = 0
@@ -191,16 +191,9 @@ class RecordCount:
         self.max_ploidy = 0
 
     def add(self, *columns: np.ndarray) -> None:
-        """Fold the next records' facts (as :meth:`RecordSummary.add` takes them)."""
-        _, _, pos, rlen, n_allele, ploidy = columns
-        if not pos.shape[0]:
-            return
-        self.num_records += pos.shape[0]
-        pos1 = pos.astype(np.int64) + 1
-        self.pos_range = (min(self.pos_range[0], int(pos1.min())), max(self.pos_range[1], int(pos1.max())))
-        self.rlen_range = (min(self.rlen_range[0], int(rlen.min())), max(self.rlen_range[1], int(rlen.max())))
-        self.max_alleles = max(self.max_alleles, int(n_allele.max()))
-        self.max_ploidy = max(self.max_ploidy, int(ploidy.max()))
+        """Count the next records (given as :meth:`RecordSummary.add` takes them; the
+        counting scan hops over records and adds to ``num_records`` itself)."""
+        self.num_records += columns[0].shape[0]
 
     def fold(self, counts: RecordCounts) -> None:
         """Fold in another partition's counts."""
