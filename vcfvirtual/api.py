@@ -372,10 +372,10 @@ def _append(
         appended=int(scan.num_records),
     )
     logger.info("%s: appended; %d parts, %d new", plan.refs_path, summary.cache_parts, len(new_parts))
-    registry = storage.object_store_registry(store.cache_url, options.storage_options)
-    return ManifestStore(
-        group, registry=local_registry() if store.cache_url.startswith("file://") else registry
-    ), summary
+    url = store.cache_url
+    local = url.startswith("file://")
+    registry = local_registry() if local else storage.object_store_registry(url, options.storage_options)
+    return ManifestStore(group, registry=registry), summary
 
 
 def _existing_store(plan: AppendPlan) -> append.ExistingStore:
@@ -415,17 +415,10 @@ def _grown_group(
     """The grown store's arrays and attributes: the old sources and parts, then the new."""
     grown = append.grown_scan(store, scan)
     old = store.provenance
-    sources = [
-        *old.sources,
-        *(
-            RecordedSource(p if storage.is_url(p) else os.path.abspath(p), f)
-            for p, f in zip(map(str, plan.sources), plan.fingerprints)
-        ),
-    ]
-    new_parts = tuple(RecordedPart(n, f) for n, f in zip(ranges.parts, ranges.part_fingerprints, strict=True))
-    cache = RecordedCache.of_parts(old.cache.url, "columns", old.cache.parts + new_parts)
+    sources = (*old.sources, *_recorded_sources(plan))
+    cache = RecordedCache.of_parts(old.cache.url, "columns", old.cache.parts + _recorded_parts(ranges))
     provenance = dataclasses.replace(
-        old, sources=tuple(sources), cache=cache, variants_chunk_size=store_chunk_length(grown), dimensions=None
+        old, sources=sources, cache=cache, variants_chunk_size=store_chunk_length(grown), dimensions=None
     )
     return build_store_group(
         grown,
@@ -688,17 +681,26 @@ def _refuse_changed_sources(plan: IndexPlan | AppendPlan) -> None:
             )
 
 
+def _recorded_sources(plan: IndexPlan | AppendPlan) -> tuple[RecordedSource, ...]:
+    """The run's inputs as the store records them: URLs as given, paths made absolute."""
+    return tuple(
+        RecordedSource(p if storage.is_url(p) else os.path.abspath(p), f)
+        for p, f in zip(map(str, plan.sources), plan.fingerprints)
+    )
+
+
+def _recorded_parts(ranges: SegmentRanges) -> tuple[RecordedPart, ...]:
+    """The parts written, each with the fingerprint whoever wrote it took (a task, or
+    this process for a serial run)."""
+    return tuple(RecordedPart(n, f) for n, f in zip(ranges.parts, ranges.part_fingerprints, strict=True))
+
+
 def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: CacheTarget, ranges: CacheRanges) -> Provenance:
     """The store's record of its sources and of the cache just written (fingerprinted
     under its temporary name: the rename keeps its contents and mtime)."""
-    sources = [
-        RecordedSource(p if storage.is_url(p) else os.path.abspath(p), f)
-        for p, f in zip(map(str, plan.sources), plan.fingerprints)
-    ]
+    sources = _recorded_sources(plan)
     if isinstance(ranges, SegmentRanges):  # a folder of parts, each fingerprinted
-        # Taken by whoever wrote each part (a task, or this process for a serial run).
-        parts = tuple(RecordedPart(n, f) for n, f in zip(ranges.parts, ranges.part_fingerprints, strict=True))
-        cache = RecordedCache.of_parts(plan.cache_location, plan.cache_layout, parts)
+        cache = RecordedCache.of_parts(plan.cache_location, plan.cache_layout, _recorded_parts(ranges))
     else:
         cache = RecordedCache(plan.cache_location, plan.cache_layout, Fingerprint.of(local_target(tmp_cache)))
     return store_provenance(

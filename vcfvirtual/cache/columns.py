@@ -31,7 +31,7 @@ from .._progress import byte_bar, phase, record_bar
 from ..bcf.csi import RecordStart
 from ..bcf.fields import EVERY_FIELD, FieldChoice, map_fields
 from ..bcf.header import BCFHeader
-from ..errors import CorruptBCFError, VcfVirtualError
+from ..errors import CorruptBCFError, StaleCacheError, VcfVirtualError
 from ..io.outputs import COLUMNS_CACHE_MAGIC, COLUMNS_CACHE_SUFFIX
 from ..io.sources import StorageOptions, source_size
 from ..scan.kernel import new_stats, stats_keys
@@ -314,6 +314,23 @@ class ColumnsWriter:
             raise VcfVirtualError(self.path, f"the store's last chunk and the new records differ in segments {missing}")
         return {index[key]: columns_join.read_payload(seg, records, storage_options) for key, seg in found.items()}
 
+    def _joined(self, data: dict[int, np.ndarray], n: int) -> dict[int, np.ndarray]:
+        """Each segment of the store's partial chunk joined to the same segment of the
+        ``n`` records that complete it. A stored segment whose columns do not hold its
+        records (its CRC32 and length passed: a cache made to pass them) is refused."""
+        plan, lead = self.plan, self.lead
+        assert plan is not None and lead is not None
+        self.lead = None
+        try:
+            return {
+                s: columns_join.join_payloads(plan.segments[s][2], lead[s], self.lead_records, d, n)
+                for s, d in data.items()
+            }
+        except ValueError as e:
+            raise StaleCacheError(
+                self.path, f"the store's last chunk cannot be completed: {e}", hint="index the files again"
+            ) from None
+
     def _chunk_records(self) -> int:
         """Records of the next chunk to emit: the first completes a stored partial chunk."""
         return self.chunk_length - self.lead_records if self.lead is not None else self.chunk_length
@@ -429,11 +446,7 @@ class ColumnsWriter:
         n = offsets.shape[0]
         data = {s: segs[bounds[s] : bounds[s + 1]] for s in plan.write_order}
         if self.lead is not None:  # the store's partial chunk, completed by these records
-            lead, self.lead = self.lead, None
-            data = {
-                s: columns_join.join_payloads(plan.segments[s][2], lead[s], self.lead_records, d, n)
-                for s, d in data.items()
-            }
+            data = self._joined(data, n)
             n += self.lead_records
         self.in_flight = [
             (s, self.pool.submit(_encode, (data[s], *_job(plan.segments[s], n)))) for s in plan.write_order

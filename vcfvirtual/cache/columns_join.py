@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
+from vcfvirtual_codec.checks import inflate_limit
 
 from ..errors import StaleCacheError
 from ..io.parts import part_url
@@ -87,12 +88,21 @@ def payload_of(data: bytes, segment: StoredSegment, records: int) -> np.ndarray:
     head, frame = data[: PREAMBLE.size - 4], data[PREAMBLE.size :]
     if codec_columns.segment_crc(head, frame) != crc:
         raise stale("it fails its CRC32")
+    # Nothing is allocated past what the compressed bytes can honestly stand for, and the
+    # frame must decompress to exactly the preamble's length (as the codec decodes it).
+    body = np.frombuffer(frame, np.uint8)
+    if length > inflate_limit(body.shape[0]):
+        raise stale(f"its preamble claims {length} bytes from {body.shape[0]} compressed; refusing to allocate")
+    declared = (
+        codec_columns.zstd_content_size(body) if segment.compressor == "zstd" else codec_columns.blosc_sizes(body)[0]
+    )
+    if declared != length:
+        raise stale(f"its frame declares {declared} bytes, its preamble {length} ({where})")
+    raw = np.empty(length, np.uint8)
     try:
-        raw = np.frombuffer(_DECODERS[segment.compressor].decode(frame), np.uint8)
+        _DECODERS[segment.compressor].decode(body, raw)
     except (RuntimeError, ValueError, KeyError) as e:
-        raise stale(f"it does not decompress ({e})") from None
-    if raw.shape[0] != length:
-        raise stale(f"it decompresses to {raw.shape[0]} bytes, its preamble says {length} ({where})")
+        raise stale(f"it does not decompress to its length ({e})") from None
     return raw
 
 

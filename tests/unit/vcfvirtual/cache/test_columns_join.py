@@ -84,3 +84,21 @@ def test_a_segment_of_another_kind_is_refused():
     data, segment = _stored(_i32(1), 1, kind=KIND["contig"])
     with pytest.raises(StaleCacheError, match="preamble"):
         payload_of(data, segment, 1)
+
+
+def test_a_preamble_claiming_more_than_its_frame_can_hold_is_refused_before_allocating():
+    """A segment made to pass its CRC32 (sealed as the index seals one) whose preamble
+    claims 2^40 bytes from a few compressed ones: refused, nothing of that size made."""
+    frame = Zstd(level=1).encode(_i32(1, 2, 3))
+    data = codec_columns.seal_segment(KIND["position"], 0, -1, 3, 0, 1, 1 << 40, frame)
+    segment = StoredSegment("position", 0, "part-000000", 0, len(data), KIND["position"], -1, 1, False, "zstd")
+    with pytest.raises(StaleCacheError, match="refusing to allocate"):
+        payload_of(data, segment, 3)
+
+
+def test_a_preamble_length_other_than_the_frames_is_refused():
+    frame = Zstd(level=1).encode(_i32(1, 2, 3))
+    data = codec_columns.seal_segment(KIND["position"], 0, -1, 3, 0, 1, 8, frame)  # the frame holds 12
+    segment = StoredSegment("position", 0, "part-000000", 0, len(data), KIND["position"], -1, 1, False, "zstd")
+    with pytest.raises(StaleCacheError, match="frame declares 12 bytes, its preamble 8"):
+        payload_of(data, segment, 3)
