@@ -791,15 +791,16 @@ def _scan_files(
     """Each file's records, from its first, to ``writer`` (as one stream) and ``summary``."""
     sink = parts.PartSink(writer, 0, EVERY_RECORD)
     scans = []
-    bar = byte_bar("scan", sum(source_size(p, files.storage_options) for p in files.paths), files.progress)
+    sizes = [source_size(p, files.storage_options) for p in files.paths]  # a request each for a URL
+    bar = byte_bar("scan", sum(sizes), files.progress)
     try:
-        for path, header, first in headers:
+        for (path, header, first), size in zip(headers, sizes, strict=True):
             scanned = scan_partition(
                 path, first, None, sink=sink, storage_options=files.storage_options, header=header, facts=summary
             )
             sink.shift += scanned.stream_length
             scans.append(scanned)
-            bar.update(source_size(path, files.storage_options))
+            bar.update(size)
     finally:
         bar.close()
     return scans
