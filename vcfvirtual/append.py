@@ -40,7 +40,7 @@ from .errors import VcfVirtualError
 from .manifests.provenance import Provenance, RecordedScan
 from .manifests.vcf_zarr import segment_of
 from .refs.formats import RefsFormat
-from .scan.results import REGION_COLUMNS, ScanResult
+from .scan.results import REGION_COLUMNS, ScanResult, continue_rows, fold_stats
 
 APPEND_HINT = "index every file again into a new store (vcfvirtual index A.bcf B.bcf -o NEW.vcz.json)"
 
@@ -266,15 +266,8 @@ def grown_scan(store: ExistingStore, new: ScanResult) -> ScanResult:
     first_chunk = old.records // old.chunk_length
     rows = new.region_rows.copy()
     rows[:, 0] += first_chunk
-    old_rows = store.region_rows
-    if rows.shape[0] and old_rows.shape[0] and tuple(old_rows[-1, :2]) == tuple(rows[0, :2]):
-        # The old partial chunk's last contig run goes on in the new records: one row.
-        joined = old_rows[-1].copy()
-        joined[3] = rows[0, 3]
-        joined[4] = max(joined[4], rows[0, 4])
-        joined[5] += rows[0, 5]
-        old_rows = np.concatenate([old_rows[:-1], joined[None]])
-        rows = rows[1:]
+    # The old partial chunk's last contig run may go on in the new records: one row.
+    old_rows, rows = continue_rows(store.region_rows, rows)
     both = new.num_records and old.records
 
     def span(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
@@ -285,7 +278,7 @@ def grown_scan(store: ExistingStore, new: ScanResult) -> ScanResult:
         header=store.header,
         chunk_length=old.chunk_length,
         num_records=old.records + new.num_records,
-        # Stream offsets of the new records' chunks only: nothing past the cache's writers reads them.
+        # (chunk_offsets stay the new scan's: nothing past the cache's writers reads them.)
         region_rows=np.concatenate([old_rows, rows]),
         pos_range=span(old.pos_range, new.pos_range),
         rlen_range=span(old.rlen_range, new.rlen_range),
@@ -301,11 +294,7 @@ def _folded(old: tuple[tuple[int, int, int], ...], new: np.ndarray) -> np.ndarra
     out = np.array(old, np.int64).reshape(-1, 3)
     if out.shape[0] < new.shape[0]:
         raise ValueError("the new files declare keys the store's header does not")
-    out = out.copy()
-    n = new.shape[0]
-    out[:n, 0] = np.maximum(out[:n, 0], new[:, 0])
-    out[:n, 1] = np.minimum(out[:n, 1], new[:, 1])
-    out[:n, 2] = np.maximum(out[:n, 2], new[:, 2])
+    fold_stats(out, new)
     return out
 
 

@@ -102,16 +102,8 @@ class RecordSummary:
             ],
             axis=1,
         )
-        if self.region_rows:
-            prev = self.region_rows[-1]
-            if prev[-1, 0] == rows[0, 0] and prev[-1, 1] == rows[0, 1]:
-                # The batch continues the previous batch's last run: one row, not two.
-                merged = prev[-1].copy()
-                merged[3] = rows[0, 3]
-                merged[4] = max(merged[4], rows[0, 4])
-                merged[5] += rows[0, 5]
-                self.region_rows[-1] = np.concatenate([prev[:-1], merged[None]])
-                rows = rows[1:]
+        if self.region_rows:  # the batch may continue the previous batch's last run
+            self.region_rows[-1], rows = continue_rows(self.region_rows[-1], rows)
         if rows.shape[0]:
             self.region_rows.append(rows)
 
@@ -142,6 +134,19 @@ class RecordSummary:
             max_alleles=self.max_alleles,
             max_ploidy=self.max_ploidy,
         )
+
+
+def continue_rows(before: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Region rows that follow ``before``'s records: when the first continues the last
+    row's (chunk, contig) run, the two are one row (the later last POS, the larger
+    end, both counts), in ``before``; (``before``, the rows left)."""
+    if not (before.shape[0] and rows.shape[0]) or tuple(before[-1, :2]) != tuple(rows[0, :2]):
+        return before, rows
+    merged = before[-1].copy()
+    merged[3] = rows[0, 3]
+    merged[4] = max(merged[4], rows[0, 4])
+    merged[5] += rows[0, 5]
+    return np.concatenate([before[:-1], merged[None]]), rows[1:]
 
 
 class RecordCollector:
