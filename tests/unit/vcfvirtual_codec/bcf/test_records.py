@@ -184,3 +184,12 @@ def test_error_codes_are_distinct_and_each_has_a_text():
     assert len(set(codes.values())) == len(codes)
     assert set(R.ERROR_TEXT) == set(codes.values())
     assert R.OK == 0 and R.OK not in R.ERROR_TEXT
+
+
+def test_compiled_constants_are_the_python_tables():
+    """The kernels are compiled with bcf.pxd's constants; an error code read in Python
+    must mean what the kernel meant (one number, one meaning)."""
+    from vcfvirtual_codec._kernels import records as compiled
+
+    for name, value in compiled.constants().items():
+        assert getattr(R, name) == value, name
