@@ -5,17 +5,15 @@ waits for a compiler. A source install needs a C compiler (as numcodecs' does); 
 wheels carry the built modules.
 """
 
+from pathlib import Path
+
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-KERNELS = ["records"]
+KERNELS = Path("vcfvirtual_codec/_kernels")
 
 extensions = [
-    Extension(
-        f"vcfvirtual_codec._kernels.{name}",
-        [f"vcfvirtual_codec/_kernels/{name}.pyx"],
-    )
-    for name in KERNELS
+    Extension(f"vcfvirtual_codec._kernels.{pyx.stem}", [str(pyx)]) for pyx in sorted(KERNELS.glob("*.pyx"))
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives={"language_level": "3"}))
