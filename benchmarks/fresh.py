@@ -253,13 +253,12 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
 
     def _reply(self, body_too: bool) -> None:
         status, body, headers = self._answer()
-        self.send_response(status)
         headers |= {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}
         headers["Content-Length"] = str(len(body))
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self._headers_buffer.append(b"\r\n" + (body if body_too else b""))
-        self.flush_headers()  # the status, headers and body in one write
+        lines = [f"{self.protocol_version} {status} {self.responses[status][0]}"]
+        lines += [f"{key}: {value}" for key, value in headers.items()]
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        self.wfile.write(head + (body if body_too else b""))  # status, headers, body: one write
 
     def do_GET(self) -> None:
         self._reply(body_too=True)
@@ -430,6 +429,11 @@ READS = [
 ]
 
 
+def read_in(op: str, how: str, store: str, extra: dict) -> Callable[[], Run]:
+    """A fresh-process read to run later (each pair calls it again)."""
+    return lambda: run_read(op, how, store, extra)
+
+
 def build_rows(args, refs: Path, theirs: Path, bcf: Path, server: Server | None) -> list[Row]:
     region = args.region or middle_megabase(refs)
     extra = {"warm": not args.no_warm, "region": region, "benchmarks": str(HERE)}
@@ -437,21 +441,20 @@ def build_rows(args, refs: Path, theirs: Path, bcf: Path, server: Server | None)
     for label, op, how, vs in READS:
         if args.only and op not in args.only:
             continue
-        ours_store = str(refs)
+        ours_store, theirs_store = str(refs), str(theirs)
         if how == "http":
             if server is None:
                 continue
-            ours_store, how = f"{server.url}/ours.vcz.json", "open_store"
-        ours = lambda op=op, how=how, s=ours_store: run_read(op, how, s, extra)  # noqa: E731
-        if vs == "bio2zarr":
-            other = lambda op=op: run_read(op, "dir", str(theirs), extra)  # noqa: E731
-        elif vs == "bio2zarr over HTTP":
-            other = lambda op=op: run_read(op, "dir", f"{server.url}/bio2zarr.vcz", extra)  # noqa: E731
+            ours_store, how, theirs_store = f"{server.url}/ours.vcz.json", "open_store", f"{server.url}/bio2zarr.vcz"
+        if vs.startswith("bio2zarr"):
+            other = read_in(op, "dir", theirs_store, extra)
         elif vs.startswith("bcftools view"):
             other = bcftools_region(indexed_copy(bcf, args.workdir), region)
         else:
             other = bcftools_afdist(bcf)
-        rows.append(Row(label + (f" {region}" if op == "region" else ""), ours, other, vs))
+        rows.append(
+            Row(label + (f" {region}" if op == "region" else ""), read_in(op, how, ours_store, extra), other, vs)
+        )
     return rows
 
 
