@@ -118,12 +118,14 @@ import numpy as np
 a = np.ascontiguousarray(value)
 checksum = f"{a.dtype.name}{list(a.shape)}:{zlib.crc32(a.view(np.uint8).reshape(-1)) if a.size else 0:08x}"
 check = (time.perf_counter() - t, time.process_time() - c)
+rows = int(a.shape[0]) if a.ndim else 0
+del value, a  # a whole call_genotype of C is GBs: not two at once
 warm = (0.0, 0.0)
 if extra.get("warm"):
     t, c = time.perf_counter(), time.process_time()
     OPS[op]()
     warm = (time.perf_counter() - t, time.process_time() - c)
-print(json.dumps({"checksum": checksum, "rows": int(a.shape[0]) if a.ndim else 0, "check": check, "warm": warm}))
+print(json.dumps({"checksum": checksum, "rows": rows, "check": check, "warm": warm}))
 """
 
 
