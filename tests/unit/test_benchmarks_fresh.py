@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pysam
 import pytest
+import zarr
 
 import vcfvirtual
 
@@ -133,3 +134,20 @@ def test_wide_info_cohort_as_htslib_reads_it(tmp_path):
     assert wide_info.query_checksum(text) == (expected, len(records))
     assert all(len(r.info) > 20 for r in records)  # most fields set, some left out
     assert any(len(r.info) < 41 for r in records)
+
+
+def test_index_profile_probes_every_stage_and_changes_nothing(cohort_bcf, tmp_path):
+    # A probe whose function moved would leave its stage empty: the code and the probes
+    # must move together. The wrapped run must still write the store pysam agrees with.
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import index_profile
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    got = index_profile.index_run(cohort_bcf, tmp_path, index_profile.PROBES, [])
+    assert got["missing"] == []
+    assert set(got["stages"]) == set(index_profile.STAGES)
+    refs = tmp_path / (cohort_bcf.name + ".profile.vcz.json")
+    group = zarr.open_group(vcfvirtual.open_store(refs), mode="r", zarr_format=2)
+    with pysam.VariantFile(str(cohort_bcf)) as vf:
+        assert group["variant_position"][:].tolist() == [r.pos for r in vf]
