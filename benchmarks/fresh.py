@@ -324,9 +324,12 @@ def their_store(bcf: Path, work: Path, given: Path | None) -> Path:
     if given is not None:
         return given
     store = work / (bcf.name + ".bio2zarr.vcz")
-    if not (store / ".zmetadata").exists() and not (store / "zarr.json").exists():
+    # A finished conversion leaves a note beside it (bench.py's leaves its .seconds).
+    done = [store.with_name(store.name + suffix) for suffix in (".done", ".seconds")]
+    if not any(note.exists() for note in done):
         shutil.rmtree(store, ignore_errors=True)
         subprocess.run([str(BIN / "vcf2zarr"), "convert", "--force", str(bcf), str(store)], check=True)
+        done[0].write_text("converted by benchmarks/fresh.py\n")
     return store
 
 
