@@ -146,7 +146,12 @@ def bcftools_query(bcf: Path, field: str):
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, required=True, help="where the cohort and stores are kept")
-    parser.add_argument("--length", type=float, default=1.6e8, help="contig length in bp; the default gives > 300,000 sites (%(default)g)")
+    parser.add_argument(
+        "--length",
+        type=float,
+        default=1.6e8,
+        help="contig length in bp; the default gives > 300,000 sites (%(default)g)",
+    )
     parser.add_argument("--pairs", type=int, default=3, help="ours/theirs pairs; medians (default 3)")
     parser.add_argument("--no-bio2zarr", action="store_true", help="only against bcftools query")
     parser.add_argument("--make-only", action="store_true", help="write the cohort, print its path, stop")
