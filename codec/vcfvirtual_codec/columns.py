@@ -61,6 +61,7 @@ from .checks import (
 from .errors import ChunkDecodeError
 from .local_alleles import decode_local_columns
 from .scratch import Scratch
+from .segment_transforms import undo_position_deltas
 from .spec import LOCAL_KINDS, ChunkSpec
 
 if TYPE_CHECKING:
@@ -71,8 +72,12 @@ if TYPE_CHECKING:
 # the block (1 outside FORMAT), decompressed length, then the zlib CRC32 of the
 # preamble's other 32 bytes followed by the compressed frame (:func:`segment_crc`).
 # The magic is the segment format's version: "VVS1" segments (an older vcfvirtual's)
-# carried the CRC32 of the decompressed bytes and are refused, not misread.
-MAGIC = b"VVS2"
+# carried the CRC32 of the decompressed bytes and are refused, not misread. "VVS3" adds
+# the transforms a flag names (FLAG_POSITION_DELTA): a "VVS2" segment is read as before
+# (it has none), while a reader of "VVS2" alone refuses a "VVS3" segment by its magic
+# rather than misread transformed bytes.
+MAGIC = b"VVS3"
+READ_MAGICS = (b"VVS2", MAGIC)
 OLD_MAGICS = {b"VVS1": "its CRC32 covers the decompressed bytes"}
 PREAMBLE = struct.Struct("<4sBBHiIIIQI")
 # The preamble without its CRC: what the CRC covers ahead of the frame.
@@ -86,6 +91,9 @@ FLAG_GT_ALL_PHASED = 2
 FLAG_GT_NONE_PHASED = 4
 GT_FLAGS = FLAG_GT_SHIFT | FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED
 GT_SHIFT = 2
+# A position segment stored as its differences' byte planes (segment_transforms.py),
+# undone right after decompression ("VVS3" segments only).
+FLAG_POSITION_DELTA = 8
 SEGMENT_KINDS = {
     "contig": 0,
     "position": 1,
@@ -647,8 +655,13 @@ class _Segment:
                 f"{MAGIC!r}: index the BCF again to rewrite the cache",
                 0,
             )
-        if magic != MAGIC:
-            raise _refuse(spec, f"segment magic is {magic!r}, expected {MAGIC!r}", 0)
+        if magic not in READ_MAGICS:
+            raise _refuse(
+                spec,
+                f"segment magic is {magic!r}, this reader reads {b' and '.join(READ_MAGICS)!r} (a cache "
+                "written by a newer vcfvirtual needs that version to read it)",
+                0,
+            )
         if kind != SEGMENT_KINDS[segment] or key != want_key:
             raise _refuse(
                 spec,
@@ -658,9 +671,12 @@ class _Segment:
             )
         is_gt = spec.kind.startswith("genotype")
         both = FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED
+        allowed = GT_FLAGS if is_gt else 0
+        if segment == "position" and magic == MAGIC:
+            allowed = FLAG_POSITION_DELTA
         if (
-            self.flags & ~GT_FLAGS
-            or (not is_gt and (self.flags or pad))
+            self.flags & ~allowed
+            or (not is_gt and pad)
             or self.flags & both == both
             or pad > spec.ploidy
         ):
@@ -822,6 +838,10 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         codec.decode(body, out)
     except (RuntimeError, ValueError) as e:
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
+    if seg.flags & FLAG_POSITION_DELTA:
+        if seg.length != 4 * seg.records:
+            raise _refuse(spec, f"a positions segment of {seg.records} records holds {seg.length} bytes", 24)
+        undo_position_deltas(out)
 
 
 def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:
