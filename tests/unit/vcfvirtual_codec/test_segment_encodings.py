@@ -1,0 +1,236 @@
+"""The columns segments' encodings of issue 24: GT blocks as Blosc Zstd bit-shuffled over
+large blocks, positions as their differences' byte planes (segment format "VVS3", flag 8).
+
+Oracles: byte planes written out by hand here; bio2zarr converting the same BCF and
+pysam reading it, for stores whose records reach the encodings' edges (a contig's
+positions falling back, the largest position, one record, missing, mixed ploidy and
+all-missing calls); "VVS2" segments as the writer before wrote them (plain positions,
+Blosc lz4), which must still decode. Crafted segments that lie are typed refusals.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pysam
+import pytest
+import xarray as xr
+from numcodecs import Blosc, Zstd
+from vcfvirtual_codec.codec import BCFRecordsCodec
+from vcfvirtual_codec.columns import FLAG_POSITION_DELTA, PREAMBLE
+from vcfvirtual_codec.errors import ChunkDecodeError
+from vcfvirtual_codec.segment_transforms import position_deltas, undo_position_deltas
+
+import vcfvirtual
+
+from ... import bcfdata
+from ...conftest import assert_matches_bio2zarr, bio2zarr_convert
+
+PREAMBLE_HEAD = struct.Struct("<4sBBHiIIIQ")
+POSITION_KIND, CONTIG_KIND, FORMAT_KIND = 1, 0, 8
+BLOSC_ZSTD = 4  # c-blosc's format code of Zstd, bits 5-7 of a frame's flags byte
+
+
+def hand_planes(values: list[int]) -> bytes:
+    """Flag 8's bytes, by the format's words: each value minus the one before (the first
+    minus 0) modulo 2^32; byte k of record i at k * n + i."""
+    n = len(values)
+    steps = [(v - (values[i - 1] if i else 0)) % (1 << 32) for i, v in enumerate(values)]
+    out = bytearray(4 * n)
+    for i, step in enumerate(steps):
+        for k in range(4):
+            out[k * n + i] = (step >> (8 * k)) & 0xFF
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [99, 104, 2, 2**31 - 1, 0],  # a new contig falls back; the largest int32; back to 0
+        [7],  # one record
+        [],  # no records
+        [5, 5, 5],  # one position repeated (several records at one POS)
+    ],
+)
+def test_position_planes_are_the_formats(values):
+    raw = np.array(values, "<i4").view(np.uint8)
+    planes = position_deltas(raw)
+    assert planes.tobytes() == hand_planes(values)
+    back = planes.copy()
+    undo_position_deltas(back)
+    assert back.view("<i4").tolist() == values
+
+
+def test_a_positions_segment_of_no_whole_records_is_refused():
+    with pytest.raises(ValueError, match="4 bytes a record"):
+        position_deltas(np.zeros(7, np.uint8))
+    with pytest.raises(ValueError, match="4 bytes a record"):
+        undo_position_deltas(np.zeros(7, np.uint8))
+
+
+# --- whole stores against bio2zarr and pysam ---------------------------------------------
+
+HEADER = bcfdata.HEADER
+EDGE_RECORDS = [
+    # Missing calls, a haploid call beside diploid ones (mixed ploidy), phased and not.
+    "chr1\t1\trs1\tA\tT\t30\tPASS\t.\tGT\t0|1\t./.\t1",
+    "chr1\t1\t.\tA\tC\t.\t.\t.\tGT\t0/0\t1/1\t0|0",  # the same position again
+    "chr1\t500000000\t.\tG\tT\t1\t.\t.\tGT\t./.\t./.\t./.",  # all calls missing; a large step (CSI indexes reach 2^29)
+    "chr2\t10\t.\tT\tC,G\t2\tq10\t.\tGT\t2|1\t0/2\t.",  # a smaller position on the next contig
+    # (A record whose calls are all a haploid missing "." is left out: its
+    # call_genotype_phased differs from bio2zarr's before and after issue 24's encodings.)
+    "chr2\t11\t.\tT\tC\t2\t.\t.\tGT\t0\t.\t1/.",  # haploid and diploid, some missing
+]
+
+
+@pytest.fixture(scope="module")
+def edge_bcf(tmp_path_factory):
+    d = tmp_path_factory.mktemp("encodings")
+    return bcfdata.write_bcf(bcfdata.vcf_text(EDGE_RECORDS, header=HEADER), d / "edges.bcf")
+
+
+@pytest.mark.parametrize("chunk_length", [1, 2, 1000])  # one record a chunk; a partial last chunk; one chunk
+def test_edge_records_match_bio2zarr(edge_bcf, tmp_path, chunk_length):
+    refs = tmp_path / "s.vcz.json"
+    vcfvirtual.index(
+        edge_bcf, refs_path=refs, cache_path=tmp_path / "s.cache", cache_layout="columns",
+        variants_chunk_size=chunk_length,
+    )  # fmt: skip
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    ref = bio2zarr_convert(edge_bcf, tmp_path / "b.vcz", chunk_length)
+    assert_matches_bio2zarr(ds, ref)
+    records = list(pysam.VariantFile(str(edge_bcf)))
+    assert ds.variant_position.values.tolist() == [r.pos for r in records]
+
+
+def test_one_record_store_matches_pysam(tmp_path):
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(EDGE_RECORDS[2:3], header=HEADER), tmp_path / "one.bcf")
+    refs = tmp_path / "one.vcz.json"
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "one.cache", cache_layout="columns")
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    record = next(iter(pysam.VariantFile(str(bcf))))
+    assert ds.variant_position.values.tolist() == [record.pos]
+    assert ds.call_genotype.values.tolist() == [[[-1, -1]] * 3]
+    assert ds.call_genotype_mask.values.all()
+
+
+def stored_segments(refs, array: str) -> list[bytes]:
+    """The byte ranges the references give ``array``'s chunks."""
+    import json
+
+    doc = json.loads(refs.read_text())
+    out = []
+    for key, (url, offset, length) in sorted(
+        (k, v) for k, v in doc["refs"].items() if k.startswith(array + "/") and isinstance(v, list)
+    ):
+        path = url.replace("{{cache}}", doc["templates"]["cache"]).removeprefix("file://")
+        with open(path, "rb") as f:
+            f.seek(offset)
+            out.append(f.read(length))
+    return out
+
+
+def test_the_index_writes_the_new_encodings(edge_bcf, tmp_path):
+    """Positions with flag 8 under magic VVS3; GT in Blosc frames of Zstd."""
+    refs = tmp_path / "s.vcz.json"
+    vcfvirtual.index(edge_bcf, refs_path=refs, cache_path=tmp_path / "s.cache", cache_layout="columns",
+                     variants_chunk_size=2)  # fmt: skip
+    for seg in stored_segments(refs, "variant_position"):
+        magic, kind, flags = PREAMBLE.unpack_from(seg)[:3]
+        assert (magic, kind, flags) == (b"VVS3", POSITION_KIND, FLAG_POSITION_DELTA)
+    for seg in stored_segments(refs, "call_genotype"):
+        blosc_flags = seg[PREAMBLE.size + 2]
+        assert blosc_flags >> 5 == BLOSC_ZSTD
+
+
+# --- crafted segments: old ones read, lying ones refused ----------------------------------
+
+
+def sealed(magic: bytes, kind: int, flags: int, n: int, raw: bytes, frame: bytes) -> bytes:
+    head = PREAMBLE_HEAD.pack(magic, kind, flags, 0, -1, n, 0, 1, len(raw))
+    return head + struct.pack("<I", zlib.crc32(frame, zlib.crc32(head))) + frame
+
+
+def position_codec(n: int, kind: str = "position") -> BCFRecordsCodec:
+    return BCFRecordsCodec(array=f"variant_{kind}", kind=kind, dtype="<i4", shape=[], chunk_length=n,
+                           num_records=n, layout="columns", compressor="zstd")  # fmt: skip
+
+
+VALUES = [99, 104, 2, 2_000_000_000]
+
+
+def test_an_old_plain_positions_segment_still_decodes():
+    """A "VVS2" segment (the writer before this one: plain int32 positions, 0-based)."""
+    raw = np.array(VALUES, "<i4").tobytes()
+    seg = sealed(b"VVS2", POSITION_KIND, 0, 4, raw, Zstd(level=1).encode(raw))
+    assert np.frombuffer(position_codec(4).decode(seg), "<i4").tolist() == [v + 1 for v in VALUES]
+
+
+def test_an_old_lz4_gt_frame_still_decodes():
+    """GT blocks of the writer before: Blosc lz4, level 9, bit-shuffled (the frame names its codec)."""
+    # Two records of one sample, diploid int8 calls shifted by 2: 0/1 and 1|1.
+    raw = (np.array([2, 2], "<i4").tobytes() + bytes([1, 1])
+           + bytes([(1 << 1) - 2, (2 << 1) - 2, (2 << 1) - 2, ((2 << 1) | 1) - 2]))  # fmt: skip
+    frame = Blosc(cname="lz4", clevel=9, shuffle=Blosc.BITSHUFFLE).encode(raw)
+    head = PREAMBLE_HEAD.pack(b"VVS2", FORMAT_KIND, 1, 0, 3, 2, 0, 1, len(raw))
+    seg = head + struct.pack("<I", zlib.crc32(frame, zlib.crc32(head))) + frame
+    codec = BCFRecordsCodec(array="call_genotype", kind="genotype", dtype="|i1", shape=[1, 2], chunk_length=2,
+                            num_records=2, key=3, ploidy=2, layout="columns", samples_chunk_size=1,
+                            compressor="blosc")  # fmt: skip
+    assert np.frombuffer(codec.decode(seg), "i1").reshape(2, 1, 2).tolist() == [[[0, 1]], [[1, 1]]]
+
+
+def test_a_planes_segment_decodes():
+    raw = position_deltas(np.array(VALUES, "<i4").view(np.uint8)).tobytes()
+    seg = sealed(b"VVS3", POSITION_KIND, FLAG_POSITION_DELTA, 4, raw, Zstd(level=3).encode(raw))
+    assert np.frombuffer(position_codec(4).decode(seg), "<i4").tolist() == [v + 1 for v in VALUES]
+
+
+@pytest.mark.parametrize(
+    "magic,kind,what",
+    [
+        (b"VVS2", POSITION_KIND, "preamble flags 8"),  # no VVS2 writer wrote flag 8
+        (b"VVS3", CONTIG_KIND, "preamble flags 8"),  # flag 8 is the positions' alone
+    ],
+)
+def test_flag_8_where_the_format_has_none_is_refused(magic, kind, what):
+    raw = position_deltas(np.array(VALUES, "<i4").view(np.uint8)).tobytes()
+    seg = sealed(magic, kind, FLAG_POSITION_DELTA, 4, raw, Zstd(level=3).encode(raw))
+    codec = position_codec(4, "position" if kind == POSITION_KIND else "contig")
+    with pytest.raises(ChunkDecodeError, match=what):
+        codec.decode(seg)
+
+
+def test_a_newer_segment_format_is_refused_in_one_line():
+    raw = np.array(VALUES, "<i4").tobytes()
+    seg = sealed(b"VVS4", POSITION_KIND, 0, 4, raw, Zstd(level=3).encode(raw))
+    with pytest.raises(ChunkDecodeError, match="segment magic is b'VVS4', this reader reads b'VVS2 and VVS3'") as e:
+        position_codec(4).decode(seg)
+    assert "\n" not in str(e.value).split("hint")[0].strip()
+
+
+@pytest.mark.parametrize("length", [0, 12, 20, 1 << 40])
+def test_a_planes_segment_of_the_wrong_length_is_refused(length):
+    """A preamble whose length is no 4 bytes a record: refused before anything the size
+    of its claim is allocated."""
+    raw = bytes(length) if length < 100 else bytes(16)
+    head = PREAMBLE_HEAD.pack(b"VVS3", POSITION_KIND, FLAG_POSITION_DELTA, 0, -1, 4, 0, 1, length)
+    frame = Zstd(level=3).encode(raw)
+    seg = head + struct.pack("<I", zlib.crc32(frame, zlib.crc32(head))) + frame
+    with pytest.raises(ChunkDecodeError):
+        position_codec(4).decode(seg)
+
+
+def test_random_planes_decode_to_numbers_or_a_typed_refusal():
+    """Whatever 4n bytes a planes segment holds, they sum to int32 values: no crash."""
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        raw = rng.integers(0, 256, 4 * 6, dtype=np.uint8).tobytes()
+        seg = sealed(b"VVS3", POSITION_KIND, FLAG_POSITION_DELTA, 6, raw, Zstd(level=3).encode(raw))
+        try:
+            out = np.frombuffer(position_codec(6).decode(seg), "<i4")
+        except ChunkDecodeError:
+            continue
+        assert out.shape == (6,)
