@@ -217,7 +217,9 @@ def _packed_rows(decoded: list[tuple[np.ndarray, int]], scale: float) -> list[st
 
         seconds = timed(decode_all)
         fits = sum(h is not None for _, _, h in frames)
-        rows.append(f"| {name} ({fits}/{len(frames)} blocks packed) | {size / 1e6:.3f} | {raw_total / seconds / 1e9:.2f} |")
+        rows.append(
+            f"| {name} ({fits}/{len(frames)} blocks packed) | {size / 1e6:.3f} | {raw_total / seconds / 1e9:.2f} |"
+        )
     return rows
 
 

@@ -674,12 +674,7 @@ class _Segment:
         allowed = GT_FLAGS if is_gt else 0
         if segment == "position" and magic == MAGIC:
             allowed = FLAG_POSITION_DELTA
-        if (
-            self.flags & ~allowed
-            or (not is_gt and pad)
-            or self.flags & both == both
-            or pad > spec.ploidy
-        ):
+        if self.flags & ~allowed or (not is_gt and pad) or self.flags & both == both or pad > spec.ploidy:
             raise _refuse(spec, f"preamble flags {self.flags} / reserved {pad} are not what the index writes", 5)
         self.complete_count = pad
         self._check_counts(spec)

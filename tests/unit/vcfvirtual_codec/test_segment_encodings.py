@@ -10,6 +10,7 @@ Blosc lz4), which must still decode. Crafted segments that lie are typed refusal
 
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 
@@ -118,11 +119,9 @@ def test_one_record_store_matches_pysam(tmp_path):
 
 def stored_segments(refs, array: str) -> list[bytes]:
     """The byte ranges the references give ``array``'s chunks."""
-    import json
-
     doc = json.loads(refs.read_text())
     out = []
-    for key, (url, offset, length) in sorted(
+    for _key, (url, offset, length) in sorted(
         (k, v) for k, v in doc["refs"].items() if k.startswith(array + "/") and isinstance(v, list)
     ):
         path = url.replace("{{cache}}", doc["templates"]["cache"]).removeprefix("file://")
