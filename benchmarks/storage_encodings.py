@@ -8,7 +8,8 @@ writer uses, Blosc with Zstd at several levels and bit- or byte-shuffle (bio2zar
 defaults are Blosc zstd 7, bit-shuffle for int8 genotypes, byte-shuffle otherwise), plain
 Zstd, and for GT blocks of complete diploid calls a 2-bit packing of the alleles before
 Zstd. One markdown table per kind: total compressed bytes (preambles included: 36 bytes a
-segment) and decompression throughput on one thread (best of 3 over the sample).
+segment), decompression throughput on one thread (GB/s of decompressed bytes, best of 3 over
+the sample) and compression throughput (one run).
 Issue 24 chooses each kind's encoding from these tables.
 """
 
@@ -25,6 +26,7 @@ import numcodecs
 import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as cc
+from vcfvirtual_codec.segment_transforms import position_deltas, undo_position_deltas
 
 numcodecs.blosc.set_nthreads(1)
 numcodecs.blosc.use_threads = False
@@ -101,6 +103,8 @@ CANDIDATES: dict[str, Codec] = {
     "blosc zstd 3 bitshuffle": _numcodec(Blosc("zstd", 3, Blosc.BITSHUFFLE)),
     "blosc zstd 5 bitshuffle": _numcodec(Blosc("zstd", 5, Blosc.BITSHUFFLE)),
     "blosc zstd 7 bitshuffle": _numcodec(Blosc("zstd", 7, Blosc.BITSHUFFLE)),
+    "blosc zstd 1 bitshuffle, 4 MiB blocks": _numcodec(Blosc("zstd", 1, Blosc.BITSHUFFLE, blocksize=1 << 22)),
+    "blosc zstd 3 bitshuffle, 4 MiB blocks": _numcodec(Blosc("zstd", 3, Blosc.BITSHUFFLE, blocksize=1 << 22)),
 }
 WORD_CANDIDATES: dict[str, Codec] = {
     "blosc zstd 5 shuffle (4-byte)": _typed(Blosc("zstd", 5, Blosc.SHUFFLE), 4),
@@ -109,10 +113,20 @@ WORD_CANDIDATES: dict[str, Codec] = {
     "blosc lz4 9 shuffle (4-byte)": _typed(Blosc("lz4", 9, Blosc.SHUFFLE), 4),
 }
 DELTA_CANDIDATES: dict[str, Codec] = {
+    "delta byte planes + zstd 3 (chosen)": (
+        lambda raw: bytes(Zstd(level=3).encode(position_deltas(raw))),
+        lambda frame, n: _undone(Zstd().decode(frame)),
+    ),
     "delta + zstd 3": _delta32(Zstd(level=3)),
     "delta + blosc zstd 5 shuffle": _delta32(Blosc("zstd", 5, Blosc.SHUFFLE)),
     "delta + blosc zstd 5 bitshuffle": _delta32(Blosc("zstd", 5, Blosc.BITSHUFFLE)),
 }
+
+
+def _undone(planes: bytes) -> np.ndarray:
+    out = np.frombuffer(planes, np.uint8).copy()
+    undo_position_deltas(out)
+    return out
 
 
 def segments(refs_path: Path) -> dict[str, list[bytes]]:
@@ -167,7 +181,7 @@ def measure(kind: str, stored: list[bytes], max_segments: int) -> list[str]:
     raws = [r for r, _ in decoded]
     scale = len(stored) / len(sample)
     raw_total = sum(r.shape[0] for r in raws)
-    rows = [f"| as stored now | {sum(len(s) for s in stored) / 1e6:.3f} | - |"]
+    rows = [f"| as stored now | {sum(len(s) for s in stored) / 1e6:.3f} | - | - |"]
     candidates = dict(CANDIDATES)
     if kind in ("variant_position", "variant_contig", "variant_length", "variant_quality") or (
         all(r.shape[0] % 4 == 0 for r in raws) and kind != "call_genotype"
@@ -176,17 +190,21 @@ def measure(kind: str, stored: list[bytes], max_segments: int) -> list[str]:
     if kind in ("variant_position",):
         candidates |= DELTA_CANDIDATES
     for name, (enc, dec) in candidates.items():
+        start = time.perf_counter()
         frames = [enc(r) for r in raws]
+        encode_s = time.perf_counter() - start
         size = sum(len(f) + cc.PREAMBLE.size for f in frames) * scale
         seconds = timed(lambda frames=frames, dec=dec: [dec(f, r.shape[0]) for f, r in zip(frames, raws, strict=True)])
-        rows.append(f"| {name} | {size / 1e6:.3f} | {raw_total / seconds / 1e9:.2f} |")
+        rows.append(
+            f"| {name} | {size / 1e6:.3f} | {raw_total / seconds / 1e9:.2f} | {raw_total / encode_s / 1e9:.2f} |"
+        )
     if kind == "call_genotype":
         rows.extend(_packed_rows(decoded, scale))
     head = [
         f"### {kind}: {len(stored)} segments, {raw_total * scale / 1e6:.1f} MB decompressed",
         "",
-        "| encoding | MB | decode GB/s (of decompressed bytes) |",
-        "| --- | ---: | ---: |",
+        "| encoding | MB | decode GB/s | encode GB/s |",
+        "| --- | ---: | ---: | ---: |",
     ]
     return head + rows
 
