@@ -11,7 +11,9 @@ their block.
 Segment byte formats (all little-endian; ``n`` = records in the chunk):
 
 * contig, position, rlen: ``int32[n]`` (POS 0-based as stored; rlen already resolved as
-  htslib reads it, by the index, which alone sees REF and INFO/END together).
+  htslib reads it, by the index, which alone sees REF and INFO/END together). A position
+  segment whose preamble has :data:`FLAG_POSITION_DELTA` holds those values' differences
+  in byte planes (:mod:`vcfvirtual_codec.segment_transforms`), undone on decompression.
 * qual: ``uint32[n]``, QUAL's float32 bits.
 * alleles: ``int32 n_allele[n]``, ``int32 length[sum n_allele]`` (NUL padding
   included), the allele bytes.
