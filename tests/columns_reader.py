@@ -21,6 +21,8 @@ alleles (``int32 n_allele[n]``, ``int32 length[sum]``, the bytes), or a typed co
 encoding and sentinels; int8 GT bytes stored minus 2 when flag 1 is set. A position
 segment with flag 8 holds its int32 values as differences from the value before (the
 first from 0, modulo 2^32), cut into byte planes: all low bytes, then all second bytes...
+A FORMAT segment with flag 16 holds each record's values wider than a byte likewise in
+byte planes, within the record (all its values' low bytes, then their next...).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ KIND_CODES = {
 }  # fmt: skip
 FLAG_GT_SHIFTED = 1
 FLAG_POSITION_DELTA = 8
+FLAG_VALUE_PLANES = 16
 GT_SHIFT = 2
 # BCF type codes (BCF2 spec, "Type encoding") -> little-endian numpy dtype; 0 holds no values.
 BCF_TYPES = {0: "|u1", 1: "<i1", 2: "<i2", 3: "<i4", 5: "<f4", 7: "|u1"}
@@ -77,7 +80,27 @@ def read_segment(cache: bytes, offset: int, length: int, compressor: str) -> Seg
     if flags & FLAG_POSITION_DELTA:
         assert kind == KIND_CODES["position"] and magic == b"VVS3", (kind, magic)
         data = _summed_planes(data, n)
+    if flags & FLAG_VALUE_PLANES:
+        assert kind == KIND_CODES["format"] and magic == b"VVS3", (kind, magic)
+        data = _record_planes_undone(data, n, width)
     return Segment(kind, flags, pad, key, n, block, width, data)
+
+
+def _record_planes_undone(data: np.ndarray, n: int, width: int) -> np.ndarray:
+    """Flag 16: each record's values of s > 1 bytes stored byte k of value j at k * m + j
+    (m values in the record); here put back value by value."""
+    out = bytearray(data.tobytes())
+    counts = data[: 4 * n].view("<i4").tolist()
+    at = 5 * n
+    for count, code in zip(counts, data[4 * n : 5 * n].tolist()):
+        size = np.dtype(BCF_TYPES[code]).itemsize
+        m = max(count, 0) * width
+        if size > 1:
+            for j in range(m):
+                for k in range(size):
+                    out[at + j * size + k] = int(data[at + k * m + j])
+        at += m * size
+    return np.frombuffer(bytes(out), np.uint8)
 
 
 def _summed_planes(data: np.ndarray, n: int) -> np.ndarray:

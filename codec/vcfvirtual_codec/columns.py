@@ -13,7 +13,9 @@ Segment byte formats (all little-endian; ``n`` = records in the chunk):
 * contig, position, rlen: ``int32[n]`` (POS 0-based as stored; rlen already resolved as
   htslib reads it, by the index, which alone sees REF and INFO/END together). A position
   segment whose preamble has :data:`FLAG_POSITION_DELTA` holds those values' differences
-  in byte planes (:mod:`vcfvirtual_codec.segment_transforms`), undone on decompression.
+  in byte planes (:mod:`vcfvirtual_codec.segment_transforms`), undone on decompression;
+  likewise a FORMAT segment with :data:`FLAG_VALUE_PLANES` holds each record's values of 2
+  or 4 bytes in byte planes.
 * qual: ``uint32[n]``, QUAL's float32 bits.
 * alleles: ``int32 n_allele[n]``, ``int32 length[sum n_allele]`` (NUL padding
   included), the allele bytes.
@@ -63,7 +65,7 @@ from .checks import (
 from .errors import ChunkDecodeError
 from .local_alleles import decode_local_columns
 from .scratch import Scratch
-from .segment_transforms import undo_position_deltas
+from .segment_transforms import undo_position_deltas, undo_value_planes
 from .spec import LOCAL_KINDS, ChunkSpec
 
 if TYPE_CHECKING:
@@ -96,6 +98,9 @@ GT_SHIFT = 2
 # A position segment stored as its differences' byte planes (segment_transforms.py),
 # undone right after decompression ("VVS3" segments only).
 FLAG_POSITION_DELTA = 8
+# A FORMAT segment (not GT's) whose records' values of 2 or 4 bytes are stored in byte
+# planes, record by record (segment_transforms.value_planes; "VVS3" segments only).
+FLAG_VALUE_PLANES = 16
 SEGMENT_KINDS = {
     "contig": 0,
     "position": 1,
@@ -676,6 +681,8 @@ class _Segment:
         allowed = GT_FLAGS if is_gt else 0
         if segment == "position" and magic == MAGIC:
             allowed = FLAG_POSITION_DELTA
+        elif segment == "format" and not is_gt and magic == MAGIC:
+            allowed = FLAG_VALUE_PLANES
         if self.flags & ~allowed or (not is_gt and pad) or self.flags & both == both or pad > spec.ploidy:
             raise _refuse(spec, f"preamble flags {self.flags} / reserved {pad} are not what the index writes", 5)
         self.complete_count = pad
@@ -839,6 +846,11 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         if seg.length != 4 * seg.records:
             raise _refuse(spec, f"a positions segment of {seg.records} records holds {seg.length} bytes", 24)
         undo_position_deltas(out)
+    if seg.flags & FLAG_VALUE_PLANES:
+        try:
+            undo_value_planes(out, seg.records, seg.block_samples)
+        except ValueError as e:
+            raise _refuse(spec, f"its values cannot be put back in order ({e})", PREAMBLE.size) from None
 
 
 def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:

@@ -37,3 +37,58 @@ def undo_position_deltas(planes: np.ndarray) -> None:
         raise ValueError(f"a positions segment holds 4 bytes a record, not {planes.shape[0]} bytes")
     steps = np.ascontiguousarray(planes.reshape(4, -1).T).view("<u4").reshape(-1)
     np.cumsum(steps, dtype=np.uint32, out=planes.view("<u4"))
+
+
+# FORMAT values: each record's values are ``count x samples`` numbers of the record's BCF
+# type (int8, int16, int32, float32: BCF picks the narrowest integer type per record), so a
+# segment's bytes mix widths. Within each record, values of 2 or 4 bytes are stored as byte
+# planes (all values' low bytes, then the next...): small depths and likelihoods then leave
+# high planes of zeros. Records of one layout (count and type) in a row are one numpy
+# reshape, so the cost is per run of records, not per value (on cohort B's call_PL, 7.78 ->
+# 7.20 MB at Zstd 3, 6.88 at Zstd 5, against bio2zarr's 7.07).
+_TYPE_SIZE = np.zeros(256, np.int64)
+_TYPE_SIZE[[1, 2, 3, 5, 7]] = [1, 2, 4, 4, 1]  # BCF int8, int16, int32, float32, char
+_KNOWN_TYPE = np.zeros(256, bool)
+_KNOWN_TYPE[[0, 1, 2, 3, 5, 7]] = True
+
+
+def _value_runs(seg: np.ndarray, n: int, vectors: int) -> list[tuple[int, int, int, int]]:
+    """(first byte, records, values a record, value size) of each run of consecutive
+    records with one layout and values wider than a byte, in a typed column of ``n``
+    records of ``vectors`` samples. ValueError where the counts and types do not account
+    for the segment's bytes exactly."""
+    if seg.shape[0] < 5 * n:
+        raise ValueError(f"a typed column of {n} records holds {seg.shape[0]} bytes")
+    counts = seg[: 4 * n].view("<i4").astype(np.int64)
+    types = seg[4 * n : 5 * n]
+    if not _KNOWN_TYPE[types].all():
+        raise ValueError("a record's type code is not BCF's")
+    sizes = _TYPE_SIZE[types]
+    lengths = np.maximum(counts, 0) * sizes * vectors
+    ends = 5 * n + np.cumsum(lengths)
+    if (ends[-1] if n else 5 * n) != seg.shape[0]:
+        raise ValueError(f"the records' values do not fill the segment's {seg.shape[0]} bytes")
+    starts = ends - lengths
+    cuts = np.flatnonzero((lengths[1:] != lengths[:-1]) | (sizes[1:] != sizes[:-1])) + 1
+    bounds = [0, *cuts.tolist(), n]
+    return [
+        (int(starts[a]), b - a, int(lengths[a] // sizes[a]), int(sizes[a]))
+        for a, b in zip(bounds, bounds[1:])
+        if n and sizes[a] > 1 and lengths[a] > 0
+    ]
+
+
+def value_planes(seg: np.ndarray, n: int, vectors: int) -> np.ndarray:
+    """A FORMAT typed column's bytes with each record's wider values in byte planes."""
+    out = seg.copy()
+    for start, records, values, size in _value_runs(seg, n, vectors):
+        end = start + records * values * size
+        out[start:end] = seg[start:end].reshape(records, values, size).transpose(0, 2, 1).reshape(-1)
+    return out
+
+
+def undo_value_planes(seg: np.ndarray, n: int, vectors: int) -> None:
+    """:func:`value_planes` undone, in place on the decompressed segment's bytes."""
+    for start, records, values, size in _value_runs(seg, n, vectors):
+        end = start + records * values * size
+        seg[start:end] = seg[start:end].reshape(records, size, values).transpose(0, 2, 1).reshape(-1)

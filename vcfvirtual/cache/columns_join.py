@@ -20,7 +20,7 @@ import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.checks import inflate_limit
-from vcfvirtual_codec.segment_transforms import undo_position_deltas
+from vcfvirtual_codec.segment_transforms import undo_position_deltas, undo_value_planes
 
 from ..errors import StaleCacheError
 from ..io.parts import part_url
@@ -91,6 +91,9 @@ def payload_of(data: bytes, segment: StoredSegment, records: int) -> np.ndarray:
     delta = bool(flags & codec_columns.FLAG_POSITION_DELTA)
     if delta and (kind != KIND["position"] or magic != codec_columns.MAGIC or length != 4 * n):
         raise stale(f"its flags {flags} are not what the index writes for this segment")
+    planes = bool(flags & codec_columns.FLAG_VALUE_PLANES)
+    if planes and (kind != KIND["format"] or segment.shifted or magic != codec_columns.MAGIC):
+        raise stale(f"its flags {flags} are not what the index writes for this segment")
     head, frame = data[: PREAMBLE.size - 4], data[PREAMBLE.size :]
     if codec_columns.segment_crc(head, frame) != crc:
         raise stale("it fails its CRC32")
@@ -111,6 +114,11 @@ def payload_of(data: bytes, segment: StoredSegment, records: int) -> np.ndarray:
         raise stale(f"it does not decompress to its length ({e})") from None
     if delta:
         undo_position_deltas(raw)
+    if planes:
+        try:
+            undo_value_planes(raw, n, width)
+        except ValueError as e:
+            raise stale(f"its values cannot be put back in order ({e})") from None
     return raw
 
 

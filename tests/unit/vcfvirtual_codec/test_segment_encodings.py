@@ -1,5 +1,6 @@
 """The columns segments' encodings of issue 24: GT blocks as Blosc Zstd bit-shuffled over
-large blocks, positions as their differences' byte planes (segment format "VVS3", flag 8).
+large blocks, positions as their differences' byte planes (segment format "VVS3", flag 8),
+FORMAT values wider than a byte in byte planes within each record (flag 16).
 
 Oracles: byte planes written out by hand here; bio2zarr converting the same BCF and
 pysam reading it, for stores whose records reach the encodings' edges (a contig's
@@ -20,9 +21,14 @@ import pytest
 import xarray as xr
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec.codec import BCFRecordsCodec
-from vcfvirtual_codec.columns import FLAG_POSITION_DELTA, PREAMBLE
+from vcfvirtual_codec.columns import FLAG_POSITION_DELTA, FLAG_VALUE_PLANES, PREAMBLE
 from vcfvirtual_codec.errors import ChunkDecodeError
-from vcfvirtual_codec.segment_transforms import position_deltas, undo_position_deltas
+from vcfvirtual_codec.segment_transforms import (
+    position_deltas,
+    undo_position_deltas,
+    undo_value_planes,
+    value_planes,
+)
 
 import vcfvirtual
 
@@ -233,3 +239,127 @@ def test_random_planes_decode_to_numbers_or_a_typed_refusal():
         except ChunkDecodeError:
             continue
         assert out.shape == (6,)
+
+
+# --- FORMAT values in byte planes (flag 16) ------------------------------------------------
+
+
+def typed_column(records: list[tuple[int, int, list[int]]], vectors: int) -> bytes:
+    """A typed column by the format's words: counts, types, then each record's values
+    (``vectors`` x count of them) little-endian in its type's width."""
+    widths = {1: 1, 2: 2, 3: 4, 5: 4, 7: 1}
+    out = b"".join(struct.pack("<i", count) for count, _, _ in records)
+    out += bytes(code for _, code, _ in records)
+    for count, code, values in records:
+        assert len(values) == max(count, 0) * vectors
+        out += b"".join(v.to_bytes(widths.get(code, 1), "little", signed=code != 5) for v in values)
+    return out
+
+
+def hand_value_planes(records: list[tuple[int, int, list[int]]], vectors: int) -> bytes:
+    """Flag 16's bytes: in each record of values s > 1 bytes wide, byte k of value j at k * m + j."""
+    widths = {1: 1, 2: 2, 3: 4, 5: 4, 7: 1}
+    head = typed_column([(c, t, []) if c <= 0 else (c, t, v) for c, t, v in records], vectors)
+    n = len(records)
+    out = bytearray(head[: 5 * n])
+    for count, code, values in records:
+        size, m = widths.get(code, 1), max(count, 0) * vectors
+        plain = b"".join(v.to_bytes(size, "little", signed=code != 5) for v in values)
+        out += bytes(plain[j * size + k] for k in range(size) for j in range(m)) if size > 1 else plain
+    return bytes(out)
+
+
+FORMAT_RECORDS = [
+    (3, 2, [0, 300, -32768, 12, 0, 999]),  # int16 likelihoods, 2 samples x 3, a missing one
+    (3, 2, [1, 2, 3, 4, 5, 6]),  # the same layout: one run with the record before
+    (2, 1, [5, -128, 7, -127]),  # int8 (no planes), with missing and end-of-vector
+    (-1, 0, []),  # absent
+    (0, 3, []),  # present, no values
+    (1, 3, [70000, -2147483647]),  # int32
+    (1, 5, [0x3F800000, 0x7F800001]),  # float32 bits: 1.0 and missing
+]
+
+
+@pytest.mark.parametrize("records", [FORMAT_RECORDS, FORMAT_RECORDS[:1], FORMAT_RECORDS[3:4], []])
+def test_value_planes_are_the_formats(records):
+    raw = np.frombuffer(typed_column(records, 2), np.uint8)
+    planes = value_planes(raw, len(records), 2)
+    assert planes.tobytes() == hand_value_planes(records, 2)
+    back = planes.copy()
+    undo_value_planes(back, len(records), 2)
+    assert back.tobytes() == raw.tobytes()
+
+
+@pytest.mark.parametrize(
+    "raw,what",
+    [
+        (typed_column(FORMAT_RECORDS, 2) + b"\0", "do not fill"),  # a byte past the values
+        (typed_column(FORMAT_RECORDS, 2)[:-1], "do not fill"),  # one short
+        (struct.pack("<i", 1) + bytes([9]) + bytes(4), "type code"),  # no BCF type 9
+        (bytes(3), "holds 3 bytes"),  # shorter than its counts and types
+    ],
+)
+def test_value_planes_of_a_column_that_lies_are_refused(raw, what):
+    n = 1 if len(raw) < 40 else len(FORMAT_RECORDS)
+    with pytest.raises(ValueError, match=what):
+        undo_value_planes(np.frombuffer(raw, np.uint8).copy(), n, 2 if n > 1 else 1)
+
+
+FIELDS_HEADER = (
+    HEADER
+    + """##FORMAT=<ID=AD,Number=R,Type=Integer,Description="Allelic depths">
+##FORMAT=<ID=PL,Number=G,Type=Integer,Description="Likelihoods">
+##FORMAT=<ID=QS,Number=1,Type=Float,Description="A float score">
+"""
+)
+FIELDS_RECORDS = [
+    # PL past int8 (int16 in BCF), then within it (int8), int32; missing and absent values.
+    "chr1\t100\t.\tA\tT\t.\t.\t.\tGT:AD:PL:QS\t0/1:3,400:300,0,999:1.5\t./.:.:.:.\t1/1:0,2:40,6,0:2",
+    "chr1\t200\t.\tA\tC,G\t.\t.\t.\tGT:AD:PL\t0/2:1,2,3:0,1,2,3,4,5\t1/1:7,8,9:9,8,7,6,5,4\t./.:.:.",
+    "chr1\t300\t.\tG\tT\t.\t.\t.\tGT:PL\t0/0:70000,0,1\t0/1:.\t1|1:2,1,0",
+    "chr2\t10\t.\tT\tC\t.\t.\t.\tGT:AD\t0/0:1,0\t0/1:.,5\t./.:.",
+]
+
+
+@pytest.mark.parametrize("chunk_length", [1, 3])
+def test_format_fields_match_bio2zarr(tmp_path, chunk_length):
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(FIELDS_RECORDS, header=FIELDS_HEADER), tmp_path / "f.bcf")
+    refs = tmp_path / "f.vcz.json"
+    vcfvirtual.index(
+        bcf, refs_path=refs, cache_path=tmp_path / "f.cache", cache_layout="columns",
+        variants_chunk_size=chunk_length, samples_chunk_size=2,
+    )  # fmt: skip
+    for seg in stored_segments(refs, "call_PL"):
+        assert PREAMBLE.unpack_from(seg)[2] == FLAG_VALUE_PLANES
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    assert_matches_bio2zarr(ds, bio2zarr_convert(bcf, tmp_path / "b.vcz", chunk_length, samples_chunk_size=2))
+    first = next(iter(pysam.VariantFile(str(bcf))))
+    assert ds.call_PL.values[0, 0, :3].tolist() == list(first.samples["S1"]["PL"])
+
+
+def format_codec(n: int, samples: int, kind: str = "format") -> BCFRecordsCodec:
+    return BCFRecordsCodec(array="call_PL", kind=kind, dtype="<i4", shape=[samples, 3], chunk_length=n,
+                           num_records=n, key=5, layout="columns", samples_chunk_size=samples, vcf_type="Integer",
+                           compressor="zstd")  # fmt: skip
+
+
+def format_segment(magic: bytes, flags: int, raw: bytes, n: int, samples: int) -> bytes:
+    head = PREAMBLE_HEAD.pack(magic, FORMAT_KIND, flags, 0, 5, n, 0, samples, len(raw))
+    frame = Zstd(level=5).encode(raw)
+    return head + struct.pack("<I", zlib.crc32(frame, zlib.crc32(head))) + frame
+
+
+def test_a_value_planes_segment_decodes_and_lies_are_refused():
+    records = [(3, 2, [0, 300, -32768, 12, 0, 999]), (3, 2, [1, 2, 3, 4, 5, 6])]
+    plain = typed_column(records, 2)
+    raw = hand_value_planes(records, 2)
+    got = format_codec(2, 2).decode(format_segment(b"VVS3", FLAG_VALUE_PLANES, raw, 2, 2))
+    want = format_codec(2, 2).decode(format_segment(b"VVS3", 0, plain, 2, 2))
+    assert np.array_equal(np.frombuffer(got, "<i4"), np.frombuffer(want, "<i4"))
+    assert np.frombuffer(got, "<i4").reshape(2, 2, 3)[0].tolist() == [[0, 300, -1], [12, 0, 999]]
+    with pytest.raises(ChunkDecodeError, match="preamble flags 16"):  # no VVS2 writer wrote flag 16
+        format_codec(2, 2).decode(format_segment(b"VVS2", FLAG_VALUE_PLANES, raw, 2, 2))
+    # Counts claiming more values than the segment holds: a typed refusal, nothing allocated for them.
+    lying = struct.pack("<ii", 3, 1000) + bytes([2, 2]) + raw[10:]
+    with pytest.raises(ChunkDecodeError, match="cannot be put back in order"):
+        format_codec(2, 2).decode(format_segment(b"VVS3", FLAG_VALUE_PLANES, lying, 2, 2))
