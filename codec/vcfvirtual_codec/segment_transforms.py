@@ -4,7 +4,7 @@ A transform rearranges a segment's decompressed bytes so that the compressor fin
 to remove, without changing their length: the preamble's length, the codec's bounds and
 the kernels all see the segment as the format defines it, once the transform is undone
 right after decompression. Each is named by a preamble flag
-(:data:`vcfvirtual_codec.columns.FLAG_POSITION_DELTA`).
+(:data:`vcfvirtual_codec.columns.FLAG_POSITION_DELTA`, ``FLAG_VALUE_PLANES``).
 
 Positions: a chunk's ``int32`` positions rise by small steps (sorted within a contig), so
 they are stored as the differences from the value before (the first from 0, modulo 2^32
@@ -15,6 +15,8 @@ become 0.15 MB (``benchmarks/storage_encodings.py``). Vectorised numpy: ~10 us a
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +80,7 @@ def _value_runs(seg: np.ndarray, n: int, vectors: int) -> list[tuple[int, int, i
     ]
 
 
-_WORD = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
+_WORD: dict[int, np.dtype[np.unsignedinteger[Any]]] = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
 def value_planes(seg: np.ndarray, n: int, vectors: int) -> np.ndarray:
