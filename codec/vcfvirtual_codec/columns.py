@@ -77,9 +77,9 @@ if TYPE_CHECKING:
 # preamble's other 32 bytes followed by the compressed frame (:func:`segment_crc`).
 # The magic is the segment format's version: "VVS1" segments (an older vcfvirtual's)
 # carried the CRC32 of the decompressed bytes and are refused, not misread. "VVS3" adds
-# the transforms a flag names (FLAG_POSITION_DELTA): a "VVS2" segment is read as before
-# (it has none), while a reader of "VVS2" alone refuses a "VVS3" segment by its magic
-# rather than misread transformed bytes.
+# the transforms a flag names (FLAG_POSITION_DELTA, FLAG_VALUE_PLANES): a "VVS2" segment
+# is read as before (it has none), while a reader of "VVS2" alone refuses a "VVS3"
+# segment by its magic rather than misread transformed bytes.
 MAGIC = b"VVS3"
 READ_MAGICS = (b"VVS2", MAGIC)
 OLD_MAGICS = {b"VVS1": "its CRC32 covers the decompressed bytes"}

@@ -84,9 +84,13 @@ _WORD: dict[int, np.dtype[np.unsignedinteger[Any]]] = {2: np.dtype("<u2"), 4: np
 
 
 def value_planes(seg: np.ndarray, n: int, vectors: int) -> np.ndarray:
-    """A FORMAT typed column's bytes with each record's wider values in byte planes."""
+    """A FORMAT typed column's bytes with each record's wider values in byte planes
+    (``seg`` itself where no record has any: int8 values, strings)."""
+    runs = _value_runs(seg, n, vectors)
+    if not runs:
+        return seg
     out = seg.copy()
-    for start, records, values, size in _value_runs(seg, n, vectors):
+    for start, records, values, size in runs:
         words = seg[start : start + records * values * size].view(_WORD[size]).reshape(records, values)
         planes = out[start : start + records * values * size].reshape(records, size, values)
         for k in range(size):  # one plane at a time: contiguous loops, not a byte transpose

@@ -84,10 +84,11 @@ MAX_CHUNK_BYTES = 256 * 1024 * 1024
 # bit one bit plane) and Zstd level 1 over 4 MiB blocks. Blosc's own block size for a
 # level-1 Zstd is small; 4 MiB blocks give Zstd whole runs of a plane: on cohort A the GT
 # segments are 48 MB against 90 MB with lz4 level 9 (the encoding before, and 55 MB with
-# bio2zarr's Blosc zstd level 7 and its block size), compressed about as fast (0.3 vs 0.2 s
-# per 140 MB) and decompressed as fast. A reader of any version decodes it: a Blosc frame
-# names its codec and block size. The rest with Zstd 3 (IDs 0.20 -> 0.07 MB on A against
-# Zstd 1; these segments are small, so the level costs little time).
+# bio2zarr's Blosc zstd level 7 and its block size), compressed about as fast (0.10 vs
+# 0.08 s of CPU per 140 MB; level 5 would be 0.36 s) and decompressed as fast. A reader of
+# any version decodes it: a Blosc frame names its codec and block size. The rest with
+# Zstd 3 (IDs 0.20 -> 0.07 MB on A against Zstd 1; these segments are small, so the level
+# costs little time).
 GT_BLOCK_SIZE = 4 * 1024 * 1024
 COMPRESSORS = {
     "blosc": Blosc(cname="zstd", clevel=1, shuffle=Blosc.BITSHUFFLE, blocksize=GT_BLOCK_SIZE),
@@ -225,7 +226,12 @@ def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
     if flags & FLAG_POSITION_DELTA:
         data = position_deltas(data)
     if flags & FLAG_VALUE_PLANES:
-        data, codec = value_planes(data, n, width), FORMAT_VALUES_ZSTD
+        try:
+            data, codec = value_planes(data, n, width), FORMAT_VALUES_ZSTD
+        except ValueError:
+            # Values the demux passed that are no BCF type: stored as they are, unflagged,
+            # for the codec to refuse on read with the record named, as before planes.
+            flags &= ~FLAG_VALUE_PLANES
     frame = codec.encode(data)
     return codec_columns.seal_segment(
         kind, flags, key, n, block, width, data.shape[0], frame, complete_count=complete_count
