@@ -11,7 +11,11 @@ their block.
 Segment byte formats (all little-endian; ``n`` = records in the chunk):
 
 * contig, position, rlen: ``int32[n]`` (POS 0-based as stored; rlen already resolved as
-  htslib reads it, by the index, which alone sees REF and INFO/END together).
+  htslib reads it, by the index, which alone sees REF and INFO/END together). A position
+  segment whose preamble has :data:`FLAG_POSITION_DELTA` holds those values' differences
+  in byte planes (:mod:`vcfvirtual_codec.segment_transforms`), undone on decompression;
+  likewise a FORMAT segment with :data:`FLAG_VALUE_PLANES` holds each record's values of 2
+  or 4 bytes in byte planes.
 * qual: ``uint32[n]``, QUAL's float32 bits.
 * alleles: ``int32 n_allele[n]``, ``int32 length[sum n_allele]`` (NUL padding
   included), the allele bytes.
@@ -61,6 +65,7 @@ from .checks import (
 from .errors import ChunkDecodeError
 from .local_alleles import decode_local_columns
 from .scratch import Scratch
+from .segment_transforms import undo_position_deltas, undo_value_planes
 from .spec import LOCAL_KINDS, ChunkSpec
 
 if TYPE_CHECKING:
@@ -71,8 +76,12 @@ if TYPE_CHECKING:
 # the block (1 outside FORMAT), decompressed length, then the zlib CRC32 of the
 # preamble's other 32 bytes followed by the compressed frame (:func:`segment_crc`).
 # The magic is the segment format's version: "VVS1" segments (an older vcfvirtual's)
-# carried the CRC32 of the decompressed bytes and are refused, not misread.
-MAGIC = b"VVS2"
+# carried the CRC32 of the decompressed bytes and are refused, not misread. "VVS3" adds
+# the transforms a flag names (FLAG_POSITION_DELTA, FLAG_VALUE_PLANES): a "VVS2" segment
+# is read as before (it has none), while a reader of "VVS2" alone refuses a "VVS3"
+# segment by its magic rather than misread transformed bytes.
+MAGIC = b"VVS3"
+READ_MAGICS = (b"VVS2", MAGIC)
 OLD_MAGICS = {b"VVS1": "its CRC32 covers the decompressed bytes"}
 PREAMBLE = struct.Struct("<4sBBHiIIIQI")
 # The preamble without its CRC: what the CRC covers ahead of the frame.
@@ -86,6 +95,12 @@ FLAG_GT_ALL_PHASED = 2
 FLAG_GT_NONE_PHASED = 4
 GT_FLAGS = FLAG_GT_SHIFT | FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED
 GT_SHIFT = 2
+# A position segment stored as its differences' byte planes (segment_transforms.py),
+# undone right after decompression ("VVS3" segments only).
+FLAG_POSITION_DELTA = 8
+# A FORMAT segment (not GT's) whose records' values of 2 or 4 bytes are stored in byte
+# planes, record by record (segment_transforms.value_planes; "VVS3" segments only).
+FLAG_VALUE_PLANES = 16
 SEGMENT_KINDS = {
     "contig": 0,
     "position": 1,
@@ -647,8 +662,13 @@ class _Segment:
                 f"{MAGIC!r}: index the BCF again to rewrite the cache",
                 0,
             )
-        if magic != MAGIC:
-            raise _refuse(spec, f"segment magic is {magic!r}, expected {MAGIC!r}", 0)
+        if magic not in READ_MAGICS:
+            raise _refuse(
+                spec,
+                f"segment magic is {magic!r}, this reader reads {b' and '.join(READ_MAGICS)!r} (a cache "
+                "written by a newer vcfvirtual needs that version to read it)",
+                0,
+            )
         if kind != SEGMENT_KINDS[segment] or key != want_key:
             raise _refuse(
                 spec,
@@ -658,12 +678,12 @@ class _Segment:
             )
         is_gt = spec.kind.startswith("genotype")
         both = FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED
-        if (
-            self.flags & ~GT_FLAGS
-            or (not is_gt and (self.flags or pad))
-            or self.flags & both == both
-            or pad > spec.ploidy
-        ):
+        allowed = GT_FLAGS if is_gt else 0
+        if segment == "position" and magic == MAGIC:
+            allowed = FLAG_POSITION_DELTA
+        elif segment == "format" and not is_gt and magic == MAGIC:
+            allowed = FLAG_VALUE_PLANES
+        if self.flags & ~allowed or (not is_gt and pad) or self.flags & both == both or pad > spec.ploidy:
             raise _refuse(spec, f"preamble flags {self.flags} / reserved {pad} are not what the index writes", 5)
         self.complete_count = pad
         self._check_counts(spec)
@@ -822,6 +842,15 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         codec.decode(body, out)
     except (RuntimeError, ValueError) as e:
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
+    if seg.flags & FLAG_POSITION_DELTA:
+        if seg.length != 4 * seg.records:
+            raise _refuse(spec, f"a positions segment of {seg.records} records holds {seg.length} bytes", 24)
+        undo_position_deltas(out)
+    if seg.flags & FLAG_VALUE_PLANES:
+        try:
+            undo_value_planes(out, seg.records, seg.block_samples)
+        except ValueError as e:
+            raise _refuse(spec, f"its values cannot be put back in order ({e})", PREAMBLE.size) from None
 
 
 def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:
