@@ -445,6 +445,19 @@ class ColumnsWriter:
         plan.demux(self.window[:0], np.zeros(0, np.int64), self.scratch[0])
         demux.gt_block_summary(np.zeros(0, np.uint8), 0, 1)
 
+    def _make_room(self, chunk_bytes: int) -> None:
+        """A segment buffer with room for a chunk of ``chunk_bytes`` of records, the old one
+        freed before the new one is made. Left to itself the demux allocates a buffer of
+        exactly what a chunk needs when the one it is given is short, while the old one
+        still lives: on C (100,000 samples) every chunk a little larger than the largest
+        before held two 190 MB buffers at once. Pages never written cost no memory, so the
+        headroom is free; segments may pass the records' size by the counts and type codes
+        (5 bytes a record per segment: ~1.2x for a sites-only, 41-INFO-field BCF)."""
+        room = chunk_bytes + chunk_bytes // 4 + (1 << 20)
+        if self.scratch[self.turn].shape[0] < room - chunk_bytes // 8:
+            self.scratch[self.turn] = np.empty(0, np.uint8)
+            self.scratch[self.turn] = np.empty(room, np.uint8)
+
     def _emit(self, offsets: np.ndarray, end: int) -> None:
         """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``."""
         plan = self.plan
@@ -454,6 +467,7 @@ class ColumnsWriter:
         if not overlap:
             self.flush()  # one segment buffer: the previous chunk's must be compressed first
         buf = self._take(start, end)
+        self._make_room(end - start)
         segs, bounds, err, at = plan.demux(buf, offsets - start, self.scratch[self.turn])
         if err:
             raise CorruptBCFError(
