@@ -15,8 +15,35 @@ spans into the bytes, SPAN_MISSING (".") and SPAN_FILL ("").
 """
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.string cimport memchr
 
 cimport vcfvirtual_codec._kernels.bcf as B
+
+cdef extern from *:
+    """
+    /* Little-endian loads that the loop vectoriser sees as plain loads. bcf.pxd's u32
+       assembles bytes with shifts, which gcc merges into one load only after it has
+       vectorised (or given up on) the loop: in the full-width loops below that made
+       int16/int32/float values 2-3x slower. On a big-endian host the bytes are assembled. */
+    #include <string.h>
+    static inline int16_t vv_load_i16(const uint8_t *p) {
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        int16_t v; memcpy(&v, p, 2); return v;
+    #else
+        return (int16_t)((uint16_t)p[0] | ((uint16_t)p[1] << 8));
+    #endif
+    }
+    static inline int32_t vv_load_i32(const uint8_t *p) {
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        int32_t v; memcpy(&v, p, 4); return v;
+    #else
+        return (int32_t)((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24));
+    #endif
+    }
+    """
+    int16_t load_i16 "vv_load_i16"(const uint8_t* p) noexcept nogil
+    int32_t load_i32 "vv_load_i32"(const uint8_t* p) noexcept nogil
+
 
 cdef enum:
     # Span lengths with a special meaning (vcfvirtual_codec.decode re-exports them).
@@ -26,6 +53,12 @@ cdef enum:
     # decodes again into int32 for a message naming the record and value. Outside the
     # ERR_* codes of bcf.pxd, which are bare integers shared with Python.
     ERR_NARROW = 255
+
+# BCF integer types, as sources.
+ctypedef fused src_int:
+    int8_t
+    int16_t
+    int32_t
 
 # Integer outputs: the array's own dtype where it is at most int32 (floats: int32 bits).
 ctypedef fused out_int:
@@ -40,48 +73,189 @@ cdef inline bint is_nan_bits(int32_t bits) noexcept nogil:
     return (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF) != 0
 
 
-cdef inline bint full_width_values(B.Bytes src, int64_t t, int64_t m, out_int* flat,
-                                   int32_t lo, int32_t hi) noexcept nogil:
+cdef enum:
+    # What full_width_values found besides values.
+    WIDE_DONE = 0  # every value decoded
+    WIDE_ENDS = 1  # end-of-vector values too: end_fixup finishes the record
+    WIDE_OTHER = 2  # a value outside [lo, hi], or not a number type: the general loop decides
+
+
+cdef inline int64_t full_width_values(B.Bytes src, int64_t t, int64_t m, out_int* flat,
+                                      int32_t lo, int32_t hi) noexcept nogil:
     """The ``m`` values of BCF type ``t`` at ``src`` into ``flat``: missing -> -1, and
-    end-of-vector -> -2 (ints; floats keep their bits, NaNs made missing). True when that
-    is the whole answer: no end-of-vector and (ints) every value within ``[lo, hi]``.
-    False leaves the record to numeric_row's general loop, which decodes it again.
+    end-of-vector -> -2 (ints; floats keep their bits, NaNs made missing).
 
     The common FORMAT case (DP, AD, GQ, PL of the array's full width): one pass with no
-    per-value branch (selects and and/or accumulators only), so gcc vectorises it."""
-    cdef uint8_t ok = 1
+    per-value branch (selects and or-accumulators only), so gcc vectorises it. Returns
+    WIDE_DONE, WIDE_ENDS (the values after an end-of-vector are still to be made fill),
+    or WIDE_OTHER (an integer outside ``[lo, hi]``, whose written value wrapped)."""
+    cdef uint8_t ends = 0, bad = 0
     cdef int64_t i
+    cdef int8_t v8
+    cdef int16_t v16
     cdef int32_t v
+    # The sentinels as typed constants: compared with untyped literals, Cython's C widens
+    # the values to long and gcc's vector lanes with them.
+    cdef int8_t miss8 = -128, end8 = -127, one8 = -1, two8 = -2
+    cdef int16_t miss16 = -32768, end16 = -32767, one16 = -1, two16 = -2
+    cdef int32_t miss32 = -2147483648, end32 = -2147483647, one32 = -1, two32 = -2
+    cdef int32_t float_miss = B.FLOAT_MISSING_BITS, float_end = B.FLOAT_END_BITS
+    # [lo, hi] in the source's own width, so that the comparisons stay in its lanes.
+    cdef int8_t lo8 = <int8_t>(lo if lo > -128 else -128), hi8 = <int8_t>(hi if hi < 127 else 127)
+    cdef int16_t lo16 = <int16_t>(lo if lo > -32768 else -32768), hi16 = <int16_t>(hi if hi < 32767 else 32767)
     if t == B.BT_INT8:
+        # All in int8 lanes (16 values per SSE2 instruction), widened only as stored; the
+        # range check cannot reject a sentinel (lo8/hi8 may cut into them).
         for i in range(m):
-            v = <int8_t>src[i]
-            ok &= ((v != -127) & (v >= lo) & (v <= hi)) | (v == -128)
-            # Outside [lo, hi] the value written wraps; the record is then refused, not kept.
-            flat[i] = <out_int>(-1 if v == -128 else (-2 if v == -127 else v))
+            v8 = <int8_t>src[i]
+            ends |= v8 == end8
+            bad |= ((v8 < lo8) | (v8 > hi8)) & (v8 != miss8) & (v8 != end8)
+            flat[i] = <out_int>(one8 if v8 == miss8 else (two8 if v8 == end8 else v8))
     elif t == B.BT_INT16:
         for i in range(m):
-            v = <int16_t>(<uint16_t>src[2 * i] | (<uint16_t>src[2 * i + 1] << 8))
-            ok &= ((v != -32767) & (v >= lo) & (v <= hi)) | (v == -32768)
-            flat[i] = <out_int>(-1 if v == -32768 else (-2 if v == -32767 else v))
+            v16 = load_i16(src + 2 * i)
+            ends |= v16 == end16
+            bad |= ((v16 < lo16) | (v16 > hi16)) & (v16 != miss16) & (v16 != end16)
+            flat[i] = <out_int>(one16 if v16 == miss16 else (two16 if v16 == end16 else v16))
     elif t == B.BT_INT32:
         for i in range(m):
-            v = B.i32(src, 4 * i)
-            ok &= ((v != -2147483647) & (v >= lo) & (v <= hi)) | (v == <int32_t>-2147483648)
-            flat[i] = <out_int>(-1 if v == <int32_t>-2147483648 else (-2 if v == -2147483647 else v))
+            v = load_i32(src + 4 * i)
+            ends |= v == end32
+            bad |= ((v < lo) | (v > hi)) & (v != miss32) & (v != end32)
+            flat[i] = <out_int>(one32 if v == miss32 else (two32 if v == end32 else v))
     elif t == B.BT_FLOAT:
         for i in range(m):
-            v = B.i32(src, 4 * i)
-            ok &= v != B.FLOAT_END_BITS
-            flat[i] = <out_int>(B.FLOAT_MISSING_BITS if is_nan_bits(v) else v)
+            v = load_i32(src + 4 * i)
+            ends |= v == float_end
+            flat[i] = <out_int>(float_miss if is_nan_bits(v) else v)
     else:
-        return False
-    return ok != 0
+        return WIDE_OTHER
+    if bad:
+        return WIDE_OTHER
+    return WIDE_ENDS if ends else WIDE_DONE
+
+
+cdef inline bint is_end(B.Bytes src, int64_t i, int64_t t) noexcept nogil:
+    """Whether value ``i`` of BCF type ``t`` at ``src`` is the end-of-vector sentinel."""
+    if t == B.BT_INT8:
+        return src[i] == 0x81
+    if t == B.BT_INT16:
+        return src[2 * i] == 0x01 and src[2 * i + 1] == 0x80
+    if t == B.BT_FLOAT:
+        return B.i32(src, 4 * i) == B.FLOAT_END_BITS
+    return B.i32(src, 4 * i) == -2147483647
+
+
+cdef inline bint any_end(B.Bytes src, int64_t i, int64_t k, int64_t t) noexcept nogil:
+    """Whether values ``i .. i+k`` of type ``t`` (int16, int32 or float) hold an
+    end-of-vector: an or-reduction per type, which gcc vectorises."""
+    cdef uint8_t found = 0
+    cdef int64_t j
+    if t == B.BT_INT16:
+        for j in range(i, i + k):
+            found |= load_i16(src + 2 * j) == -32767
+    elif t == B.BT_FLOAT:
+        for j in range(i, i + k):
+            found |= load_i32(src + 4 * j) == B.FLOAT_END_BITS
+    else:
+        for j in range(i, i + k):
+            found |= load_i32(src + 4 * j) == -2147483647
+    return found != 0
+
+
+cdef inline void end_fixup(B.Bytes src, int64_t t, int64_t m, int64_t width, out_int* flat,
+                           out_int after) noexcept nogil:
+    """After full_width_values (WIDE_ENDS): every slot from an end-of-vector to its
+    vector's end (the end itself included) becomes ``after``: htslib ends a vector there,
+    so what follows is no value. Ends are searched for a block at a time (int8: memchr),
+    and only the few vectors holding one are written again."""
+    cdef int64_t i = 0, block_end, stop
+    cdef const uint8_t* at
+    while i < m:
+        if t == B.BT_INT8:
+            at = <const uint8_t*>memchr(src + i, 0x81, m - i)
+            if at == NULL:
+                return
+            i = at - src
+        else:
+            block_end = i + 32 if i + 32 < m else m
+            if not any_end(src, i, block_end - i, t):
+                i = block_end
+                continue
+            while i < block_end and not is_end(src, i, t):
+                i += 1
+            if i == block_end:
+                continue
+        stop = (i // width + 1) * width
+        while i < stop:
+            flat[i] = after
+            i += 1
 
 
 cdef inline void fill_row(out_int* row, int64_t m, out_int value) noexcept nogil:
     cdef int64_t i
     for i in range(m):
         row[i] = value
+
+
+cdef inline src_int load_src(B.Bytes p, int64_t j, src_int like) noexcept nogil:
+    """Value ``j`` of the source type (``like`` only selects it)."""
+    if src_int is int8_t:
+        return <int8_t>p[j]
+    elif src_int is int16_t:
+        return load_i16(p + 2 * j)
+    else:
+        return load_i32(p + 4 * j)
+
+
+cdef inline int64_t int_vectors(B.Bytes p, int64_t n, int64_t n_vectors, int64_t width, out_int* row,
+                                bint end_is_value, int32_t lo, int32_t hi, src_int missing,
+                                src_int vector_end) noexcept nogil:
+    """``n_vectors`` vectors of ``n`` integers (of the type of ``missing``) into rows of
+    ``width`` slots: -1 missing; the end-of-vector (unless ``end_is_value``) and every slot
+    after it -2. B.OK, or ERR_NARROW for a value (before any end) outside ``[lo, hi]``.
+    One specialisation per source type, so the loop holds no type switch."""
+    cdef int64_t s, j
+    cdef src_int v
+    cdef out_int* out
+    for s in range(n_vectors):
+        out = row + s * width
+        j = 0
+        while j < n:
+            v = load_src(p, s * n + j, missing)
+            if v == vector_end and not end_is_value:
+                break  # htslib ends the vector here, whatever the bytes after it say
+            if v == missing:
+                out[j] = -1
+            elif v < lo or v > hi:
+                return ERR_NARROW
+            else:
+                out[j] = <out_int>v
+            j += 1
+        while j < width:
+            out[j] = -2
+            j += 1
+    return B.OK
+
+
+cdef inline void float_vector(B.Bytes p, int64_t n, int64_t width, out_int* out) noexcept nogil:
+    """One vector of ``n`` float32 values (as bits) into ``width`` slots: any NaN missing
+    (bio2zarr's reading); from an end-of-vector to the record's count missing (the
+    end-of-vector NaN), past the count fill."""
+    cdef int64_t j = 0
+    cdef int32_t bits
+    while j < n:
+        bits = B.i32(p, 4 * j)
+        if bits == B.FLOAT_END_BITS:
+            break
+        out[j] = <out_int>(B.FLOAT_MISSING_BITS if is_nan_bits(bits) else bits)
+        j += 1
+    while j < n:
+        out[j] = <out_int>B.FLOAT_MISSING_BITS
+        j += 1
+    while j < width:
+        out[j] = <out_int>B.FLOAT_END_BITS
+        j += 1
 
 
 cdef inline int64_t numeric_row(B.Bytes buf, int64_t buf_len, int64_t t, int64_t n, int64_t d,
@@ -98,11 +272,8 @@ cdef inline int64_t numeric_row(B.Bytes buf, int64_t buf_len, int64_t t, int64_t
     single value "." reads missing in every slot. An Integer outside ``[lo, hi]`` (the
     output's dtype) is ERR_NARROW, never a wrapped value."""
     cdef out_int missing_out = <out_int>(B.FLOAT_MISSING_BITS if is_float else -1)
-    cdef out_int fill_out = <out_int>(B.FLOAT_END_BITS if is_float else -2)
-    cdef int64_t size, missing, vector_end, s, j, base, v
-    cdef int32_t bits
-    cdef bint ended, end_is_value
-    cdef out_int* out
+    cdef int64_t size, s, wide
+    cdef bint end_is_value
     if d < 0:
         fill_row(row, n_vectors * width, missing_out)
         return B.OK
@@ -114,48 +285,38 @@ cdef inline int64_t numeric_row(B.Bytes buf, int64_t buf_len, int64_t t, int64_t
     elif n > 0 and (t < B.BT_INT8 or t > B.BT_INT32):
         return B.ERR_BAD_TYPE
     size = B.type_size(t)
-    missing, vector_end = B.int_sentinels(t)
     # An INFO value written "." (one missing value) means the whole value is missing, not
     # one value short of its count: every slot reads missing, as bio2zarr stores it. A
     # FORMAT "." keeps missing-then-fill, as bio2zarr does.
     if (not is_format and n == 1 and width > 1 and d + size <= buf_len
-            and ((B.i32(buf, d) == B.FLOAT_MISSING_BITS) if is_float else (B.read_int(buf, d, t) == missing))):
+            and ((B.i32(buf, d) == B.FLOAT_MISSING_BITS) if is_float
+                 else (B.read_int(buf, d, t) == B.int_sentinels(t)[0]))):
         fill_row(row, width, missing_out)
         return B.OK
     if n == width and is_format and n_vectors * width > 0:
-        # The common FORMAT case: no end-of-vector bookkeeping unless one is seen; a record
-        # that holds one (or a value outside [lo, hi]) is decoded again below.
-        if full_width_values(buf + d, t, n_vectors * width, row, lo, hi):
+        # The common FORMAT case: values decoded in one vectorised pass, then the few
+        # vectors an end-of-vector cuts short; anything else is decoded again below.
+        wide = full_width_values(buf + d, t, n_vectors * width, row, lo, hi)
+        if wide == WIDE_DONE:
             return B.OK
-    # htslib ends a vector at its end-of-vector value: nothing after it is a value,
-    # whatever its bytes say. Within the record's width bio2zarr stores the float slots
-    # as missing (the end-of-vector NaN) and the integer ones as fill.
+        if wide == WIDE_ENDS:
+            end_fixup(buf + d, t, n_vectors * width, width, row,
+                      missing_out if is_float else <out_int>-2)
+            return B.OK
+    # Within the record's width bio2zarr stores the float slots after an end-of-vector as
+    # missing (the end-of-vector NaN) and the integer ones as fill; a lone INFO int8 or
+    # int16 end-of-vector is a value (scalar_info_end_is_value).
     end_is_value = not is_format and B.scalar_info_end_is_value(t, n)
-    for s in range(n_vectors):
-        base = d + s * n * size
-        out = row + s * width
-        ended = False
-        for j in range(width):
-            if j >= n:
-                out[j] = fill_out
-            elif ended:
-                out[j] = missing_out if is_float else fill_out
-            elif is_float:
-                bits = B.i32(buf, base + 4 * j)
-                out[j] = missing_out if is_nan_bits(bits) else <out_int>bits
-                ended = bits == B.FLOAT_END_BITS
-            else:
-                v = B.read_int(buf, base + j * size, t)
-                if v == missing:
-                    out[j] = -1
-                elif v == vector_end and not end_is_value:
-                    out[j] = -2
-                    ended = True
-                elif v < lo or v > hi:
-                    return ERR_NARROW
-                else:
-                    out[j] = <out_int>v
-    return B.OK
+    if is_float:
+        for s in range(n_vectors):
+            float_vector(buf + d + s * n * size, n, width, row + s * width)
+        return B.OK
+    if t == B.BT_INT8 or n == 0:
+        return int_vectors(buf + d, n, n_vectors, width, row, end_is_value, lo, hi, <int8_t>-128, <int8_t>-127)
+    if t == B.BT_INT16:
+        return int_vectors(buf + d, n, n_vectors, width, row, end_is_value, lo, hi, <int16_t>-32768, <int16_t>-32767)
+    return int_vectors(buf + d, n, n_vectors, width, row, end_is_value, lo, hi, <int32_t>-2147483648,
+                       <int32_t>-2147483647)
 
 
 cdef inline int64_t nul_length(B.Bytes buf, int64_t d, int64_t n) noexcept nogil:
