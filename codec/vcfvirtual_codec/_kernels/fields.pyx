@@ -91,8 +91,7 @@ def field_numeric(const uint8_t[::1] buf, const int64_t[::1] offsets, int64_t ke
     if out.shape[0] < offsets.shape[0] or (is_float and sizeof(V.out_int) != 4):
         return B.ERR_SHAPE, 0
     cdef int64_t err = B.OK, at = 0
-    if out.shape[1] * out.shape[2] == 0:
-        return B.OK, 0  # nothing to write (and no element to point at)
+    # A row of no values (no samples, or width 0) is still checked: nothing is written.
     with nogil:
         err, at = _records_numeric(_ptr(buf), buf.shape[0], offsets, key, is_format, is_float, out)
     return err, at
@@ -132,8 +131,6 @@ def numeric(const uint8_t[::1] seg, int64_t n, bint is_format, bint is_float, V.
     cdef int64_t err = B.OK, at = 0
     if out.shape[0] < n or (is_float and sizeof(V.out_int) != 4):
         return B.ERR_SHAPE, 0
-    if out.shape[1] * out.shape[2] == 0:
-        return column_starts(seg, n, out.shape[1])[1:]  # nothing to write: the column checked
     cdef int64_t[::1] starts = np.zeros(max(n, 0) + 1, np.int64)
     with nogil:
         err, at = _column_numeric(_ptr(seg), seg.shape[0], n, is_format, is_float, out, lo, hi, starts)
@@ -148,13 +145,11 @@ def field_string_spans(const uint8_t[::1] buf, const int64_t[::1] offsets, int64
     """Comma-separated parts of INFO/FORMAT strings of the records at ``offsets`` as spans
     (records, samples or 1, width); see values.string_row."""
     cdef B.Bytes p = _ptr(buf)
-    cdef int64_t n_vectors = starts.shape[1], width = starts.shape[2], per = n_vectors * width
+    cdef int64_t n_vectors = starts.shape[1], width = starts.shape[2]
     cdef int64_t k, pos = 0, t, n, d, err = B.OK
     if (starts.shape[0] < offsets.shape[0] or lengths.shape[0] < offsets.shape[0]
             or lengths.shape[1] != n_vectors or lengths.shape[2] != width):
         return B.ERR_SHAPE, 0
-    if per == 0:
-        return B.OK, 0
     with nogil:
         for k in range(offsets.shape[0]):
             pos = offsets[k]
@@ -172,7 +167,7 @@ def string_spans(const uint8_t[::1] seg, int64_t n, int64_t[:, :, ::1] starts_ou
     (rows, block samples, width) as comma-separated parts, as field_string_spans decodes
     records."""
     cdef B.Bytes p = _ptr(seg)
-    cdef int64_t n_vectors = starts_out.shape[1], width = starts_out.shape[2], per = n_vectors * width
+    cdef int64_t n_vectors = starts_out.shape[1], width = starts_out.shape[2]
     cdef int64_t k, t, c, d, err = B.OK, at = 0
     if (starts_out.shape[0] < n or lengths_out.shape[0] < n
             or lengths_out.shape[1] != n_vectors or lengths_out.shape[2] != width):
@@ -181,7 +176,7 @@ def string_spans(const uint8_t[::1] seg, int64_t n, int64_t[:, :, ::1] starts_ou
     cdef int64_t[::1] starts = starts_array
     with nogil:
         err, at = _starts(p, seg.shape[0], n, n_vectors, starts)
-        if err == B.OK and per > 0:
+        if err == B.OK:
             for k in range(n):
                 t, c = column_field(p, n, k)
                 d = starts[k] if c >= 0 else -1
