@@ -31,6 +31,7 @@ except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alon
     HAVE_ZARR3 = False
 
 from . import checks, decode
+from ._kernels.fields import first_characters
 from .bcf import bgzf, records
 from .checks import FLOAT32_FILL, check, checked_vlen_utf8, narrowed, span_missing
 from .columns import decode_columns_chunk
@@ -288,16 +289,10 @@ def _decode_genotypes(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec) -> 
 
 def _first_characters(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """<U1 values (UTF-32LE code points): each value's first character, "." when
-    missing, "" as fill."""
-    safe = np.minimum(starts, max(buf.shape[0] - 1, 0))
-    first = buf[safe].astype(np.uint32)
-    out = np.where(lengths > 0, first, np.where(lengths == decode.SPAN_MISSING, ord("."), 0)).astype("<u4")
-    # A first byte >= 0x80 starts a multi-byte UTF-8 character: decode those few exactly.
-    for idx in zip(*np.nonzero((lengths > 0) & (first >= 0x80))):
-        start, length = int(starts[idx]), int(lengths[idx])
-        text = bytes(buf[start : start + length]).decode("utf-8", errors="replace")
-        out[idx] = ord(text[0])
-    return out
+    missing, "" as fill (the kernel both layouts use)."""
+    out = np.empty(starts.size, "<u4")
+    first_characters(buf, np.ascontiguousarray(starts).ravel(), np.ascontiguousarray(lengths).ravel(), out)
+    return out.reshape(starts.shape)
 
 
 def _decode_field(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: tuple[int, ...]) -> bytes | np.ndarray:
