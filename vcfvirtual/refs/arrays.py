@@ -319,7 +319,7 @@ def check_codec_arrays(
 
 
 def _shared_problems(specs: dict[str, ChunkSpec], header: BCFHeader, provenance: Provenance) -> list[str]:
-    from ..cache.columns import effective_samples_chunk_size
+    from ..cache.names import effective_samples_chunk_size
 
     problems = []
     first = next(iter(specs.values()), None)

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 
+import pysam
 import pytest
 
 import vcfvirtual
@@ -304,3 +305,36 @@ def test_samples_line_htslib_reads_passes_with_its_samples(store, tmp_path):
     header = checks.store_header(refs, path)
     assert list(header.samples) == _htslib_reads(text, tmp_path)
     assert len(header.samples) > 1
+
+
+def test_the_layout_facts_read_at_open_are_the_writers(tmp_path):
+    """RLEN_RESOLVED and chunk_records stand in for the layout writers at open (whose
+    imports cost most of a fresh open): equal to theirs, and to htslib's record count."""
+    from vcfvirtual.cache.layouts import LAYOUT_WRITERS
+
+    assert checks.RLEN_RESOLVED == {name for name, writer in LAYOUT_WRITERS.items() if writer.rlen_resolved}
+    bcf = bcfdata.small_bcf(tmp_path / "small.bcf")
+    with pysam.VariantFile(str(bcf)) as f:
+        n = sum(1 for _ in f)
+    for layout in LAYOUT_WRITERS:
+        refs_path = tmp_path / f"{layout}.json"
+        vcfvirtual.index(
+            bcf,
+            refs_path=refs_path,
+            cache_path=tmp_path / f"{layout}.cache",
+            variants_chunk_size=3,
+            cache_layout=layout,
+            force=True,
+        )
+        loaded = load_references(refs_path)
+        cache = checks.declared_cache(loaded, refs_path)
+        targets = checks.chunk_targets(cache, loaded.get("templates", {}), refs_path)
+        counts = []
+        for i in range(-(-n // 3)):
+            url, offset, size = loaded["refs"][f"variant_position/{i}"]
+            with open(targets.files[url][0].removeprefix("file://"), "rb") as f:
+                ours = checks.chunk_records(layout, f, offset, size)
+                assert ours == LAYOUT_WRITERS[layout].chunk_records(f, offset, size), layout
+            counts.append(ours)
+        expected = [min(3, n - 3 * i) for i in range(len(counts))]
+        assert counts == ([None] * len(counts) if layout == "bgzf" else expected), layout
