@@ -255,9 +255,35 @@ def _check_remote_cache(file: CacheFile, found: Fingerprint | VcfVirtualError, r
 # metadata that agrees with the codec configuration.
 
 
+@dataclasses.dataclass(frozen=True)
+class InlineChunk:
+    """A header array's inline chunk whose key was checked and whose data is checked when
+    first read (:func:`check_inline_chunk`): ``check_references(..., defer_inline=True)``."""
+
+    name: str
+    leaf: str
+    meta: dict[str, Any]
+
+
+def check_inline_chunk(chunk: InlineChunk, value: str, refs_path: PathLike) -> None:
+    """The deferred data check of ``chunk`` (:func:`arrays.check_plain_chunk_data`),
+    holding ``value``: run before its bytes are handed to a reader.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        It is not base64 of exactly one chunk's values."""
+    arrays.check_plain_chunk_data(chunk.name, chunk.leaf, value, chunk.meta, refs_path)
+
+
 def check_references(
-    refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, Any], *, metadata_only: bool = False
-) -> None:
+    refs: KerchunkRefs,
+    refs_path: PathLike,
+    cache: dict[str, Any],
+    *,
+    metadata_only: bool = False,
+    defer_inline: bool = False,
+) -> dict[str, InlineChunk]:
     """Refuse references that would make a reader fetch or decode anything but the cache.
 
     Parameters
@@ -273,6 +299,15 @@ def check_references(
     metadata_only
         Check the keys' metadata only (an Icechunk repository's, see
         :func:`icechunk_as_references`): its virtual chunks are the repository's to check.
+    defer_inline
+        Check the header arrays' inline chunks' keys now and their data when each is first
+        read, by the store (at 100,000 samples, 1.7 MB of base64 decoded to count the
+        names). The store must then call :func:`check_inline_chunk` before serving one.
+
+    Returns
+    -------
+    dict
+        With ``defer_inline``, the inline chunks left to check, by key; else empty.
 
     Raises
     ------
@@ -293,12 +328,18 @@ def check_references(
     provenance = Provenance.from_attributes(attrs, refs_path)
     metas = _check_arrays(keys, refs_path, header, attrs["vcf_header"], provenance)
     if parquet:
-        return
+        return {}
     targets = chunk_targets(cache, templates, refs_path)
+    deferred: dict[str, InlineChunk] = {}
     for name in metas:
         if name in arrays.PLAIN_ARRAYS:
             for leaf in keys.chunks.get(name, []):
-                arrays.check_plain_chunk(name, leaf, refs["refs"][f"{name}/{leaf}"], metas[name], refs_path)
+                value = refs["refs"][f"{name}/{leaf}"]
+                arrays.check_plain_chunk_key(name, leaf, value, metas[name], refs_path)
+                if defer_inline:
+                    deferred[f"{name}/{leaf}"] = InlineChunk(name, leaf, metas[name])
+                else:
+                    arrays.check_plain_chunk_data(name, leaf, value, metas[name], refs_path)
         else:
             arrays.check_codec_chunks(name, metas[name], keys, refs_path)
     # Every codec chunk is a reference (checked above); the header arrays' are inline.
@@ -308,6 +349,7 @@ def check_references(
     if cache["url"].startswith("file://") and "variant_position" in metas:
         layout = provenance.cache.layout
         _check_record_count(refs["refs"], metas["variant_position"], targets, layout, refs_path)
+    return deferred
 
 
 def _check_record_count(
@@ -762,7 +804,9 @@ def _metadata_problems(meta: dict[str, Any], filters: list[dict[str, Any]], spec
     return problems
 
 
-def guarded_reference_fs(targets: ChunkTargets, refs_path: PathLike, **kwargs: Any) -> Any:
+def guarded_reference_fs(
+    targets: ChunkTargets, refs_path: PathLike, inline: dict[str, InlineChunk] | None = None, **kwargs: Any
+) -> Any:
     """A Kerchunk reference filesystem that fetches only ranges of the declared cache:
     what is checked eagerly for JSON is checked per fetch for lazily loaded Parquet.
 
@@ -773,6 +817,9 @@ def guarded_reference_fs(targets: ChunkTargets, refs_path: PathLike, **kwargs: A
         fingerprints were checked, as fsspec resolves the references' URLs (no template forms).
     refs_path
         The references, as errors name them.
+    inline
+        Inline chunks whose data is checked when first read (``check_references(...,
+        defer_inline=True)``).
     **kwargs
         fsspec's ``ReferenceFileSystem`` arguments (``fo``, ``remote_protocol``...).
 
@@ -790,6 +837,10 @@ def guarded_reference_fs(targets: ChunkTargets, refs_path: PathLike, **kwargs: A
             part = self.references.get(key) if hasattr(self.references, "get") else None
             if isinstance(part, (list, tuple)):
                 check_chunk_ref(key, list(part), targets, refs_path)
+            elif inline and key in inline:
+                value = part.decode("latin-1") if isinstance(part, bytes) else part
+                check_inline_chunk(inline[key], value if isinstance(value, str) else "", refs_path)
+                inline.pop(key, None)
             return super()._cat_common(path, start=start, end=end)
 
     return GuardedReferenceFileSystem(skip_instance_cache=True, **kwargs)

@@ -6,6 +6,7 @@ error type and the thing named), not a value vcfvirtual computes."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -252,6 +253,34 @@ def test_guarded_filesystem_refuses_fetches_outside_the_cache(store, tmp_path):
     for i in range(len(crafted)):
         with pytest.raises(UntrustedReferenceError, match="points at"):
             fs.cat(f"b{i}")
+
+
+def test_deferred_inline_chunks_are_checked_when_the_guarded_filesystem_reads_them(store):
+    """A remote cache's store (fsspec's reference filesystem, guarded) checks a header
+    array's inline chunk when it is read, as the local store does: a sample_id chunk of
+    two names where the header has three is refused at each read; the good one reads
+    htslib's sample names."""
+    refs, path, cache, bcf, _ = store
+    with pysam.VariantFile(str(bcf)) as f:
+        names = list(f.header.samples)
+    bad = copy.deepcopy(refs)
+    two = b"\x02\x00\x00\x00\x02\x00\x00\x00S1\x02\x00\x00\x00S2"
+    bad["refs"]["sample_id/0"] = "base64:" + base64.b64encode(two).decode()
+    inline = checks.check_references(bad, path, cache, defer_inline=True)  # the keys only: passes
+    assert "sample_id/0" in inline
+    fs = checks.guarded_reference_fs(
+        checks.chunk_targets(cache, {}, path), path, inline, fo=bad, remote_protocol="file"
+    )
+    for _ in range(2):
+        with pytest.raises(UntrustedReferenceError, match="sample_id/0 holds 2 strings, not the 3 values"):
+            fs.cat("sample_id/0")
+    good = checks.check_references(refs, path, cache, defer_inline=True)
+    fs = checks.guarded_reference_fs(checks.chunk_targets(cache, {}, path), path, good, fo=refs, remote_protocol="file")
+    from numcodecs import VLenUTF8
+
+    assert list(VLenUTF8().decode(fs.cat("sample_id/0"))) == names
+    with pytest.raises(UntrustedReferenceError, match="holds 2 strings"):
+        checks.check_references(bad, path, cache)  # without deferring: at once
 
 
 def test_copy_differs_on_size_and_hash_not_mtime(tmp_path):
