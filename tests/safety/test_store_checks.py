@@ -22,6 +22,7 @@ import zarr
 
 import vcfvirtual
 from vcfvirtual.errors import UntrustedReferenceError
+from vcfvirtual.refs.open import check_store
 
 from .. import bcfdata
 
@@ -249,6 +250,11 @@ def test_a_header_array_chunk_is_checked_before_its_first_read(store):
     for _ in range(2):  # refused at every read, not only the first
         with pytest.raises(UntrustedReferenceError, match="sample_id/0 holds 2 strings, not the 3 values"):
             group["sample_id"][:]
+    # Writers building on the store (append, convert) check it all at once, as before.
+    with pytest.raises(UntrustedReferenceError, match="sample_id/0 holds 2 strings, not the 3 values"):
+        check_store(edited)
+    with pytest.raises(UntrustedReferenceError, match="sample_id/0 holds 2 strings"):
+        vcfvirtual.api.references_from(edited, "json", edited.with_name("converted.json"))
     doc["refs"]["sample_id/0"] = doc["refs"]["variant_position/0"]
     edited.write_text(json.dumps(doc))
     with pytest.raises(UntrustedReferenceError, match="sample_id/0 is not inline data"):

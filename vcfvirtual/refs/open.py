@@ -137,16 +137,29 @@ def _load_for_reading(refs_path: str, cache_url: str | None, storage_options: di
     return refs
 
 
+def check_store(refs_path: str | os.PathLike[str], *, storage_options: dict[str, Any] | None = None) -> None:
+    """Every check :func:`open_store` makes of Kerchunk references (JSON or Parquet), all
+    at once: the header arrays' inline data too, which a store checks when first read.
+    For writers that build on a store (appending) rather than read it.
+
+    Raises
+    ------
+    StaleCacheError, UntrustedReferenceError, VcfVirtualError
+        As :func:`open_store`."""
+    refs_path = os.fspath(refs_path)
+    _checked_cache(_load_for_reading(refs_path, None, storage_options), refs_path, storage_options, defer=False)
+
+
 def _checked_cache(
-    refs: KerchunkRefs, refs_path: str, storage_options: dict[str, Any] | None
+    refs: KerchunkRefs, refs_path: str, storage_options: dict[str, Any] | None, *, defer: bool = True
 ) -> tuple[dict[str, Any], dict[str, InlineChunk]]:
     """The declared cache, once it and every reference passed their checks: the cache first
     (missing, changed, not a regular file), then every reference against it, so nothing
-    the references name is fetched before both pass; and the header arrays' inline chunks
-    whose data the store checks when each is first read (``defer_inline``)."""
+    the references name is fetched before both pass; and, with ``defer``, the header
+    arrays' inline chunks whose data the store checks when each is first read."""
     cache = required_cache(refs, refs_path)
     check_cache(refs, refs_path, storage_options)
-    inline = check_references(refs, refs_path, cache, defer_inline=True)
+    inline = check_references(refs, refs_path, cache, defer_inline=defer)
     return cache, inline
 
 
