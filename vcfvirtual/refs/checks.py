@@ -578,14 +578,18 @@ def _parsed_header(text: str) -> BCFHeader:
     through pysam it costs a temporary file and a few ms at every open of the same store;
     and once per text across processes (:mod:`~vcfvirtual.refs.header_cache`, keyed by a
     digest of the text and the parser), as importing pysam alone costs ~20 ms of a fresh
-    open. Errors and htslib's warnings name the attribute; the caller names the references."""
+    open; so is the verdict that the samples are distinct (a set of 100,000 names, ~25 ms).
+    Errors and htslib's warnings name the attribute; the caller names the references."""
     from ..bcf.header import header_line_warnings, parse_header_text
     from . import header_cache
 
+    full = text
     text, samples = _split_samples(text)
-    if samples is not None and (len(set(samples)) != len(samples) or "" in samples):
-        # What htslib refuses in a #CHROM line ("Duplicated sample name", "Empty sample name").
-        raise VcfVirtualError("vcf_header", "its #CHROM line names a sample twice, or an empty sample")
+    if samples is not None and not header_cache.samples_distinct(full):
+        if len(set(samples)) != len(samples) or "" in samples:
+            # What htslib refuses in a #CHROM line ("Duplicated sample name", "Empty sample name").
+            raise VcfVirtualError("vcf_header", "its #CHROM line names a sample twice, or an empty sample")
+        header_cache.mark_samples_distinct(full)
     header = header_cache.load(text)
     if header is None:
         header = parse_header_text(text.encode("utf-8"), "vcf_header", 0)

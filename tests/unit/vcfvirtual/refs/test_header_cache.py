@@ -46,6 +46,11 @@ def _entry(cache_dir, text: str):
     return cache_dir / f"{header_cache.key_of(checks._split_samples(text)[0])}.json"
 
 
+def _verdict(cache_dir, text: str):
+    """The entry saying that ``text`` names each sample once."""
+    return cache_dir / f"samples-{header_cache._samples_key(text)}.json"
+
+
 def _htslib_keys(text: str, tmp_path) -> dict[str, int]:
     """Each INFO/FORMAT field's dictionary key as htslib assigns it (the oracle)."""
     path = tmp_path / "oracle.vcf"
@@ -63,7 +68,7 @@ def _keys(header) -> dict[str, int]:
 def test_a_parsed_header_is_kept_and_read_back_as_htslib_gave_it(cache_dir, tmp_path):
     text = _text(bcfdata.HEADER)
     first = checks._parsed_header(text)
-    assert list(cache_dir.iterdir()) == [_entry(cache_dir, text)]
+    assert sorted(cache_dir.iterdir()) == sorted([_entry(cache_dir, text), _verdict(cache_dir, text)])
     checks._parsed_header.cache_clear()  # as a fresh process: only the disk entry is left
     assert header_cache.load(checks._split_samples(text)[0]) is not None
     again = checks._parsed_header(text)
@@ -170,3 +175,26 @@ def test_a_fresh_open_of_a_store_opened_before_imports_no_pysam(store, cache_dir
     ]
     positions = sum(int(line.split("\t")[1]) for line in bcfdata.SMALL_RECORDS)
     assert runs == [[str(positions), "True", "[]"], [str(positions), "False", "[]"]]
+
+
+def test_distinct_samples_are_kept_per_text_and_duplicates_never(cache_dir, tmp_path):
+    """The verdict that a header names each sample once is kept under its own text's
+    digest: moved onto a text naming a sample twice, it is not used, and that text is
+    refused as htslib refuses it ("Duplicated sample name")."""
+    good, twice = _text(bcfdata.HEADER, ("S1", "S2", "S3")), _text(bcfdata.HEADER, ("S1", "S2", "S1"))
+    with pytest.raises(vcfvirtual.VcfVirtualError, match="names a sample twice"):
+        checks._parsed_header(twice)
+    assert not header_cache.samples_distinct(twice)
+    assert checks._parsed_header(good).samples == ("S1", "S2", "S3")
+    assert header_cache.samples_distinct(good)
+    verdicts = [p for p in cache_dir.iterdir() if p.name.startswith("samples-")]
+    assert len(verdicts) == 1
+    verdicts[0].rename(cache_dir / f"samples-{header_cache._samples_key(twice)}.json")
+    assert not header_cache.samples_distinct(twice)
+    checks._parsed_header.cache_clear()
+    with pytest.raises(vcfvirtual.VcfVirtualError, match="names a sample twice"):
+        checks._parsed_header(twice)
+    oracle = tmp_path / "twice.vcf"
+    oracle.write_text(twice)
+    with pytest.raises((ValueError, OSError)):
+        pysam.VariantFile(str(oracle))  # htslib refuses it too
