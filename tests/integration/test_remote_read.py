@@ -79,13 +79,19 @@ class RangeHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class Server(http.server.ThreadingHTTPServer):
+    # A listen backlog as web servers have (http.server's is 5): the fingerprint's window
+    # requests arrive together, and connections beyond the backlog wait for a SYN resend (1 s+).
+    request_queue_size = 128
+
+
 @pytest.fixture
 def http_dir(tmp_path):
     """(directory, base URL, request counts) of a local HTTP server with Range support."""
     served = tmp_path / "www"
     served.mkdir()
     handler = type("Handler", (RangeHandler,), {"directory": str(served), "stats": {}})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = Server(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield served, f"http://127.0.0.1:{server.server_address[1]}/", handler.stats
     server.shutdown()
@@ -247,7 +253,7 @@ def test_remote_fingerprints_ask_all_sizes_then_all_windows_at_once(tmp_path):
             gets.wait()
             super().do_GET()
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Gated)
+    server = Server(("127.0.0.1", 0), Gated)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}/"
