@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import gzip
+import os
 import struct
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +144,10 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes minutes; skipped unless --slow is given")
+    # Stores opened by the tests keep their parsed headers (refs/header_cache) in a folder
+    # of the run's, not the user's ~/.cache (child processes inherit it).
+    if "VCFVIRTUAL_CACHE_DIR" not in os.environ:
+        os.environ["VCFVIRTUAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="vcfvirtual-tests-cache-")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -383,7 +383,7 @@ def _existing_store(plan: AppendPlan) -> append.ExistingStore:
     or source is refused), read from its references."""
     from .refs import convert
     from .refs.checks import store_header
-    from .refs.open import open_store
+    from .refs.open import check_store
 
     refs_format = convert.source_format(plan.refs_path)
     if refs_format == "icechunk":
@@ -392,7 +392,7 @@ def _existing_store(plan: AppendPlan) -> append.ExistingStore:
             "cannot append to Icechunk references, so far",
             hint="append to the store's Kerchunk JSON or Parquet references, then write Icechunk ones from them",
         )
-    open_store(plan.refs_path, check=True, storage_options=plan.options.storage_options)
+    check_store(plan.refs_path, storage_options=plan.options.storage_options)
     refs = convert.load_all_references(plan.refs_path)
     attributes = json.loads(refs["refs"][".zattrs"])
     provenance = Provenance.from_attributes(attributes, plan.refs_path)
@@ -472,7 +472,7 @@ def references_from(
         vcfvirtual store's.
     """
     from .refs import convert
-    from .refs.open import open_store
+    from .refs.open import check_store
 
     source = Path(refs_path)
     if refs_format not in REFS_FORMATS:
@@ -487,7 +487,7 @@ def references_from(
     if out.resolve() == source.resolve():
         raise VcfVirtualError(source, f"already {refs_format} references", hint="name another output (refs_path=)")
     try:
-        open_store(source, check=True, storage_options=storage_options)
+        check_store(source, storage_options=storage_options)
     except StaleCacheError as e:
         raise StaleCacheError(
             e.path,

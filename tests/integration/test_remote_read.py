@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 import xarray as xr
 
@@ -78,13 +79,19 @@ class RangeHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class Server(http.server.ThreadingHTTPServer):
+    # A listen backlog as web servers have (http.server's is 5): the fingerprint's window
+    # requests arrive together, and connections beyond the backlog wait for a SYN resend (1 s+).
+    request_queue_size = 128
+
+
 @pytest.fixture
 def http_dir(tmp_path):
     """(directory, base URL, request counts) of a local HTTP server with Range support."""
     served = tmp_path / "www"
     served.mkdir()
     handler = type("Handler", (RangeHandler,), {"directory": str(served), "stats": {}})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = Server(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield served, f"http://127.0.0.1:{server.server_address[1]}/", handler.stats
     server.shutdown()
@@ -201,3 +208,68 @@ def test_an_unreachable_s3_endpoint_is_a_typed_error(small_bcf, tmp_path):
     }
     with pytest.raises(StaleCacheError, match="cannot"):
         vcfvirtual.open_store(refs, cache_url="s3://bucket/c.cache.bcf", storage_options=options)
+
+
+def _sampled_digest(data: bytes) -> str:
+    """The crc32-sampled-v2 digest by its definition (fingerprint.py): BLAKE2b-128 of the
+    size and each window's CRC32 (zlib's), from the bytes themselves."""
+    import hashlib
+    import zlib
+
+    from vcfvirtual.io.fingerprint import windows
+
+    h = hashlib.blake2b(len(data).to_bytes(8, "little"), digest_size=16)
+    for offset, length in windows(len(data)):
+        h.update(zlib.crc32(data[offset : offset + length]).to_bytes(4, "little"))
+    return h.hexdigest()
+
+
+def test_remote_fingerprints_ask_all_sizes_then_all_windows_at_once(tmp_path):
+    """Fingerprinting a cache of parts over HTTP is two rounds of requests however many
+    parts: each round's requests all reach the server before any is answered (a barrier
+    of exactly that many, which requests sent one after another would never fill)."""
+    from vcfvirtual.io import remote
+    from vcfvirtual.io.fingerprint import windows
+
+    rng = np.random.default_rng(7)
+    sizes = (3 << 20, 5000, 1 << 20)  # windows, and files hashed whole
+    served = tmp_path / "www"
+    served.mkdir()
+    blobs = {f"part-{i:06d}": rng.integers(0, 256, n, dtype=np.uint8).tobytes() for i, n in enumerate(sizes)}
+    for name, data in blobs.items():
+        (served / name).write_bytes(data)
+    heads = threading.Barrier(len(blobs), timeout=20)
+    gets = threading.Barrier(sum(len(windows(n)) for n in sizes), timeout=20)
+
+    class Gated(RangeHandler):
+        directory = str(served)
+        stats: dict = {}
+
+        def do_HEAD(self):
+            heads.wait()
+            super().do_HEAD()
+
+        def do_GET(self):
+            gets.wait()
+            super().do_GET()
+
+    server = Server(("127.0.0.1", 0), Gated)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        found = remote.fingerprints([base + name for name in blobs])
+    finally:
+        server.shutdown()
+    assert [(f.size, f.digest) for f in found] == [(len(d), _sampled_digest(d)) for d in blobs.values()]
+    assert Gated.stats[206] == gets.parties and 200 not in Gated.stats
+
+
+def test_remote_fingerprints_name_each_missing_object(tmp_path, http_dir):
+    from vcfvirtual.errors import VcfVirtualError
+    from vcfvirtual.io import remote
+
+    served, base, _ = http_dir
+    (served / "here").write_bytes(b"x" * 100)
+    here, gone = remote.fingerprints([base + "here", base + "gone"])
+    assert here.size == 100 and here.digest == _sampled_digest(b"x" * 100)
+    assert isinstance(gone, VcfVirtualError) and gone.path == base + "gone" and "no such object" in gone.problem

@@ -25,7 +25,7 @@ from .. import bcfdata
 
 def _outside_windows(size: int, lo: int, hi: int) -> int | None:
     """A byte in [lo, hi) that no sampled window covers, or None."""
-    covered = fingerprint._windows(size)
+    covered = fingerprint.windows(size)
     for at in range(lo, hi):
         if not any(start <= at < start + length for start, length in covered):
             return at

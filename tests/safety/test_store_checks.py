@@ -18,9 +18,11 @@ import numpy as np
 import pysam
 import pytest
 import xarray as xr
+import zarr
 
 import vcfvirtual
 from vcfvirtual.errors import UntrustedReferenceError
+from vcfvirtual.refs.open import check_store
 
 from .. import bcfdata
 
@@ -228,6 +230,35 @@ def test_header_array_chunk_of_the_wrong_size_is_refused(store):
         "base64:" + base64.b64encode(b"\x02\x00\x00\x00\x01\x00\x00\x00A\x01\x00\x00\x00B").decode()
     )
     refused(doc, path, "sample_id/0 holds 2 strings, not the 3 values")
+
+
+def test_a_header_array_chunk_is_checked_before_its_first_read(store):
+    """open_store leaves decoding the header arrays' inline chunks (at 100,000 samples their
+    names are most of an open) to each one's first read: a wrong one still never reaches a
+    reader, while the other arrays read htslib's values. A chunk that is not inline data
+    at all is refused at open, as before."""
+    doc, path, bcf = store
+    doc = copy.deepcopy(doc)
+    doc["refs"]["sample_id/0"] = (
+        "base64:" + base64.b64encode(b"\x02\x00\x00\x00\x01\x00\x00\x00A\x01\x00\x00\x00B").decode()
+    )
+    edited = path.with_name("edited.json")
+    edited.write_text(json.dumps(doc))
+    group = zarr.open_group(vcfvirtual.open_store(edited), mode="r", zarr_format=2)
+    with pysam.VariantFile(str(bcf)) as vf:
+        assert group["variant_position"][:].tolist() == [r.pos for r in vf]
+    for _ in range(2):  # refused at every read, not only the first
+        with pytest.raises(UntrustedReferenceError, match="sample_id/0 holds 2 strings, not the 3 values"):
+            group["sample_id"][:]
+    # Writers building on the store (append, convert) check it all at once, as before.
+    with pytest.raises(UntrustedReferenceError, match="sample_id/0 holds 2 strings, not the 3 values"):
+        check_store(edited)
+    with pytest.raises(UntrustedReferenceError, match="sample_id/0 holds 2 strings"):
+        vcfvirtual.api.references_from(edited, "json", edited.with_name("converted.json"))
+    doc["refs"]["sample_id/0"] = doc["refs"]["variant_position/0"]
+    edited.write_text(json.dumps(doc))
+    with pytest.raises(UntrustedReferenceError, match="sample_id/0 is not inline data"):
+        vcfvirtual.open_store(edited)
 
 
 def test_header_array_longer_than_the_header_says_is_refused(store):

@@ -15,11 +15,12 @@ import re
 import struct
 import tempfile
 from collections.abc import Sequence
-from typing import Literal
-
-import pysam
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import HeaderError, NotBCFError, UnsupportedBCFError, VcfVirtualError
+
+if TYPE_CHECKING:  # imported where a header is parsed: a store's cached parse needs no htslib (~20 ms)
+    import pysam
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +145,8 @@ def parse_header_text(raw_text: bytes, path: str | os.PathLike[str], stream_size
         ) from None
     if not text.startswith("##fileformat"):
         raise HeaderError(path, "BCF header text does not start with ##fileformat")
+    import pysam
+
     # pysam parses a header only from a file; a temporary .vcf holding just the text
     # gives us exactly what htslib would build when reading the BCF itself.
     fd, tmp = tempfile.mkstemp(suffix=".vcf", prefix="vcfvirtual-header-")

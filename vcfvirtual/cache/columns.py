@@ -53,7 +53,7 @@ from .base import (
     make_parts_folder,
 )
 from .columns_join import StoredSegment
-from .names import LayoutName, part_name, segment_name
+from .names import LayoutName, effective_samples_chunk_size, part_name, segment_name
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -112,11 +112,6 @@ GT_SEGMENT = segment_name("FORMAT", "GT")
 def compressor_of(segment: str, gt_name: str = GT_SEGMENT) -> str:
     """``blosc`` for GT's segments, ``zstd`` for every other."""
     return "blosc" if segment == gt_name else "zstd"
-
-
-def effective_samples_chunk_size(samples_chunk_size: int, n_samples: int) -> int:
-    """Samples per block: as asked, but no wider than the samples there are (and at least 1)."""
-    return max(1, min(samples_chunk_size, n_samples))
 
 
 # FORMAT fields whose segments lie beside GT's with local alleles, in this order (before

@@ -12,6 +12,7 @@ __all__ = [
     "LAYOUTS",
     "PART_PREFIX",
     "LayoutName",
+    "effective_samples_chunk_size",
     "is_part_name",
     "layout_name",
     "part_name",
@@ -40,3 +41,9 @@ def segment_name(category: str, field: str) -> str:
     (``category``: ``INFO``/``FORMAT``, either case). The fixed columns' segments are
     named by the codec (``position``, ``allele``...)."""
     return f"{category.lower()}/{field}"
+
+
+def effective_samples_chunk_size(samples_chunk_size: int, n_samples: int) -> int:
+    """Samples per block: as asked, but no wider than the samples there are (and at least 1).
+    Here, not with the columns writer, as opening a store checks it (without the writer's imports)."""
+    return max(1, min(samples_chunk_size, n_samples))

@@ -67,18 +67,29 @@ def digest_of(f: BinaryIO, size: int, kind: str = DIGEST) -> str:
     ``crc32-sampled-v2``: blake2b (16 bytes) of the size and each window's CRC32, 4 bytes
     little-endian each. ``blake2b-sampled-v1``: blake2b (16 bytes) of the size and the
     windows' bytes."""
+
+    def read(offset: int, length: int) -> bytes:
+        f.seek(offset)
+        return f.read(length)
+
+    return digest_of_windows(size, [read(offset, length) for offset, length in windows(size)], kind)
+
+
+def digest_of_windows(size: int, data: list[bytes], kind: str = DIGEST) -> str:
+    """The sampled digest of a file of ``size`` bytes from the bytes of its
+    :func:`windows`, in their order (fetched however the caller reaches the file: a remote
+    one's all at once)."""
     if kind not in DIGEST_KINDS:
         raise ValueError(f"unknown digest kind {kind!r}")
     h = hashlib.blake2b(digest_size=16)
     h.update(size.to_bytes(8, "little"))
-    for offset, length in _windows(size):
-        f.seek(offset)
-        window = f.read(length)
+    for window in data:
         h.update(isal_zlib.crc32(window).to_bytes(4, "little") if kind == DIGEST else window)
     return h.hexdigest()
 
 
-def _windows(size: int) -> list[tuple[int, int]]:
+def windows(size: int) -> list[tuple[int, int]]:
+    """The (offset, length) windows the sampled digest of a ``size``-byte file reads."""
     if size <= HEAD_BYTES + (WINDOWS + 1) * WINDOW_BYTES:
         return [(0, size)]  # small files are hashed whole
     out = [(0, HEAD_BYTES)]

@@ -8,13 +8,15 @@ name, as the local rename does.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..errors import OutputWriteError, VcfVirtualError
-from .fingerprint import DIGEST, Fingerprint, digest_of
+from .fingerprint import DIGEST, Fingerprint, digest_of, digest_of_windows, windows
 
 if TYPE_CHECKING:  # obstore's config types exist for type checkers only
     from fsspec import AbstractFileSystem
@@ -84,14 +86,103 @@ def fingerprint(url: str, storage_options: dict | None = None, kind: str = DIGES
         with fs.open(path, "rb", block_size=1 << 20) as f:
             size = int(info["size"])
             return Fingerprint(size=size, mtime_ns=_version(info), digest=digest_of(f, size, kind), kind=kind)
-    except FileNotFoundError:
-        raise VcfVirtualError(url, "cannot read: no such object") from None
-    except OSError as e:
-        raise VcfVirtualError(url, f"cannot read: {e}") from None
     except Exception as e:  # noqa: BLE001 - the remote library's own (botocore, aiohttp...)
-        raise VcfVirtualError(
-            url, f"cannot read: {type(e).__name__}: {e}", hint="check the URL, the credentials and storage_options="
-        ) from None
+        raise _error(url, e) from None
+
+
+# Requests in flight at once while fingerprinting (a cache of many parts asks for ~18 windows each).
+MAX_CONCURRENT = 64
+
+
+def fingerprints(
+    urls: Sequence[str], storage_options: dict | None = None, kinds: Sequence[str] | None = None
+) -> list[Fingerprint | VcfVirtualError]:
+    """:func:`fingerprint` of each URL (its digest of ``kinds[i]``), the requests issued
+    together where the filesystem is asynchronous (HTTP, S3, GCS): every object's size at
+    once, then every window of every object at once, two round trips however many files.
+    Each URL's failure is returned in its place (the caller names the first), not raised."""
+    kinds = list(kinds) if kinds is not None else [DIGEST] * len(urls)
+    try:
+        located = [filesystem(url, storage_options) for url in urls]
+    except VcfVirtualError as e:  # no library for the protocol: the same for every URL
+        return [e for _ in urls]
+    fs = located[0][0] if located else None
+    if fs is None or not getattr(fs, "async_impl", False) or any(f is not fs for f, _ in located):
+        return [_or_error(url, storage_options, kind) for url, kind in zip(urls, kinds)]
+    from fsspec.asyn import sync
+
+    paths = [path for _, path in located]
+    found: list[Fingerprint | VcfVirtualError] = sync(fs.loop, _fingerprints, fs, list(urls), paths, kinds)
+    return found
+
+
+def _or_error(url: str, storage_options: dict | None, kind: str) -> Fingerprint | VcfVirtualError:
+    """:func:`fingerprint`, its error returned rather than raised."""
+    try:
+        return fingerprint(url, storage_options, kind)
+    except VcfVirtualError as e:
+        return e
+
+
+async def _fingerprints(
+    fs: Any, urls: list[str], paths: list[str], kinds: list[str]
+) -> list[Fingerprint | VcfVirtualError]:
+    """The two rounds of :func:`fingerprints`, on the filesystem's own event loop."""
+    limit = asyncio.Semaphore(MAX_CONCURRENT)
+
+    async def bounded(request: Awaitable[Any]) -> Any:
+        async with limit:
+            return await request
+
+    async def window(path: str, offset: int, length: int) -> bytes:
+        return await bounded(fs._cat_file(path, start=offset, end=offset + length)) if length else b""
+
+    infos = await asyncio.gather(*(bounded(fs._info(p)) for p in paths), return_exceptions=True)
+    spans = [windows(size) if (size := _size(info)) is not None else [] for info in infos]
+    requests = [window(p, o, n) for p, span in zip(paths, spans) for o, n in span]
+    data = iter(await asyncio.gather(*requests, return_exceptions=True))
+    return [
+        _fingerprint_of(url, info, span, [next(data) for _ in span], kind)
+        for url, info, span, kind in zip(urls, infos, spans, kinds)
+    ]
+
+
+def _size(info: object) -> int | None:
+    return int(info["size"]) if isinstance(info, dict) and info.get("size") is not None else None
+
+
+def _fingerprint_of(
+    url: str, info: object, span: list[tuple[int, int]], got: list[object], kind: str
+) -> Fingerprint | VcfVirtualError:
+    """One object's fingerprint from its info and windows as fetched, or the error
+    :func:`fingerprint` raises for the first request that failed."""
+    for result in (info, *got):
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):  # an interrupt, not the remote's answer
+                raise result
+            return _error(url, result)
+    size = _size(info)
+    if size is None:
+        return VcfVirtualError(url, "cannot read: the server gives no size")
+    for (offset, length), window in zip(span, got):
+        if not isinstance(window, bytes) or len(window) != length:
+            # A server ignoring the range (a whole file where a window was asked) is no fingerprint.
+            n = len(window) if isinstance(window, bytes) else 0
+            return VcfVirtualError(url, f"cannot read: {n} bytes came for the {length} at {offset}")
+    assert isinstance(info, dict)
+    digest = digest_of_windows(size, [w for w in got if isinstance(w, bytes)], kind)
+    return Fingerprint(size=size, mtime_ns=_version(info), digest=digest, kind=kind)
+
+
+def _error(url: str, e: Exception) -> VcfVirtualError:
+    """What :func:`fingerprint` raises for ``e``."""
+    if isinstance(e, FileNotFoundError):
+        return VcfVirtualError(url, "cannot read: no such object")
+    if isinstance(e, OSError):
+        return VcfVirtualError(url, f"cannot read: {e}")
+    return VcfVirtualError(
+        url, f"cannot read: {type(e).__name__}: {e}", hint="check the URL, the credentials and storage_options="
+    )
 
 
 def unchanged(url: str, before: Fingerprint, storage_options: dict | None = None) -> bool:

@@ -226,12 +226,25 @@ def _plain_shape_problems(
 def check_plain_chunk(name: str, leaf: str, value: Any, meta: dict[str, Any], refs_path: PathLike) -> None:
     """A header array's chunk: inline bytes (the index writes no reference for them)
     holding exactly one chunk's values, so zarr never reshapes a wrong count."""
+    check_plain_chunk_key(name, leaf, value, meta, refs_path)
+    check_plain_chunk_data(name, leaf, value, meta, refs_path)
+
+
+def check_plain_chunk_key(name: str, leaf: str, value: Any, meta: dict[str, Any], refs_path: PathLike) -> None:
+    """The cheap half of :func:`check_plain_chunk`: inline data, at a key of the chunk grid."""
     if not isinstance(value, str):
         raise _refuse(refs_path, f"{name}/{leaf} is not inline data, as the index writes a header array's chunks")
     index = leaf.split(".")
     grid = [max(1, -(-s // c)) for s, c in zip(meta["shape"], meta["chunks"])]
     if len(index) != len(grid) or not all(i.isdigit() and int(i) < n for i, n in zip(index, grid)):
         raise _refuse(refs_path, f"chunk {name}/{leaf} is outside the array's chunk grid {grid}")
+
+
+def check_plain_chunk_data(name: str, leaf: str, value: str, meta: dict[str, Any], refs_path: PathLike) -> None:
+    """The decoding half of :func:`check_plain_chunk` (a chunk whose key passed
+    :func:`check_plain_chunk_key`): base64 holding exactly one chunk's values. Every
+    sample name is decoded to count them, so a store's open may leave it to the chunk's
+    first read."""
     try:
         data = base64.b64decode(value[7:], validate=True) if value.startswith("base64:") else value.encode()
     except (binascii.Error, ValueError) as e:
@@ -319,7 +332,7 @@ def check_codec_arrays(
 
 
 def _shared_problems(specs: dict[str, ChunkSpec], header: BCFHeader, provenance: Provenance) -> list[str]:
-    from ..cache.columns import effective_samples_chunk_size
+    from ..cache.names import effective_samples_chunk_size
 
     problems = []
     first = next(iter(specs.values()), None)

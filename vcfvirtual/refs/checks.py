@@ -9,8 +9,9 @@ import copy
 import dataclasses
 import functools
 import json
+import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from ..cache.names import LayoutName
 
 PathLike = str | os.PathLike[str] | None
+
+logger = logging.getLogger(__name__)
 
 
 def group_attributes(refs: KerchunkRefs, refs_path: PathLike = None) -> dict[str, Any]:
@@ -100,8 +103,11 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
     cache = provenance.cache
     url = cache.url
     if storage.is_url(url):
-        for file in cache_files(cache):
-            _check_remote_cache(file, refs_path, storage_options)
+        files = cache_files(cache)
+        # Every part's size, then every part's windows, each round asked at once.
+        found = storage.fingerprints([f.url for f in files], storage_options, [f.fingerprint.kind for f in files])
+        for file, fingerprint in zip(files, found):
+            _check_remote_cache(file, fingerprint, refs_path)
         return
     if not url.startswith("file://"):
         raise UntrustedReferenceError(
@@ -219,19 +225,18 @@ def _local_differences(recorded: Fingerprint, path: str) -> list[str]:
         return [f"cannot be fingerprinted ({e})"]
 
 
-def _check_remote_cache(file: CacheFile, refs_path: PathLike, storage_options: dict[str, Any] | None) -> None:
-    """A remote file of the cache: its size and sampled hash, through range reads."""
+def _check_remote_cache(file: CacheFile, found: Fingerprint | VcfVirtualError, refs_path: PathLike) -> None:
+    """A remote file of the cache: its size and sampled hash as found through range reads
+    (:func:`vcfvirtual.io.remote.fingerprints`), or why they could not be."""
     url, expected = file.url, file.fingerprint
-    try:
-        found = storage.fingerprint(url, storage_options, expected.kind)
-    except VcfVirtualError as e:
+    if isinstance(found, VcfVirtualError):
         # A library missing to reach the URL has its own fix (the install command), which
         # no URL or option change would give.
         raise StaleCacheError(
             refs_path,
-            f"cannot reach {file.what} {url}: {e.problem}",
-            hint=e.hint
-            if e.hint and e.hint.startswith("pip install")
+            f"cannot reach {file.what} {url}: {found.problem}",
+            hint=found.hint
+            if found.hint and found.hint.startswith("pip install")
             else "check the URL and storage_options=, or vcfvirtual relocate",
         ) from None
     problem = copy_differs(expected, found)
@@ -250,9 +255,35 @@ def _check_remote_cache(file: CacheFile, refs_path: PathLike, storage_options: d
 # metadata that agrees with the codec configuration.
 
 
+@dataclasses.dataclass(frozen=True)
+class InlineChunk:
+    """A header array's inline chunk whose key was checked and whose data is checked when
+    first read (:func:`check_inline_chunk`): ``check_references(..., defer_inline=True)``."""
+
+    name: str
+    leaf: str
+    meta: dict[str, Any]
+
+
+def check_inline_chunk(chunk: InlineChunk, value: str, refs_path: PathLike) -> None:
+    """The deferred data check of ``chunk`` (:func:`arrays.check_plain_chunk_data`),
+    holding ``value``: run before its bytes are handed to a reader.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        It is not base64 of exactly one chunk's values."""
+    arrays.check_plain_chunk_data(chunk.name, chunk.leaf, value, chunk.meta, refs_path)
+
+
 def check_references(
-    refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, Any], *, metadata_only: bool = False
-) -> None:
+    refs: KerchunkRefs,
+    refs_path: PathLike,
+    cache: dict[str, Any],
+    *,
+    metadata_only: bool = False,
+    defer_inline: bool = False,
+) -> dict[str, InlineChunk]:
     """Refuse references that would make a reader fetch or decode anything but the cache.
 
     Parameters
@@ -268,6 +299,15 @@ def check_references(
     metadata_only
         Check the keys' metadata only (an Icechunk repository's, see
         :func:`icechunk_as_references`): its virtual chunks are the repository's to check.
+    defer_inline
+        Check the header arrays' inline chunks' keys now and their data when each is first
+        read, by the store (at 100,000 samples, 1.7 MB of base64 decoded to count the
+        names). The store must then call :func:`check_inline_chunk` before serving one.
+
+    Returns
+    -------
+    dict
+        With ``defer_inline``, the inline chunks left to check, by key; else empty.
 
     Raises
     ------
@@ -288,12 +328,18 @@ def check_references(
     provenance = Provenance.from_attributes(attrs, refs_path)
     metas = _check_arrays(keys, refs_path, header, attrs["vcf_header"], provenance)
     if parquet:
-        return
+        return {}
     targets = chunk_targets(cache, templates, refs_path)
+    deferred: dict[str, InlineChunk] = {}
     for name in metas:
         if name in arrays.PLAIN_ARRAYS:
             for leaf in keys.chunks.get(name, []):
-                arrays.check_plain_chunk(name, leaf, refs["refs"][f"{name}/{leaf}"], metas[name], refs_path)
+                value = refs["refs"][f"{name}/{leaf}"]
+                arrays.check_plain_chunk_key(name, leaf, value, metas[name], refs_path)
+                if defer_inline:
+                    deferred[f"{name}/{leaf}"] = InlineChunk(name, leaf, metas[name])
+                else:
+                    arrays.check_plain_chunk_data(name, leaf, value, metas[name], refs_path)
         else:
             arrays.check_codec_chunks(name, metas[name], keys, refs_path)
     # Every codec chunk is a reference (checked above); the header arrays' are inline.
@@ -303,6 +349,7 @@ def check_references(
     if cache["url"].startswith("file://") and "variant_position" in metas:
         layout = provenance.cache.layout
         _check_record_count(refs["refs"], metas["variant_position"], targets, layout, refs_path)
+    return deferred
 
 
 def _check_record_count(
@@ -318,19 +365,48 @@ def _check_record_count(
     n, length = config["num_records"], config["chunk_length"]
     if not n or layout is None:
         return
-    from ..cache.layouts import LAYOUT_WRITERS  # here: relocate imports this module without numba
-
     last = (n - 1) // length
     url, offset, size = refs[f"variant_position/{last}"]
     path = targets.files[url][0].removeprefix("file://")  # checked: a local file of the cache
     with open(path, "rb") as f:
-        found = LAYOUT_WRITERS[layout].chunk_records(f, offset, size)
+        found = chunk_records(layout, f, offset, size)
     if found is not None and found != n - last * length:
         raise UntrustedReferenceError(
             refs_path,
             f"the arrays declare {n} records, but the cache's last chunk holds {found}, not {n - last * length}",
             hint=UNTRUSTED_HINT,
         )
+
+
+# What the checks read of each layout, apart from its writer: cache.layouts imports the
+# scan and every writer (~60 ms, most of a fresh open's imports) for these two facts.
+# tests/unit/vcfvirtual/refs/test_checks.py holds them equal to the writers' own
+# (CacheLayout.rlen_resolved, CacheLayout.chunk_records).
+RLEN_RESOLVED: frozenset[LayoutName] = frozenset({"columns"})
+
+
+def chunk_records(layout: LayoutName, f: BinaryIO, offset: int, size: int) -> int | None:
+    """How many records the chunk at ``offset`` (``size`` bytes) of a ``layout`` cache
+    open as ``f`` holds, as :meth:`~vcfvirtual.cache.base.CacheLayout.chunk_records`
+    reads it: a columns segment's preamble (-1 for bytes that are no segment), a raw
+    chunk's records walked by their lengths, None for a BGZF chunk (that needs a decode)."""
+    if layout == "bgzf":
+        return None
+    f.seek(offset)
+    if layout == "columns":
+        from vcfvirtual_codec import columns as codec_columns
+
+        data = f.read(codec_columns.PREAMBLE.size)
+        if len(data) != codec_columns.PREAMBLE.size:
+            return -1
+        fields = codec_columns.PREAMBLE.unpack_from(data)
+        return int(fields[5]) if fields[0] == codec_columns.MAGIC else -1
+    data = f.read(size)
+    found, at = 0, 0
+    while at + 8 <= len(data):  # l_shared and l_indiv before each record
+        at += 8 + int.from_bytes(data[at : at + 4], "little") + int.from_bytes(data[at + 4 : at + 8], "little")
+        found += 1
+    return found
 
 
 def _check_arrays(
@@ -499,15 +575,28 @@ def store_header(refs: KerchunkRefs, refs_path: PathLike) -> BCFHeader:
 @functools.lru_cache(maxsize=8)
 def _parsed_header(text: str) -> BCFHeader:
     """The header htslib makes of ``text`` (BCFHeader is frozen): parsed once per text, as
-    through pysam it costs a temporary file and a few ms at every open of the same store.
+    through pysam it costs a temporary file and a few ms at every open of the same store;
+    and once per text across processes (:mod:`~vcfvirtual.refs.header_cache`, keyed by a
+    digest of the text and the parser), as importing pysam alone costs ~20 ms of a fresh
+    open; so is the verdict that the samples are distinct (a set of 100,000 names, ~25 ms).
     Errors and htslib's warnings name the attribute; the caller names the references."""
-    from ..bcf.header import parse_header_text
+    from ..bcf.header import header_line_warnings, parse_header_text
+    from . import header_cache
 
+    full = text
     text, samples = _split_samples(text)
-    if samples is not None and (len(set(samples)) != len(samples) or "" in samples):
-        # What htslib refuses in a #CHROM line ("Duplicated sample name", "Empty sample name").
-        raise VcfVirtualError("vcf_header", "its #CHROM line names a sample twice, or an empty sample")
-    header = parse_header_text(text.encode("utf-8"), "vcf_header", 0)
+    if samples is not None and not header_cache.samples_distinct(full):
+        if len(set(samples)) != len(samples) or "" in samples:
+            # What htslib refuses in a #CHROM line ("Duplicated sample name", "Empty sample name").
+            raise VcfVirtualError("vcf_header", "its #CHROM line names a sample twice, or an empty sample")
+        header_cache.mark_samples_distinct(full)
+    header = header_cache.load(text)
+    if header is None:
+        header = parse_header_text(text.encode("utf-8"), "vcf_header", 0)
+        header_cache.store(text, header)  # only a header htslib accepted
+    else:
+        for warning in header_line_warnings(text):  # as the parse logs them
+            logger.warning("%s: %s", "vcf_header", warning)
     return header if samples is None else dataclasses.replace(header, samples=samples)
 
 
@@ -609,10 +698,8 @@ def _local_array_problems(name: str, spec: ChunkSpec, header: BCFHeader) -> list
 
 def _fixed_array_problems(name: str, spec: ChunkSpec, header: BCFHeader, layout: LayoutName | None = None) -> list[str]:
     """A fixed-field array's config: its kind, and the header keys it decodes with."""
-    from ..cache.layouts import LAYOUT_WRITERS  # here: relocate imports this module without numba
-
     # A cache holding rlen already resolved from END (columns): variant_length reads no key.
-    end_key = -1 if layout is not None and LAYOUT_WRITERS[layout].rlen_resolved else header.end_key
+    end_key = -1 if layout in RLEN_RESOLVED else header.end_key
     n_samples = len(header.samples)
     if spec.kind != _KIND_OF_ARRAY[name]:
         return [f"kind {spec.kind!r}, expected {_KIND_OF_ARRAY[name]!r}"]
@@ -721,7 +808,9 @@ def _metadata_problems(meta: dict[str, Any], filters: list[dict[str, Any]], spec
     return problems
 
 
-def guarded_reference_fs(targets: ChunkTargets, refs_path: PathLike, **kwargs: Any) -> Any:
+def guarded_reference_fs(
+    targets: ChunkTargets, refs_path: PathLike, inline: dict[str, InlineChunk] | None = None, **kwargs: Any
+) -> Any:
     """A Kerchunk reference filesystem that fetches only ranges of the declared cache:
     what is checked eagerly for JSON is checked per fetch for lazily loaded Parquet.
 
@@ -732,6 +821,9 @@ def guarded_reference_fs(targets: ChunkTargets, refs_path: PathLike, **kwargs: A
         fingerprints were checked, as fsspec resolves the references' URLs (no template forms).
     refs_path
         The references, as errors name them.
+    inline
+        Inline chunks whose data is checked when first read (``check_references(...,
+        defer_inline=True)``).
     **kwargs
         fsspec's ``ReferenceFileSystem`` arguments (``fo``, ``remote_protocol``...).
 
@@ -749,6 +841,10 @@ def guarded_reference_fs(targets: ChunkTargets, refs_path: PathLike, **kwargs: A
             part = self.references.get(key) if hasattr(self.references, "get") else None
             if isinstance(part, (list, tuple)):
                 check_chunk_ref(key, list(part), targets, refs_path)
+            elif inline and key in inline:
+                value = part.decode("latin-1") if isinstance(part, bytes) else part
+                check_inline_chunk(inline[key], value if isinstance(value, str) else "", refs_path)
+                inline.pop(key, None)
             return super()._cat_common(path, start=start, end=end)
 
     return GuardedReferenceFileSystem(skip_instance_cache=True, **kwargs)

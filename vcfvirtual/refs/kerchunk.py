@@ -330,17 +330,14 @@ def _is_remote(path: str) -> bool:
 
 
 def _load_remote_json(url: str, storage_options: dict[str, Any] | None) -> KerchunkRefs:
-    """Kerchunk JSON at a URL, read whole through fsspec."""
-    import fsspec
+    """Kerchunk JSON at a URL, read whole through fsspec: one GET (a file object would ask
+    for its size first, a round trip of its own before the open's fingerprint rounds)."""
+    from ..io.remote import filesystem
 
-    from ..io.remote import missing_library
-
+    fs, path = filesystem(url, storage_options)  # a missing protocol library: its install command
     try:
-        with fsspec.open(url, "rb", **(storage_options or {})) as f:
-            loaded: KerchunkRefs = json.load(f)
-            return loaded
-    except ImportError as e:
-        raise missing_library(url, e) from None
+        loaded: KerchunkRefs = json.loads(fs.cat_file(path))
+        return loaded
     except json.JSONDecodeError as e:
         raise VcfVirtualError(url, f"not a Kerchunk JSON file ({e})") from None
     except Exception as e:  # fsspec's backends raise their own (aiohttp, botocore...)

@@ -25,8 +25,10 @@ from ..manifests.provenance import Provenance
 from .checks import (
     UNTRUSTED_HINT,
     ChunkTargets,
+    InlineChunk,
     check_cache,
     check_chunk_ref,
+    check_inline_chunk,
     check_references,
     chunk_targets,
     declared_cache,
@@ -103,12 +105,13 @@ def open_store(
         return open_icechunk(refs_path, check=check)
     refs = _load_for_reading(refs_path, cache_url, storage_options)
     if check:
-        cache = _checked_cache(refs, refs_path, storage_options)
+        cache, inline = _checked_cache(refs, refs_path, storage_options)
         if not refs.get("parquet") and cache["url"].startswith("file://"):
-            return LocalCacheStore(refs["refs"], chunk_targets(cache, refs.get("templates", {}), refs_path), refs_path)
+            targets = chunk_targets(cache, refs.get("templates", {}), refs_path)
+            return LocalCacheStore(refs["refs"], targets, refs_path, inline)
         # fsspec resolves the templates before the guard sees a reference: no template forms.
         guard = chunk_targets(cache, {}, refs_path)
-        return _reference_store(refs, refs_path, cache["url"], storage_options, guard=guard)
+        return _reference_store(refs, refs_path, cache["url"], storage_options, guard=guard, inline=inline)
     if refs.get("parquet"):
         url = Provenance.from_attributes(group_attributes(refs, refs_path), refs_path).cache.url
     else:
@@ -134,14 +137,30 @@ def _load_for_reading(refs_path: str, cache_url: str | None, storage_options: di
     return refs
 
 
-def _checked_cache(refs: KerchunkRefs, refs_path: str, storage_options: dict[str, Any] | None) -> dict[str, Any]:
+def check_store(refs_path: str | os.PathLike[str], *, storage_options: dict[str, Any] | None = None) -> None:
+    """Every check :func:`open_store` makes of Kerchunk references (JSON or Parquet), all
+    at once: the header arrays' inline data too, which a store checks when first read.
+    For writers that build on a store (appending) rather than read it.
+
+    Raises
+    ------
+    StaleCacheError, UntrustedReferenceError, VcfVirtualError
+        As :func:`open_store`."""
+    refs_path = os.fspath(refs_path)
+    _checked_cache(_load_for_reading(refs_path, None, storage_options), refs_path, storage_options, defer=False)
+
+
+def _checked_cache(
+    refs: KerchunkRefs, refs_path: str, storage_options: dict[str, Any] | None, *, defer: bool = True
+) -> tuple[dict[str, Any], dict[str, InlineChunk]]:
     """The declared cache, once it and every reference passed their checks: the cache first
     (missing, changed, not a regular file), then every reference against it, so nothing
-    the references name is fetched before both pass."""
+    the references name is fetched before both pass; and, with ``defer``, the header
+    arrays' inline chunks whose data the store checks when each is first read."""
     cache = required_cache(refs, refs_path)
     check_cache(refs, refs_path, storage_options)
-    check_references(refs, refs_path, cache)
-    return cache
+    inline = check_references(refs, refs_path, cache, defer_inline=defer)
+    return cache, inline
 
 
 def required_cache(refs: KerchunkRefs, refs_path: str) -> dict[str, Any]:
@@ -167,9 +186,11 @@ def _reference_store(
     url: str,
     storage_options: dict[str, Any] | None,
     guard: ChunkTargets | None = None,
+    inline: dict[str, InlineChunk] | None = None,
 ) -> Store:
     """fsspec's reference filesystem over ``refs`` as a read-only zarr store; with
-    ``guard``, guarded so that only ranges of the cache at ``url`` (of its parts) are fetched."""
+    ``guard``, guarded so that only ranges of the cache at ``url`` (of its parts) are
+    fetched, and the ``inline`` chunks checked when first read."""
     from zarr.storage import FsspecStore
 
     protocol = urlparse(url).scheme or "file"
@@ -179,7 +200,7 @@ def _reference_store(
     options = {"fo": fo, "asynchronous": True, "remote_protocol": protocol, "remote_options": remote_options}
     try:
         if guard is not None:
-            fs = guarded_reference_fs(guard, refs_path, **options)
+            fs = guarded_reference_fs(guard, refs_path, inline, **options)
         else:
             fs = fsspec.filesystem("reference", **options)
     except ImportError as e:
@@ -200,15 +221,19 @@ class LocalCacheStore(Store):
 
     Every reference was checked before (:func:`check_references`); each fetch checks its own
     again (one of ``targets``: the cache's URL or a listed part's, within its size), so
-    nothing but the cache's files is ever read."""
+    nothing but the cache's files is ever read. The header arrays' inline chunks in
+    ``inline`` (their keys checked) have their data checked when first read."""
 
     supports_writes = False
     supports_deletes = False
     supports_listing = True
 
-    def __init__(self, refs: dict[str, Any], targets: ChunkTargets, refs_path: str) -> None:
+    def __init__(
+        self, refs: dict[str, Any], targets: ChunkTargets, refs_path: str, inline: dict[str, InlineChunk] | None = None
+    ) -> None:
         super().__init__(read_only=True)
         self._refs = refs
+        self._inline = dict(inline or {})  # checked and removed as each is first read
         self._targets = targets
         self._cache_url = targets.cache_url
         self._cache_path = targets.cache_url.removeprefix("file://")
@@ -242,6 +267,10 @@ class LocalCacheStore(Store):
         if value is None:
             return None
         if isinstance(value, str):
+            pending = self._inline.get(key)
+            if pending is not None:
+                check_inline_chunk(pending, value, self._refs_path)
+                self._inline.pop(key, None)
             return base64.b64decode(value[7:]) if value.startswith("base64:") else value.encode()
         if isinstance(value, dict):
             return json.dumps(value).encode()

@@ -6,11 +6,13 @@ error type and the thing named), not a value vcfvirtual computes."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
 import shutil
 
+import pysam
 import pytest
 
 import vcfvirtual
@@ -253,6 +255,34 @@ def test_guarded_filesystem_refuses_fetches_outside_the_cache(store, tmp_path):
             fs.cat(f"b{i}")
 
 
+def test_deferred_inline_chunks_are_checked_when_the_guarded_filesystem_reads_them(store):
+    """A remote cache's store (fsspec's reference filesystem, guarded) checks a header
+    array's inline chunk when it is read, as the local store does: a sample_id chunk of
+    two names where the header has three is refused at each read; the good one reads
+    htslib's sample names."""
+    refs, path, cache, bcf, _ = store
+    with pysam.VariantFile(str(bcf)) as f:
+        names = list(f.header.samples)
+    bad = copy.deepcopy(refs)
+    two = b"\x02\x00\x00\x00\x02\x00\x00\x00S1\x02\x00\x00\x00S2"
+    bad["refs"]["sample_id/0"] = "base64:" + base64.b64encode(two).decode()
+    inline = checks.check_references(bad, path, cache, defer_inline=True)  # the keys only: passes
+    assert "sample_id/0" in inline
+    fs = checks.guarded_reference_fs(
+        checks.chunk_targets(cache, {}, path), path, inline, fo=bad, remote_protocol="file"
+    )
+    for _ in range(2):
+        with pytest.raises(UntrustedReferenceError, match="sample_id/0 holds 2 strings, not the 3 values"):
+            fs.cat("sample_id/0")
+    good = checks.check_references(refs, path, cache, defer_inline=True)
+    fs = checks.guarded_reference_fs(checks.chunk_targets(cache, {}, path), path, good, fo=refs, remote_protocol="file")
+    from numcodecs import VLenUTF8
+
+    assert list(VLenUTF8().decode(fs.cat("sample_id/0"))) == names
+    with pytest.raises(UntrustedReferenceError, match="holds 2 strings"):
+        checks.check_references(bad, path, cache)  # without deferring: at once
+
+
 def test_copy_differs_on_size_and_hash_not_mtime(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.write_bytes(b"x" * 100)
@@ -304,3 +334,36 @@ def test_samples_line_htslib_reads_passes_with_its_samples(store, tmp_path):
     header = checks.store_header(refs, path)
     assert list(header.samples) == _htslib_reads(text, tmp_path)
     assert len(header.samples) > 1
+
+
+def test_the_layout_facts_read_at_open_are_the_writers(tmp_path):
+    """RLEN_RESOLVED and chunk_records stand in for the layout writers at open (whose
+    imports cost most of a fresh open): equal to theirs, and to htslib's record count."""
+    from vcfvirtual.cache.layouts import LAYOUT_WRITERS
+
+    assert checks.RLEN_RESOLVED == {name for name, writer in LAYOUT_WRITERS.items() if writer.rlen_resolved}
+    bcf = bcfdata.small_bcf(tmp_path / "small.bcf")
+    with pysam.VariantFile(str(bcf)) as f:
+        n = sum(1 for _ in f)
+    for layout in LAYOUT_WRITERS:
+        refs_path = tmp_path / f"{layout}.json"
+        vcfvirtual.index(
+            bcf,
+            refs_path=refs_path,
+            cache_path=tmp_path / f"{layout}.cache",
+            variants_chunk_size=3,
+            cache_layout=layout,
+            force=True,
+        )
+        loaded = load_references(refs_path)
+        cache = checks.declared_cache(loaded, refs_path)
+        targets = checks.chunk_targets(cache, loaded.get("templates", {}), refs_path)
+        counts = []
+        for i in range(-(-n // 3)):
+            url, offset, size = loaded["refs"][f"variant_position/{i}"]
+            with open(targets.files[url][0].removeprefix("file://"), "rb") as f:
+                ours = checks.chunk_records(layout, f, offset, size)
+                assert ours == LAYOUT_WRITERS[layout].chunk_records(f, offset, size), layout
+            counts.append(ours)
+        expected = [min(3, n - 3 * i) for i in range(len(counts))]
+        assert counts == ([None] * len(counts) if layout == "bgzf" else expected), layout
