@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels.genotypes import records_genotypes as genotypes
+from ._kernels.genotypes import records_genotypes
 from .bcf import records as R
 
 _njit = numba.njit(nogil=True, cache=True)
@@ -188,6 +188,11 @@ def _locate(buf, pos, key, is_format, n_vectors):
     if err == R.OK and d >= 0 and R.n_sample(buf, pos) != n_vectors:
         return t, n, d, R.ERR_SAMPLES
     return t, n, d, err
+
+
+# FORMAT/GT of the records, compiled (_kernels/genotypes.pyx): the row decoder it shares
+# with the columns layout is _kernels/gt.pxd.
+genotypes = records_genotypes
 
 
 @_njit
