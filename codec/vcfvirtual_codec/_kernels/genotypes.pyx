@@ -8,7 +8,7 @@ the codes and their texts are :mod:`vcfvirtual_codec.bcf.records`'.
 
 import numpy as np
 
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 
 cimport vcfvirtual_codec._kernels.bcf as B
 from vcfvirtual_codec._kernels.gt cimport AT_COUNT, AT_RECORD, AT_TYPE, gt_row, gt_t
@@ -110,6 +110,9 @@ ctypedef fused value_t:
     int64_t
 
 
+cdef uint64_t _FIRST_NEGATIVE = <uint64_t>1 << 63
+
+
 def _check_rows(what, values, la):
     if values.shape[0] != la.shape[0] or values.shape[1] != la.shape[1]:
         raise ValueError(f"{what} of shape {tuple(values.shape)} for local alleles of shape {tuple(la.shape)}")
@@ -118,22 +121,28 @@ def _check_rows(what, values, la):
 def local_alleles(const allele_t[:, :, ::1] gt, int8_t[:, :, ::1] out):
     """call_LA of diploid calls ``gt`` (rows, samples, 2; -1 missing, -2 fill): each call's
     distinct alleles, smaller first; -2 for a repeated allele, a missing one or none."""
-    cdef Py_ssize_t k, s
-    cdef int64_t a, b
+    cdef Py_ssize_t i, calls = gt.shape[0] * gt.shape[1]
+    cdef const allele_t* g
+    cdef int8_t* o
+    cdef uint64_t x, y, lo, hi
     if gt.shape[2] != 2 or out.shape[2] != 2:
         raise ValueError("local alleles are of diploid calls (2 alleles per call)")
     _check_rows("gt", gt, out)
+    if calls == 0:
+        return
+    g = &gt[0, 0, 0]
+    o = &out[0, 0, 0]
     with nogil:
-        for k in range(gt.shape[0]):
-            for s in range(gt.shape[1]):
-                a = gt[k, s, 0]
-                b = gt[k, s, 1]
-                if a < 0:
-                    a, b = b, -1
-                if b >= 0 and b < a:
-                    a, b = b, a
-                out[k, s, 0] = a if a >= 0 else -2
-                out[k, s, 1] = b if b >= 0 and b != a else -2
+        for i in range(calls):
+            # As unsigned, a negative allele (missing, fill) is larger than any allele: the
+            # smaller of the two is the first local allele unless both are negative, the
+            # larger the second unless negative or the same. Branch-free: calls are random.
+            x = <uint64_t><int64_t>g[2 * i]
+            y = <uint64_t><int64_t>g[2 * i + 1]
+            lo = x if x < y else y
+            hi = x ^ y ^ lo
+            o[2 * i] = <int8_t>lo if lo < _FIRST_NEGATIVE else -2
+            o[2 * i + 1] = <int8_t>hi if hi < _FIRST_NEGATIVE and hi != lo else -2
 
 
 cdef inline int64_t _at(const value_t[:, :, ::1] values, Py_ssize_t k, Py_ssize_t s, int64_t j) noexcept nogil:

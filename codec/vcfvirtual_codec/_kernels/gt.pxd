@@ -46,21 +46,23 @@ cdef inline (int64_t, int64_t, bint) int8_row(B.Bytes src, int64_t m, gt_t* row,
                                               int64_t max_allele) noexcept nogil:
     """The common case's loop: ``m`` int8 GT bytes one to one onto ``row``, branch-free
     over uint8 so that the compiler packs 16 bytes per SSE2 instruction. A byte below 0x80
-    is allele (b >> 1) - 1 (-1 for 0 and 1, missing); 0x80 missing (0x7F - b = -1), 0x81
-    end-of-vector (-2); above 0x81 a negative value. One max reduction says whether any
-    byte is past 0x80; only then is the row scanned again for ends and negatives.
-    Returns (error, 0, any end-of-vector seen)."""
+    is allele (b >> 1) - 1 (-1 for 0 and 1, missing): the first loop writes that alone,
+    and a max reduction says whether any byte is 0x80 or more. Only then is the row
+    written again with the sentinels (0x80 missing: 0x7F - b = -1; 0x81 end-of-vector:
+    -2) and scanned for ends and negative values (above 0x81): both are rare, and keeping
+    them out of the first loop halves its instructions. Returns (error, 0, any end seen)."""
     cdef uint8_t top = 0, b, high
     cdef int64_t i
     cdef bint negative = False, any_end = False, too_big = False
     for i in range(m):
         b = <uint8_t>(src[i] + add)
         top = b if b > top else top
-        high = <uint8_t>(0 - (b >> 7))  # 0xFF for b >= 0x80, else 0
-        row[i] = <gt_t><int8_t>((<uint8_t>((b >> 1) - 1) & ~high) | (<uint8_t>(0x7F - b) & high))
-    if top > 0x80:
+        row[i] = <gt_t><int8_t><uint8_t>((b >> 1) - 1)
+    if top >= 0x80:
         for i in range(m):
             b = <uint8_t>(src[i] + add)
+            high = <uint8_t>(0 - (b >> 7))  # 0xFF for b >= 0x80, else 0
+            row[i] = <gt_t><int8_t>((<uint8_t>((b >> 1) - 1) & ~high) | (<uint8_t>(0x7F - b) & high))
             negative |= b > 0x81
             any_end |= b == 0x81
     # Alleles of int8 bytes are at most 62: only a bound below that can be passed.
