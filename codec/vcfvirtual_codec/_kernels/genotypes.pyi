@@ -3,6 +3,7 @@ import numpy as np
 import numpy.typing as npt
 
 U8 = npt.NDArray[np.uint8]
+SHIFT_ADDED: int
 
 def records_genotypes(
     buf: U8,

@@ -18,6 +18,10 @@ from vcfvirtual_codec._kernels.layout cimport column_field, column_starts, locat
 cdef enum:
     GT_SHIFT = 2
 
+# What a shifted segment's int8 GT bytes get back, for Python (tests check it is
+# vcfvirtual_codec.columns.GT_SHIFT, what the writer subtracts).
+SHIFT_ADDED = GT_SHIFT
+
 
 cdef inline B.Bytes _ptr(const uint8_t[::1] buf) noexcept:
     return &buf[0] if buf.shape[0] else NULL

@@ -75,6 +75,12 @@ def _decode(layout: str, cases, dtype, phased_rows: bool = True):
     return result, gt, phased
 
 
+def test_the_decoder_adds_back_the_shift_the_writer_subtracts():
+    from vcfvirtual_codec._kernels import genotypes
+
+    assert genotypes.SHIFT_ADDED == columns.GT_SHIFT
+
+
 @pytest.mark.parametrize("layout", ["records", "columns", "columns_shifted"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_both_layouts_decode_the_hand_worked_rows(layout, dtype):
