@@ -2,6 +2,7 @@
 
     python benchmarks/storage.py cohort.bcf [more.bcf ...]
     python benchmarks/storage.py --samples 1000 --length 5e6   # a simulated cohort (bench.py's)
+    python benchmarks/storage.py --info-rich 2000 --length 1e7  # GT and INFO AC/AN/AF/MAF/HWE
 
 For each BCF: ``vcfvirtual index`` (default layout, columns) and ``vcf2zarr convert`` (bio2zarr's
 defaults), then one markdown table of bytes per array. Ours is read from the Kerchunk
@@ -120,12 +121,39 @@ def measure(bcf: Path, workdir: Path) -> str:
     return "\n".join(lines)
 
 
+def make_info_rich(workdir: Path, samples: int, length: float, seed: int = 42) -> Path:
+    """A simulated cohort (msprime) with five INFO fields filled by ``bcftools +fill-tags``
+    (AC, AN, AF, MAF, HWE), biallelic sites: the INFO-rich cohort of issue 24."""
+    bcf = workdir / f"sim_info_{samples}_{length:g}.bcf"
+    if bcf.exists():
+        return bcf
+    import msprime
+
+    ts = msprime.sim_ancestry(
+        samples=samples, population_size=10_000, sequence_length=length, recombination_rate=1e-8, random_seed=seed
+    )
+    ts = msprime.sim_mutations(ts, rate=1e-8, random_seed=seed)
+    vcf = workdir / (bcf.name + ".vcf")
+    with open(vcf, "w") as f:
+        ts.write_vcf(f, contig_id="chr1")
+    tmp = workdir / (bcf.name + ".tmp.bcf")
+    subprocess.run(
+        f"bcftools view -m2 -M2 -Ou '{vcf}' | bcftools +fill-tags -Ob -o '{tmp}' -- -t AC,AN,AF,MAF,HWE",
+        shell=True,
+        check=True,
+    )
+    vcf.unlink()
+    tmp.replace(bcf)
+    return bcf
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("bcf", nargs="*", type=Path, help="BCF files to measure")
     parser.add_argument("--samples", type=int, help="simulate a cohort of this many samples (bench.py's make_cohort)")
     parser.add_argument("--length", type=float, default=5e6, help="simulated sequence length (default 5e6)")
     parser.add_argument("--fields", action="store_true", help="simulate FORMAT AD/DP/GQ/PL too")
+    parser.add_argument("--info-rich", type=int, metavar="SAMPLES", help="simulate an INFO-rich cohort of SAMPLES")
     parser.add_argument("--workdir", type=Path, help="where outputs go (default: a temporary folder)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -137,6 +165,8 @@ def main() -> None:
             from bench import make_cohort
 
             bcfs.append(make_cohort(workdir, args.samples, args.length, args.fields, seed=42))
+        if args.info_rich:
+            bcfs.append(make_info_rich(workdir, args.info_rich, args.length))
         for bcf in bcfs:
             print(measure(bcf.resolve(), workdir), end="\n\n", flush=True)
 

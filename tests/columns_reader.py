@@ -9,7 +9,7 @@ test files are a few dozen records.
 
 A segment is a 36-byte preamble, then its compressed frame (Zstd, or Blosc for GT):
 
-    char[4] magic "VVS2" | uint8 kind | uint8 flags | uint16 GT complete count
+    char[4] magic "VVS3" ("VVS2" before flag 8) | uint8 kind | uint8 flags | uint16 GT complete count
     | int32 BCF key (-1: a fixed column) | uint32 records | uint32 samples block
     | uint32 samples in the block (1 outside FORMAT) | uint64 decompressed length
     | uint32 CRC32 of the 32 bytes before it, then of the compressed frame
@@ -18,7 +18,11 @@ Decompressed: ``int32[n]`` (contig, position, rlen), ``uint32[n]`` (QUAL's bits)
 alleles (``int32 n_allele[n]``, ``int32 length[sum]``, the bytes), or a typed column:
 ``int32 count[n]`` (-1 absent), ``uint8 type[n]``, then each record's
 ``count * size(type)`` value bytes (times the block's samples for FORMAT), BCF's own
-encoding and sentinels; int8 GT bytes stored minus 2 when flag 1 is set.
+encoding and sentinels; int8 GT bytes stored minus 2 when flag 1 is set. A position
+segment with flag 8 holds its int32 values as differences from the value before (the
+first from 0, modulo 2^32), cut into byte planes: all low bytes, then all second bytes...
+A FORMAT segment with flag 16 holds each record's values wider than a byte likewise in
+byte planes, within the record (all its values' low bytes, then their next...).
 """
 
 from __future__ import annotations
@@ -31,11 +35,13 @@ import numpy as np
 from numcodecs import Blosc, Zstd
 
 PREAMBLE = struct.Struct("<4sBBHiIIIQI")
-MAGIC = b"VVS2"
+MAGICS = (b"VVS2", b"VVS3")
 KIND_CODES = {
     "contig": 0, "position": 1, "rlen": 2, "qual": 3, "id": 4, "alleles": 5, "filter": 6, "info": 7, "format": 8,
 }  # fmt: skip
 FLAG_GT_SHIFTED = 1
+FLAG_POSITION_DELTA = 8
+FLAG_VALUE_PLANES = 16
 GT_SHIFT = 2
 # BCF type codes (BCF2 spec, "Type encoding") -> little-endian numpy dtype; 0 holds no values.
 BCF_TYPES = {0: "|u1", 1: "<i1", 2: "<i2", 3: "<i4", 5: "<f4", 7: "|u1"}
@@ -65,13 +71,46 @@ class Segment:
 def read_segment(cache: bytes, offset: int, length: int, compressor: str) -> Segment:
     """The segment stored at one byte range, its magic, CRC32 and length checked."""
     magic, kind, flags, pad, key, n, block, width, raw, crc = PREAMBLE.unpack_from(cache, offset)
-    assert magic == MAGIC, magic
+    assert magic in MAGICS, magic
     frame = cache[offset + PREAMBLE.size : offset + length]
     assert zlib.crc32(frame, zlib.crc32(cache[offset : offset + PREAMBLE.size - 4])) == crc, "CRC32"
     codec = Blosc() if compressor == "blosc" else Zstd()
     data = np.frombuffer(bytes(codec.decode(frame)), np.uint8)
     assert data.shape[0] == raw, (data.shape[0], raw)
+    if flags & FLAG_POSITION_DELTA:
+        assert kind == KIND_CODES["position"] and magic == b"VVS3", (kind, magic)
+        data = _summed_planes(data, n)
+    if flags & FLAG_VALUE_PLANES:
+        assert kind == KIND_CODES["format"] and magic == b"VVS3", (kind, magic)
+        data = _record_planes_undone(data, n, width)
     return Segment(kind, flags, pad, key, n, block, width, data)
+
+
+def _record_planes_undone(data: np.ndarray, n: int, width: int) -> np.ndarray:
+    """Flag 16: each record's values of s > 1 bytes stored byte k of value j at k * m + j
+    (m values in the record); here put back value by value."""
+    out = bytearray(data.tobytes())
+    counts = data[: 4 * n].view("<i4").tolist()
+    at = 5 * n
+    for count, code in zip(counts, data[4 * n : 5 * n].tolist()):
+        size = np.dtype(BCF_TYPES[code]).itemsize
+        m = max(count, 0) * width
+        if size > 1:
+            for j in range(m):
+                for k in range(size):
+                    out[at + j * size + k] = int(data[at + k * m + j])
+        at += m * size
+    return np.frombuffer(bytes(out), np.uint8)
+
+
+def _summed_planes(data: np.ndarray, n: int) -> np.ndarray:
+    """Flag 8's positions: byte k of record i is at k * n + i; the values are running sums."""
+    total, out = 0, []
+    for i in range(n):
+        step = sum(int(data[k * n + i]) << (8 * k) for k in range(4))
+        total = (total + step) % (1 << 32)
+        out.append(total)
+    return np.array(out, "<u4").view(np.uint8)
 
 
 @dataclass(frozen=True)

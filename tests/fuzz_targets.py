@@ -2,7 +2,7 @@
 
 Each target is a hypothesis search. It runs in a child process started by
 ``tests/fuzz/test_fuzz.py`` (``python -m tests.fuzz_targets TARGET WORKDIR``), because the
-decode kernels are numba code without bounds checks: an unguarded read past a buffer
+kernels are compiled C without bounds checks: an unguarded read past a buffer
 can kill the process, which must fail one test, not end the pytest run. Before each
 example the child writes the mutation to ``WORKDIR/current-example.txt``, so a crash
 or a hang names the input that caused it.
@@ -243,9 +243,8 @@ class Seed:
         self.rows = pysam_rows(self.plain)
         assert self.rows is not None and len(self.rows) == len(bcfdata.FUZZ_RECORDS)
         self.chunks = {layout: self._chunks(layout) for layout in ("raw", "bgzf")}
-        # Reading the seed compiles every kernel before the per-example hang watchdog
-        # is armed (with NUMBA_BOUNDSCHECK and a cold cache that takes about a minute),
-        # and checks the harness: the unmutated seed must read as htslib reads it.
+        # Reading the seed loads every library before the per-example hang watchdog is
+        # armed, and checks the harness: the unmutated seed must read as htslib reads it.
         for layout in ("raw", "columns"):
             ours, err = read_ours(self.bgzf, work, layout)
             assert err is None and not compare_rows(ours, self.rows), (layout, err, compare_rows(ours, self.rows))
@@ -577,7 +576,7 @@ def codec_columns_sealed_target(seed: Seed):
     lengths, GT bytes), then compressed again behind a preamble with the right length and
     CRC32, as a writer with a bug would store them: the decode kernels must refuse them
     (ChunkDecodeError) or return values of the chunk's shape, never read or write outside
-    their buffers (crash; NUMBA_BOUNDSCHECK in the deep run), hang or allocate hugely."""
+    their buffers (crash; AddressSanitizer in the deep run), hang or allocate hugely."""
     import zlib
 
     from numcodecs import Blosc, Zstd

@@ -5,7 +5,7 @@ Unlike ``tests/fuzz_targets.py``'s ``references`` target, which puts junk in sin
 fields, every edit here keeps the references as a careful sender would write them:
 a codec config and its ``.zarray`` (shape, chunks), dimension names, chunk keys, the
 recorded dimensions and the header move together, and a crafted segment gets a valid
-preamble and CRC32 (format VVS2, ``codec/vcfvirtual_codec/columns.py``). Each case is read
+preamble and CRC32 (format VVS3, ``codec/vcfvirtual_codec/columns.py``). Each case is read
 
 - through ``vcfvirtual.open_store`` (checking, the default) and xarray, and
 - as plain Kerchunk: ``xr.open_zarr("reference://", storage_options={"fo": ...})``,
@@ -347,7 +347,7 @@ def _segment(d: Doc, key: str) -> tuple[list, bytes]:
 
 def op_craft_segment(d: Doc, rng: random.Random) -> None:
     """A chunk replaced by inline bytes: the real segment with preamble fields and frame
-    changed, its CRC32 recomputed (a valid VVS2 segment whose claims are the sender's)."""
+    changed, its CRC32 recomputed (a valid VVS3 segment whose claims are the sender's)."""
     from vcfvirtual_codec import columns
 
     name = rng.choice(d.codec_arrays())

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 def collector_paused(*, freeze: bool = False) -> Iterator[None]:
     """The cyclic garbage collector off for the block, and back as it was after.
 
-    Loading the libraries (VirtualiZarr, xarray, numba's cached kernels) and the index pass
+    Loading the libraries (VirtualiZarr, xarray, zarr) and the index pass
     allocate enough objects to set off full collections that find no garbage: 0.2-1 s of a
     run. With ``freeze``, what exists at the end (the imported modules, which live until
     the process exits) is frozen, so no later collection walks it (nor the one at exit)."""

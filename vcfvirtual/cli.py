@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 # Importing this module must stay cheap (--help, relocate, inspect): the indexer's modules
-# load numba, zarr, VirtualiZarr and xarray (~1 s), so each command imports what it runs
+# load zarr, VirtualiZarr and xarray (~1 s), so each command imports what it runs
 # inside its function. The choices come from the lists' numpy-free modules.
 from . import __version__
 from ._gc import collector_paused
@@ -109,7 +109,7 @@ def _fail(e: Exception) -> NoReturn:
 
 def _setup_logging(verbose: int) -> None:
     """-v: vcfvirtual's own steps; -vv: its debug detail too. Other libraries (zarr,
-    asyncio, fsspec, numba...) stay at WARNING: their debug output dumps whole stores."""
+    asyncio, fsspec...) stay at WARNING: their debug output dumps whole stores."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.getLogger("vcfvirtual").setLevel(level)

@@ -43,9 +43,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-import numba
 import numpy as np
 import numpy.typing as npt
+
+# The block decoders of htslib's raw values, compiled ahead of time.
+from vcfvirtual_codec._kernels.verify_cells import decode_cells as _decode_cells
+from vcfvirtual_codec._kernels.verify_cells import decode_genotypes as _decode_genotypes
 
 from .bcf.fields import FieldChoice, FieldMap, map_fields
 from .errors import VcfVirtualError
@@ -1183,95 +1186,6 @@ class _Genotype:
         self.overflow = np.zeros((n, s), dtype=bool)
         _decode_genotypes(self.raw, self.n_alleles, self.present, gt, phased, self.overflow, np.iinfo(self.dtype).max)
         return {"call_genotype": gt, "call_genotype_phased": phased, "call_genotype_mask": gt < 0}
-
-
-_njit = numba.njit(nogil=True, cache=True)
-
-
-@_njit
-def _decode_genotypes(raw, n_alleles, present, gt, phased, overflow, max_allele):  # noqa: C901
-    """Each call as pysam reads it: values up to the first vector end; a raw missing
-    value, or an allele index outside [0, n_alleles), is -1 (pysam's None); -2 beyond the
-    call's values. Phased when the call has a value and every value after the first (raw
-    missing values aside) carries the phase bit, so a haploid call is phased. A record
-    without GT reads as all missing and unphased (VCF Zarr 0.3: "false if unphased (or
-    not present)"); a call longer than the store's ploidy, or an allele the store's dtype
-    cannot hold, is an overflow."""
-    n, s, w = raw.shape
-    ploidy = gt.shape[2]
-    for i in range(n):
-        for j in range(s):
-            if not present[i]:
-                gt[i, j, :] = INT_MISSING
-                continue
-            length = 0
-            counted = False
-            unphased = False
-            big = False
-            for k in range(w):
-                v = raw[i, j, k]
-                if v == INT32_VECTOR_END:
-                    break
-                length += 1
-                if v != INT32_MISSING:
-                    counted = True
-                    if k > 0 and (v & 1) == 0:
-                        unphased = True
-                if k < ploidy:
-                    a = -1 if v == INT32_MISSING else (v >> 1) - 1
-                    if a < 0 or a >= n_alleles[i]:
-                        a = INT_MISSING
-                    if a > max_allele:
-                        big = True
-                        a = INT_MISSING
-                    gt[i, j, k] = a
-            for k in range(length, ploidy):
-                gt[i, j, k] = INT_FILL
-            if length > ploidy or big:
-                overflow[i, j] = True
-                gt[i, j, :] = INT_MISSING
-            phased[i, j] = counted and not unphased
-
-
-@_njit
-def _decode_cells(raw, values, present, count, scalar, fill_beyond, is_float, n_items, overflow):  # noqa: C901
-    """One numeric FORMAT field of every call of a block, as pysam reads one call's value:
-    values up to the first vector end (a raw missing one missing); a call with no value
-    is one missing value when the field is scalar, ``count`` missing values when it has
-    a count, none otherwise. ``values`` (records, samples, width; width 1 for a scalar
-    array) gets the values, and beyond a call's values the fill (``fill_beyond``) or
-    missing; ``n_items`` each call's value count; a call with more values than the width
-    is an overflow. Float values are handled as their bits (int32)."""
-    n, s, c = raw.shape
-    width = values.shape[2]
-    end = FLOAT_VECTOR_END_BITS if is_float else INT32_VECTOR_END
-    for i in range(n):
-        if not present[i]:
-            continue
-        for j in range(s):
-            length = 0
-            while length < c and raw[i, j, length] != end:
-                length += 1
-            items = length
-            if length == 0:
-                items = 1 if scalar else max(count[i], 0)
-            n_items[i, j] = items
-            if items > width:
-                overflow[i, j] = True
-                continue
-            for k in range(width):
-                if k < length:
-                    v = raw[i, j, k]
-                    if is_float:
-                        # Any NaN (htslib's missing or another) reads as missing.
-                        nan = (v & 0x7F800000) == 0x7F800000 and (v & 0x007FFFFF) != 0
-                        values[i, j, k] = FLOAT_MISSING_BITS if nan else v
-                    else:
-                        values[i, j, k] = INT_MISSING if v == INT32_MISSING else v
-                elif k < items or not fill_beyond:
-                    values[i, j, k] = FLOAT_MISSING_BITS if is_float else INT_MISSING
-                else:
-                    values[i, j, k] = FLOAT_FILL_BITS if is_float else INT_FILL
 
 
 class _Field:

@@ -160,11 +160,10 @@ def check_utf8(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, spec: C
         )
 
 
-def checked_vlen_utf8(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, spec: ChunkSpec) -> bytes:
-    """The strings at ``buf``'s spans as vlen-utf8 bytes, once :func:`check_utf8` passed."""
+def checked_vlen_utf8(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+    """The strings at ``buf``'s spans as vlen-utf8 bytes (uint8), once :func:`check_utf8` passed."""
     check_utf8(buf, starts, lengths, spec)
-    text: bytes = vlen_utf8(buf, starts.ravel(), lengths.ravel())
-    return text
+    return vlen_utf8(buf, starts.ravel(), lengths.ravel())
 
 
 def span_missing(lengths: np.ndarray) -> np.ndarray:

@@ -11,7 +11,11 @@ their block.
 Segment byte formats (all little-endian; ``n`` = records in the chunk):
 
 * contig, position, rlen: ``int32[n]`` (POS 0-based as stored; rlen already resolved as
-  htslib reads it, by the index, which alone sees REF and INFO/END together).
+  htslib reads it, by the index, which alone sees REF and INFO/END together). A position
+  segment whose preamble has :data:`FLAG_POSITION_DELTA` holds those values' differences
+  in byte planes (:mod:`vcfvirtual_codec.segment_transforms`), undone on decompression;
+  likewise a FORMAT segment with :data:`FLAG_VALUE_PLANES` holds each record's values of 2
+  or 4 bytes in byte planes.
 * qual: ``uint32[n]``, QUAL's float32 bits.
 * alleles: ``int32 n_allele[n]``, ``int32 length[sum n_allele]`` (NUL padding
   included), the allele bytes.
@@ -23,9 +27,11 @@ Segment byte formats (all little-endian; ``n`` = records in the chunk):
   minus :data:`GT_SHIFT` when the preamble's flag says so (a reversible map that lets a
   bit-shuffling compressor store one bit plane per allele bit).
 
-The kernels follow :mod:`vcfvirtual_codec.decode` exactly, so a chunk decodes to the
-same values, dtype and padding as from whole records (bio2zarr's semantics). Each
-returns ``(error code, byte offset in the segment)``; every read is checked against the
+The kernels are the columns-layout entry points of the one decoder
+(``_kernels/fields.pyx``): the value code that decodes whole records
+(:mod:`vcfvirtual_codec.decode`), fed by walking the segment's typed column, so a chunk
+decodes to the same values, dtype and padding as from whole records (bio2zarr's
+semantics). Each returns ``(error code, byte offset in the segment)``; every read is checked against the
 segment and every write against the output, whatever the bytes say.
 """
 
@@ -35,12 +41,16 @@ import math
 import struct
 from typing import TYPE_CHECKING, Any
 
-import numba
 import numpy as np
 from isal import isal_zlib
 from numcodecs import Blosc, Zstd
 
 from . import decode
+from ._kernels import fields as _fields
+from ._kernels.fields import ERR_NARROW, first_characters, int32_column, numeric, quality, string_spans
+from ._kernels.fields import column_allele_spans as allele_spans
+from ._kernels.fields import column_filters as filters
+from ._kernels.fields import column_id_spans as id_spans
 from ._kernels.genotypes import columns_genotypes as genotypes
 from .bcf import records as R
 from .checks import (
@@ -62,6 +72,7 @@ from .checks import (
 from .errors import ChunkDecodeError
 from .local_alleles import decode_local_columns
 from .scratch import Scratch
+from .segment_transforms import undo_position_deltas, undo_value_planes
 from .spec import LOCAL_KINDS, ChunkSpec
 
 if TYPE_CHECKING:
@@ -72,8 +83,12 @@ if TYPE_CHECKING:
 # the block (1 outside FORMAT), decompressed length, then the zlib CRC32 of the
 # preamble's other 32 bytes followed by the compressed frame (:func:`segment_crc`).
 # The magic is the segment format's version: "VVS1" segments (an older vcfvirtual's)
-# carried the CRC32 of the decompressed bytes and are refused, not misread.
-MAGIC = b"VVS2"
+# carried the CRC32 of the decompressed bytes and are refused, not misread. "VVS3" adds
+# the transforms a flag names (FLAG_POSITION_DELTA, FLAG_VALUE_PLANES): a "VVS2" segment
+# is read as before (it has none), while a reader of "VVS2" alone refuses a "VVS3"
+# segment by its magic rather than misread transformed bytes.
+MAGIC = b"VVS3"
+READ_MAGICS = (b"VVS2", MAGIC)
 OLD_MAGICS = {b"VVS1": "its CRC32 covers the decompressed bytes"}
 PREAMBLE = struct.Struct("<4sBBHiIIIQI")
 # The preamble without its CRC: what the CRC covers ahead of the frame.
@@ -87,6 +102,12 @@ FLAG_GT_ALL_PHASED = 2
 FLAG_GT_NONE_PHASED = 4
 GT_FLAGS = FLAG_GT_SHIFT | FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED
 GT_SHIFT = 2
+# A position segment stored as its differences' byte planes (segment_transforms.py),
+# undone right after decompression ("VVS3" segments only).
+FLAG_POSITION_DELTA = 8
+# A FORMAT segment (not GT's) whose records' values of 2 or 4 bytes are stored in byte
+# planes, record by record (segment_transforms.value_planes; "VVS3" segments only).
+FLAG_VALUE_PLANES = 16
 SEGMENT_KINDS = {
     "contig": 0,
     "position": 1,
@@ -116,9 +137,6 @@ SEGMENT_OF_KIND = {
 }
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _BLOSC_HEADER = 16
-_SPAN_MISSING = decode.SPAN_MISSING
-
-_njit = numba.njit(nogil=True, cache=True)
 
 
 def segment_crc(head: Buffer, frame: Buffer) -> int:
@@ -149,352 +167,6 @@ def seal_segment(
     reserved field (a GT block's; 0 for every other segment)."""
     head = PREAMBLE_HEAD.pack(MAGIC, kind, flags, complete_count, key, records, block, block_samples, length)
     return head + segment_crc(head, frame).to_bytes(4, "little") + bytes(frame)
-
-
-@_njit
-def int32_column(seg, n, add, out):
-    """``int32[n]`` segment (contig, position, rlen) plus ``add`` into ``out[:n]`` (int64,
-    so that POS 0x7FFFFFFF + 1 does not wrap).
-
-    POS below -1 is refused as the codec does (htslib reads POS unsigned)."""
-    if seg.shape[0] != 4 * n or out.shape[0] < n:
-        return R.ERR_SEGMENT, np.int64(0)
-    for k in range(n):
-        v = np.int64(R.i32(seg, 4 * k))
-        if add == 1 and v < -1:
-            return R.ERR_NEGATIVE_POS, np.int64(4 * k)
-        out[k] = v + add
-    return R.OK, np.int64(0)
-
-
-@_njit
-def quality(seg, n, out_bits):
-    """QUAL bits into ``out_bits`` (uint32 view of the float32 chunk); a NaN other than
-    missing becomes the quiet NaN htslib's readers return, as the codec does."""
-    if seg.shape[0] != 4 * n or out_bits.shape[0] < n:
-        return R.ERR_SEGMENT, np.int64(0)
-    for k in range(n):
-        bits = R.u32(seg, 4 * k)
-        if (bits & 0x7F800000) == 0x7F800000 and (bits & 0x7FFFFF) != 0 and bits != 0x7F800001:
-            bits |= 0x400000
-        out_bits[k] = bits
-    return R.OK, np.int64(0)
-
-
-@_njit
-def column_starts(seg, n, n_vectors):
-    """Start of each record's values in a typed column, and the column's checked length.
-
-    Returns (starts int64[n + 1], error, offset); ``n_vectors`` is the block's samples for a
-    FORMAT block, 1 otherwise."""
-    starts = np.zeros(n + 1, np.int64)
-    if seg.shape[0] < 5 * n:
-        return starts, R.ERR_SEGMENT, np.int64(0)
-    p = np.int64(5 * n)
-    for k in range(n):
-        starts[k] = p
-        c = np.int64(R.i32(seg, 4 * k))
-        if c < 0:
-            continue
-        size = R.type_size(np.int64(seg[4 * n + k]))
-        if size < 0:
-            return starts, R.ERR_BAD_TYPE, np.int64(4 * n + k)
-        p += c * size * n_vectors
-        if p > seg.shape[0]:
-            return starts, R.ERR_SEGMENT, np.int64(4 * k)
-    starts[n] = p
-    if p != seg.shape[0]:
-        return starts, R.ERR_SEGMENT, p
-    return starts, R.OK, np.int64(0)
-
-
-# numeric's error for an Integer value outside the output's dtype: the caller decodes the
-# chunk again into int32 for the message that names the record and value (_narrow's).
-ERR_NARROW = 255
-# One vector per record (INFO, FILTER): an int64 constant, not the literal 1, so that numba
-# compiles column_starts once for every caller rather than once more for the literal.
-_ONE_VECTOR = np.int64(1)
-_INT32_MISSING = np.int32(-(1 << 31))  # BCF's int32 sentinels
-_INT32_END = np.int32(-(1 << 31) + 1)
-
-
-@_njit
-def _full_width_values(seg, d, t, m, flat, lo, hi):
-    """The ``m`` values of BCF type ``t`` at ``seg[d:]`` into ``flat``: missing -> -1, and
-    end-of-vector -> -2 (ints; floats keep their bits, NaNs other than the end made
-    missing). True when done: no end-of-vector and (ints) every value within ``[lo, hi]``;
-    False leaves the record to the general loop, which decodes it again, and refuses it
-    (ERR_NARROW) only for a value it reads, i.e. before an end-of-vector."""
-    ok = True
-    if t == R.BT_INT8:
-        src8 = seg[d : d + m]  # sliced for vectorisation, as in genotypes
-        for i in range(m):
-            v = np.int32(np.int8(src8[i]))
-            ok &= (v != -127) & (v >= lo) & (v <= hi) | (v == -128)
-            flat[i] = np.int32(-1) if v == -128 else (np.int32(-2) if v == -127 else v)
-    elif t == R.BT_INT16:
-        src16 = seg[d : d + 2 * m]
-        for i in range(m):
-            v = np.int32(np.int16(np.uint16(src16[2 * i]) | (np.uint16(src16[2 * i + 1]) << np.uint16(8))))
-            ok &= (v != -32767) & (v >= lo) & (v <= hi) | (v == -32768)
-            # Outside [lo, hi] the value written wraps; the record is then refused, not kept.
-            flat[i] = np.int32(-1) if v == -32768 else (np.int32(-2) if v == -32767 else v)
-    elif t == R.BT_INT32:
-        src32 = seg[d : d + 4 * m]
-        for i in range(m):
-            v = R.i32(src32, 4 * i)
-            ok &= (v != _INT32_END) & (v >= lo) & (v <= hi) | (v == _INT32_MISSING)
-            flat[i] = np.int32(-1) if v == _INT32_MISSING else (np.int32(-2) if v == _INT32_END else v)
-    elif t == R.BT_FLOAT:
-        srcf = seg[d : d + 4 * m]
-        for i in range(m):
-            bits = R.i32(srcf, 4 * i)
-            ok &= bits != R.FLOAT_END_BITS
-            is_nan = (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF) != 0
-            flat[i] = R.FLOAT_MISSING_BITS if is_nan else bits
-    else:
-        ok = False
-    return ok
-
-
-@_njit
-def numeric(seg, n, is_format, is_float, out, lo=-(1 << 31), hi=(1 << 31) - 1):  # noqa: C901 - one loop per record (kernel)
-    """An INFO segment (out: rows, 1, width) or a FORMAT block segment (rows, block
-    samples, width) of Integer/Float values into int32 (floats as bits), as the codec's
-    ``field_numeric``: absent -> missing; past the record's count -> fill; after an
-    end-of-vector -> fill (ints) or missing (floats); INFO "." -> missing in every slot.
-
-    Integers may go straight into a narrower ``out`` (int8, int16: the array's dtype, so
-    no int32 chunk is written, then scanned and cast); a value outside ``[lo, hi]`` then
-    returns ERR_NARROW (offset: the record), never a wrapped value."""
-    n_vectors = out.shape[1]
-    width = out.shape[2]
-    if out.shape[0] < n:
-        return R.ERR_SHAPE, np.int64(0)
-    starts, err, at = column_starts(seg, n, n_vectors)
-    if err != R.OK:
-        return err, at
-    missing_out = R.FLOAT_MISSING_BITS if is_float else np.int32(-1)
-    fill_out = R.FLOAT_END_BITS if is_float else np.int32(-2)
-    for k in range(n):
-        c = np.int64(R.i32(seg, 4 * k))
-        t = np.int64(seg[4 * n + k])
-        d = starts[k]
-        if c < 0:
-            out[k, :, :] = missing_out
-            continue
-        if c > width:
-            return R.ERR_SHAPE, np.int64(4 * k)
-        if is_float:
-            if t != R.BT_FLOAT and c > 0:
-                return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
-        elif c > 0 and (t < R.BT_INT8 or t > R.BT_INT32):
-            return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
-        size = R.type_size(t)
-        missing, vector_end = R.int_sentinels(t)
-        if (
-            not is_format
-            and c == 1
-            and width > 1
-            and ((R.i32(seg, d) == R.FLOAT_MISSING_BITS) if is_float else (R.read_int(seg, d, t) == missing))
-        ):
-            out[k, 0, :] = missing_out
-            continue
-        if c == width and is_format and n_vectors * width > 0:
-            # Common FORMAT case (DP, AD, GQ, PL, GP of the full width): no end-of-vector
-            # bookkeeping unless one is seen, so the loop vectorises; a record that holds
-            # one is decoded again by the general loop below.
-            if _full_width_values(seg, d, t, n_vectors * width, out[k].reshape(n_vectors * width), lo, hi):
-                continue
-        for s in range(n_vectors):
-            base = d + s * c * size
-            ended = False
-            for j in range(width):
-                if j >= c:
-                    out[k, s, j] = fill_out
-                elif ended:
-                    out[k, s, j] = missing_out if is_float else fill_out
-                elif is_float:
-                    bits = R.i32(seg, base + 4 * j)
-                    is_nan = (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF) != 0
-                    out[k, s, j] = missing_out if is_nan else bits
-                    ended = bits == R.FLOAT_END_BITS
-                else:
-                    v = R.read_int(seg, base + j * size, t)
-                    if v == missing:
-                        out[k, s, j] = -1
-                    elif v == vector_end and (is_format or not R.scalar_info_end_is_value(t, c)):
-                        out[k, s, j] = -2
-                        ended = True
-                    elif v < lo or v > hi:
-                        return ERR_NARROW, np.int64(k)
-                    else:
-                        out[k, s, j] = v
-    return R.OK, np.int64(0)
-
-
-@_njit
-def filters(seg, n, starts, column_of_key, out):
-    """The FILTER segment (its records' ``starts``, from column_starts) into
-    variant_filter (rows, filters)."""
-    n_columns = column_of_key.shape[0]
-    for column in range(n_columns):
-        if column_of_key[column] >= out.shape[1]:
-            return R.ERR_UNKNOWN_FILTER, np.int64(0)
-    for k in range(n):
-        c = np.int64(R.i32(seg, 4 * k))
-        t = np.int64(seg[4 * n + k])
-        if c > 0 and (t < R.BT_INT8 or t > R.BT_INT32):
-            return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
-        size = R.type_size(t)
-        for j in range(c if c > 0 else 0):
-            key = R.read_int(seg, starts[k] + j * size, t)
-            if key < 0 or key >= n_columns or column_of_key[key] < 0:
-                return R.ERR_UNKNOWN_FILTER, starts[k] + j * size
-            out[k, column_of_key[key]] = True
-    return R.OK, np.int64(0)
-
-
-@_njit
-def id_spans(seg, n, starts, starts_out, lengths_out):
-    """The ID segment (its records' ``starts``, from column_starts) as (start, length)
-    spans into the segment: "." or "" -> missing."""
-    for k in range(n):
-        c = np.int64(R.i32(seg, 4 * k))
-        if c < 0 or seg[4 * n + k] != R.BT_CHAR:
-            return R.ERR_ID_TYPE, np.int64(4 * k)
-        d = starts[k]
-        length = np.int64(0)
-        while length < c and seg[d + length] != 0:
-            length += 1
-        if length == 0 or (length == 1 and seg[d] == 46):
-            starts_out[k] = 0
-            lengths_out[k] = _SPAN_MISSING
-        else:
-            starts_out[k] = d
-            lengths_out[k] = length
-    return R.OK, np.int64(0)
-
-
-@_njit
-def allele_spans(seg, n, starts_out, lengths_out):
-    """The alleles segment as spans (rows, max alleles); unused slots keep the caller's fill."""
-    if seg.shape[0] < 4 * n:
-        return R.ERR_SEGMENT, np.int64(0)
-    total = np.int64(0)
-    for k in range(n):
-        n_allele = np.int64(R.i32(seg, 4 * k))
-        if n_allele < 1:
-            return R.ERR_NO_REF, np.int64(4 * k)
-        if n_allele > starts_out.shape[1]:
-            return R.ERR_SHAPE, np.int64(4 * k)
-        total += n_allele
-    q = np.int64(4 * n)
-    p = q + 4 * total
-    if p > seg.shape[0]:
-        return R.ERR_SEGMENT, np.int64(0)
-    for k in range(n):
-        for a in range(np.int64(R.i32(seg, 4 * k))):
-            c = np.int64(R.i32(seg, q))
-            q += 4
-            if c < 0 or p + c > seg.shape[0]:
-                return R.ERR_SEGMENT, q - 4
-            length = np.int64(0)
-            while length < c and seg[p + length] != 0:
-                length += 1
-            starts_out[k, a] = p
-            lengths_out[k, a] = length
-            p += c
-    if p != seg.shape[0]:
-        return R.ERR_SEGMENT, p
-    return R.OK, np.int64(0)
-
-
-@_njit
-def string_spans(seg, n, starts_out, lengths_out, is_format=True):
-    """An INFO String segment (spans: rows, 1, width) or a FORMAT String block segment
-    (rows, block samples, width) as comma-separated parts, as the codec's
-    ``field_string_spans``: absent, or an INFO key without characters -> "." in every
-    slot; parts past a value's own count keep the caller's fill ("" spans); parts past
-    the width are dropped."""
-    n_vectors = starts_out.shape[1]
-    width = starts_out.shape[2]
-    if starts_out.shape[0] < n:
-        return R.ERR_SHAPE, np.int64(0)
-    starts, err, at = column_starts(seg, n, n_vectors)
-    if err != R.OK:
-        return err, at
-    for k in range(n):
-        c = np.int64(R.i32(seg, 4 * k))
-        if c < 0 or (c == 0 and not is_format):
-            lengths_out[k, :, :] = _SPAN_MISSING
-            continue
-        if c > 0 and seg[4 * n + k] != R.BT_CHAR:
-            return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
-        for s in range(n_vectors):
-            base = starts[k] + s * c
-            part = 0
-            part_start = base
-            b = 0
-            while b <= c and part < width:
-                at_end = b == c or seg[base + b] == 0
-                if at_end or seg[base + b] == 44:  # ","
-                    starts_out[k, s, part] = part_start
-                    lengths_out[k, s, part] = base + b - part_start
-                    part += 1
-                    part_start = base + b + 1
-                    if at_end:
-                        break
-                b += 1
-    return R.OK, np.int64(0)
-
-
-@_njit
-def first_characters(seg, starts, lengths, out):
-    """Character values (``<U1`` as UTF-32 code points) from string spans, as the codec's
-    Character decode: a value's first character ("\\ufffd" when its bytes do not start
-    with a whole UTF-8 character, as Python's ``errors="replace"``), "." when missing,
-    "" (0) as fill."""
-    for j in range(starts.shape[0]):
-        length = lengths[j]
-        if length == _SPAN_MISSING:
-            out[j] = 46
-            continue
-        if length <= 0:
-            out[j] = 0
-            continue
-        i = starts[j]
-        c = np.uint32(seg[i])
-        if c < 0x80:
-            out[j] = c
-            continue
-        lo, hi, need, value = 0x80, 0xBF, 0, np.uint32(0)
-        if 0xC2 <= c <= 0xDF:
-            need, value = 1, c & 0x1F
-        elif c == 0xE0:
-            need, lo, value = 2, 0xA0, c & 0x0F
-        elif (0xE1 <= c <= 0xEC) or c == 0xEE or c == 0xEF:
-            need, value = 2, c & 0x0F
-        elif c == 0xED:
-            need, hi, value = 2, 0x9F, c & 0x0F
-        elif c == 0xF0:
-            need, lo, value = 3, 0x90, c & 0x07
-        elif 0xF1 <= c <= 0xF3:
-            need, value = 3, c & 0x07
-        elif c == 0xF4:
-            need, hi, value = 3, 0x8F, c & 0x07
-        ok = need > 0 and need < length
-        for m in range(1, need + 1):
-            if not ok:
-                break
-            b = np.uint32(seg[i + m])
-            if (m == 1 and (b < lo or b > hi)) or (m > 1 and (b < 0x80 or b > 0xBF)):
-                ok = False
-            value = (value << np.uint32(6)) | (b & np.uint32(0x3F))
-        out[j] = value if ok else np.uint32(0xFFFD)
-
-
-# ---------------------------------------------------------------------------- chunk decode
 
 
 def _refuse(spec: ChunkSpec, problem: str, offset: int | None = None) -> ChunkDecodeError:
@@ -531,8 +203,13 @@ class _Segment:
                 f"{MAGIC!r}: index the BCF again to rewrite the cache",
                 0,
             )
-        if magic != MAGIC:
-            raise _refuse(spec, f"segment magic is {magic!r}, expected {MAGIC!r}", 0)
+        if magic not in READ_MAGICS:
+            raise _refuse(
+                spec,
+                f"segment magic is {magic!r}, this reader reads {b' and '.join(READ_MAGICS)!r} (a cache "
+                "written by a newer vcfvirtual needs that version to read it)",
+                0,
+            )
         if kind != SEGMENT_KINDS[segment] or key != want_key:
             raise _refuse(
                 spec,
@@ -542,12 +219,12 @@ class _Segment:
             )
         is_gt = spec.kind.startswith("genotype")
         both = FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED
-        if (
-            self.flags & ~GT_FLAGS
-            or (not is_gt and (self.flags or pad))
-            or self.flags & both == both
-            or pad > spec.ploidy
-        ):
+        allowed = GT_FLAGS if is_gt else 0
+        if segment == "position" and magic == MAGIC:
+            allowed = FLAG_POSITION_DELTA
+        elif segment == "format" and not is_gt and magic == MAGIC:
+            allowed = FLAG_VALUE_PLANES
+        if self.flags & ~allowed or (not is_gt and pad) or self.flags & both == both or pad > spec.ploidy:
             raise _refuse(spec, f"preamble flags {self.flags} / reserved {pad} are not what the index writes", 5)
         self.complete_count = pad
         self._check_counts(spec)
@@ -706,6 +383,15 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         codec.decode(body, out)
     except (RuntimeError, ValueError) as e:
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
+    if seg.flags & FLAG_POSITION_DELTA:
+        if seg.length != 4 * seg.records:
+            raise _refuse(spec, f"a positions segment of {seg.records} records holds {seg.length} bytes", 24)
+        undo_position_deltas(out)
+    if seg.flags & FLAG_VALUE_PLANES:
+        try:
+            undo_value_planes(out, seg.records, seg.block_samples)
+        except ValueError as e:
+            raise _refuse(spec, f"its values cannot be put back in order ({e})", PREAMBLE.size) from None
 
 
 def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:
@@ -793,9 +479,9 @@ def decode_columns_chunk(data: Buffer, spec: ChunkSpec, scratch: Scratch | None 
 
 def _record_starts(raw: np.ndarray, n: int, spec: ChunkSpec, what: str) -> np.ndarray:
     """Where each record's values start in a typed column of one vector per record (ID,
-    FILTER, an INFO Flag), the column's types and length checked (:func:`column_starts`)."""
+    FILTER, an INFO Flag), the column's types and length checked (the layout step's ``column_starts``)."""
     starts: np.ndarray
-    starts, err, at = column_starts(raw, n, _ONE_VECTOR)
+    starts, err, at = _fields.column_starts(raw, n, 1)
     check(err, at, spec, what)
     return starts
 

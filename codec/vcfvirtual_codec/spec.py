@@ -89,8 +89,8 @@ REQUIRED_KEYS = frozenset({"array", "kind", "dtype", "shape", "chunk_length", "n
 
 
 def _int(value: object, name: str, lo: int, hi: int) -> int:
-    # bool is an int to Python but never a count; floats and strings would make numba
-    # compile (or fail to compile) another specialisation of every kernel.
+    # bool is an int to Python but never a count; a float or a string would reach the
+    # kernels' C integer arguments as a TypeError, not a config error naming the key.
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise CodecConfigError(None, f"vcfvirtual.bcf config {name} must be an integer, got {value!r}")
     number = int(value)

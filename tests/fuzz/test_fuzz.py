@@ -1,22 +1,25 @@
 """Fuzzing: mutated BCF files through the scanner, mutated chunks through the codec.
 
 The targets live in tests/fuzz_targets.py and each runs in a child process: the
-decode kernels are numba code with no bounds checks, so a read past a buffer could
-kill the process, and that must fail one test here with the input that caused it,
-not end the pytest run. A child that runs too long (a hang) is killed and fails too.
+kernels are compiled C with no bounds checks, so a read past a buffer could kill the
+process, and that must fail one test here with the input that caused it, not end the
+pytest run. A child that runs too long (a hang) is killed and fails too.
 
 In the suite each target runs a fixed, derandomized set of examples (seconds each).
 VCFVIRTUAL_HYPOTHESIS=deep runs each target for VCFVIRTUAL_FUZZ_SECONDS (default
-300) of fresh random examples, with NUMBA_BOUNDSCHECK=1 so that any unguarded index
-raises instead of reading garbage; see tests/README.md.
+300) of fresh random examples, on a copy of the codec whose kernels are built with
+AddressSanitizer, so that any read outside a buffer stops the child (a failed test)
+instead of reading garbage; see tests/README.md.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -38,6 +41,33 @@ SUITE_EXAMPLES = {
 }
 
 
+@cache
+def sanitized_codec() -> Path:
+    """A copy of codec/ whose kernels are built with AddressSanitizer (setup.py's
+    VCFVIRTUAL_KERNELS_SANITIZE), in a folder of its own so that it never mixes with the
+    installed build; about a minute to build, once per deep run."""
+    root = Path.home() / ".cache" / "vcfvirtual-asan-codec"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(REPO / "codec", root, ignore=shutil.ignore_patterns("*.so", "*.c", "build", "*.egg-info"))
+    env = {**os.environ, "VCFVIRTUAL_KERNELS_SANITIZE": "address"}
+    cmd = [sys.executable, "setup.py", "build_ext", "--inplace", "-q"]
+    subprocess.run(cmd, cwd=root, env=env, check=True, capture_output=True)
+    return root
+
+
+def deep_environment() -> dict[str, str]:
+    """The child's environment for a deep run: the sanitized kernels first on the path,
+    ASan's runtime preloaded (Python itself is not built with it), and every Python
+    allocation through malloc, so that ASan guards the bytes objects too."""
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True, check=True)
+    return {
+        "PYTHONPATH": os.pathsep.join([str(sanitized_codec()), str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "LD_PRELOAD": libasan.stdout.strip(),
+        "ASAN_OPTIONS": "detect_leaks=0",
+        "PYTHONMALLOC": "malloc",
+    }
+
+
 def run_target(target: str, work: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     if DEEP:
@@ -45,11 +75,9 @@ def run_target(target: str, work: Path) -> dict:
         env.update(
             VCFVIRTUAL_FUZZ_SECONDS=str(seconds),
             VCFVIRTUAL_FUZZ_EXAMPLES="200",
-            NUMBA_BOUNDSCHECK="1",
-            # Kernels compiled with bounds checks must not mix with the normal cache.
-            NUMBA_CACHE_DIR=str(Path.home() / ".cache" / "vcfvirtual-numba-boundscheck"),
+            **deep_environment(),
         )
-        timeout = seconds + 600  # + compiling every kernel with bounds checks
+        timeout = seconds + 600  # ASan slows the kernels 2-3x; the build is apart
     else:
         env["VCFVIRTUAL_FUZZ_EXAMPLES"] = str(SUITE_EXAMPLES[target])
         timeout = 240

@@ -55,6 +55,7 @@ CODEC = Package(
     ROOT / "codec" / "vcfvirtual_codec",
     [
         {"__init__", "errors"},
+        {"_kernels"},  # compiled (Cython): their .pyx import nothing of the package, only cimport bcf.pxd
         {"spec"},
         {"bcf"},  # BCF records and BGZF blocks: the format, shared with the indexer
         {"decode"},  # kernels over whole records

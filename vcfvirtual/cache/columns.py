@@ -26,6 +26,7 @@ import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
+from vcfvirtual_codec.segment_transforms import position_deltas, value_planes
 
 from .._progress import byte_bar, phase, record_bar
 from ..bcf.csi import RecordStart
@@ -66,6 +67,8 @@ PREAMBLE = codec_columns.PREAMBLE
 FLAG_GT_SHIFTED = codec_columns.FLAG_GT_SHIFT  # int8 GT bytes stored minus GT_SHIFT
 FLAG_GT_ALL_PHASED = codec_columns.FLAG_GT_ALL_PHASED
 FLAG_GT_NONE_PHASED = codec_columns.FLAG_GT_NONE_PHASED
+FLAG_POSITION_DELTA = codec_columns.FLAG_POSITION_DELTA
+FLAG_VALUE_PLANES = codec_columns.FLAG_VALUE_PLANES
 KIND_CODES = codec_columns.SEGMENT_KINDS
 DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
 # The layout chunks the samples too, so a read decodes one samples block of a variants
@@ -76,17 +79,26 @@ DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
 # x 1,000 variants, ~1.6 GB at 3,355).
 CHUNK_LENGTH = 1_000
 MAX_CHUNK_BYTES = 256 * 1024 * 1024
-# Compressor of each segment: GT (most of the bytes, and bit planes that bit-shuffle well
-# once shifted) with Blosc lz4 bit-shuffle, fast enough for the index pass; the rest with
-# Zstd 1, as small as bio2zarr's and faster to read (benchmarks/FINDINGS-columns.md section 3).
-# clevel 9 rather than 5: Blosc then cuts larger blocks (and lz4 accelerates less), so GT is
-# ~9% smaller (C's cache 1.033 -> 0.949 of its BCF) at the same compress and decompress speed
-# (~3.5 and ~2.4 GB/s on one thread; benchmarks/FINDINGS-columns.md, third round). lz4hc and Blosc
-# zstd are smaller still but compress 1.5-4x slower or decompress slower (FINDINGS-columns.md section 3).
+# Compressor of each segment (benchmarks/storage_encodings.py, docs/benchmarks.md "Storage
+# per array"): GT, most of the bytes, with Blosc bit-shuffle (the shift makes each allele
+# bit one bit plane) and Zstd level 1 over 4 MiB blocks. Blosc's own block size for a
+# level-1 Zstd is small; 4 MiB blocks give Zstd whole runs of a plane: on cohort A the GT
+# segments are 48 MB against 90 MB with lz4 level 9 (the encoding before, and 55 MB with
+# bio2zarr's Blosc zstd level 7 and its block size), compressed about as fast (0.10 vs
+# 0.08 s of CPU per 140 MB; level 5 would be 0.36 s) and decompressed as fast. A reader of
+# any version decodes it: a Blosc frame names its codec and block size. The rest with
+# Zstd 3 (IDs 0.20 -> 0.07 MB on A against Zstd 1; these segments are small, so the level
+# costs little time).
+GT_BLOCK_SIZE = 4 * 1024 * 1024
 COMPRESSORS = {
-    "blosc": Blosc(cname="lz4", clevel=9, shuffle=Blosc.BITSHUFFLE),
-    "zstd": Zstd(level=1),
+    "blosc": Blosc(cname="zstd", clevel=1, shuffle=Blosc.BITSHUFFLE, blocksize=GT_BLOCK_SIZE),
+    "zstd": Zstd(level=3),
 }
+# FORMAT fields other than GT, their values in byte planes: Zstd 5 (a "zstd" frame as the
+# references say; the level is the writer's alone). On cohort B against Zstd 3: call_PL
+# 7.20 -> 6.88 MB, call_AD 6.19 -> 5.84, call_GQ 3.87 -> 3.92 (bio2zarr's 7.07, 5.83,
+# 3.91), at ~1.5x the compress CPU of level 3 (0.25 s per 38 MB of PL).
+FORMAT_VALUES_ZSTD = Zstd(level=5)
 COMPRESS_THREADS = 2
 # A chunk's segments are compressed while the next chunk is demuxed (a second segment
 # buffer) only up to this size of records: past it, the second buffer would push the
@@ -136,12 +148,15 @@ class SegmentPlan:
         # (name, block, kind code, key, block samples, flags, compressor) per segment.
         self.segments: list[tuple[str, int, int, int, int, int, str]] = []
         for name in demux.FIXED_NAMES:
-            self.segments.append((name, 0, KIND_CODES[name], -1, 1, 0, compressor_of(name)))
+            # Positions as their differences' byte planes (segment_transforms.py).
+            flags = FLAG_POSITION_DELTA if name == "position" else 0
+            self.segments.append((name, 0, KIND_CODES[name], -1, 1, flags, compressor_of(name)))
         for f in header.info:
             self.segments.append((segment_name("INFO", f.name), 0, KIND_CODES["info"], f.key, 1, 0, "zstd"))
         for slot, f in enumerate(header.formats):
             name = segment_name("FORMAT", f.name)
-            flags = FLAG_GT_SHIFTED if slot == self.gt_slot else 0
+            # GT shifted; every other FORMAT field's wider values in byte planes.
+            flags = FLAG_GT_SHIFTED if slot == self.gt_slot else FLAG_VALUE_PLANES
             for b in range(self.n_blocks):
                 width = min(self.samples_chunk_size, self.n_samples - b * self.samples_chunk_size)
                 self.segments.append((name, b, KIND_CODES["format"], f.key, width, flags, compressor_of(name)))
@@ -207,7 +222,17 @@ def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
     complete_count = 0
     if flags & FLAG_GT_SHIFTED:
         flags, complete_count = gt_preamble(data, n, width, flags)
-    frame = COMPRESSORS[compressor].encode(data)
+    codec = COMPRESSORS[compressor]
+    if flags & FLAG_POSITION_DELTA:
+        data = position_deltas(data)
+    if flags & FLAG_VALUE_PLANES:
+        try:
+            data, codec = value_planes(data, n, width), FORMAT_VALUES_ZSTD
+        except ValueError:
+            # Values the demux passed that are no BCF type: stored as they are, unflagged,
+            # for the codec to refuse on read with the record named, as before planes.
+            flags &= ~FLAG_VALUE_PLANES
+    frame = codec.encode(data)
     return codec_columns.seal_segment(
         kind, flags, key, n, block, width, data.shape[0], frame, complete_count=complete_count
     )
@@ -420,6 +445,19 @@ class ColumnsWriter:
         plan.demux(self.window[:0], np.zeros(0, np.int64), self.scratch[0])
         demux.gt_block_summary(np.zeros(0, np.uint8), 0, 1)
 
+    def _make_room(self, chunk_bytes: int) -> None:
+        """A segment buffer with room for a chunk of ``chunk_bytes`` of records, the old one
+        freed before the new one is made. Left to itself the demux allocates a buffer of
+        exactly what a chunk needs when the one it is given is short, while the old one
+        still lives: on C (100,000 samples) every chunk a little larger than the largest
+        before held two 190 MB buffers at once. Pages never written cost no memory, so the
+        headroom is free; segments may pass the records' size by the counts and type codes
+        (5 bytes a record per segment: ~1.2x for a sites-only, 41-INFO-field BCF)."""
+        room = chunk_bytes + chunk_bytes // 4 + (1 << 20)
+        if self.scratch[self.turn].shape[0] < room - chunk_bytes // 8:
+            self.scratch[self.turn] = np.empty(0, np.uint8)
+            self.scratch[self.turn] = np.empty(room, np.uint8)
+
     def _emit(self, offsets: np.ndarray, end: int) -> None:
         """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``."""
         plan = self.plan
@@ -429,6 +467,7 @@ class ColumnsWriter:
         if not overlap:
             self.flush()  # one segment buffer: the previous chunk's must be compressed first
         buf = self._take(start, end)
+        self._make_room(end - start)
         segs, bounds, err, at = plan.demux(buf, offsets - start, self.scratch[self.turn])
         if err:
             raise CorruptBCFError(
@@ -501,7 +540,7 @@ class ColumnsLayout(ChunkBounds):
         f.seek(offset)
         data = f.read(PREAMBLE.size)
         fields = PREAMBLE.unpack_from(data) if len(data) == PREAMBLE.size else None
-        return int(fields[5]) if fields and fields[0] == codec_columns.MAGIC else -1
+        return int(fields[5]) if fields and fields[0] in codec_columns.READ_MAGICS else -1
 
     def write_serial(self, source: SerialSource, tmp_cache: CacheTarget) -> tuple[ScanResult, SegmentRanges]:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_serial`: one part, in a

@@ -20,6 +20,7 @@ import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.checks import inflate_limit
+from vcfvirtual_codec.segment_transforms import undo_position_deltas, undo_value_planes
 
 from ..errors import StaleCacheError
 from ..io.parts import part_url
@@ -80,11 +81,19 @@ def payload_of(data: bytes, segment: StoredSegment, records: int) -> np.ndarray:
     if len(data) != segment.length or len(data) < PREAMBLE.size:
         raise stale(f"{len(data)} bytes where the references say {segment.length}")
     magic, kind, flags, _, key, n, block, width, length, crc = PREAMBLE.unpack_from(data)
-    want = (codec_columns.MAGIC, segment.kind, segment.key, records, segment.block, segment.width)
-    if (magic, kind, key, n, block, width) != want:
+    want = (segment.kind, segment.key, records, segment.block, segment.width)
+    if magic not in codec_columns.READ_MAGICS or (kind, key, n, block, width) != want:
         raise stale(f"its preamble says {(magic, kind, key, n, block, width)}, expected {want}")
     if bool(flags & codec_columns.FLAG_GT_SHIFT) != segment.shifted:
         raise stale("its GT shift flag is not the one this version writes")
+    # A store written before positions were stored as differences (segment format "VVS2")
+    # is appended to as it is: its last chunk's positions are read plain, written anew.
+    delta = bool(flags & codec_columns.FLAG_POSITION_DELTA)
+    if delta and (kind != KIND["position"] or magic != codec_columns.MAGIC or length != 4 * n):
+        raise stale(f"its flags {flags} are not what the index writes for this segment")
+    planes = bool(flags & codec_columns.FLAG_VALUE_PLANES)
+    if planes and (kind != KIND["format"] or segment.shifted or magic != codec_columns.MAGIC):
+        raise stale(f"its flags {flags} are not what the index writes for this segment")
     head, frame = data[: PREAMBLE.size - 4], data[PREAMBLE.size :]
     if codec_columns.segment_crc(head, frame) != crc:
         raise stale("it fails its CRC32")
@@ -103,6 +112,13 @@ def payload_of(data: bytes, segment: StoredSegment, records: int) -> np.ndarray:
         _DECODERS[segment.compressor].decode(body, raw)
     except (RuntimeError, ValueError, KeyError) as e:
         raise stale(f"it does not decompress to its length ({e})") from None
+    if delta:
+        undo_position_deltas(raw)
+    if planes:
+        try:
+            undo_value_planes(raw, n, width)
+        except ValueError as e:
+            raise stale(f"its values cannot be put back in order ({e})") from None
     return raw
 
 

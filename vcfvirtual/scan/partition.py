@@ -119,7 +119,8 @@ def _first_record_start(buf: np.ndarray, limit: int, header: BCFHeader, at_eof: 
     n_keys = max([f.key for f in (*header.info, *header.formats)] + list(header.filter_keys) + [0]) + 1
     kinds = declared_kinds(header, n_keys)
     stats = new_stats(n_keys), new_stats(n_keys)  # scratch: the kernel folds into them
-    out = [np.empty(MIN_RECORDS, np.int64)] + [np.empty(MIN_RECORDS, np.int32) for _ in range(5)]
+    chrom, pos, rlen, n_allele, ploidy = (np.empty(MIN_RECORDS, np.int32) for _ in range(5))
+    out = (np.empty(MIN_RECORDS, np.int64), chrom, pos, rlen, n_allele, ploidy)
     n = buf.shape[0]
     # A vectorised sieve over offsets first, so the full checks run on few; a window at a
     # time, as a record usually starts within the first block.
@@ -138,18 +139,15 @@ def _first_checked(
     buf: np.ndarray,
     candidates: np.ndarray,
     header: BCFHeader,
-    kinds: tuple[np.ndarray, ...],
+    kinds: tuple[np.ndarray, np.ndarray, np.ndarray],
     stats: tuple[np.ndarray, np.ndarray],
-    out: list[np.ndarray],
+    out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     at_eof: bool,
 ) -> int:
     n_samples, n_contigs = len(header.samples), len(header.contigs)
     n = buf.shape[0]
     for i in candidates.tolist():
-        # numba's Dispatcher is typed as taking no arguments: the kernel's own are checked at compile.
-        k, consumed, err, _, _ = scan_records(  # type: ignore[call-arg]
-            buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds
-        )
+        k, consumed, err, _, _ = scan_records(buf[i:], n_samples, n_contigs, header.gt_key, 0, *out, *stats, *kinds)
         whole = k == MIN_RECORDS or (k >= 2 and 2 * consumed >= n - i) or (at_eof and k >= 1 and i + consumed == n)
         if err != records.OK or not whole:
             continue

@@ -318,7 +318,7 @@ def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_column
             magic, kind, _, _, key, n, block, *_ = PREAMBLE.unpack_from(data, offset)
             i, *rest = (int(x) for x in chunk_key.split("."))
             cat = segment.split("/")[0]
-            assert (magic, kind, key) == (b"VVS2", KIND_CODES[cat], keys[segment] if "/" in segment else -1), name
+            assert (magic, kind, key) == (b"VVS3", KIND_CODES[cat], keys[segment] if "/" in segment else -1), name
             assert config["key"] == key, name  # what the codec compares
             assert n == min(CHUNK, scan.num_records - i * CHUNK)
             assert block == (rest[0] if sampled else 0), (name, chunk_key)

@@ -1,0 +1,488 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The columns writer's kernels: one chunk of BCF records split into per-array segments
+(``demux_chunk``), and what a GT block segment says of its calls (``gt_block_summary``).
+
+The segment layouts are described in vcfvirtual.cache.columns_demux, which gives these
+kernels their slot maps. Every read is bounded: a locate pass checks each record's
+fields against its own lengths before the copy pass moves a byte, and the copy pass
+clips each range to both buffers, so no read or write leaves ``buf`` or the output
+whatever the bytes say.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.string cimport memcpy
+
+cimport vcfvirtual_codec._kernels.bcf as B
+
+cdef enum:
+    C_SEG_CONTIG = 0
+    C_SEG_POSITION = 1
+    C_SEG_RLEN = 2
+    C_SEG_QUAL = 3
+    C_SEG_ID = 4
+    C_SEG_ALLELES = 5
+    C_SEG_FILTER = 6
+    C_N_FIXED_SEGMENTS = 7
+    # int8 GT bytes are stored minus this (vcfvirtual_codec.columns.GT_SHIFT, which the
+    # decoder adds back; a test checks they agree).
+    C_GT_SHIFT = 2
+    # Columns of the locate tables: (type, count, data start) of a field; count -1: absent.
+    LOC_TYPE = 0
+    LOC_COUNT = 1
+    LOC_DATA = 2
+
+SEG_CONTIG, SEG_POSITION, SEG_RLEN, SEG_QUAL = C_SEG_CONTIG, C_SEG_POSITION, C_SEG_RLEN, C_SEG_QUAL
+SEG_ID, SEG_ALLELES, SEG_FILTER, N_FIXED_SEGMENTS = C_SEG_ID, C_SEG_ALLELES, C_SEG_FILTER, C_N_FIXED_SEGMENTS
+GT_SHIFT = C_GT_SHIFT
+
+
+cdef inline B.Bytes _ptr(const uint8_t[::1] buf) noexcept:
+    return &buf[0] if buf.shape[0] else NULL
+
+
+# What the locate pass reads and fills for one chunk: the slot maps, the per-record
+# locate tables (rows of 2 or 3 int64), and each segment's size.
+cdef struct Chunk:
+    B.Bytes buf
+    int64_t buf_len
+    const int32_t* info_slot
+    int64_t n_info_keys
+    const int32_t* fmt_slot
+    int64_t n_fmt_keys
+    int64_t n_info
+    int64_t n_fmt
+    int64_t n_samples
+    int64_t samples_chunk_size
+    int64_t nb
+    int64_t end_key
+    int64_t* id_loc  # (n, 2): data start, length
+    int64_t* allele_loc  # (n, 2): start of the first allele's descriptor, n_allele
+    int64_t* filt_loc  # (n, 3)
+    int64_t* info_loc  # (n, max(n_info, 1), 3)
+    int64_t* fmt_loc  # (n, max(n_fmt, 1), 3)
+    int64_t* rlens
+    int64_t* sizes
+    int64_t total_alleles
+
+
+cdef inline void put_i32(uint8_t* out, int64_t p, int64_t value) noexcept nogil:
+    """The low 32 bits of ``value`` at ``out[p]``, little-endian."""
+    cdef uint32_t v = <uint32_t>value  # modulo 2^32
+    out[p] = v & 0xFF
+    out[p + 1] = (v >> 8) & 0xFF
+    out[p + 2] = (v >> 16) & 0xFF
+    out[p + 3] = (v >> 24) & 0xFF
+
+
+cdef inline void put_loc(int64_t* loc, int64_t t, int64_t c, int64_t d) noexcept nogil:
+    loc[LOC_TYPE] = t
+    loc[LOC_COUNT] = c
+    loc[LOC_DATA] = d
+
+
+cdef int64_t locate_fixed(Chunk* ch, int64_t k, int64_t pos, int64_t end) noexcept nogil:
+    """rlen, ID, alleles and FILTER of record ``k`` (shared part ending at ``end``):
+    returns the index of its first INFO key, or a negative error code."""
+    cdef B.Bytes buf = ch.buf
+    cdef int64_t rlen, t, c, d, n_allele, i, a, size
+    # rlen: htslib's replacement of a damaged one needs REF and END, both in this record.
+    rlen = B.i32(buf, pos + B.OFF_RLEN)
+    if rlen < 0:
+        rlen = B.htslib_rlen(buf, pos, ch.end_key)
+        if rlen < 0:
+            return -B.ERR_OVERRUN
+        if rlen > 2147483647:
+            return -B.ERR_RLEN
+    ch.rlens[k] = rlen
+    t, c, d = B.typed_descriptor(buf, pos + B.OFF_ID, end)
+    if d < 0 or d + c > end:
+        return -B.ERR_OVERRUN
+    if t != B.BT_CHAR:
+        return -B.ERR_ID_TYPE
+    ch.id_loc[2 * k] = d
+    ch.id_loc[2 * k + 1] = c
+    ch.sizes[C_SEG_ID] += c
+    n_allele = B.u32(buf, pos + B.OFF_N_ALLELE_INFO) >> 16
+    if n_allele == 0:
+        return -B.ERR_NO_REF
+    i = d + c
+    ch.allele_loc[2 * k] = i
+    ch.allele_loc[2 * k + 1] = n_allele
+    ch.total_alleles += n_allele
+    for a in range(n_allele):
+        t, c, d = B.typed_descriptor(buf, i, end)
+        if d < 0 or d + c > end or t != B.BT_CHAR:
+            return -B.ERR_OVERRUN
+        ch.sizes[C_SEG_ALLELES] += c
+        i = d + c
+    t, c, d = B.typed_descriptor(buf, i, end)
+    if d < 0:
+        return -B.ERR_OVERRUN
+    size = B.type_size(t)
+    if d + c * size > end or (c > 0 and (t < B.BT_INT8 or t > B.BT_INT32)):
+        return -B.ERR_OVERRUN
+    put_loc(ch.filt_loc + 3 * k, t, c, d)
+    ch.sizes[C_SEG_FILTER] += c * size
+    return d + c * size
+
+
+cdef int64_t locate_info(Chunk* ch, int64_t k, int64_t pos, int64_t i, int64_t end) noexcept nogil:
+    """The INFO fields of record ``k``, from its first key at ``i``: OK or an error code."""
+    cdef B.Bytes buf = ch.buf
+    cdef int64_t n_info_rec = B.u32(buf, pos + B.OFF_N_ALLELE_INFO) & 0xFFFF
+    cdef int64_t f, key, j, t, c, d, size, s
+    cdef int64_t* loc
+    for f in range(n_info_rec):
+        key, j = B.read_key(buf, i, end)
+        if j < 0:
+            return B.ERR_OVERRUN
+        t, c, d = B.typed_descriptor(buf, j, end)
+        if d < 0:
+            return B.ERR_OVERRUN
+        size = B.type_size(t)
+        if d + c * size > end:
+            return B.ERR_OVERRUN
+        if t == B.BT_NULL and c > 0:
+            return B.ERR_NULL_VALUES
+        if key < 0 or key >= ch.n_info_keys or ch.info_slot[key] < 0 or ch.info_slot[key] >= ch.n_info:
+            return B.ERR_UNKNOWN_KEY
+        s = ch.info_slot[key]
+        loc = ch.info_loc + 3 * (k * max(ch.n_info, 1) + s)
+        if loc[LOC_COUNT] < 0:  # htslib (find_info) takes a key's first value
+            put_loc(loc, t, c, d)
+            ch.sizes[C_N_FIXED_SEGMENTS + s] += c * size
+        i = d + c * size
+    return B.OK
+
+
+cdef int64_t locate_format(Chunk* ch, int64_t k, int64_t pos, int64_t end, int64_t rec_end) noexcept nogil:
+    """The FORMAT fields of record ``k`` (per-sample part ``end:rec_end``): every field is
+    n_sample vectors, each samples block a contiguous sub-range. OK or an error code."""
+    cdef B.Bytes buf = ch.buf
+    cdef int64_t n_fmt_rec = buf[pos + B.OFF_N_FMT_SAMPLE + 3]
+    cdef int64_t n_sample_rec = B.n_sample(buf, pos)
+    cdef int64_t j = end, g, key, kj, t, c, d, size, nxt, f, b, s0, s1
+    cdef int64_t* loc
+    if n_fmt_rec > 0 and n_sample_rec != ch.n_samples:
+        return B.ERR_SAMPLES
+    for g in range(n_fmt_rec):
+        key, kj = B.read_key(buf, j, rec_end)
+        if kj < 0:
+            return B.ERR_OVERRUN
+        t, c, d = B.typed_descriptor(buf, kj, rec_end)
+        if d < 0:
+            return B.ERR_BAD_TYPE
+        if t == B.BT_NULL and c > 0:
+            return B.ERR_NULL_VALUES
+        size = B.type_size(t)
+        nxt = d + n_sample_rec * c * size
+        if nxt > rec_end:
+            return B.ERR_OVERRUN
+        if key < 0 or key >= ch.n_fmt_keys or ch.fmt_slot[key] < 0 or ch.fmt_slot[key] >= ch.n_fmt:
+            return B.ERR_UNKNOWN_KEY
+        f = ch.fmt_slot[key]
+        loc = ch.fmt_loc + 3 * (k * max(ch.n_fmt, 1) + f)
+        if loc[LOC_COUNT] < 0:
+            put_loc(loc, t, c, d)
+            for b in range(ch.nb):
+                s0 = b * ch.samples_chunk_size
+                s1 = min(s0 + ch.samples_chunk_size, ch.n_samples)
+                ch.sizes[C_N_FIXED_SEGMENTS + ch.n_info + f * ch.nb + b] += (s1 - s0) * c * size
+        j = nxt
+    return B.OK
+
+
+cdef (int64_t, int64_t) locate_records(Chunk* ch, const int64_t* offsets, int64_t n) noexcept nogil:
+    """The locate pass: walks descriptors only (O(fields) per record, never per sample),
+    fills the locate tables and sizes every segment. Returns (error code, offset)."""
+    cdef B.Bytes buf = ch.buf
+    cdef int64_t k, pos, l_shared, end, rec_end, i, err
+    for k in range(n):
+        pos = offsets[k]
+        if pos < 0 or pos + 32 > ch.buf_len:
+            return B.ERR_TRAILING, pos
+        l_shared = B.u32(buf, pos)
+        if l_shared < B.MIN_L_SHARED:
+            return B.ERR_SHORT_SHARED, pos
+        end = pos + 8 + l_shared
+        rec_end = end + <int64_t>B.u32(buf, pos + 4)
+        if rec_end > ch.buf_len:
+            return B.ERR_TRAILING, pos
+        i = locate_fixed(ch, k, pos, end)
+        if i < 0:
+            return -i, pos
+        err = locate_info(ch, k, pos, i, end)
+        if err == B.OK:
+            err = locate_format(ch, k, pos, end, rec_end)
+        if err != B.OK:
+            return err, pos
+    return B.OK, 0
+
+
+cdef void copy_fixed(Chunk* ch, const int64_t* offsets, int64_t n, uint8_t* out,
+                     const int64_t* bounds) noexcept nogil:
+    """CHROM, POS, rlen and QUAL (int32/uint32 columns), ID (a typed column of chars) and
+    the alleles (n_allele[n], lengths, bytes) of the located records."""
+    cdef B.Bytes buf = ch.buf
+    cdef int64_t k, pos, p, q, i, a, t, c, d
+    for k in range(n):
+        pos = offsets[k]
+        put_i32(out, bounds[C_SEG_CONTIG] + 4 * k, B.i32(buf, pos + B.OFF_CHROM))
+        put_i32(out, bounds[C_SEG_POSITION] + 4 * k, B.i32(buf, pos + B.OFF_POS))
+        put_i32(out, bounds[C_SEG_RLEN] + 4 * k, ch.rlens[k])
+        memcpy(out + bounds[C_SEG_QUAL] + 4 * k, buf + pos + B.OFF_QUAL, 4)
+    p = bounds[C_SEG_ID] + 5 * n
+    for k in range(n):
+        put_i32(out, bounds[C_SEG_ID] + 4 * k, ch.id_loc[2 * k + 1])
+        out[bounds[C_SEG_ID] + 4 * n + k] = B.BT_CHAR
+        memcpy(out + p, buf + ch.id_loc[2 * k], ch.id_loc[2 * k + 1])
+        p += ch.id_loc[2 * k + 1]
+    q = bounds[C_SEG_ALLELES] + 4 * n  # lengths
+    p = q + 4 * ch.total_alleles  # bytes
+    for k in range(n):
+        put_i32(out, bounds[C_SEG_ALLELES] + 4 * k, ch.allele_loc[2 * k + 1])
+        i = ch.allele_loc[2 * k]
+        for a in range(ch.allele_loc[2 * k + 1]):
+            t, c, d = B.typed_descriptor(buf, i, ch.buf_len)
+            put_i32(out, q, c)
+            q += 4
+            memcpy(out + p, buf + d, c)
+            p += c
+            i = d + c
+
+
+cdef void typed_column(B.Bytes buf, int64_t buf_len, uint8_t* out, int64_t out_len, int64_t start,
+                       const int64_t* locs, int64_t n, int64_t stride, int64_t s0, int64_t s1,
+                       bint per_sample, bint shift_gt) noexcept nogil:
+    """Write one typed column at ``out[start:]`` from the locate table rows ``locs +
+    stride * k`` (type, count, data) of the ``n`` records.
+
+    With ``per_sample`` the field holds vectors of ``count`` values and only those of
+    samples ``s0:s1`` are copied (one contiguous range per record). ``shift_gt``: int8
+    values are stored minus GT_SHIFT."""
+    cdef int64_t p = start + 5 * n, k, c, t, width, d, m, todo
+    cdef const int64_t* loc
+    for k in range(n):
+        loc = locs + stride * k
+        c = loc[LOC_COUNT]
+        put_i32(out, start + 4 * k, c)
+        if c < 0:
+            out[start + 4 * n + k] = 0
+            continue
+        t = loc[LOC_TYPE]
+        out[start + 4 * n + k] = <uint8_t>t
+        width = c * B.type_size(t)
+        d = loc[LOC_DATA]
+        if per_sample:
+            d += s0 * width
+            m = (s1 - s0) * width
+        else:
+            m = width
+        # Clipped to both buffers: never past either, whatever the table says.
+        todo = min(m, buf_len - d, out_len - p)
+        if todo > 0 and d >= 0:
+            # One copy loop for every field, the shift 0 but for int8 GT: a loop under its
+            # own branch this deep in the inlined copy pass was guessed cold by gcc and left
+            # scalar (3x slower on GT blocks than the vectorised one, measured).
+            shifted_copy(buf + d, out + p, todo, C_GT_SHIFT if shift_gt and t == B.BT_INT8 else 0)
+        p += m
+
+
+cdef inline void shifted_copy(const uint8_t* src, uint8_t* dst, int64_t m, uint8_t shift) noexcept nogil:
+    """``dst[:m] = src[:m] - shift``: uint8 arithmetic wraps modulo 256, and the loop
+    vectorises (SSE2)."""
+    cdef int64_t b
+    for b in range(m):
+        dst[b] = src[b] - shift
+
+
+cdef void copy_columns(Chunk* ch, int64_t n, uint8_t* out, int64_t out_len, const int64_t* bounds,
+                       int64_t gt_slot) noexcept nogil:
+    """FILTER, each INFO key and each FORMAT key's samples blocks: typed columns."""
+    cdef int64_t s, f, b, s0, s1, info_w = max(ch.n_info, 1), fmt_w = max(ch.n_fmt, 1)
+    typed_column(ch.buf, ch.buf_len, out, out_len, bounds[C_SEG_FILTER], ch.filt_loc, n, 3, 0, 1, False, False)
+    for s in range(ch.n_info):
+        typed_column(ch.buf, ch.buf_len, out, out_len, bounds[C_N_FIXED_SEGMENTS + s], ch.info_loc + 3 * s,
+                     n, 3 * info_w, 0, 1, False, False)
+    for f in range(ch.n_fmt):
+        for b in range(ch.nb):
+            s0 = b * ch.samples_chunk_size
+            s1 = min(s0 + ch.samples_chunk_size, ch.n_samples)
+            typed_column(ch.buf, ch.buf_len, out, out_len, bounds[C_N_FIXED_SEGMENTS + ch.n_info + f * ch.nb + b],
+                         ch.fmt_loc + 3 * f, n, 3 * fmt_w, s0, s1, True, f == gt_slot)
+
+
+def demux_chunk(
+    const uint8_t[::1] buf,
+    const int64_t[::1] offsets,
+    const int32_t[::1] info_slot,
+    const int32_t[::1] fmt_slot,
+    int64_t n_info,
+    int64_t n_fmt,
+    int64_t n_samples,
+    int64_t samples_chunk_size,
+    int64_t end_key,
+    int64_t gt_slot,
+    scratch,
+):
+    """Segments of one chunk: returns (out uint8, bounds int64, error code, error offset).
+
+    ``offsets`` (int64) are the records' starts in ``buf``; ``info_slot``/``fmt_slot``
+    (int32, vcfvirtual.cache.columns_demux.slot_maps) map dictionary keys to segment
+    slots; ``gt_slot``: FORMAT slot of GT, whose int8 values are stored minus GT_SHIFT
+    (-1: none). ``scratch``: a uint8 buffer reused for ``out`` when it is large enough
+    (``out`` is then a view of it, valid until the caller reuses it): an index pass that
+    allocates each chunk's output afresh pays a page fault per 4 KiB of it."""
+    cdef int64_t n = offsets.shape[0]
+    if samples_chunk_size < 1:  # no block width to cut samples by
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64), B.ERR_SHAPE, 0
+    if n_info < 0 or n_fmt < 0 or n_samples < 0:
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64), B.ERR_SHAPE, 0
+    cdef int64_t nb = max(1, (n_samples + samples_chunk_size - 1) // samples_chunk_size)
+    cdef int64_t n_seg = C_N_FIXED_SEGMENTS + n_info + n_fmt * nb
+    empty = np.zeros(0, np.uint8)
+    bounds_array = np.zeros(n_seg + 1, np.int64)
+    sizes_array = np.zeros(n_seg, np.int64)
+    id_loc = np.zeros((n, 2), np.int64)
+    allele_loc = np.zeros((n, 2), np.int64)
+    filt_loc = np.zeros((n, 3), np.int64)
+    info_loc = np.full((n, max(n_info, 1), 3), -1, np.int64)
+    fmt_loc = np.full((n, max(n_fmt, 1), 3), -1, np.int64)
+    rlens = np.zeros(n, np.int64)
+    cdef int64_t[::1] bounds = bounds_array, sizes = sizes_array, rl = rlens
+    cdef int64_t[:, ::1] il = id_loc, al = allele_loc, fl = filt_loc
+    cdef int64_t[:, :, ::1] inl = info_loc, fml = fmt_loc
+    cdef Chunk ch
+    ch.buf = _ptr(buf)
+    ch.buf_len = buf.shape[0]
+    ch.info_slot = &info_slot[0] if info_slot.shape[0] else NULL
+    ch.n_info_keys = info_slot.shape[0]
+    ch.fmt_slot = &fmt_slot[0] if fmt_slot.shape[0] else NULL
+    ch.n_fmt_keys = fmt_slot.shape[0]
+    ch.n_info, ch.n_fmt, ch.n_samples = n_info, n_fmt, n_samples
+    ch.samples_chunk_size, ch.nb, ch.end_key = samples_chunk_size, nb, end_key
+    ch.id_loc = &il[0, 0] if n else NULL
+    ch.allele_loc = &al[0, 0] if n else NULL
+    ch.filt_loc = &fl[0, 0] if n else NULL
+    ch.info_loc = &inl[0, 0, 0] if n else NULL
+    ch.fmt_loc = &fml[0, 0, 0] if n else NULL
+    ch.rlens = &rl[0] if n else NULL
+    ch.sizes = &sizes[0]
+    ch.total_alleles = 0
+    cdef const int64_t* offs = &offsets[0] if n else NULL
+    cdef int64_t err, at, s
+    with nogil:
+        err, at = locate_records(&ch, offs, n)
+    if err != B.OK:
+        return empty, bounds_array, err, at
+    # Segment sizes: headers plus the values counted above.
+    for s in range(4):
+        sizes[s] = 4 * n
+    sizes[C_SEG_ID] += 5 * n
+    sizes[C_SEG_ALLELES] += 4 * n + 4 * ch.total_alleles
+    for s in range(C_SEG_FILTER, n_seg):
+        sizes[s] += 5 * n
+    for s in range(n_seg):
+        bounds[s + 1] = bounds[s] + sizes[s]
+    cdef int64_t total = bounds[n_seg]
+    out_array = scratch[:total] if scratch.shape[0] >= total else np.empty(total, np.uint8)
+    cdef uint8_t[::1] out = out_array
+    cdef uint8_t* o = &out[0] if total else NULL
+    if n:
+        with nogil:
+            copy_fixed(&ch, offs, n, o, &bounds[0])
+            copy_columns(&ch, n, o, total, &bounds[0], gt_slot)
+    return out_array, bounds_array, B.OK, 0
+
+
+def gt_block_summary(const uint8_t[::1] seg, int64_t n, int64_t block_samples):
+    """What a GT block segment (``demux_chunk``'s, int8 bytes stored minus GT_SHIFT) says
+    of its calls as a whole, so that call_genotype_mask and call_genotype_phased can be
+    read without decompressing it: ``(count, all_phased, none_phased)``.
+
+    ``count``: the number of alleles every record holds, when every record holds GT as
+    int8, that many for every sample, and no allele is missing, an end-of-vector or not an
+    allele at all (a stored byte of 0x7E or more); else 0. ``all_phased`` / ``none_phased``:
+    every record holds GT as int8 with at least two alleles, and the phase bit of every
+    call's second allele (what the codec reads as phased) is set / clear. A segment shorter
+    than its counts say (or not a typed column at all) claims nothing."""
+    cdef B.Bytes p = _ptr(seg)
+    cdef int64_t length = seg.shape[0]
+    cdef int64_t count = -1
+    cdef bint complete = True, phase_known = True, any_set = False, any_clear = False, valid = True
+    if n < 0 or block_samples < 0 or length < 5 * n:
+        return 0, False, False
+    with nogil:
+        valid = block_summary(p, length, n, block_samples, &count, &complete, &phase_known, &any_set,
+                              &any_clear)
+    if not valid:
+        return 0, False, False
+    complete_count = count if complete and count > 0 else 0
+    return complete_count, bool(phase_known and not any_clear), bool(phase_known and not any_set)
+
+
+cdef bint block_summary(B.Bytes seg, int64_t length, int64_t n, int64_t block_samples, int64_t* count,
+                        bint* complete, bint* phase_known, bint* any_set, bint* any_clear) noexcept nogil:
+    """gt_block_summary's walk over the records of a segment at least ``5 * n`` long;
+    False when a record's values would pass its end or its type is not BCF's."""
+    cdef int64_t p = 5 * n, k, c, t, size, m
+    cdef uint8_t top, ors, ands
+    for k in range(n):
+        c = B.i32(seg, 4 * k)
+        t = seg[4 * n + k]
+        if c <= 0:  # absent (missing calls) or empty (end-of-vector only)
+            complete[0] = False
+            phase_known[0] = False
+            continue
+        size = B.type_size(t)
+        if size < 0:
+            return False
+        m = block_samples * c * size
+        if p + m > length:  # not a block demux_chunk wrote: claim nothing, read no further
+            return False
+        if t != B.BT_INT8:
+            complete[0] = False
+            phase_known[0] = False
+            p += m
+            continue
+        if count[0] < 0:
+            count[0] = c
+        complete[0] = complete[0] and c == count[0]
+        phase_known[0] = phase_known[0] and c >= 2
+        top, ors, ands = calls_summary(seg + p, m, c, block_samples)
+        # Stored minus 2: alleles 0..62 are 0x00..0x7D; a missing allele (0x00/0x01) wraps
+        # to 0xFE/0xFF, int8 missing and end-of-vector (0x80, 0x81) become 0x7E, 0x7F, and
+        # the bytes no allele makes (0x82..0xFF, refused by the codec) 0x80..0xFD.
+        complete[0] = complete[0] and top < 0x7E
+        if c >= 2:  # the phase bit (bit 0, which the shift keeps) of every second allele
+            any_set[0] = any_set[0] or (ors & 1) != 0
+            any_clear[0] = any_clear[0] or (ands & 1) == 0
+        p += m
+    return True
+
+
+cdef (uint8_t, uint8_t, uint8_t) calls_summary(B.Bytes values, int64_t m, int64_t c,
+                                               int64_t block_samples) noexcept nogil:
+    """(largest byte, OR and AND of every call's second allele byte) of one record's
+    ``block_samples`` calls of ``c`` int8 alleles (``m`` bytes). Branch-free loops."""
+    cdef uint8_t top = 0, ors = 0, ands = 0xFF, v, w
+    cdef int64_t b, s
+    if c == 2:  # diploid calls: one pass over (first, second) allele pairs
+        for s in range(block_samples):
+            v = values[2 * s]
+            w = values[2 * s + 1]
+            v = v if v > w else w
+            top = top if top > v else v
+            ors |= w
+            ands &= w
+        return top, ors, ands
+    for b in range(m):
+        v = values[b]
+        top = top if top > v else v
+    if c > 2:
+        for s in range(block_samples):
+            ors |= values[s * c + 1]
+            ands &= values[s * c + 1]
+    return top, ors, ands
