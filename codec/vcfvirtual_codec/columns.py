@@ -41,7 +41,6 @@ import math
 import struct
 from typing import TYPE_CHECKING, Any
 
-import numba
 import numpy as np
 from isal import isal_zlib
 from numcodecs import Blosc, Zstd
@@ -52,6 +51,7 @@ from ._kernels.fields import ERR_NARROW, first_characters, int32_column, numeric
 from ._kernels.fields import column_allele_spans as allele_spans
 from ._kernels.fields import column_filters as filters
 from ._kernels.fields import column_id_spans as id_spans
+from ._kernels.genotypes import columns_genotypes as genotypes
 from .bcf import records as R
 from .checks import (
     BYTES_PER_CLAIMED_SAMPLE,
@@ -138,8 +138,6 @@ SEGMENT_OF_KIND = {
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _BLOSC_HEADER = 16
 
-_njit = numba.njit(nogil=True, cache=True)
-
 
 def segment_crc(head: Buffer, frame: Buffer) -> int:
     """The segment's CRC32: over the preamble's first 32 bytes, then the compressed frame.
@@ -169,157 +167,6 @@ def seal_segment(
     reserved field (a GT block's; 0 for every other segment)."""
     head = PREAMBLE_HEAD.pack(MAGIC, kind, flags, complete_count, key, records, block, block_samples, length)
     return head + segment_crc(head, frame).to_bytes(4, "little") + bytes(frame)
-
-
-@_njit
-def column_starts(seg, n, n_vectors):
-    """Start of each record's values in a typed column, and the column's checked length.
-
-    Kept (numba) only for the numba genotypes kernel below, which calls it by name: it goes
-    with that kernel's port and the last ``import numba`` of this module. Everything else
-    walks a column through the compiled layout step (``_kernels.fields.column_starts``).
-
-    Returns (starts int64[n + 1], error, offset); ``n_vectors`` is the block's samples for a
-    FORMAT block, 1 otherwise."""
-    starts = np.zeros(n + 1, np.int64)
-    if seg.shape[0] < 5 * n:
-        return starts, R.ERR_SEGMENT, np.int64(0)
-    p = np.int64(5 * n)
-    for k in range(n):
-        starts[k] = p
-        c = np.int64(R.i32(seg, 4 * k))
-        if c < 0:
-            continue
-        size = R.type_size(np.int64(seg[4 * n + k]))
-        if size < 0:
-            return starts, R.ERR_BAD_TYPE, np.int64(4 * n + k)
-        p += c * size * n_vectors
-        if p > seg.shape[0]:
-            return starts, R.ERR_SEGMENT, np.int64(4 * k)
-    starts[n] = p
-    if p != seg.shape[0]:
-        return starts, R.ERR_SEGMENT, p
-    return starts, R.OK, np.int64(0)
-
-
-@_njit
-def _gt_int(seg, i, t, shifted):
-    """A GT value of type ``t``; int8 values of a shifted segment get GT_SHIFT back."""
-    if shifted and t == R.BT_INT8:
-        return np.int64(np.int8(np.uint8((seg[i] + GT_SHIFT) & 0xFF)))
-    return R.read_int(seg, i, t)
-
-
-@_njit
-def genotypes(seg, n, out_gt, out_phased, max_allele, shifted=False):  # noqa: C901 - one loop per record (kernel)
-    """A GT block segment into call_genotype (n_rows, block_samples, ploidy) and
-    call_genotype_phased (same rows and samples; zero rows: alleles only).
-
-    ``shifted``: the segment's int8 GT bytes were stored minus GT_SHIFT (demux ``gt_slot``)."""
-    add = np.uint8(GT_SHIFT if shifted else 0)
-    n_samples = out_gt.shape[1]
-    ploidy = out_gt.shape[2]
-    if out_gt.shape[0] < n:
-        return R.ERR_SHAPE, np.int64(0)
-    starts, err, at = column_starts(seg, n, n_samples)
-    if err != R.OK:
-        return err, at
-    with_phase = out_phased.shape[0] > 0
-    flat_gt = out_gt.reshape(out_gt.shape[0], n_samples * ploidy)
-    for k in range(n):
-        c = np.int64(R.i32(seg, 4 * k))
-        t = np.int64(seg[4 * n + k])
-        d = starts[k]
-        if c < 0:
-            out_gt[k, :, :] = -1
-            if with_phase:
-                out_phased[k, :] = ploidy == 1
-            continue
-        if c > ploidy:
-            return R.ERR_SHAPE, np.int64(4 * k)
-        if c == 0:
-            out_gt[k, :, :] = -2
-            if with_phase:
-                out_phased[k, :] = False
-            continue
-        if t < R.BT_INT8 or t > R.BT_INT32:
-            return R.ERR_TYPE_MISMATCH, np.int64(4 * n + k)
-        if t == R.BT_INT8 and c == ploidy:
-            # The common case, branch-free so LLVM vectorises it (as the codec's kernel).
-            # Index a slice from 0: with seg[d + i] numba's negative-index wraparound
-            # check (d + i may be negative as far as LLVM knows) blocks vectorisation,
-            # measured 4x slower (2.3 vs 8.9 GB/s).
-            # All in uint8 (LLVM then packs 32 bytes per AVX2 instruction, against 4
-            # int64 lanes before: 0.66 vs 1.94 ms per 20 MB GT chunk): a byte below 0x80
-            # is allele (b >> 1) - 1 (-1 for 0 and 1, missing), 0x80 missing (0x7F - b
-            # = -1), 0x81 end-of-vector (-2); above 0x81 a negative value. One max
-            # reduction says whether any byte is past 0x80; only then is the row scanned
-            # again for ends and negatives.
-            src = seg[d : d + n_samples * c]
-            row = flat_gt[k]
-            top = np.uint8(0)
-            for i in range(src.shape[0]):
-                b = np.uint8(src[i] + add)
-                top = max(top, b)
-                row[i] = np.int8(np.uint8((b >> 1) - 1) if b < 0x80 else np.uint8(0x7F - b))
-            negative = False
-            any_end = False
-            if top > 0x80:
-                for i in range(src.shape[0]):
-                    b = np.uint8(src[i] + add)
-                    negative |= bool(b > 0x81)
-                    any_end |= bool(b == 0x81)
-            # Alleles of int8 bytes are at most 62: only a narrower output than int8 can overflow.
-            too_big = False
-            if max_allele < 62:
-                for i in range(src.shape[0]):
-                    b = np.uint8(src[i] + add)
-                    too_big |= bool(b < 0x80 and (np.int64(b >> 1) - 1) > max_allele)
-            early_end = False
-            if any_end:
-                for s in range(n_samples):
-                    for a in range(c - 1):
-                        early_end |= np.uint8(seg[d + s * c + a] + add) == 0x81
-            if not early_end:
-                if negative:
-                    return R.ERR_GT_VALUE, d
-                if too_big:
-                    return R.ERR_SHAPE, d
-                if with_phase:
-                    for s in range(n_samples):
-                        out_phased[k, s] = c < 2 or (seg[d + s * c + 1] & 1) == 1
-                continue
-        size = R.type_size(t)
-        missing, vector_end = R.int_sentinels(t)
-        for s in range(n_samples):
-            base = d + s * c * size
-            ended = False
-            for a in range(ploidy):
-                if a >= c or ended:
-                    out_gt[k, s, a] = -2
-                    continue
-                raw = _gt_int(seg, base + a * size, t, shifted)
-                if raw == vector_end:
-                    out_gt[k, s, a] = -2
-                    ended = True
-                elif raw == missing:
-                    out_gt[k, s, a] = -1
-                elif raw < 0:
-                    return R.ERR_GT_VALUE, base + a * size
-                else:
-                    value = (raw >> 1) - 1
-                    if value > max_allele:
-                        return R.ERR_SHAPE, base + a * size
-                    out_gt[k, s, a] = value
-            if with_phase:
-                if c >= 2:
-                    out_phased[k, s] = (_gt_int(seg, base + size, t, shifted) & 1) == 1
-                else:
-                    out_phased[k, s] = True
-    return R.OK, np.int64(0)
-
-
-# ---------------------------------------------------------------------------- chunk decode
 
 
 def _refuse(spec: ChunkSpec, problem: str, offset: int | None = None) -> ChunkDecodeError:
@@ -632,7 +479,7 @@ def decode_columns_chunk(data: Buffer, spec: ChunkSpec, scratch: Scratch | None 
 
 def _record_starts(raw: np.ndarray, n: int, spec: ChunkSpec, what: str) -> np.ndarray:
     """Where each record's values start in a typed column of one vector per record (ID,
-    FILTER, an INFO Flag), the column's types and length checked (:func:`column_starts`)."""
+    FILTER, an INFO Flag), the column's types and length checked (the layout step's ``column_starts``)."""
     starts: np.ndarray
     starts, err, at = _fields.column_starts(raw, n, 1)
     check(err, at, spec, what)

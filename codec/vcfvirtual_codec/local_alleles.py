@@ -23,70 +23,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
+from ._kernels.genotypes import local_ad, local_alleles, local_pl
 from .errors import ChunkDecodeError
 from .spec import ChunkSpec
 
-_njit = numba.njit(nogil=True, cache=True)
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # Which FORMAT field each kind gathers from, for messages (call_LA reads GT alone).
 SOURCE_FIELD = {"local_alleles": "GT", "local_ad": "AD", "local_pl": "PL"}
 # A decoder of one array's chunk (the codec's, of whole records or of a columns segment):
 # handed in by the decoder that derives local alleles, which this module does not import.
 Decoder = Callable[[np.ndarray, ChunkSpec], "bytes | np.ndarray"]
-
-
-@_njit
-def local_alleles(gt, out):
-    """call_LA of diploid calls ``gt`` (rows, samples, 2; -1 missing, -2 fill): each call's
-    distinct alleles, smaller first; -2 for a repeated allele, a missing one or none."""
-    for k in range(gt.shape[0]):
-        for s in range(gt.shape[1]):
-            a = np.int64(gt[k, s, 0])
-            b = np.int64(gt[k, s, 1])
-            if a < 0:
-                a, b = b, np.int64(-1)
-            if b >= 0 and b < a:
-                a, b = b, a
-            out[k, s, 0] = a if a >= 0 else -2
-            out[k, s, 1] = b if b >= 0 and b != a else -2
-
-
-@_njit
-def _at(values, k, s, j):
-    """values[k, s, j], or the fill (-2) past the field's width (bio2zarr's IndexError)."""
-    return values[k, s, j] if j < values.shape[2] else -2
-
-
-@_njit
-def local_ad(ad, la, out):
-    """call_LAD: AD (rows, samples, alleles) at each call's local alleles, -2 elsewhere."""
-    for k in range(la.shape[0]):
-        for s in range(la.shape[1]):
-            for j in range(2):
-                a = np.int64(la[k, s, j])
-                out[k, s, j] = _at(ad, k, s, a) if a >= 0 else -2
-
-
-@_njit
-def _pl_index(a, b):
-    """PL's index of genotype a/b (a <= b): the VCF's order, b(b+1)/2 + a."""
-    return b * (b + 1) // 2 + a
-
-
-@_njit
-def local_pl(pl, la, out):
-    """call_LPL: PL (rows, samples, genotypes) at the genotypes of each call's local alleles
-    a <= b (aa, ab, bb; aa alone for one allele), -2 elsewhere."""
-    for k in range(la.shape[0]):
-        for s in range(la.shape[1]):
-            a = np.int64(la[k, s, 0])
-            b = np.int64(la[k, s, 1])
-            out[k, s, 0] = _at(pl, k, s, _pl_index(a, a)) if a >= 0 else -2
-            out[k, s, 1] = _at(pl, k, s, _pl_index(a, b)) if b >= 0 else -2
-            out[k, s, 2] = _at(pl, k, s, _pl_index(b, b)) if b >= 0 else -2
 
 
 def genotype_spec(spec: ChunkSpec) -> ChunkSpec:
