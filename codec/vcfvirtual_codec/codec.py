@@ -32,6 +32,7 @@ except ImportError:  # zarr 2 (e.g. beside sgkit 0.10): the numcodecs codec alon
 
 from . import checks, decode
 from ._kernels.fields import first_characters
+from ._kernels.records import record_offsets
 from .bcf import bgzf, records
 from .checks import FLOAT32_FILL, check, checked_vlen_utf8, narrowed, span_missing
 from .columns import decode_columns_chunk
@@ -69,7 +70,7 @@ def _chunk_offsets(buf: np.ndarray, spec: ChunkSpec) -> np.ndarray:
     # longer than the chunk can hold, whatever chunk_length the config claims.
     limit = min(spec.chunk_length, buf.shape[0] // 32 + 1)
     offsets: np.ndarray
-    offsets, n, err, err_pos = records.record_offsets(buf, limit)
+    offsets, n, err, err_pos = record_offsets(buf, limit)
     if err == records.OK and n == 0:
         raise ChunkDecodeError(
             None,

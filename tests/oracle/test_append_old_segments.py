@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 
+import xarray as xr
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 
+import vcfvirtual
 from vcfvirtual.cache import columns
 
+from ..conftest import assert_matches_bio2zarr, bio2zarr_convert
 from .test_append import CHUNK, append, assert_is_the_whole, cohort, cut, first_index
 
 
@@ -47,3 +50,16 @@ def test_an_old_store_grows_into_the_new_format(tmp_path, monkeypatch):
     assert kinds[: 500 // CHUNK] == [b"VVS2"] * (500 // CHUNK)  # the whole old chunks, as they were
     assert set(kinds[500 // CHUNK :]) == {b"VVS3"}  # the completed chunk and the new ones
     assert_is_the_whole(store, refs, whole, tmp_path)
+
+
+def test_an_old_store_opens_and_reads_as_bio2zarr(tmp_path, monkeypatch):
+    """A cache written before (VVS2 throughout, its last chunk included) is still opened
+    (open_store reads the last chunk's record count from a preamble of either format) and
+    read as bio2zarr's conversion."""
+    whole, _ = cut(cohort(400), [310], tmp_path, "old")
+    with monkeypatch.context() as m:
+        old_writer(m)
+        refs, _ = first_index(whole, tmp_path)
+    assert set(magics(refs, "variant_position")) == {b"VVS2"}
+    ref = bio2zarr_convert(whole, tmp_path / "ref.vcz", CHUNK)
+    assert_matches_bio2zarr(xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False), ref)

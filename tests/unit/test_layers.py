@@ -62,6 +62,7 @@ CODEC = Package(
         {"checks"},  # what both decoders check: bounds, kernel errors, dtypes, UTF-8
         {"scratch"},  # a codec instance's reusable working buffers
         {"local_alleles"},
+        {"segment_transforms"},  # the columns segments' byte planes and deltas, undone after decompression
         {"columns"},  # the columns layout's decoder
         {"codec"},  # the codecs: whole records (raw, bgzf) and the columns decoder
         {"xarray_backend"},

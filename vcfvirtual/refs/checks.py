@@ -400,7 +400,7 @@ def chunk_records(layout: LayoutName, f: BinaryIO, offset: int, size: int) -> in
         if len(data) != codec_columns.PREAMBLE.size:
             return -1
         fields = codec_columns.PREAMBLE.unpack_from(data)
-        return int(fields[5]) if fields[0] == codec_columns.MAGIC else -1
+        return int(fields[5]) if fields[0] in codec_columns.READ_MAGICS else -1
     data = f.read(size)
     found, at = 0, 0
     while at + 8 <= len(data):  # l_shared and l_indiv before each record
