@@ -22,7 +22,7 @@ __all__ = [
     "__version__",
 ]
 
-# The library API loads VirtualiZarr, xarray, zarr and numba (~1 s); a reader that only
+# The library API loads VirtualiZarr, xarray and zarr (~0.7 s); a reader that only
 # needs the codec (resolved through entry points), or the command line's --help, should
 # not pay for them, so they load on first use. The modules that build or open stores
 # register the codecs (vcfvirtual._codecs); importing the package alone does not.
