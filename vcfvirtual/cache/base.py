@@ -331,11 +331,6 @@ class CacheLayout(Protocol):
         """
         ...
 
-    def load_kernels(self, header: BCFHeader) -> None:
-        """Load the compiled kernels :meth:`write_partitioned`'s tasks run for records of
-        ``header``, in this process, before it forks its workers (who inherit them)."""
-        ...
-
     def write_partitioned(self, merged: Merged, tmp_cache: CacheTarget, run: PartitionedRun) -> CacheRanges:
         """Write the cache of partitions scanned apart and merged.
 

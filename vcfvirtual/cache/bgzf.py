@@ -248,9 +248,6 @@ class BGZFLayout(WholeRecordChunks):
         )
         return scan, chunk_byte_ranges(np.asarray(writer.chunk_starts, dtype=np.uint64), end)
 
-    def load_kernels(self, header: BCFHeader) -> None:
-        """See :meth:`vcfvirtual.cache.base.CacheLayout.load_kernels`: none of its own."""
-
     def write_partitioned(self, merged: Merged, target: CacheTarget, run: PartitionedRun) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`. Blocks no cut
         splits are copied; only split ones are read and inflated."""

@@ -15,7 +15,6 @@ then the segments, chunk after chunk. Formats and measurements:
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import os
 import threading
@@ -432,14 +431,6 @@ class ColumnsWriter:
         (the bytes before are records of the run before, read past)."""
         self._drop(offset)
 
-    def load_kernels(self) -> None:
-        """Load the demux and GT summary kernels' compiled code now, on an empty chunk
-        (see :meth:`ColumnsLayout.load_kernels`)."""
-        plan = self.plan
-        assert plan is not None
-        plan.demux(self.window[:0], np.zeros(0, np.int64), self.scratch[0])
-        demux.gt_block_summary(np.zeros(0, np.uint8), 0, 1)
-
     def _make_room(self, chunk_bytes: int) -> None:
         """A segment buffer with room for a chunk of ``chunk_bytes`` of records, the old one
         freed before the new one is made. Left to itself the demux allocates a buffer of
@@ -663,15 +654,6 @@ class ColumnsLayout(ChunkBounds):
                 continue
             bar.update(futures[future].n_records)
         return broken
-
-    def load_kernels(self, header: BCFHeader) -> None:
-        """See :meth:`vcfvirtual.cache.base.CacheLayout.load_kernels`."""
-        writer = ColumnsWriter(io.BytesIO(), "", self, threads=1)
-        try:
-            writer.start_part(header, b"", 1)
-            writer.load_kernels()
-        finally:
-            writer.pool.shutdown()
 
     def _empty_part(self, merged: Merged, folder: str, run: PartitionedRun) -> SegmentRanges:
         scan = merged.scan

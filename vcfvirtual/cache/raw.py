@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .._progress import phase
-from ..bcf.header import BCFHeader
 from ..io.outputs import CACHE_SUFFIX
 from ..scan.parallel import Facts, Merged
 from ..scan.results import ScanResult
@@ -72,9 +71,6 @@ class RawLayout(WholeRecordChunks):
         with open_cache(tmp_cache) as f:
             scan = source.scan(FileSink(f))
         return scan, raw_ranges(scan)
-
-    def load_kernels(self, header: BCFHeader) -> None:
-        """See :meth:`vcfvirtual.cache.base.CacheLayout.load_kernels`: none of its own."""
 
     def write_partitioned(self, merged: Merged, target: CacheTarget, run: PartitionedRun) -> ChunkRanges:
         """See :meth:`vcfvirtual.cache.base.CacheLayout.write_partitioned`: the segments

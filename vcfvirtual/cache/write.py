@@ -24,7 +24,7 @@ from ..io.sources import StorageOptions
 from ..scan import parallel, partition
 from ..scan.parallel import Merged
 from ..scan.results import ScanResult
-from ..scan.scanner import load_kernel, read_header
+from ..scan.scanner import read_header
 from .base import (
     CacheLayout,
     CacheRanges,
@@ -110,11 +110,6 @@ def write_cache_partitioned(
     if dask_client is None and workers == 1 and isinstance(layout, SinglePassLayout):
         files = FilesRun(tuple(map(str, paths)), chunk_length_for, progress, storage_options, continuation)
         return layout.write_files(files, tmp_cache)
-    if dask_client is None and workers > 1:
-        # Workers forked from this process inherit the kernels loaded here, once.
-        header = read_header(paths[0], storage_options)
-        load_kernel(header)
-        layout.load_kernels(header)
     indexed = parallel.indexed_partitions(paths, n_parts // 2) if layout.facts == "counts" else None
     with contextlib.ExitStack() as pools:
         segment_dir = pools.enter_context(_segment_folder(layout, cache_path))

@@ -366,14 +366,6 @@ def scan_bcf(
         )
 
 
-def load_kernel(header: BCFHeader) -> None:
-    """Load the record kernel's compiled code for ``header``'s records now: a process
-    that forks workers does it once for all of them (each would otherwise load it on
-    its first batch, ~0.3 s of CPU apiece)."""
-    _RecordAccumulator(header, "", RecordCollector(), NullSink()).scan_staged(final=True)
-    _RecordAccumulator(header, "", RecordCount(), NullSink()).scan_staged(final=True)  # the counting one
-
-
 def read_header(path: str | os.PathLike, storage_options: StorageOptions = None, offset: int = 0) -> BCFHeader:
     """The header of a BCF, reading only the blocks that hold it.
 
