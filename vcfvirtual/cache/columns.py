@@ -426,6 +426,11 @@ class ColumnsWriter:
         self.window[:keep] = self.window[end - self.window_start : self.window_len]
         self.window_start, self.window_len = end, keep
 
+    def unscanned(self, start: int) -> np.ndarray:
+        """The stream from ``start`` to the last byte received (:class:`~vcfvirtual.scan.sink.StreamLender`):
+        the scan walks the records in the window, valid until the next ``add_block`` or ``scanned_to``."""
+        return self._take(start, self.window_start + self.window_len)
+
     def skip_to(self, offset: int) -> None:
         """Forget the stream before ``offset``, the first record of the run's first chunk
         (the bytes before are records of the run before, read past)."""

@@ -10,7 +10,7 @@ the header). ``add_block`` runs ahead of the others by at most one batch of infl
 
 from __future__ import annotations
 
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -61,6 +61,24 @@ class RecordSink(Protocol):
         stream_offset : int
             Offset in the uncompressed stream (a record's start or the stream's end).
         """
+
+
+@runtime_checkable
+class StreamLender(RecordSink, Protocol):
+    """A sink that keeps every byte it is given from the first record not yet scanned on
+    (the columns writer's window): the scan walks the records there instead of copying
+    them into a stage of its own."""
+
+    def unscanned(self, start: int) -> np.ndarray:
+        """The stream's bytes from offset ``start`` (where the scan has walked to) to the
+        last byte given: a view, used by the scan before it calls any other method.
+
+        Parameters
+        ----------
+        start : int
+            Offset in the uncompressed stream, at or after the sink's first kept byte.
+        """
+        ...
 
 
 class ScanStop(Exception):
