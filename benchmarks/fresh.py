@@ -6,8 +6,12 @@ Dask worker pays for them (issue 24's table).
 Each read is its own new Python process (a short script run by subprocess): interpreter
 start, imports, opening the store and the read itself. The parent times each process, wall
 by its own clock and CPU by ``resource.getrusage(RUSAGE_CHILDREN)`` before and after (the
-child's user + system time, every thread of it). ``--pairs`` times ours then theirs, the
-medians are kept and the ratio is ours / theirs. A child also checksums what it read
+child's user + system time, every thread of it). ``--pairs`` times ours and theirs, in turn
+first, the medians are kept and the ratio is ours / theirs. Before every timed process a
+throwaway one touches ``--prime-gb`` of memory (:func:`prime_memory`: on a virtual machine
+whose balloon returns idle memory to the host, the first process after a pause otherwise
+pays for the host mapping it back). Our packages are compiled to bytecode first, as a wheel's
+install leaves them (:func:`compile_bytecode`). A child also checksums what it read
 (CRC32 of the array's bytes, its dtype and shape; printed beside each row, and ours must
 equal theirs) and then reads the same again, timed inside the process (the *warm* figure,
 what ``benchmarks/bench.py`` measures); it reports both durations so the parent subtracts
@@ -155,6 +159,43 @@ def timed_process(
     cpu0, t0 = child_cpu(), time.perf_counter()
     proc = subprocess.run(cmd, check=True, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env)
     return time.perf_counter() - t0, child_cpu() - cpu0, proc.stdout or ""
+
+
+def compile_bytecode() -> None:
+    """Compile vcfvirtual's and its codec's modules to bytecode, as installing a wheel does.
+
+    An editable install (this checkout) leaves them as source, and where
+    PYTHONDONTWRITEBYTECODE is set (this machine) every process compiles them again:
+    ``open_store`` then took 95 ms in a fresh process instead of 42 ms, 63 ms of it
+    ``compile``. bio2zarr, zarr and numpy, installed from wheels, come compiled; this puts
+    both sides on that footing. Writes ``__pycache__`` folders in the packages (ignored by
+    git)."""
+    import importlib.util
+
+    for name in ("vcfvirtual", "vcfvirtual_codec"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            folder = next(iter(spec.submodule_search_locations))
+            subprocess.run([sys.executable, "-m", "compileall", "-q", folder], check=True, stdout=subprocess.DEVNULL)
+
+
+# A process that touches ``sys.argv[1]`` bytes of new memory and exits (see prime_memory).
+PRIMER = "import sys, numpy; numpy.ones(int(sys.argv[1]), numpy.uint8)"
+
+
+def prime_memory(nbytes: int) -> None:
+    """Touch ``nbytes`` of memory in a throwaway process just before a timed one.
+
+    A virtual machine with a free-page-reporting balloon (virtio_balloon here) hands the
+    guest's idle free memory back to its host after a second or two; the next process to
+    touch those pages waits for the host to map them again. Here 2 GB touched after 3 s of
+    quiet took 2.6-5.0 s, and 0.24 s right after another process had freed 2 GB. Which side
+    of a pair paid that depended on what ran just before it, not on its own code (a full
+    call_genotype read swung between 1.8 and 6.3 s). A primer run before every timed
+    process, ours and theirs alike, leaves that memory mapped and free, as a machine
+    without such a balloon always has it."""
+    if nbytes > 0:
+        subprocess.run([sys.executable, "-c", PRIMER, str(nbytes)], check=True)
 
 
 def run_read(op: str, how: str, store: str, extra: dict, env: dict[str, str] | None = None) -> Run:
@@ -378,8 +419,15 @@ class Row:
     theirs_name: str = "bio2zarr"
     runs: list[tuple[Run, Run]] = dataclasses.field(default_factory=list)
 
-    def measure(self) -> None:
-        self.runs.append((self.ours(), self.theirs()))
+    def measure(self, prime: int, theirs_first: bool) -> None:
+        """One pair; ``theirs_first`` alternates the order between pairs, so that neither
+        side always runs after the other's process."""
+        sides = [self.theirs, self.ours] if theirs_first else [self.ours, self.theirs]
+        runs = []
+        for side in sides:
+            prime_memory(prime)
+            runs.append(side())
+        self.runs.append((runs[1], runs[0]) if theirs_first else (runs[0], runs[1]))
 
     def median(self, side: int, field: str) -> float | None:
         values = [getattr(pair[side], field) for pair in self.runs]
@@ -485,6 +533,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", help="comma-separated ops: first_chunk,position,gt10,gt,mask,region,afdist")
     parser.add_argument("--no-http", action="store_true", help="no HTTP row (no loopback server)")
     parser.add_argument("--no-warm", action="store_true", help="no second read in each process")
+    parser.add_argument(
+        "--prime-gb",
+        type=float,
+        default=4.0,
+        help="GB of memory a throwaway process touches before every timed one, so that no side pays for "
+        "a virtual machine's balloon returning idle memory to its host (see prime_memory; 0: none; default 4)",
+    )
     parser.add_argument("--placeholder", action="store_true", help="print the empty table for the docs and stop")
     parser.add_argument("--output", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
@@ -495,6 +550,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("a BCF and --workdir are needed")
     args.only = set(args.only.split(",")) if args.only else None
     args.workdir.mkdir(parents=True, exist_ok=True)
+    compile_bytecode()
     refs = our_store(args.bcf, args.workdir)
     theirs = their_store(args.bcf, args.workdir, args.bio2zarr)
     server = None if args.no_http else Server(http_stores(args.workdir, refs, theirs))
@@ -508,14 +564,15 @@ def main(argv: list[str] | None = None) -> None:
         rows = build_rows(args, refs, theirs, args.bcf, server)
         for i in range(args.pairs):
             for row in rows:
-                row.measure()
+                row.measure(int(args.prime_gb * 1e9), theirs_first=i % 2 == 1)
                 print(f"  pair {i + 1}: {row.label} vs {row.theirs_name}", file=sys.stderr)
     finally:
         if server is not None:
             server.stop()
     load = os.getloadavg()
     title = (
-        f"{args.bcf.name}: medians of {args.pairs} fresh-process pairs (ours, then theirs); ratios ours / theirs; "
+        f"{args.bcf.name}: medians of {args.pairs} fresh-process pairs (ours first in odd pairs, theirs first in "
+        f"even ones; {args.prime_gb:g} GB of memory touched by a throwaway process before each); ratios ours / theirs; "
         f"load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores; warm = the same read again "
         "in the same process"
     )

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fresh import HERE, Row, Run, markdown, our_store, run_read, their_store, timed_process  # noqa: E402
+from fresh import HERE, Row, Run, compile_bytecode, markdown, our_store, run_read, their_store, timed_process  # noqa: E402
 
 # (name, Number, Type, how many such fields); with AF (Number=A Float) 41 in all.
 FIELD_KINDS = [
@@ -155,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pairs", type=int, default=3, help="ours/theirs pairs; medians (default 3)")
     parser.add_argument("--no-bio2zarr", action="store_true", help="only against bcftools query")
     parser.add_argument("--make-only", action="store_true", help="write the cohort, print its path, stop")
+    parser.add_argument("--prime-gb", type=float, default=1.0, help="as benchmarks/fresh.py's (default 1)")
     parser.add_argument("--output", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -162,6 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.make_only:
         print(bcf)
         return
+    compile_bytecode()
     refs = our_store(bcf, args.workdir)
     extra = {"warm": True, "field": "variant_AF", "benchmarks": str(HERE)}
     rows = [Row("`variant_AF`", lambda: run_read("info", "open_store", str(refs), extra), bcftools_query(bcf, "AF"))]
@@ -177,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     for i in range(args.pairs):
         for row in rows:
-            row.measure()
+            row.measure(int(args.prime_gb * 1e9), theirs_first=i % 2 == 1)
             print(f"  pair {i + 1}: {row.label} vs {row.theirs_name}", file=sys.stderr)
     n_sites = rows[0].runs[0][1].rows
     load = os.getloadavg()
