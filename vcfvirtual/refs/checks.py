@@ -5,9 +5,11 @@ with codec configs that agree with the store's own header.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
+import itertools
 import json
 import logging
 import os
@@ -349,7 +351,70 @@ def check_references(
     if cache["url"].startswith("file://") and "variant_position" in metas:
         layout = provenance.cache.layout
         _check_record_count(refs["refs"], metas["variant_position"], targets, layout, refs_path)
+    check_omitted_masks(refs["refs"], metas, keys, targets, provenance.cache.layout, refs_path)
     return deferred
+
+
+MASK, GENOTYPE = "call_genotype_mask", "call_genotype"
+
+
+def check_omitted_masks(
+    refs: dict[str, Any],
+    metas: dict[str, dict[str, Any]],
+    keys: arrays.StoreKeys,
+    targets: ChunkTargets,
+    layout: LayoutName | None,
+    refs_path: PathLike,
+) -> None:
+    """Each call_genotype_mask chunk the references leave out (read as False, the fill
+    value) must be one whose GT block says so: its segment's preamble (call_genotype's
+    chunk of the same key) holds a complete count of the array's ploidy, every call that
+    many alleles, none missing. Only the columns layout's segments say it; their preambles
+    are read from a local cache (36 bytes per chunk left out), not over a network, where
+    ``vcfvirtual verify`` compares the mask with htslib's calls."""
+    leaves = keys.chunks.get(MASK, [])
+    if MASK not in metas:
+        return
+    grid = [max(1, -(-s // c)) for s, c in zip(metas[MASK]["shape"], metas[MASK]["chunks"])]
+    if not metas[MASK]["shape"][0] or len(leaves) == np.prod(grid):
+        return
+    if layout != "columns" or GENOTYPE not in metas:
+        raise UntrustedReferenceError(
+            refs_path, f"{MASK} leaves out chunks, which only a columns cache's complete GT blocks allow"
+        )
+    if not targets.cache_url.startswith("file://"):
+        return
+    every = map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))
+    omitted = sorted(set(every) - set(leaves))
+    claim = (metas[MASK]["shape"][2], metas[GENOTYPE]["filters"][-1]["key"])
+    with contextlib.ExitStack() as stack:
+        files: dict[str, BinaryIO] = {}
+        for leaf in omitted:
+            url, offset, _ = refs[f"{GENOTYPE}/{leaf}"]  # checked: a range of the cache
+            path = targets.files[url][0].removeprefix("file://")
+            if path not in files:
+                files[path] = stack.enter_context(open(path, "rb"))
+            if not _gt_block_complete(files[path], offset, *claim):
+                raise UntrustedReferenceError(
+                    refs_path,
+                    f"{MASK} leaves out chunk {leaf}, but its GT block does not hold {claim[0]} alleles in every "
+                    "call: zarr would read its missing calls as not missing",
+                    hint=UNTRUSTED_HINT,
+                )
+
+
+def _gt_block_complete(f: BinaryIO, offset: int, ploidy: int, gt_key: int) -> bool:
+    """Whether the segment at ``offset`` of ``f`` is a GT block (FORMAT key ``gt_key``)
+    whose preamble's complete count is ``ploidy``."""
+    from vcfvirtual_codec import columns as codec_columns
+
+    f.seek(offset)
+    data = f.read(codec_columns.PREAMBLE.size)
+    if len(data) != codec_columns.PREAMBLE.size:
+        return False
+    magic, kind, _, complete_count, key, *_ = codec_columns.PREAMBLE.unpack_from(data)
+    is_format = kind == codec_columns.SEGMENT_KINDS["format"]
+    return magic in codec_columns.READ_MAGICS and is_format and key == gt_key and complete_count == ploidy
 
 
 def _check_record_count(
