@@ -386,15 +386,21 @@ def check_omitted_masks(
         return
     every = map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))
     omitted = sorted(set(every) - set(leaves))
-    claim = (metas[MASK]["shape"][2], metas[GENOTYPE]["filters"][-1]["key"])
+    claim = (metas[MASK]["shape"][-1], metas[GENOTYPE]["filters"][-1]["key"])
     with contextlib.ExitStack() as stack:
         files: dict[str, BinaryIO] = {}
-        for leaf in omitted:
-            url, offset, _ = refs[f"{GENOTYPE}/{leaf}"]  # checked: a range of the cache
+
+        def opened(url: str) -> BinaryIO:
             path = targets.files[url][0].removeprefix("file://")
             if path not in files:
                 files[path] = stack.enter_context(open(path, "rb"))
-            if not _gt_block_complete(files[path], offset, *claim):
+            return files[path]
+
+        for leaf in omitted:
+            # call_genotype's chunk of the same key: its grid is the mask's (both checked
+            # against the codec configs), each of its chunks a range of the cache.
+            gt = refs.get(f"{GENOTYPE}/{leaf}")
+            if not isinstance(gt, list) or not _gt_block_complete(opened(gt[0]), gt[1], *claim):
                 raise UntrustedReferenceError(
                     refs_path,
                     f"{MASK} leaves out chunk {leaf}, but its GT block does not hold {claim[0]} alleles in every "
