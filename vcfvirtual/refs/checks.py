@@ -5,7 +5,6 @@ with codec configs that agree with the store's own header.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import functools
@@ -386,41 +385,44 @@ def check_omitted_masks(
         return
     every = map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))
     omitted = sorted(set(every) - set(leaves))
-    claim = (metas[MASK]["shape"][-1], metas[GENOTYPE]["filters"][-1]["key"])
-    with contextlib.ExitStack() as stack:
-        files: dict[str, BinaryIO] = {}
-
-        def opened(url: str) -> BinaryIO:
-            path = targets.files[url][0].removeprefix("file://")
-            if path not in files:
-                files[path] = stack.enter_context(open(path, "rb"))
-            return files[path]
-
+    complete = _GTBlockClaim(metas[MASK]["shape"][-1], metas[GENOTYPE]["filters"][-1]["key"])
+    fds: dict[str, int] = {}
+    try:
         for leaf in omitted:
             # call_genotype's chunk of the same key: its grid is the mask's (both checked
             # against the codec configs), each of its chunks a range of the cache.
             gt = refs.get(f"{GENOTYPE}/{leaf}")
-            if not isinstance(gt, list) or not _gt_block_complete(opened(gt[0]), gt[1], *claim):
+            if type(gt) is list and gt[0] not in fds:
+                fds[gt[0]] = os.open(targets.files[gt[0]][0].removeprefix("file://"), os.O_RDONLY)
+            if type(gt) is not list or not complete.holds(fds[gt[0]], gt[1]):
                 raise UntrustedReferenceError(
                     refs_path,
-                    f"{MASK} leaves out chunk {leaf}, but its GT block does not hold {claim[0]} alleles in every "
-                    "call: zarr would read its missing calls as not missing",
+                    f"{MASK} leaves out chunk {leaf}, but its GT block does not hold {complete.ploidy} alleles in "
+                    "every call: zarr would read its missing calls as not missing",
                     hint=UNTRUSTED_HINT,
                 )
+    finally:
+        for fd in fds.values():
+            os.close(fd)
 
 
-def _gt_block_complete(f: BinaryIO, offset: int, ploidy: int, gt_key: int) -> bool:
-    """Whether the segment at ``offset`` of ``f`` is a GT block (FORMAT key ``gt_key``)
-    whose preamble's complete count is ``ploidy``."""
-    from vcfvirtual_codec import columns as codec_columns
+class _GTBlockClaim:
+    """What a left-out mask chunk's GT block must say in its preamble: a GT segment (FORMAT
+    key ``gt_key``) whose complete count is ``ploidy``. One ``pread`` per block (~1 us)."""
 
-    f.seek(offset)
-    data = f.read(codec_columns.PREAMBLE.size)
-    if len(data) != codec_columns.PREAMBLE.size:
-        return False
-    magic, kind, _, complete_count, key, *_ = codec_columns.PREAMBLE.unpack_from(data)
-    is_format = kind == codec_columns.SEGMENT_KINDS["format"]
-    return magic in codec_columns.READ_MAGICS and is_format and key == gt_key and complete_count == ploidy
+    def __init__(self, ploidy: int, gt_key: int) -> None:
+        from vcfvirtual_codec import columns as codec_columns
+
+        self.ploidy, self.gt_key = ploidy, gt_key
+        self.size, self.unpack = codec_columns.PREAMBLE.size, codec_columns.PREAMBLE.unpack_from
+        self.magics, self.kind = codec_columns.READ_MAGICS, codec_columns.SEGMENT_KINDS["format"]
+
+    def holds(self, fd: int, offset: int) -> bool:
+        data = os.pread(fd, self.size, offset)
+        if len(data) != self.size:
+            return False
+        magic, kind, _, complete_count, key, *_ = self.unpack(data)
+        return magic in self.magics and kind == self.kind and key == self.gt_key and complete_count == self.ploidy
 
 
 def _check_record_count(
