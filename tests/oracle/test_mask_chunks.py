@@ -48,14 +48,14 @@ INCOMPLETE = {
 }
 
 
-def sparse_missing_vcf(seed: int = 7) -> str:
-    """Diploid calls, phased and not, every one complete but those of INCOMPLETE."""
+def sparse_missing_vcf(seed: int = 7, incomplete: dict[tuple[int, int], str] = INCOMPLETE) -> str:
+    """Diploid calls, phased and not, every one complete but those of ``incomplete``."""
     rng = np.random.default_rng(seed)
     records = []
     for i in range(N_RECORDS):
         alleles = rng.integers(0, 3, (N_SAMPLES, 2))
         calls = [f"{a}{'|' if rng.random() < 0.5 else '/'}{b}" for a, b in alleles]
-        for (record, sample), call in INCOMPLETE.items():
+        for (record, sample), call in incomplete.items():
             if record == i:
                 calls[sample] = call
         records.append(f"chr1\t{100 + 10 * i}\t.\tA\tC,G\t.\tPASS\tDP={i}\tGT\t" + "\t".join(calls))
@@ -77,6 +77,10 @@ def inputs(tmp_path_factory):
     d = tmp_path_factory.mktemp("mask-chunks")
     return {
         "sparse": bcfdata.write_bcf(sparse_missing_vcf(), d / "sparse.bcf"),
+        # Incomplete blocks in the first chunks only: the grid's last keys are all left out.
+        "head": bcfdata.write_bcf(
+            sparse_missing_vcf(incomplete={k: v for k, v in INCOMPLETE.items() if k[0] < 30}), d / "head.bcf"
+        ),
         "msprime": bcfdata.write_bcf(msprime_vcf(), d / "msprime.bcf"),
     }
 
@@ -129,6 +133,8 @@ def assert_every_way_is_bio2zarrs(store, refs: Path, ref_path: Path, expected_ch
         "ManifestStore": (xr.open_zarr(store, zarr_format=3, consolidated=False), None),
         "reference://": (xr.open_zarr("reference://", consolidated=False, storage_options={"fo": str(refs)}), None),
         "parquet": (xr.open_zarr(vcfvirtual.open_store(parquet), consolidated=False), vcfvirtual.open_store(parquet)),
+        # VirtualiZarr's parser: a ManifestStore made again from the references.
+        "BCFParser": (xr.open_zarr(_parsed(refs), zarr_format=3, consolidated=False), None),
     }
     if _has_icechunk():
         icechunk = vcfvirtual.open_store(references_from(refs, "icechunk", refs.with_suffix(".icechunk")))
@@ -143,6 +149,14 @@ def assert_every_way_is_bio2zarrs(store, refs: Path, ref_path: Path, expected_ch
     assert json.loads(back.read_text()) == json.loads(refs.read_text())
 
 
+def _parsed(refs: Path):
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+
+    source = json.loads(json.loads(refs.read_text())["refs"][".zattrs"])["vcfvirtual"]["sources"][0]["path"]
+    return vcfvirtual.BCFParser(refs=refs)(source, ObjectStoreRegistry({"file://": LocalStore()}))
+
+
 def _has_icechunk() -> bool:
     try:
         import icechunk  # noqa: F401
@@ -151,7 +165,7 @@ def _has_icechunk() -> bool:
     return True
 
 
-@pytest.mark.parametrize("cohort", ["sparse", "msprime"])
+@pytest.mark.parametrize("cohort", ["sparse", "head", "msprime"])
 def test_mask_chunks_are_bio2zarrs(inputs, tmp_path, cohort):
     bcf = inputs[cohort]
     expected = bio2zarr_mask_chunks(bcf, tmp_path / "ref.vcz")
