@@ -33,7 +33,7 @@ from vcfvirtual_codec.spec import LOCAL_KINDS, SAMPLE_KINDS
 
 from .bcf.fields import FieldChoice
 from .bcf.header import BCFHeader
-from .cache.base import ChunkRanges, Continuation, SegmentRanges
+from .cache.base import ChunkRanges, Continuation, SegmentRanges, complete_counts
 from .cache.columns import DEFAULT_SAMPLES_CHUNK_SIZE, FILE_MAGIC, FLAG_GT_SHIFTED, KIND_CODES, SegmentPlan
 from .cache.columns_join import StoredSegment, location_of
 from .errors import VcfVirtualError
@@ -153,8 +153,11 @@ def _stored_ranges(
     compressors: dict[str, str] = {}
     local: dict[str, ChunkRanges] = {}
     samples_chunk_size = 0
+    masks = {name: entry for name, entry in arrays.items() if entry[0]["kind"] == "genotype_mask"}
     for name, (spec, grid) in arrays.items():
         kind = spec["kind"]
+        if name in masks:  # its all-False chunks left out: read below, against GT's
+            continue
         field = names[0 if kind == "info" else 1].get(spec["key"]) if kind in ("info", "format") else None
         segment = segment_of(kind, field)
         ranges = _array_ranges(name, kind in SAMPLE_KINDS, grid, r, parts, chunk_part)
@@ -169,7 +172,40 @@ def _stored_ranges(
         segments.update(_beside_gt(local, segments[segment_of("genotype")]))
     if (chunk_part < 0).any():
         raise ValueError("a chunk no array reads")
-    return SegmentRanges(segments, compressors, samples_chunk_size, parts, chunk_part)
+    gt_complete = None
+    for name, (spec, grid) in masks.items():
+        gt_complete = _mask_complete(name, spec, grid, r, segments[segment_of("genotype")], parts, chunk_part)
+    return SegmentRanges(segments, compressors, samples_chunk_size, parts, chunk_part, gt_complete=gt_complete)
+
+
+def _mask_complete(
+    name: str,
+    spec: dict[str, Any],
+    grid: tuple[int, ...],
+    r: dict[str, Any],
+    gt: ChunkRanges,
+    parts: tuple[str, ...],
+    chunk_part: np.ndarray,
+) -> np.ndarray:
+    """The GT blocks' complete counts as call_genotype_mask's references tell them
+    (:attr:`~vcfvirtual.cache.base.SegmentRanges.gt_complete`): the ploidy where it left a
+    chunk out (all False: checked against the block's preamble when the store was
+    opened), 0 (not known) where it reads the chunk, which must be GT's range."""
+    blocks, rest = grid[1], ".0" * (len(grid) - 2)
+    complete = np.zeros((grid[0], blocks), np.uint8)
+    for k in range(grid[0]):
+        for b in range(blocks):
+            entry = r.get(f"{name}/{k}.{b}{rest}")
+            if entry is None:
+                complete[k, b] = spec["ploidy"]
+                continue
+            url, offset, length = entry
+            if parts[int(chunk_part[k])] != url.rsplit("/", 1)[-1] or (offset, length) != (
+                int(gt.offsets[k, b]),
+                int(gt.lengths[k, b]),
+            ):
+                raise ValueError(f"{name} chunk {k}.{b} reads other bytes than call_genotype's")
+    return complete
 
 
 def _array_ranges(
@@ -313,6 +349,11 @@ def grown_ranges(store: ExistingStore, new: SegmentRanges) -> SegmentRanges:
         for name, table in old.segments.items()
     }
     chunk_part = np.concatenate([old.chunk_part[:keep], new.chunk_part + len(old.parts)]).astype(np.int32)
+    # The old chunks' counts as the store's mask references told them, then the new parts'.
+    counts = complete_counts(old), complete_counts(new)
+    gt_complete = (
+        np.concatenate([counts[0][:keep], counts[1]]) if counts[0] is not None and counts[1] is not None else None
+    )
     return SegmentRanges(
         segments,
         old.compressors,
@@ -320,6 +361,7 @@ def grown_ranges(store: ExistingStore, new: SegmentRanges) -> SegmentRanges:
         old.parts + new.parts,
         chunk_part,
         new.part_fingerprints,
+        gt_complete=gt_complete,
     )
 
 

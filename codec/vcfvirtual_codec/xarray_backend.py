@@ -130,5 +130,23 @@ def _reference_store(path: str, storage_options: dict[str, Any] | None) -> ZarrS
         )
         return FsspecStore(fs=fs, read_only=True)
     fs = fsspec.filesystem("reference", fo=path, target_options=target, remote_options=options)
+    reference_all_false_masks(fs.references)
     mapper: MutableMapping[str, bytes] = fs.get_mapper("")
     return mapper
+
+
+MASK, GENOTYPE = "call_genotype_mask/", "call_genotype/"
+
+
+def reference_all_false_masks(references: Any) -> None:
+    """The call_genotype_mask chunks the references leave out (the all-False masks of
+    complete GT blocks: the index references none, as bio2zarr's store writes none)
+    referenced again as call_genotype's chunk of the same key, the GT block whose preamble
+    the mask codec answers from, for zarr 2: zarr 3 fills a missing chunk with the fill
+    value (False), zarr 2 leaves it as allocated where the array declares no fill value,
+    and the mask declares none (a Zarr v2 fill value makes xarray read False as NaN).
+    Kerchunk JSON's references (a dict); Parquet's are left as they are."""
+    if not isinstance(references, dict):
+        return
+    for key in [k for k in references if k.startswith(GENOTYPE) and not k[len(GENOTYPE) :].startswith(".")]:
+        references.setdefault(MASK + key[len(GENOTYPE) :], references[key])

@@ -23,7 +23,7 @@ from ..scan.results import RunFacts, ScanResult
 from ..scan.scanner import scan_bcf
 from ..scan.sink import RecordSink
 from .columns_join import StoredSegment
-from .names import LayoutName
+from .names import LayoutName, segment_name
 
 ChunkLengthFor = Callable[[BCFHeader], int]
 # Where a layout writes the cache: a local path (its temporary name, renamed into place
@@ -133,6 +133,29 @@ class SegmentRanges(NamedTuple):
     # What the tasks that wrote the chunks learnt of them (a partitioned run, whose first
     # phase only counts records): region rows, ranges, statistics; None when the scan did.
     facts: RunFacts | None = None
+    # Each GT block's complete count, as its segment's preamble has it (shaped like the GT
+    # segment's ranges, ``(n_chunks, n_blocks)`` uint8): the alleles every call holds when
+    # every call holds that many and none is missing, else 0. Where it is the arrays'
+    # ploidy the block's call_genotype_mask is all False and its manifest leaves the chunk
+    # out (zarr gives the fill value, False, reading nothing; bio2zarr's store writes no
+    # such chunk). None: not known (no GT, or a store indexed before the counts were
+    # carried); 0 in a row: that chunk's not known. Unknown chunks are referenced.
+    gt_complete: np.ndarray | None = None
+
+
+GT_SEGMENT = segment_name("FORMAT", "GT")
+
+
+def complete_counts(ranges: SegmentRanges) -> np.ndarray | None:
+    """The GT blocks' complete counts of ``ranges`` (:attr:`SegmentRanges.gt_complete`),
+    0 (not known) where they were not carried; None without a GT segment. For joining
+    ranges of parts written apart, or a store's with new parts'."""
+    gt = ranges.segments.get(GT_SEGMENT)
+    if gt is None:
+        return None
+    if ranges.gt_complete is not None:
+        return ranges.gt_complete
+    return np.zeros(gt.offsets.shape, np.uint8)
 
 
 # What a layout's writer returns: one range per variants chunk shared by every array

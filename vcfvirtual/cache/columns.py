@@ -283,8 +283,9 @@ class ColumnsWriter:
         # The previous chunk's compressions, in the order written: (segment index, its bytes).
         self.in_flight: list[tuple[int, Future[bytes]]] = []
         self.written = 0
-        # Per segment: one (offset, length) per chunk (FORMAT: per chunk and block).
-        self.ranges: list[list[tuple[int, int]]] = []
+        # Per segment: one (offset, length, complete count) per chunk (FORMAT: per chunk
+        # and block).
+        self.ranges: list[list[tuple[int, int, int]]] = []
         # Appending: the store's partial last chunk, which the first chunk written here
         # completes: its records, and its segments' decompressed bytes by segment index.
         self.lead_records = 0
@@ -391,20 +392,31 @@ class ColumnsWriter:
 
     def segment_ranges(self, n_chunks: int, part: str) -> SegmentRanges:
         """Each segment name's ranges, ``(n_chunks,)`` or ``(n_chunks, n_blocks)`` (uint64),
-        every chunk in the one part ``part`` this writer wrote."""
+        every chunk in the one part ``part`` this writer wrote, and the GT blocks'
+        complete counts (:attr:`~vcfvirtual.cache.base.SegmentRanges.gt_complete`)."""
         assert self.plan is not None
-        grouped: dict[str, list[list[tuple[int, int]]]] = {}
+        grouped: dict[str, list[list[tuple[int, int, int]]]] = {}
         for s in self.plan.kept:
             grouped.setdefault(self.plan.segments[s][0], []).append(self.ranges[s])
         out = {}
+        gt_complete = None
         blocked = self.plan.names()
         for name, per_block in grouped.items():
-            table = np.asarray(per_block, np.uint64).reshape(len(per_block), n_chunks, 2).transpose(1, 0, 2)
+            table = np.asarray(per_block, np.uint64).reshape(len(per_block), n_chunks, 3).transpose(1, 0, 2)
             if not blocked[name]:
                 table = table[:, 0]
             out[name] = ChunkRanges(np.ascontiguousarray(table[..., 0]), np.ascontiguousarray(table[..., 1]))
+            if name == GT_SEGMENT:
+                gt_complete = table[..., 2].astype(np.uint8)
         compressors = {segment[0]: segment[6] for segment in self.plan.segments}
-        return SegmentRanges(out, compressors, self.plan.samples_chunk_size, (part,), np.zeros(n_chunks, np.int32))
+        return SegmentRanges(
+            out,
+            compressors,
+            self.plan.samples_chunk_size,
+            (part,),
+            np.zeros(n_chunks, np.int32),
+            gt_complete=gt_complete,
+        )
 
     def _write(self, data: bytes) -> None:
         self.fileobj.write(data)
@@ -489,7 +501,9 @@ class ColumnsWriter:
         in_flight, self.in_flight = self.in_flight, []
         for s, future in in_flight:
             blob = future.result()
-            self.ranges[s].append((self.written, len(blob)))
+            # With its range, the complete count _encode sealed in the preamble (a GT
+            # block's; 0 for every other segment): SegmentRanges.gt_complete.
+            self.ranges[s].append((self.written, len(blob), PREAMBLE.unpack_from(blob)[3]))
             self._write(blob)
 
 

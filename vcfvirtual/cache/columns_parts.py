@@ -38,7 +38,7 @@ from ..io.sources import StorageOptions
 from ..scan.parallel import CountedPartition, Merged
 from ..scan.results import RunFacts
 from ..scan.sink import RecordSink, ScanStop
-from .base import ChunkRanges, Continuation, SegmentRanges, open_cache
+from .base import ChunkRanges, Continuation, SegmentRanges, complete_counts, open_cache
 from .columns_join import StoredSegment
 from .names import PART_PREFIX, part_name
 
@@ -246,7 +246,12 @@ def join_runs(results: list[RunResult]) -> SegmentRanges:
     names = tuple(r.part for r in results)
     fingerprints = tuple(r.fingerprint for r in results)
     facts = RunFacts.fold([r.facts for r in results])
-    return SegmentRanges(segments, first.compressors, first.samples_chunk_size, names, chunk_part, fingerprints, facts)
+    # Every part has GT's segments or none does (one plan); a part's counts not carried read as 0.
+    counts = [c for r in results if (c := complete_counts(r.ranges)) is not None]
+    gt_complete = np.concatenate(counts) if len(counts) == len(results) else None
+    return SegmentRanges(
+        segments, first.compressors, first.samples_chunk_size, names, chunk_part, fingerprints, facts, gt_complete
+    )
 
 
 class PartFile:

@@ -189,7 +189,20 @@ class _StoreChunks:
             array_ranges,
             self.chunk_paths,
             description,
+            omit=self._all_false_masks(kind, spec_extra.get("ploidy", 0)),
         )
+
+    def _all_false_masks(self, kind: str, ploidy: int) -> np.ndarray | None:
+        """The call_genotype_mask chunks left out of its manifest: those whose GT block's
+        every call holds ``ploidy`` alleles, none missing (the block's complete count,
+        :attr:`~vcfvirtual.cache.base.SegmentRanges.gt_complete`). Their mask is all
+        False, the fill value: zarr gives it without reading or decoding anything, as
+        from bio2zarr's store, which writes no such chunk. None: every chunk referenced."""
+        ranges = self.ranges
+        if kind != "genotype_mask" or not isinstance(ranges, SegmentRanges) or ranges.gt_complete is None:
+            return None
+        omit = ranges.gt_complete == ploidy
+        return omit if ploidy > 0 and omit.any() else None
 
     @functools.cached_property
     def chunk_paths(self) -> np.ndarray:
@@ -226,9 +239,11 @@ def _variant_array(
     array_ranges: ChunkRanges,
     chunk_paths: np.ndarray,
     description: str | None,
+    omit: np.ndarray | None = None,
 ) -> ManifestArray:
     """The array of ``spec`` over ``array_ranges`` of the cache (``chunk_paths``: the file
-    of each variants chunk, broadcast over the rest of the grid)."""
+    of each variants chunk, broadcast over the rest of the grid); ``omit``, shaped like
+    the ranges: chunks left out of the manifest (read as the fill value)."""
     per_variant_shape = spec.shape
     n_records, chunk_length = spec.num_records, spec.chunk_length
     attributes = {}
@@ -251,12 +266,15 @@ def _variant_array(
     paths = cast(
         "np.ndarray[Any, np.dtypes.StringDType]", np.broadcast_to(chunk_paths.reshape(-1, *[1] * (len(grid) - 1)), grid)
     )
+    paths = paths.copy()
+    offsets, lengths = offsets.reshape(grid), lengths.reshape(grid)
+    if omit is not None:
+        # VirtualiZarr's missing chunk: the empty path (its writers then write no key).
+        missing = omit.reshape(grid)
+        paths[missing] = ""
+        offsets, lengths = np.where(missing, np.uint64(0), offsets), np.where(missing, np.uint64(0), lengths)
     manifest = (
-        ChunkManifest.from_arrays(
-            paths=paths.copy(),
-            offsets=offsets.reshape(grid),
-            lengths=lengths.reshape(grid),
-        )
+        ChunkManifest.from_arrays(paths=paths, offsets=offsets, lengths=lengths)
         if n_chunks
         else ChunkManifest(entries={}, shape=grid)
     )

@@ -267,10 +267,18 @@ def check_plain_chunk_data(name: str, leaf: str, value: str, meta: dict[str, Any
         raise _refuse(refs_path, f"{name}/{leaf} holds {found}, not the {expected} values of a chunk {meta['chunks']}")
 
 
+# Arrays whose chunks may be left out, read as the fill value: call_genotype_mask's
+# all-False chunks (a GT block whose every call holds the ploidy's alleles, none missing),
+# as bio2zarr's store leaves them out. The caller checks each left out against its GT
+# block where it can read the cache (checks.check_omitted_masks).
+SPARSE_ARRAYS = frozenset({"call_genotype_mask"})
+
+
 def check_codec_chunks(name: str, meta: dict[str, Any], keys: StoreKeys, refs_path: PathLike) -> None:
     """A codec array's chunk grid: complete (zarr fills a missing chunk with fill_value,
-    which would read as values), every key one of it, every chunk a byte range (checked
-    against the cache by the caller), never inline bytes the cache's fingerprint does not cover."""
+    which would read as values; but :data:`SPARSE_ARRAYS`), every key one of it, every
+    chunk a byte range (checked against the cache by the caller), never inline bytes the
+    cache's fingerprint does not cover."""
     leaves = keys.chunks.get(name, [])
     if name in keys.inline:
         raise _refuse(refs_path, f"array {name} has a chunk of inline data, not a byte range of the cache")
@@ -282,17 +290,16 @@ def check_codec_chunks(name: str, meta: dict[str, Any], keys: StoreKeys, refs_pa
     ]
     if grid and grid[0] == 0:
         grid = [0] * len(grid)
-    if len(leaves) != math.prod(grid):
+    if len(leaves) != math.prod(grid) and not (name in SPARSE_ARRAYS and len(leaves) < math.prod(grid)):
         raise _refuse(
             refs_path,
             f"array {name} has {len(leaves)} chunks of its grid's {math.prod(grid)}: zarr would fill the others",
             hint=REINDEX_HINT,
         )
-    # As many keys as the grid has chunks, all distinct: complete if every one is in it
-    # (one set comparison, in C, rather than parsing each key).
-    if leaves and set(leaves) != set(map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))):
-        outside = sorted(set(leaves) - set(map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))))
-        raise _refuse(refs_path, f"chunk {name}/{outside[0]} is outside the array's chunk grid {grid}")
+    # As many keys as the grid has chunks (or fewer), all distinct: complete if every one
+    # is in it (one set operation, in C, rather than parsing each key).
+    if leaves and (outside := set(leaves) - set(map(".".join, itertools.product(*(map(str, range(n)) for n in grid))))):
+        raise _refuse(refs_path, f"chunk {name}/{sorted(outside)[0]} is outside the array's chunk grid {grid}")
 
 
 def check_dimension_names(keys: StoreKeys, metas: dict[str, dict[str, Any]], refs_path: PathLike) -> None:

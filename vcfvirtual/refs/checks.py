@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import itertools
 import json
 import logging
 import os
@@ -349,7 +350,79 @@ def check_references(
     if cache["url"].startswith("file://") and "variant_position" in metas:
         layout = provenance.cache.layout
         _check_record_count(refs["refs"], metas["variant_position"], targets, layout, refs_path)
+    check_omitted_masks(refs["refs"], metas, keys, targets, provenance.cache.layout, refs_path)
     return deferred
+
+
+MASK, GENOTYPE = "call_genotype_mask", "call_genotype"
+
+
+def check_omitted_masks(
+    refs: dict[str, Any],
+    metas: dict[str, dict[str, Any]],
+    keys: arrays.StoreKeys,
+    targets: ChunkTargets,
+    layout: LayoutName | None,
+    refs_path: PathLike,
+) -> None:
+    """Each call_genotype_mask chunk the references leave out (read as False, the fill
+    value) must be one whose GT block says so: its segment's preamble (call_genotype's
+    chunk of the same key) holds a complete count of the array's ploidy, every call that
+    many alleles, none missing. Only the columns layout's segments say it; their preambles
+    are read from a local cache (36 bytes per chunk left out), not over a network, where
+    ``vcfvirtual verify`` compares the mask with htslib's calls."""
+    leaves = keys.chunks.get(MASK, [])
+    if MASK not in metas:
+        return
+    grid = [max(1, -(-s // c)) for s, c in zip(metas[MASK]["shape"], metas[MASK]["chunks"])]
+    if not metas[MASK]["shape"][0] or len(leaves) == np.prod(grid):
+        return
+    if layout != "columns" or GENOTYPE not in metas:
+        raise UntrustedReferenceError(
+            refs_path, f"{MASK} leaves out chunks, which only a columns cache's complete GT blocks allow"
+        )
+    if not targets.cache_url.startswith("file://"):
+        return
+    every = map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))
+    omitted = sorted(set(every) - set(leaves))
+    complete = _GTBlockClaim(metas[MASK]["shape"][-1], metas[GENOTYPE]["filters"][-1]["key"])
+    fds: dict[str, int] = {}
+    try:
+        for leaf in omitted:
+            # call_genotype's chunk of the same key: its grid is the mask's (both checked
+            # against the codec configs), each of its chunks a range of the cache.
+            gt = refs.get(f"{GENOTYPE}/{leaf}")
+            if type(gt) is list and gt[0] not in fds:
+                fds[gt[0]] = os.open(targets.files[gt[0]][0].removeprefix("file://"), os.O_RDONLY)
+            if type(gt) is not list or not complete.holds(fds[gt[0]], gt[1]):
+                raise UntrustedReferenceError(
+                    refs_path,
+                    f"{MASK} leaves out chunk {leaf}, but its GT block does not hold {complete.ploidy} alleles in "
+                    "every call: zarr would read its missing calls as not missing",
+                    hint=UNTRUSTED_HINT,
+                )
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+class _GTBlockClaim:
+    """What a left-out mask chunk's GT block must say in its preamble: a GT segment (FORMAT
+    key ``gt_key``) whose complete count is ``ploidy``. One ``pread`` per block (~1 us)."""
+
+    def __init__(self, ploidy: int, gt_key: int) -> None:
+        from vcfvirtual_codec import columns as codec_columns
+
+        self.ploidy, self.gt_key = ploidy, gt_key
+        self.size, self.unpack = codec_columns.PREAMBLE.size, codec_columns.PREAMBLE.unpack_from
+        self.magics, self.kind = codec_columns.READ_MAGICS, codec_columns.SEGMENT_KINDS["format"]
+
+    def holds(self, fd: int, offset: int) -> bool:
+        data = os.pread(fd, self.size, offset)
+        if len(data) != self.size:
+            return False
+        magic, kind, _, complete_count, key, *_ = self.unpack(data)
+        return magic in self.magics and kind == self.kind and key == self.gt_key and complete_count == self.ploidy
 
 
 def _check_record_count(
