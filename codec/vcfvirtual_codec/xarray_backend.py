@@ -17,7 +17,7 @@ a dataset is opened, never by this module: the codec does not depend on the inde
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from xarray.backends import BackendEntrypoint
@@ -130,9 +130,13 @@ def _reference_store(path: str, storage_options: dict[str, Any] | None) -> ZarrS
         )
         return FsspecStore(fs=fs, read_only=True)
     fs = fsspec.filesystem("reference", fo=path, target_options=target, remote_options=options)
-    reference_all_false_masks(fs.references)
     mapper: MutableMapping[str, bytes] = fs.get_mapper("")
-    return mapper
+    if isinstance(fs.references, dict):  # Kerchunk JSON: add the keys, zarr 2 keeps fsspec's batched reads
+        reference_all_false_masks(fs.references)
+        return mapper
+    # Parquet: its references load lazily, a field at a time, so the left-out keys are
+    # answered as they are asked for (zarr 2 reads this mapping a key at a time).
+    return MasksFromGenotypes(mapper)
 
 
 MASK, GENOTYPE = "call_genotype_mask/", "call_genotype/"
@@ -145,8 +149,52 @@ def reference_all_false_masks(references: Any) -> None:
     the mask codec answers from, for zarr 2: zarr 3 fills a missing chunk with the fill
     value (False), zarr 2 leaves it as allocated where the array declares no fill value,
     and the mask declares none (a Zarr v2 fill value makes xarray read False as NaN).
-    Kerchunk JSON's references (a dict); Parquet's are left as they are."""
+    Kerchunk JSON's references (a dict); Parquet's go through :class:`MasksFromGenotypes`."""
     if not isinstance(references, dict):
         return
     for key in [k for k in references if k.startswith(GENOTYPE) and not k[len(GENOTYPE) :].startswith(".")]:
         references.setdefault(MASK + key[len(GENOTYPE) :], references[key])
+
+
+def _genotype_key(key: str) -> str | None:
+    """call_genotype's chunk key for a call_genotype_mask chunk key (not its metadata)."""
+    if key.startswith(MASK) and not key[len(MASK) :].startswith("."):
+        return GENOTYPE + key[len(MASK) :]
+    return None
+
+
+class MasksFromGenotypes(MutableMapping[str, bytes]):
+    """Read-only references for zarr 2 where a call_genotype_mask chunk the references
+    leave out reads as call_genotype's chunk of the same key (see
+    :func:`reference_all_false_masks`), for references that cannot be listed up front
+    (Parquet's)."""
+
+    def __init__(self, references: MutableMapping[str, bytes]):
+        self._references = references
+
+    def __getitem__(self, key: str) -> bytes:
+        try:
+            return self._references[key]
+        except KeyError:
+            genotype = _genotype_key(key)
+            if genotype is None:
+                raise
+            return self._references[genotype]
+
+    def __contains__(self, key: object) -> bool:
+        if key in self._references:
+            return True
+        genotype = _genotype_key(key) if isinstance(key, str) else None
+        return genotype is not None and genotype in self._references
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._references)
+
+    def __len__(self) -> int:
+        return len(self._references)
+
+    def __setitem__(self, key: str, value: bytes) -> None:
+        raise PermissionError(f"the references are read-only ({key})")
+
+    def __delitem__(self, key: str) -> None:
+        raise PermissionError(f"the references are read-only ({key})")
