@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import threading
-from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, as_completed, wait
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
@@ -164,6 +164,15 @@ class SegmentPlan:
             self.write_order = self._local_order()
         kept = set(self.kept)
         self.write_order = [s for s in self.write_order if s in kept]
+        # What the demux writes (segments of fields left out: not even copied): every kept
+        # segment at once (``whole``), or a group at a time (``groups``: the variant-level
+        # segments, then each samples block's FORMAT segments), flags for the kernel.
+        self.whole = self._selection(self.kept)
+        by_block: list[list[int]] = [[] for _ in range(self.n_blocks + 1)]
+        for s in self.kept:
+            name, block, kind = self.segments[s][:3]
+            by_block[block + 1 if kind == KIND_CODES["format"] else 0].append(s)
+        self.groups = [self._selection(g) for g in by_block if g]
 
     def _local_order(self) -> list[int]:
         """Segment indices in the order written with local alleles: each block's AD, GT and
@@ -183,11 +192,19 @@ class SegmentPlan:
             order.append(i)
         return order
 
+    def _selection(self, segments: list[int]) -> np.ndarray:
+        """The demux's flags (uint8, one per segment) selecting ``segments``."""
+        flags = np.zeros(len(self.segments), np.uint8)
+        flags[segments] = 1
+        return flags
+
     def demux(
-        self, buf: np.ndarray, offsets: np.ndarray, scratch: np.ndarray
+        self, buf: np.ndarray, offsets: np.ndarray, scratch: np.ndarray | None, select: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, int, int]:
         """The chunk's segments (:func:`~vcfvirtual.cache.columns_demux.demux_chunk` with
-        this plan's slots and blocks): (bytes, bounds, error code, error offset)."""
+        this plan's slots and blocks): (bytes, bounds, error code, error offset); those
+        flagged in ``select`` (``whole``, one of ``groups``; None: all), or with
+        ``scratch`` None only their bounds (sizes) and the records checked."""
         segs, bounds, err, at = demux.demux_chunk(
             buf,
             offsets,
@@ -200,6 +217,7 @@ class SegmentPlan:
             self.end_key,
             self.gt_slot,
             scratch,
+            select,
         )
         return segs, bounds, int(err), int(at)
 
@@ -276,9 +294,12 @@ class ColumnsWriter:
         self.offsets: list[np.ndarray] = []  # record starts not yet written, by batch
         self.n_offsets = 0
         self.records_seen = 0
-        # The demux's output, likewise: two, so that one chunk's segments are compressed
-        # while the scan reads and demuxes the next chunk into the other.
+        # The demux's output, likewise: two, used in turn, each reused once the
+        # compressions reading it (``busy``) are done. A small chunk's segments are demuxed
+        # into one as a whole and compressed while the scan reads the next chunk; a large
+        # chunk's a group at a time (_emit), one group compressed while the next is demuxed.
         self.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+        self.busy: list[list[Future[bytes]]] = [[], []]
         self.turn = 0
         # The previous chunk's compressions, in the order written: (segment index, its bytes).
         self.in_flight: list[tuple[int, Future[bytes]]] = []
@@ -340,10 +361,10 @@ class ColumnsWriter:
         records (its CRC32 and length passed: a cache made to pass them) is refused."""
         plan, lead = self.plan, self.lead
         assert plan is not None and lead is not None
-        self.lead = None
         try:
+            # Each stored segment dropped once joined (_emit joins a group at a time).
             return {
-                s: columns_join.join_payloads(plan.segments[s][2], lead[s], self.lead_records, d, n)
+                s: columns_join.join_payloads(plan.segments[s][2], lead.pop(s), self.lead_records, d, n)
                 for s, d in data.items()
             }
         except ValueError as e:
@@ -448,53 +469,98 @@ class ColumnsWriter:
         (the bytes before are records of the run before, read past)."""
         self._drop(offset)
 
-    def _make_room(self, chunk_bytes: int) -> None:
-        """A segment buffer with room for a chunk of ``chunk_bytes`` of records, the old one
-        freed before the new one is made. Left to itself the demux allocates a buffer of
-        exactly what a chunk needs when the one it is given is short, while the old one
-        still lives: on C (100,000 samples) every chunk a little larger than the largest
-        before held two 190 MB buffers at once. Pages never written cost no memory, so the
-        headroom is free; segments may pass the records' size by the counts and type codes
-        (5 bytes a record per segment: ~1.2x for a sites-only, 41-INFO-field BCF)."""
-        room = chunk_bytes + chunk_bytes // 4 + (1 << 20)
-        if self.scratch[self.turn].shape[0] < room - chunk_bytes // 8:
+    def _make_room(self, need: int, room: int) -> None:
+        """A segment buffer (the turn's) of at least ``need`` bytes: if short, the old one
+        freed before one of ``room`` is made. Left to itself the demux allocates a buffer of
+        exactly what it needs when the one it is given is short, while the old one still
+        lives: on C (100,000 samples) every chunk a little larger than the largest before
+        held two 190 MB buffers at once, when chunks were demuxed whole. Pages never written
+        cost no memory, so the headroom is free."""
+        if self.scratch[self.turn].shape[0] < need:
             self.scratch[self.turn] = np.empty(0, np.uint8)
             self.scratch[self.turn] = np.empty(room, np.uint8)
 
     def _emit(self, offsets: np.ndarray, end: int) -> None:
-        """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``."""
+        """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``.
+
+        A chunk of up to OVERLAP_MAX_BYTES of records is demuxed whole, in one call, into
+        one segment buffer, and compressed while the scan reads the next chunk (demuxed
+        into the other buffer). A larger one a group of segments at a time (the
+        variant-level columns, then each samples block's FORMAT segments: ~20 MB at
+        100,000 samples x 1,000 variants, against ~200 MB for the whole chunk), each group
+        compressed while the next is demuxed into the other buffer: the pass then holds the
+        chunk's records and two groups' segments, not the chunk's records twice. Each group
+        locates every record again (~1 ms per 1,000 records), which on small chunks would be
+        a cost for memory they do not need (their segments are a few MB); and a whole chunk
+        overlaps its compression with the next chunk's scan as a group does with the next
+        group. Every segment's bytes are the same either way: only the order in which they
+        are made changes, not the order in which they are written (``write_order``)."""
         plan = self.plan
         assert plan is not None
         start = int(offsets[0])
-        overlap = end - start <= OVERLAP_MAX_BYTES
-        if not overlap:
-            self.flush()  # one segment buffer: the previous chunk's must be compressed first
         buf = self._take(start, end)
-        self._make_room(end - start)
-        segs, bounds, err, at = plan.demux(buf, offsets - start, self.scratch[self.turn])
-        if err:
-            raise CorruptBCFError(
-                self.path,
-                f"cannot split the record into columns: {records.ERROR_TEXT[int(err)]}",
-                offset=start + int(at),
-            )
+        rel = offsets - start
+        n = offsets.shape[0]
+        total = n + (self.lead_records if self.lead is not None else 0)
+        chunk_bytes = end - start
+        if chunk_bytes <= OVERLAP_MAX_BYTES:
+            # The segments' size, guessed: they may pass the records' by the counts and
+            # type codes (5 bytes a record per segment: ~1.2x for a sites-only, 41-INFO-field
+            # BCF); if short, the demux makes a buffer of its own, kept for the chunks after.
+            guess = chunk_bytes + chunk_bytes // 8 + (1 << 20)
+            groups = [(plan.whole, guess, guess + chunk_bytes // 8)]
+        else:
+            groups = self._group_sizes(buf, rel, start)
+            self.turn = 0  # a chunk of one large group (sites-only) then uses one buffer only
+        futures: dict[int, Future[bytes]] = {}
+        for g, (select, need, room) in enumerate(groups):
+            wait(self.busy[self.turn])  # the compressions still reading this buffer
+            self._make_room(need, room)
+            data = self._demux_group(buf, rel, start, select)
+            if g == 0:
+                self.flush()  # the previous chunk's segments are written before these
+            if self.lead is not None:  # the store's partial chunk, completed by these records
+                data = self._joined(data, n)
+            submitted = {s: self.pool.submit(_encode, (d, *_job(plan.segments[s], total))) for s, d in data.items()}
+            self.busy[self.turn] = list(submitted.values())
+            futures.update(submitted)
+            self.turn = 1 - self.turn
         self._drop(end)  # every byte of the chunk is in its segments now
+        self.lead = None
+        self.in_flight = [(s, futures[s]) for s in plan.write_order]
+
+    def _group_sizes(self, buf: np.ndarray, offsets: np.ndarray, start: int) -> list[tuple[np.ndarray, int, int]]:
+        """A large chunk's groups of segments (the plan's ``groups``), each with the bytes
+        its segments take and the room to make for it (an eighth more: the next chunks'
+        groups are then rarely larger), from the demux's sizes (the records are checked
+        here, before any group is demuxed)."""
+        plan = self.plan
+        assert plan is not None
+        _, bounds, err, at = plan.demux(buf, offsets, None)
+        if err:
+            raise self._corrupt(err, start + at)
+        sizes = np.diff(bounds)
+        groups = []
+        for select in plan.groups:
+            need = int(sizes[select.view(bool)].sum())
+            groups.append((select, need, need + need // 8 + (1 << 20)))
+        return groups
+
+    def _demux_group(self, buf: np.ndarray, offsets: np.ndarray, start: int, select: np.ndarray) -> dict[int, np.ndarray]:
+        """The segments ``select`` flags, demuxed into the turn's buffer: views of it by segment index."""
+        plan = self.plan
+        assert plan is not None
+        segs, bounds, err, at = plan.demux(buf, offsets, self.scratch[self.turn], select)
+        if err:
+            raise self._corrupt(err, start + at)
         if segs.shape[0] > self.scratch[self.turn].shape[0]:
             self.scratch[self.turn] = segs
-        if overlap:
-            self.turn = 1 - self.turn
-        # The previous chunk's segments (in the other buffer) are written before these start.
-        self.flush()
-        n = offsets.shape[0]
-        data = {s: segs[bounds[s] : bounds[s + 1]] for s in plan.write_order}
-        if self.lead is not None:  # the store's partial chunk, completed by these records
-            data = self._joined(data, n)
-            n += self.lead_records
-        self.in_flight = [
-            (s, self.pool.submit(_encode, (data[s], *_job(plan.segments[s], n)))) for s in plan.write_order
-        ]
-        if not overlap:
-            self.flush()
+        return {int(s): segs[bounds[s] : bounds[s + 1]] for s in np.flatnonzero(select)}
+
+    def _corrupt(self, err: int, offset: int) -> CorruptBCFError:
+        return CorruptBCFError(
+            self.path, f"cannot split the record into columns: {records.ERROR_TEXT[int(err)]}", offset=offset
+        )
 
     def flush(self) -> None:
         """Append the segments still being compressed, in order."""
