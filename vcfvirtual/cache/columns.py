@@ -99,10 +99,17 @@ COMPRESSORS = {
 # 3.91), at ~1.5x the compress CPU of level 3 (0.25 s per 38 MB of PL).
 FORMAT_VALUES_ZSTD = Zstd(level=5)
 COMPRESS_THREADS = 2
-# A chunk's segments are compressed while the next chunk is demuxed (a second segment
-# buffer) only up to this size of records: past it, the second buffer would push the
-# pass's memory toward 1 GB (100,000 samples x 1,000 variants is 200 MB a chunk).
-OVERLAP_MAX_BYTES = 128 * 1024 * 1024
+# A chunk of up to this size of records is demuxed whole, into one of two segment buffers
+# used in turn (its segments compressed while the next chunk is read into the other); a
+# larger one a samples block at a time (ColumnsWriter._emit). Whole, a chunk's segments are
+# held twice (this chunk's and the last's): at most ~80 MB here, where a chunk of 100,000
+# samples x 1,000 variants (200 MB) would hold ~500 MB. Below it, groups would save little
+# and cost a few Python calls per block; the kernel's time is the same either way (an extra
+# locate of 1,000 records is 0.05 ms). Cohort A's chunks (10,000 samples x 1,000, 20 MB)
+# stay whole.
+WHOLE_CHUNK_MAX_BYTES = 32 * 1024 * 1024
+# The least the records' window grows by (ColumnsWriter.add_block).
+WINDOW_STEP = 16 * 1024 * 1024
 
 
 GT_SEGMENT = segment_name("FORMAT", "GT")
@@ -381,8 +388,13 @@ class ColumnsWriter:
         if self.window_len + n > self.window.shape[0]:
             # In place (realloc: a large buffer's pages are remapped, not copied and faulted
             # in again): growing to one 81 MB chunk took 0.5-0.8 s by copies, 0.2 s so.
-            # No view of the window outlives the call that took it (_take).
-            self.window.resize(max(self.window_len + n, 2 * self.window.shape[0]), refcheck=False)
+            # No view of the window outlives the call that took it (_take). By an eighth (at
+            # least WINDOW_STEP), not doubled: numpy fills what it adds with zeros, so all of
+            # it is resident (on C, a 196 MiB chunk and its next records held 255 MiB
+            # doubled); by less, a window small enough for the heap (realloc copies it) was
+            # copied and faulted in again at every step (0.2-0.3 s more CPU on A).
+            grown = self.window.shape[0] + max(self.window.shape[0] // 8, WINDOW_STEP)
+            self.window.resize(max(self.window_len + n, grown), refcheck=False)
         self.window[self.window_len : self.window_len + n] = np.frombuffer(data, np.uint8)
         self.window_len += n
 
@@ -483,18 +495,16 @@ class ColumnsWriter:
     def _emit(self, offsets: np.ndarray, end: int) -> None:
         """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``.
 
-        A chunk of up to OVERLAP_MAX_BYTES of records is demuxed whole, in one call, into
-        one segment buffer, and compressed while the scan reads the next chunk (demuxed
-        into the other buffer). A larger one a group of segments at a time (the
-        variant-level columns, then each samples block's FORMAT segments: ~20 MB at
-        100,000 samples x 1,000 variants, against ~200 MB for the whole chunk), each group
-        compressed while the next is demuxed into the other buffer: the pass then holds the
-        chunk's records and two groups' segments, not the chunk's records twice. Each group
-        locates every record again (~1 ms per 1,000 records), which on small chunks would be
-        a cost for memory they do not need (their segments are a few MB); and a whole chunk
-        overlaps its compression with the next chunk's scan as a group does with the next
-        group. Every segment's bytes are the same either way: only the order in which they
-        are made changes, not the order in which they are written (``write_order``)."""
+        A chunk of up to WHOLE_CHUNK_MAX_BYTES of records is demuxed whole, in one call, into
+        one segment buffer. A larger one a group of segments at a time (the variant-level
+        columns, then each samples block's FORMAT segments: ~20 MB at 100,000 samples x
+        1,000 variants, against ~200 MB for the whole chunk), each group into the buffer
+        not used by the group before: the pass then holds the chunk's records and two
+        groups' segments, not the records and their segments twice over. Either way a
+        group is compressed while the next is demuxed (or, the chunk's last, while the scan
+        reads the next chunk), and a buffer is reused once the compressions reading it are
+        done. Every segment's bytes are the same either way; the segments are made in
+        another order, and written in the same one (``write_order``)."""
         plan = self.plan
         assert plan is not None
         start = int(offsets[0])
@@ -503,7 +513,7 @@ class ColumnsWriter:
         n = offsets.shape[0]
         total = n + (self.lead_records if self.lead is not None else 0)
         chunk_bytes = end - start
-        if chunk_bytes <= OVERLAP_MAX_BYTES:
+        if chunk_bytes <= WHOLE_CHUNK_MAX_BYTES:
             # The segments' size, guessed: they may pass the records' by the counts and
             # type codes (5 bytes a record per segment: ~1.2x for a sites-only, 41-INFO-field
             # BCF); if short, the demux makes a buffer of its own, kept for the chunks after.
@@ -546,7 +556,9 @@ class ColumnsWriter:
             groups.append((select, need, need + need // 8 + (1 << 20)))
         return groups
 
-    def _demux_group(self, buf: np.ndarray, offsets: np.ndarray, start: int, select: np.ndarray) -> dict[int, np.ndarray]:
+    def _demux_group(
+        self, buf: np.ndarray, offsets: np.ndarray, start: int, select: np.ndarray
+    ) -> dict[int, np.ndarray]:
         """The segments ``select`` flags, demuxed into the turn's buffer: views of it by segment index."""
         plan = self.plan
         assert plan is not None
