@@ -74,8 +74,8 @@ DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
 # chunk, never the whole row: its variants chunks are bio2zarr's 1,000 (a first 1,000
 # rows, a region, variant_position cost no more chunks than bio2zarr's store), unless one
 # chunk of all samples' calls would pass MAX_CHUNK_BYTES, which bounds the index pass's
-# memory (it holds a variants chunk of every sample: ~0.86 GB peak RSS at 100,000 samples
-# x 1,000 variants, ~1.6 GB at 3,355).
+# memory (it holds a variants chunk of every sample, and two samples blocks of its
+# segments: ~0.5 GB peak RSS at 100,000 samples x 1,000 variants).
 CHUNK_LENGTH = 1_000
 MAX_CHUNK_BYTES = 256 * 1024 * 1024
 # Compressor of each segment (benchmarks/storage_encodings.py, docs/benchmarks.md "Storage
@@ -275,8 +275,11 @@ class ColumnsWriter:
     It holds the inflated stream from the current chunk's first record on; once the scan
     has passed the next chunk's first record, the chunk is whole: it is demuxed,
     compressed (on ``threads`` threads: the compressors release the GIL) and appended.
-    Memory: one chunk of records, the segments of two chunks (one being compressed while
-    the next is demuxed) and one chunk's compressed bytes.
+    Memory: one chunk of records, two groups of segments (one being compressed while the
+    next is demuxed: a chunk of up to WHOLE_CHUNK_MAX_BYTES of records is one group, a
+    larger one's are a samples block each, see :meth:`_emit`) and one chunk's compressed
+    bytes; on cohort C (100,000 samples x 1,000 variants) 196 MiB of records and two 22 MiB
+    blocks, a 503-540 MB peak RSS for the whole index.
     """
 
     def __init__(
