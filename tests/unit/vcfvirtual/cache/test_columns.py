@@ -21,7 +21,7 @@ from vcfvirtual_codec import spec as codec_spec
 import vcfvirtual
 from vcfvirtual.cache import columns
 from vcfvirtual.cache.base import SerialSource
-from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, ColumnsLayout
+from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, ColumnsLayout, ColumnsWriter
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.io import outputs
 from vcfvirtual.io.fingerprint import Fingerprint
@@ -543,6 +543,39 @@ def test_demux_kernel_writes_only_the_segments_selected(tmp_path):
     assert run(None, last_block, buf=buf[:-3])[2] == records.ERR_TRAILING
     assert run(np.empty(0, np.uint8), last_block, buf=buf[:-3])[2] == records.ERR_TRAILING
     assert run(np.empty(0, np.uint8), np.ones(n_seg + 1, np.uint8))[2] == records.ERR_SHAPE
+
+
+@pytest.mark.parametrize("by_block", [False, True], ids=["whole", "by-block"])
+def test_a_record_the_demux_refuses_is_one_error_before_its_chunk_is_written(tmp_path, monkeypatch, by_block):
+    """A record the scan let through but the demux cannot cut (its sample count is not the
+    header's): one CorruptBCFError naming the file and the record's stream offset, raised
+    before any segment of its chunk is written, whether the chunk is demuxed whole or a
+    samples block at a time (the records are fed to the writer as a scan would)."""
+    import io
+
+    from vcfvirtual.bcf.header import parse_header_text
+    from vcfvirtual.errors import CorruptBCFError
+
+    if by_block:
+        monkeypatch.setattr(columns, "WHOLE_CHUNK_MAX_BYTES", 0)
+    bcf = bcfdata.fuzz_bcf(tmp_path / "f.bcf")  # six records of three samples
+    data, offsets, start = _one_chunk(bcf)
+    data = data.copy()
+    bad = start + int(offsets[5])  # in the second chunk (of four records each), with FORMAT fields
+    data[bad + 28] = 4  # n_sample: the low 24 bits of the u32 at byte 28 of a record
+    header = parse_header_text(data[9 : start - 1].tobytes(), str(bcf), start)
+    writer = ColumnsWriter(io.BytesIO(), str(bcf), ColumnsLayout(2), threads=1)
+    try:
+        writer.add_block(None, data.tobytes())
+        writer.header_parsed(header, 4)
+        writer.records_scanned(offsets + start)
+        with pytest.raises(CorruptBCFError, match="sample") as info:
+            writer.scanned_to(data.shape[0])
+            writer.close(data.shape[0])
+    finally:
+        writer.pool.shutdown()
+    assert info.value.offset == bad and str(bcf) in str(info.value)
+    assert all(len(r) <= 1 for r in writer.ranges)  # the first chunk's segments at most
 
 
 def test_gt_summary_of_a_segment_shorter_than_its_counts_claims_nothing():
