@@ -391,11 +391,11 @@ class ColumnsWriter:
         if self.window_len + n > self.window.shape[0]:
             # In place (realloc: a large buffer's pages are remapped, not copied and faulted
             # in again): growing to one 81 MB chunk took 0.5-0.8 s by copies, 0.2 s so.
-            # No view of the window outlives the call that took it (_take). By an eighth (at
-            # least WINDOW_STEP), not doubled: numpy fills what it adds with zeros, so all of
-            # it is resident (on C, a 196 MiB chunk and its next records held 255 MiB
-            # doubled); by less, a window small enough for the heap (realloc copies it) was
-            # copied and faulted in again at every step (0.2-0.3 s more CPU on A).
+            # No view of the window outlives the call that took it (_take). By an eighth, not
+            # doubled: numpy fills what it adds with zeros, so all of it is resident (on C, a
+            # 196 MiB chunk and its next records held 255 MiB doubled, 205 MiB so). At least
+            # WINDOW_STEP, so that the first chunk's window does not grow dozens of times
+            # (while small enough for the heap, realloc copies it).
             grown = self.window.shape[0] + max(self.window.shape[0] // 8, WINDOW_STEP)
             self.window.resize(max(self.window_len + n, grown), refcheck=False)
         self.window[self.window_len : self.window_len + n] = np.frombuffer(data, np.uint8)
