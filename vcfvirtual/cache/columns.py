@@ -279,7 +279,7 @@ class ColumnsWriter:
     next is demuxed: a chunk of up to WHOLE_CHUNK_MAX_BYTES of records is one group, a
     larger one's are a samples block each, see :meth:`_emit`) and one chunk's compressed
     bytes; on cohort C (100,000 samples x 1,000 variants) 196 MiB of records and two 22 MiB
-    blocks, a 503-540 MB peak RSS for the whole index.
+    blocks, a 492-528 MB peak RSS for the whole index.
     """
 
     def __init__(
