@@ -22,6 +22,7 @@ import pytest
 import xarray as xr
 
 import vcfvirtual
+from vcfvirtual.cache import columns
 from vcfvirtual.errors import CorruptBCFError, HeaderError, OutputWriteError, StaleCacheError, VcfVirtualError
 from vcfvirtual.inspect import inspect_store
 from vcfvirtual.refs import kerchunk
@@ -242,9 +243,13 @@ def test_append_of_a_file_cut_into_partitions(inputs, tmp_path, monkeypatch):
     assert_old_parts_untouched(before, cache)
 
 
-def test_samples_blocks_are_the_stores(tmp_path):
+@pytest.mark.parametrize("by_block", [False, True], ids=["whole", "by-block"])
+def test_samples_blocks_are_the_stores(tmp_path, monkeypatch, by_block):
     """60 samples in blocks of 25 (a narrower last block); the append names no
-    samples_chunk_size and keeps the store's."""
+    samples_chunk_size and keeps the store's. ``by_block``: every chunk demuxed a samples
+    block at a time (as a large chunk is), the store's partial chunk joined a group at a time."""
+    if by_block:
+        monkeypatch.setattr(columns, "WHOLE_CHUNK_MAX_BYTES", 0)
     whole, (old, new) = cut(cohort(700, n_samples=60, seed=5), [400], tmp_path, "wide")
     refs, cache = first_index(old, tmp_path, samples_chunk_size=25)
     before = files_under(cache)

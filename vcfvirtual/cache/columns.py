@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import threading
-from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, as_completed, wait
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
@@ -74,8 +74,8 @@ DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
 # chunk, never the whole row: its variants chunks are bio2zarr's 1,000 (a first 1,000
 # rows, a region, variant_position cost no more chunks than bio2zarr's store), unless one
 # chunk of all samples' calls would pass MAX_CHUNK_BYTES, which bounds the index pass's
-# memory (it holds a variants chunk of every sample: ~0.86 GB peak RSS at 100,000 samples
-# x 1,000 variants, ~1.6 GB at 3,355).
+# memory (it holds a variants chunk of every sample, and two samples blocks of its
+# segments: ~0.5 GB peak RSS at 100,000 samples x 1,000 variants).
 CHUNK_LENGTH = 1_000
 MAX_CHUNK_BYTES = 256 * 1024 * 1024
 # Compressor of each segment (benchmarks/storage_encodings.py, docs/benchmarks.md "Storage
@@ -99,10 +99,17 @@ COMPRESSORS = {
 # 3.91), at ~1.5x the compress CPU of level 3 (0.25 s per 38 MB of PL).
 FORMAT_VALUES_ZSTD = Zstd(level=5)
 COMPRESS_THREADS = 2
-# A chunk's segments are compressed while the next chunk is demuxed (a second segment
-# buffer) only up to this size of records: past it, the second buffer would push the
-# pass's memory toward 1 GB (100,000 samples x 1,000 variants is 200 MB a chunk).
-OVERLAP_MAX_BYTES = 128 * 1024 * 1024
+# A chunk of up to this size of records is demuxed whole, into one of two segment buffers
+# used in turn (its segments compressed while the next chunk is read into the other); a
+# larger one a samples block at a time (ColumnsWriter._emit). Whole, a chunk's segments are
+# held twice (this chunk's and the last's): at most ~80 MB here, where a chunk of 100,000
+# samples x 1,000 variants (200 MB) would hold ~500 MB. Below it, groups would save little
+# and cost a few Python calls per block; the kernel's time is the same either way (an extra
+# locate of 1,000 records is 0.05 ms). Cohort A's chunks (10,000 samples x 1,000, 20 MB)
+# stay whole.
+WHOLE_CHUNK_MAX_BYTES = 32 * 1024 * 1024
+# The least the records' window grows by (ColumnsWriter.add_block).
+WINDOW_STEP = 16 * 1024 * 1024
 
 
 GT_SEGMENT = segment_name("FORMAT", "GT")
@@ -164,6 +171,15 @@ class SegmentPlan:
             self.write_order = self._local_order()
         kept = set(self.kept)
         self.write_order = [s for s in self.write_order if s in kept]
+        # What the demux writes (segments of fields left out: not even copied): every kept
+        # segment at once (``whole``), or a group at a time (``groups``: the variant-level
+        # segments, then each samples block's FORMAT segments), flags for the kernel.
+        self.whole = self._selection(self.kept)
+        by_block: list[list[int]] = [[] for _ in range(self.n_blocks + 1)]
+        for s in self.kept:
+            name, block, kind = self.segments[s][:3]
+            by_block[block + 1 if kind == KIND_CODES["format"] else 0].append(s)
+        self.groups = [self._selection(g) for g in by_block if g]
 
     def _local_order(self) -> list[int]:
         """Segment indices in the order written with local alleles: each block's AD, GT and
@@ -183,11 +199,19 @@ class SegmentPlan:
             order.append(i)
         return order
 
+    def _selection(self, segments: list[int]) -> np.ndarray:
+        """The demux's flags (uint8, one per segment) selecting ``segments``."""
+        flags = np.zeros(len(self.segments), np.uint8)
+        flags[segments] = 1
+        return flags
+
     def demux(
-        self, buf: np.ndarray, offsets: np.ndarray, scratch: np.ndarray
+        self, buf: np.ndarray, offsets: np.ndarray, scratch: np.ndarray | None, select: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, int, int]:
         """The chunk's segments (:func:`~vcfvirtual.cache.columns_demux.demux_chunk` with
-        this plan's slots and blocks): (bytes, bounds, error code, error offset)."""
+        this plan's slots and blocks): (bytes, bounds, error code, error offset); those
+        flagged in ``select`` (``whole``, one of ``groups``; None: all), or with
+        ``scratch`` None only their bounds (sizes) and the records checked."""
         segs, bounds, err, at = demux.demux_chunk(
             buf,
             offsets,
@@ -200,6 +224,7 @@ class SegmentPlan:
             self.end_key,
             self.gt_slot,
             scratch,
+            select,
         )
         return segs, bounds, int(err), int(at)
 
@@ -250,8 +275,11 @@ class ColumnsWriter:
     It holds the inflated stream from the current chunk's first record on; once the scan
     has passed the next chunk's first record, the chunk is whole: it is demuxed,
     compressed (on ``threads`` threads: the compressors release the GIL) and appended.
-    Memory: one chunk of records, the segments of two chunks (one being compressed while
-    the next is demuxed) and one chunk's compressed bytes.
+    Memory: one chunk of records, two groups of segments (one being compressed while the
+    next is demuxed: a chunk of up to WHOLE_CHUNK_MAX_BYTES of records is one group, a
+    larger one's are a samples block each, see :meth:`_emit`) and one chunk's compressed
+    bytes; on cohort C (100,000 samples x 1,000 variants) 196 MiB of records and two 22 MiB
+    blocks, a 492-528 MB peak RSS for the whole index.
     """
 
     def __init__(
@@ -276,9 +304,12 @@ class ColumnsWriter:
         self.offsets: list[np.ndarray] = []  # record starts not yet written, by batch
         self.n_offsets = 0
         self.records_seen = 0
-        # The demux's output, likewise: two, so that one chunk's segments are compressed
-        # while the scan reads and demuxes the next chunk into the other.
+        # The demux's output, likewise: two, used in turn, each reused once the
+        # compressions reading it (``busy``) are done. A small chunk's segments are demuxed
+        # into one as a whole and compressed while the scan reads the next chunk; a large
+        # chunk's a group at a time (_emit), one group compressed while the next is demuxed.
         self.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+        self.busy: list[list[Future[bytes]]] = [[], []]
         self.turn = 0
         # The previous chunk's compressions, in the order written: (segment index, its bytes).
         self.in_flight: list[tuple[int, Future[bytes]]] = []
@@ -340,10 +371,10 @@ class ColumnsWriter:
         records (its CRC32 and length passed: a cache made to pass them) is refused."""
         plan, lead = self.plan, self.lead
         assert plan is not None and lead is not None
-        self.lead = None
         try:
+            # Each stored segment dropped once joined (_emit joins a group at a time).
             return {
-                s: columns_join.join_payloads(plan.segments[s][2], lead[s], self.lead_records, d, n)
+                s: columns_join.join_payloads(plan.segments[s][2], lead.pop(s), self.lead_records, d, n)
                 for s, d in data.items()
             }
         except ValueError as e:
@@ -360,8 +391,13 @@ class ColumnsWriter:
         if self.window_len + n > self.window.shape[0]:
             # In place (realloc: a large buffer's pages are remapped, not copied and faulted
             # in again): growing to one 81 MB chunk took 0.5-0.8 s by copies, 0.2 s so.
-            # No view of the window outlives the call that took it (_take).
-            self.window.resize(max(self.window_len + n, 2 * self.window.shape[0]), refcheck=False)
+            # No view of the window outlives the call that took it (_take). By an eighth, not
+            # doubled: numpy fills what it adds with zeros, so all of it is resident (on C, a
+            # 196 MiB chunk and its next records held 255 MiB doubled, 205 MiB so). At least
+            # WINDOW_STEP, so that the first chunk's window does not grow dozens of times
+            # (while small enough for the heap, realloc copies it).
+            grown = self.window.shape[0] + max(self.window.shape[0] // 8, WINDOW_STEP)
+            self.window.resize(max(self.window_len + n, grown), refcheck=False)
         self.window[self.window_len : self.window_len + n] = np.frombuffer(data, np.uint8)
         self.window_len += n
 
@@ -448,53 +484,98 @@ class ColumnsWriter:
         (the bytes before are records of the run before, read past)."""
         self._drop(offset)
 
-    def _make_room(self, chunk_bytes: int) -> None:
-        """A segment buffer with room for a chunk of ``chunk_bytes`` of records, the old one
-        freed before the new one is made. Left to itself the demux allocates a buffer of
-        exactly what a chunk needs when the one it is given is short, while the old one
-        still lives: on C (100,000 samples) every chunk a little larger than the largest
-        before held two 190 MB buffers at once. Pages never written cost no memory, so the
-        headroom is free; segments may pass the records' size by the counts and type codes
-        (5 bytes a record per segment: ~1.2x for a sites-only, 41-INFO-field BCF)."""
-        room = chunk_bytes + chunk_bytes // 4 + (1 << 20)
-        if self.scratch[self.turn].shape[0] < room - chunk_bytes // 8:
+    def _make_room(self, need: int, room: int) -> None:
+        """A segment buffer (the turn's) of at least ``need`` bytes: if short, the old one
+        freed before one of ``room`` is made. Left to itself the demux allocates a buffer of
+        exactly what it needs when the one it is given is short, while the old one still
+        lives: on C (100,000 samples) every chunk a little larger than the largest before
+        held two 190 MB buffers at once, when chunks were demuxed whole. Pages never written
+        cost no memory, so the headroom is free."""
+        if self.scratch[self.turn].shape[0] < need:
             self.scratch[self.turn] = np.empty(0, np.uint8)
             self.scratch[self.turn] = np.empty(room, np.uint8)
 
     def _emit(self, offsets: np.ndarray, end: int) -> None:
-        """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``."""
+        """Demux, compress and append the chunk whose records start at ``offsets`` and end at ``end``.
+
+        A chunk of up to WHOLE_CHUNK_MAX_BYTES of records is demuxed whole, in one call, into
+        one segment buffer. A larger one a group of segments at a time (the variant-level
+        columns, then each samples block's FORMAT segments: ~20 MB at 100,000 samples x
+        1,000 variants, against ~200 MB for the whole chunk), each group into the buffer
+        not used by the group before: the pass then holds the chunk's records and two
+        groups' segments, not the records and their segments twice over. Either way a
+        group is compressed while the next is demuxed (or, the chunk's last, while the scan
+        reads the next chunk), and a buffer is reused once the compressions reading it are
+        done. Every segment's bytes are the same either way; the segments are made in
+        another order, and written in the same one (``write_order``)."""
         plan = self.plan
         assert plan is not None
         start = int(offsets[0])
-        overlap = end - start <= OVERLAP_MAX_BYTES
-        if not overlap:
-            self.flush()  # one segment buffer: the previous chunk's must be compressed first
         buf = self._take(start, end)
-        self._make_room(end - start)
-        segs, bounds, err, at = plan.demux(buf, offsets - start, self.scratch[self.turn])
-        if err:
-            raise CorruptBCFError(
-                self.path,
-                f"cannot split the record into columns: {records.ERROR_TEXT[int(err)]}",
-                offset=start + int(at),
-            )
+        rel = offsets - start
+        n = offsets.shape[0]
+        total = n + (self.lead_records if self.lead is not None else 0)
+        chunk_bytes = end - start
+        if chunk_bytes <= WHOLE_CHUNK_MAX_BYTES:
+            # The segments' size, guessed: they may pass the records' by the counts and
+            # type codes (5 bytes a record per segment: ~1.2x for a sites-only, 41-INFO-field
+            # BCF); if short, the demux makes a buffer of its own, kept for the chunks after.
+            guess = chunk_bytes + chunk_bytes // 8 + (1 << 20)
+            groups = [(plan.whole, guess, guess + chunk_bytes // 8)]
+        else:
+            groups = self._group_sizes(buf, rel, start)
+            self.turn = 0  # a chunk of one large group (sites-only) then uses one buffer only
+        futures: dict[int, Future[bytes]] = {}
+        for g, (select, need, room) in enumerate(groups):
+            wait(self.busy[self.turn])  # the compressions still reading this buffer
+            self._make_room(need, room)
+            data = self._demux_group(buf, rel, start, select)
+            if g == 0:
+                self.flush()  # the previous chunk's segments are written before these
+            if self.lead is not None:  # the store's partial chunk, completed by these records
+                data = self._joined(data, n)
+            submitted = {s: self.pool.submit(_encode, (d, *_job(plan.segments[s], total))) for s, d in data.items()}
+            self.busy[self.turn] = list(submitted.values())
+            futures.update(submitted)
+            self.turn = 1 - self.turn
         self._drop(end)  # every byte of the chunk is in its segments now
+        self.lead = None
+        self.in_flight = [(s, futures[s]) for s in plan.write_order]
+
+    def _group_sizes(self, buf: np.ndarray, offsets: np.ndarray, start: int) -> list[tuple[np.ndarray, int, int]]:
+        """A large chunk's groups of segments (the plan's ``groups``), each with the bytes
+        its segments take and the room to make for it (an eighth more: the next chunks'
+        groups are then rarely larger), from the demux's sizes (the records are checked
+        here, before any group is demuxed)."""
+        plan = self.plan
+        assert plan is not None
+        _, bounds, err, at = plan.demux(buf, offsets, None)
+        if err:
+            raise self._corrupt(err, start + at)
+        sizes = np.diff(bounds)
+        groups = []
+        for select in plan.groups:
+            need = int(sizes[select.view(bool)].sum())
+            groups.append((select, need, need + need // 8 + (1 << 20)))
+        return groups
+
+    def _demux_group(
+        self, buf: np.ndarray, offsets: np.ndarray, start: int, select: np.ndarray
+    ) -> dict[int, np.ndarray]:
+        """The segments ``select`` flags, demuxed into the turn's buffer: views of it by segment index."""
+        plan = self.plan
+        assert plan is not None
+        segs, bounds, err, at = plan.demux(buf, offsets, self.scratch[self.turn], select)
+        if err:
+            raise self._corrupt(err, start + at)
         if segs.shape[0] > self.scratch[self.turn].shape[0]:
             self.scratch[self.turn] = segs
-        if overlap:
-            self.turn = 1 - self.turn
-        # The previous chunk's segments (in the other buffer) are written before these start.
-        self.flush()
-        n = offsets.shape[0]
-        data = {s: segs[bounds[s] : bounds[s + 1]] for s in plan.write_order}
-        if self.lead is not None:  # the store's partial chunk, completed by these records
-            data = self._joined(data, n)
-            n += self.lead_records
-        self.in_flight = [
-            (s, self.pool.submit(_encode, (data[s], *_job(plan.segments[s], n)))) for s in plan.write_order
-        ]
-        if not overlap:
-            self.flush()
+        return {int(s): segs[bounds[s] : bounds[s + 1]] for s in np.flatnonzero(select)}
+
+    def _corrupt(self, err: int, offset: int) -> CorruptBCFError:
+        return CorruptBCFError(
+            self.path, f"cannot split the record into columns: {records.ERROR_TEXT[int(err)]}", offset=offset
+        )
 
     def flush(self) -> None:
         """Append the segments still being compressed, in order."""

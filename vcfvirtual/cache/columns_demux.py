@@ -48,7 +48,9 @@ The kernel reads each record byte at most twice: a locate pass walks descriptors
 sample), sizes every segment exactly, then one copy pass moves every value byte once
 (FORMAT blocks are contiguous sub-ranges of a field: one memcpy-like loop per
 record, field and block). Memory: the input chunk, its segments (about the same size)
-and the locate tables (24 bytes per record and field).
+and the locate tables (24 bytes per record and field). A call may write only some of the
+segments (``select``: the columns writer demuxes a large chunk one samples block at a
+time), or none (``scratch`` None: the bounds alone).
 
 Errors are returned as ``(code, byte offset in buf)``, codes from ``vcfvirtual_codec.bcf.records``
 (ERR_UNKNOWN_KEY for a key the slot maps do not cover); no read or write leaves ``buf`` or the

@@ -23,6 +23,7 @@ def demux_chunk(
     samples_chunk_size: int,
     end_key: int,
     gt_slot: int,
-    scratch: npt.NDArray[np.uint8],
+    scratch: npt.NDArray[np.uint8] | None,
+    select: npt.NDArray[np.uint8] | None = None,
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], int, int]: ...
 def gt_block_summary(seg: npt.NDArray[np.uint8], n: int, block_samples: int) -> tuple[int, bool, bool]: ...

@@ -222,27 +222,51 @@ cdef (int64_t, int64_t) locate_records(Chunk* ch, const int64_t* offsets, int64_
 
 
 cdef void copy_fixed(Chunk* ch, const int64_t* offsets, int64_t n, uint8_t* out,
-                     const int64_t* bounds) noexcept nogil:
+                     const int64_t* bounds, const uint8_t* sel) noexcept nogil:
     """CHROM, POS, rlen and QUAL (int32/uint32 columns), ID (a typed column of chars) and
-    the alleles (n_allele[n], lengths, bytes) of the located records."""
+    the alleles (n_allele[n], lengths, bytes) of the located records: those selected
+    (``sel``, one flag per segment; the others have no bytes in ``out``)."""
     cdef B.Bytes buf = ch.buf
-    cdef int64_t k, pos, p, q, i, a, t, c, d
+    cdef int64_t k
+    # A loop per column: each is a few thousand bytes, and a column not selected has no
+    # room in ``out`` to be written to.
+    if sel[C_SEG_CONTIG]:
+        for k in range(n):
+            put_i32(out, bounds[C_SEG_CONTIG] + 4 * k, B.i32(buf, offsets[k] + B.OFF_CHROM))
+    if sel[C_SEG_POSITION]:
+        for k in range(n):
+            put_i32(out, bounds[C_SEG_POSITION] + 4 * k, B.i32(buf, offsets[k] + B.OFF_POS))
+    if sel[C_SEG_RLEN]:
+        for k in range(n):
+            put_i32(out, bounds[C_SEG_RLEN] + 4 * k, ch.rlens[k])
+    if sel[C_SEG_QUAL]:
+        for k in range(n):
+            memcpy(out + bounds[C_SEG_QUAL] + 4 * k, buf + offsets[k] + B.OFF_QUAL, 4)
+    if sel[C_SEG_ID]:
+        copy_ids(ch, n, out, bounds[C_SEG_ID])
+    if sel[C_SEG_ALLELES]:
+        copy_alleles(ch, n, out, bounds[C_SEG_ALLELES])
+
+
+cdef void copy_ids(Chunk* ch, int64_t n, uint8_t* out, int64_t start) noexcept nogil:
+    """The ID segment at ``out[start:]``: a typed column of chars."""
+    cdef B.Bytes buf = ch.buf
+    cdef int64_t k, p = start + 5 * n
     for k in range(n):
-        pos = offsets[k]
-        put_i32(out, bounds[C_SEG_CONTIG] + 4 * k, B.i32(buf, pos + B.OFF_CHROM))
-        put_i32(out, bounds[C_SEG_POSITION] + 4 * k, B.i32(buf, pos + B.OFF_POS))
-        put_i32(out, bounds[C_SEG_RLEN] + 4 * k, ch.rlens[k])
-        memcpy(out + bounds[C_SEG_QUAL] + 4 * k, buf + pos + B.OFF_QUAL, 4)
-    p = bounds[C_SEG_ID] + 5 * n
-    for k in range(n):
-        put_i32(out, bounds[C_SEG_ID] + 4 * k, ch.id_loc[2 * k + 1])
-        out[bounds[C_SEG_ID] + 4 * n + k] = B.BT_CHAR
+        put_i32(out, start + 4 * k, ch.id_loc[2 * k + 1])
+        out[start + 4 * n + k] = B.BT_CHAR
         memcpy(out + p, buf + ch.id_loc[2 * k], ch.id_loc[2 * k + 1])
         p += ch.id_loc[2 * k + 1]
-    q = bounds[C_SEG_ALLELES] + 4 * n  # lengths
-    p = q + 4 * ch.total_alleles  # bytes
+
+
+cdef void copy_alleles(Chunk* ch, int64_t n, uint8_t* out, int64_t start) noexcept nogil:
+    """The alleles segment at ``out[start:]``: n_allele[n], each allele's length, the bytes."""
+    cdef B.Bytes buf = ch.buf
+    cdef int64_t k, i, a, t, c, d
+    cdef int64_t q = start + 4 * n  # lengths
+    cdef int64_t p = q + 4 * ch.total_alleles  # bytes
     for k in range(n):
-        put_i32(out, bounds[C_SEG_ALLELES] + 4 * k, ch.allele_loc[2 * k + 1])
+        put_i32(out, start + 4 * k, ch.allele_loc[2 * k + 1])
         i = ch.allele_loc[2 * k]
         for a in range(ch.allele_loc[2 * k + 1]):
             t, c, d = B.typed_descriptor(buf, i, ch.buf_len)
@@ -299,19 +323,25 @@ cdef inline void shifted_copy(const uint8_t* src, uint8_t* dst, int64_t m, uint8
 
 
 cdef void copy_columns(Chunk* ch, int64_t n, uint8_t* out, int64_t out_len, const int64_t* bounds,
-                       int64_t gt_slot) noexcept nogil:
-    """FILTER, each INFO key and each FORMAT key's samples blocks: typed columns."""
+                       int64_t gt_slot, const uint8_t* sel) noexcept nogil:
+    """FILTER, each INFO key and each FORMAT key's samples blocks: typed columns, those
+    selected (``sel``, one flag per segment)."""
     cdef int64_t s, f, b, s0, s1, info_w = max(ch.n_info, 1), fmt_w = max(ch.n_fmt, 1)
-    typed_column(ch.buf, ch.buf_len, out, out_len, bounds[C_SEG_FILTER], ch.filt_loc, n, 3, 0, 1, False, False)
+    if sel[C_SEG_FILTER]:
+        typed_column(ch.buf, ch.buf_len, out, out_len, bounds[C_SEG_FILTER], ch.filt_loc, n, 3, 0, 1, False, False)
     for s in range(ch.n_info):
-        typed_column(ch.buf, ch.buf_len, out, out_len, bounds[C_N_FIXED_SEGMENTS + s], ch.info_loc + 3 * s,
-                     n, 3 * info_w, 0, 1, False, False)
+        if sel[C_N_FIXED_SEGMENTS + s]:
+            typed_column(ch.buf, ch.buf_len, out, out_len, bounds[C_N_FIXED_SEGMENTS + s], ch.info_loc + 3 * s,
+                         n, 3 * info_w, 0, 1, False, False)
     for f in range(ch.n_fmt):
         for b in range(ch.nb):
+            s = C_N_FIXED_SEGMENTS + ch.n_info + f * ch.nb + b
+            if not sel[s]:
+                continue
             s0 = b * ch.samples_chunk_size
             s1 = min(s0 + ch.samples_chunk_size, ch.n_samples)
-            typed_column(ch.buf, ch.buf_len, out, out_len, bounds[C_N_FIXED_SEGMENTS + ch.n_info + f * ch.nb + b],
-                         ch.fmt_loc + 3 * f, n, 3 * fmt_w, s0, s1, True, f == gt_slot)
+            typed_column(ch.buf, ch.buf_len, out, out_len, bounds[s], ch.fmt_loc + 3 * f, n, 3 * fmt_w, s0, s1,
+                         True, f == gt_slot)
 
 
 def demux_chunk(
@@ -326,6 +356,7 @@ def demux_chunk(
     int64_t end_key,
     int64_t gt_slot,
     scratch,
+    select=None,
 ):
     """Segments of one chunk: returns (out uint8, bounds int64, error code, error offset).
 
@@ -334,7 +365,15 @@ def demux_chunk(
     slots; ``gt_slot``: FORMAT slot of GT, whose int8 values are stored minus GT_SHIFT
     (-1: none). ``scratch``: a uint8 buffer reused for ``out`` when it is large enough
     (``out`` is then a view of it, valid until the caller reuses it): an index pass that
-    allocates each chunk's output afresh pays a page fault per 4 KiB of it."""
+    allocates each chunk's output afresh pays a page fault per 4 KiB of it; ``None``:
+    locate and size only, ``out`` empty and ``bounds`` every segment's as if all were
+    written (the caller sizes its buffers by them).
+
+    ``select`` (uint8, one flag per segment; ``None``: all): only the segments flagged are
+    written; the others are empty in ``bounds``. A selected segment's bytes are the same
+    whatever else is selected, so a chunk can be demuxed a few segments at a time (the
+    columns writer, one samples block at a time), each call locating every record again:
+    a corrupt record is reported by every call, whatever it selects."""
     cdef int64_t n = offsets.shape[0]
     if samples_chunk_size < 1:  # no block width to cut samples by
         return np.zeros(0, np.uint8), np.zeros(1, np.int64), B.ERR_SHAPE, 0
@@ -342,6 +381,10 @@ def demux_chunk(
         return np.zeros(0, np.uint8), np.zeros(1, np.int64), B.ERR_SHAPE, 0
     cdef int64_t nb = max(1, (n_samples + samples_chunk_size - 1) // samples_chunk_size)
     cdef int64_t n_seg = C_N_FIXED_SEGMENTS + n_info + n_fmt * nb
+    select_array = np.ones(n_seg, np.uint8) if select is None else np.ascontiguousarray(select, np.uint8)
+    if select_array.ndim != 1 or select_array.shape[0] != n_seg:  # not one flag per segment
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64), B.ERR_SHAPE, 0
+    cdef const uint8_t[::1] sel = select_array
     empty = np.zeros(0, np.uint8)
     bounds_array = np.zeros(n_seg + 1, np.int64)
     sizes_array = np.zeros(n_seg, np.int64)
@@ -384,16 +427,20 @@ def demux_chunk(
     sizes[C_SEG_ALLELES] += 4 * n + 4 * ch.total_alleles
     for s in range(C_SEG_FILTER, n_seg):
         sizes[s] += 5 * n
+    if scratch is None:  # sizes only
+        for s in range(n_seg):
+            bounds[s + 1] = bounds[s] + sizes[s]
+        return empty, bounds_array, B.OK, 0
     for s in range(n_seg):
-        bounds[s + 1] = bounds[s] + sizes[s]
+        bounds[s + 1] = bounds[s] + (sizes[s] if sel[s] else 0)
     cdef int64_t total = bounds[n_seg]
     out_array = scratch[:total] if scratch.shape[0] >= total else np.empty(total, np.uint8)
     cdef uint8_t[::1] out = out_array
     cdef uint8_t* o = &out[0] if total else NULL
     if n:
         with nogil:
-            copy_fixed(&ch, offs, n, o, &bounds[0])
-            copy_columns(&ch, n, o, total, &bounds[0], gt_slot)
+            copy_fixed(&ch, offs, n, o, &bounds[0], &sel[0])
+            copy_columns(&ch, n, o, total, &bounds[0], gt_slot, &sel[0])
     return out_array, bounds_array, B.OK, 0
 
 

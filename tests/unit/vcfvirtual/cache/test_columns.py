@@ -21,7 +21,7 @@ from vcfvirtual_codec import spec as codec_spec
 import vcfvirtual
 from vcfvirtual.cache import columns
 from vcfvirtual.cache.base import SerialSource
-from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, ColumnsLayout
+from vcfvirtual.cache.columns import FLAG_GT_ALL_PHASED, FLAG_GT_NONE_PHASED, ColumnsLayout, ColumnsWriter
 from vcfvirtual.errors import VcfVirtualError
 from vcfvirtual.io import outputs
 from vcfvirtual.io.fingerprint import Fingerprint
@@ -162,9 +162,10 @@ def test_segments_read_back_as_bio2zarr(tmp_path, case, samples_chunk_size):
     check_segments(tmp_path, case, samples_chunk_size)
 
 
-def test_segments_read_back_without_overlap(tmp_path, monkeypatch):
-    """Chunks too big to compress while the next is demuxed take the one-buffer path."""
-    monkeypatch.setattr(columns, "OVERLAP_MAX_BYTES", 0)
+def test_segments_read_back_demuxed_by_samples_block(tmp_path, monkeypatch):
+    """Chunks too big to demux whole are demuxed a group of segments at a time (the
+    variant-level columns, then each samples block): the same segments."""
+    monkeypatch.setattr(columns, "WHOLE_CHUNK_MAX_BYTES", 0)
     check_segments(tmp_path, "cohort", 2)
 
 
@@ -497,6 +498,84 @@ def test_demux_kernel_refuses_what_it_cannot_cut(tmp_path):
     assert run(buf=buf[:-3])[2] == records.ERR_TRAILING
     assert run(scs=0)[2] == records.ERR_SHAPE
     assert run(fmt_slot=np.full_like(fmt_slot, -1))[2] == records.ERR_UNKNOWN_KEY
+
+
+def test_demux_kernel_writes_only_the_segments_selected(tmp_path):
+    """A chunk demuxed a few segments at a time gives each segment the bytes it has when the
+    chunk is demuxed whole (whose bytes test_segments_read_back_as_bio2zarr checks against
+    bio2zarr): any selection, the segments not selected empty; without a buffer, the
+    bounds of the whole chunk and no bytes; a corrupt record is refused whatever is
+    selected; a selection of another length is refused."""
+    from vcfvirtual_codec.bcf import records
+
+    from vcfvirtual.bcf.header import parse_header_text
+    from vcfvirtual.cache import columns_demux as demux
+
+    bcf = bcfdata.fuzz_bcf(tmp_path / "f.bcf")  # INFO and FORMAT fields of several types
+    data, offsets, start = _one_chunk(bcf)
+    header = parse_header_text(data[9 : start - 1].tobytes(), str(bcf), 0)
+    slots = demux.slot_maps([f.key for f in header.info], [f.key for f in header.formats])
+    n_info, n_fmt, n_samples, scs = len(header.info), len(header.formats), 3, 2
+    buf = data[start:]
+    n_seg = demux.N_FIXED_SEGMENTS + n_info + n_fmt * 2
+
+    def run(scratch, select=None, buf=buf):
+        return demux.demux_chunk(buf, offsets, *slots, n_info, n_fmt, n_samples, scs, -1, 0, scratch, select)
+
+    whole, bounds, err, _ = run(np.empty(0, np.uint8))
+    assert err == records.OK
+    segments = [whole[bounds[s] : bounds[s + 1]].tobytes() for s in range(n_seg)]
+    assert all(segments)
+    rng = np.random.default_rng(7)
+    selections = [np.eye(n_seg, dtype=np.uint8)[s] for s in range(n_seg)]
+    selections += [rng.integers(0, 2, n_seg).astype(np.uint8) for _ in range(8)]
+    for select in selections:
+        scratch = np.full(len(whole), 0xAA, np.uint8)  # reused: no byte of an earlier call shows
+        out, part_bounds, err, _ = run(scratch, select)
+        assert err == records.OK
+        for s in range(n_seg):
+            got = out[part_bounds[s] : part_bounds[s + 1]].tobytes()
+            assert got == (segments[s] if select[s] else b""), s
+    sizes_only, size_bounds, err, _ = run(None)
+    assert err == records.OK and sizes_only.shape == (0,) and np.array_equal(size_bounds, bounds)
+    last_block = np.zeros(n_seg, np.uint8)
+    last_block[-1] = 1
+    assert run(None, last_block, buf=buf[:-3])[2] == records.ERR_TRAILING
+    assert run(np.empty(0, np.uint8), last_block, buf=buf[:-3])[2] == records.ERR_TRAILING
+    assert run(np.empty(0, np.uint8), np.ones(n_seg + 1, np.uint8))[2] == records.ERR_SHAPE
+
+
+@pytest.mark.parametrize("by_block", [False, True], ids=["whole", "by-block"])
+def test_a_record_the_demux_refuses_is_one_error_before_its_chunk_is_written(tmp_path, monkeypatch, by_block):
+    """A record the scan let through but the demux cannot cut (its sample count is not the
+    header's): one CorruptBCFError naming the file and the record's stream offset, raised
+    before any segment of its chunk is written, whether the chunk is demuxed whole or a
+    samples block at a time (the records are fed to the writer as a scan would)."""
+    import io
+
+    from vcfvirtual.bcf.header import parse_header_text
+    from vcfvirtual.errors import CorruptBCFError
+
+    if by_block:
+        monkeypatch.setattr(columns, "WHOLE_CHUNK_MAX_BYTES", 0)
+    bcf = bcfdata.fuzz_bcf(tmp_path / "f.bcf")  # six records of three samples
+    data, offsets, start = _one_chunk(bcf)
+    data = data.copy()
+    bad = start + int(offsets[5])  # in the second chunk (of four records each), with FORMAT fields
+    data[bad + 28] = 4  # n_sample: the low 24 bits of the u32 at byte 28 of a record
+    header = parse_header_text(data[9 : start - 1].tobytes(), str(bcf), start)
+    writer = ColumnsWriter(io.BytesIO(), str(bcf), ColumnsLayout(2), threads=1)
+    try:
+        writer.add_block(None, data.tobytes())
+        writer.header_parsed(header, 4)
+        writer.records_scanned(offsets + start)
+        with pytest.raises(CorruptBCFError, match="sample") as info:
+            writer.scanned_to(data.shape[0])
+            writer.close(data.shape[0])
+    finally:
+        writer.pool.shutdown()
+    assert info.value.offset == bad and str(bcf) in str(info.value)
+    assert all(len(r) <= 1 for r in writer.ranges)  # the first chunk's segments at most
 
 
 def test_gt_summary_of_a_segment_shorter_than_its_counts_claims_nothing():
