@@ -174,12 +174,17 @@ class MasksFromGenotypes(MutableMapping[str, bytes]):
 
     def __getitem__(self, key: str) -> bytes:
         try:
-            return self._references[key]
+            value = self._references[key]
         except KeyError:
-            genotype = _genotype_key(key)
-            if genotype is None:
-                raise
-            return self._references[genotype]
+            value = None
+        # fsspec reads a Parquet reference that is absent as ``[nan]`` when pandas parses
+        # the file with pyarrow, and its mapper then returns ``{}``, not a KeyError.
+        if isinstance(value, bytes | bytearray | memoryview):
+            return value
+        genotype = _genotype_key(key)
+        if genotype is None:
+            raise KeyError(key)
+        return self._references[genotype]
 
     def __contains__(self, key: object) -> bool:
         if key in self._references:

@@ -752,6 +752,15 @@ class ColumnsLayout(ChunkBounds):
             except BrokenExecutor as e:
                 broken = e
                 continue
+            except BaseException:
+                # The run is given up (the caller may run it again, counted another way,
+                # into the same folder): none of its tasks may still be writing a part then.
+                # A task left running truncated a part the second run had written (a CSI
+                # index that counted wrong, test_parallel).
+                for pending in futures:
+                    pending.cancel()
+                wait(futures)
+                raise
             bar.update(futures[future].n_records)
         return broken
 
