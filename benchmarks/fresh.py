@@ -444,6 +444,32 @@ class Row:
         return f"DIFFER ours {sorted(ours)} theirs {sorted(theirs)}"
 
 
+def measure_pairs(rows: list[Row], pairs: int, prime_gb: float) -> None:
+    """Every row's ``pairs`` pairs, row after row within a pair; ours first in odd pairs,
+    theirs first in even ones, ``prime_gb`` GB primed before each timed process."""
+    for i in range(pairs):
+        for row in rows:
+            row.measure(int(prime_gb * 1e9), theirs_first=i % 2 == 1)
+            print(f"  pair {i + 1}: {row.label} vs {row.theirs_name}", file=sys.stderr)
+
+
+def how_measured(pairs: int, prime_gb: float) -> str:
+    """The title's account of :func:`measure_pairs` and of the machine's load now."""
+    load = os.getloadavg()
+    return (
+        f"medians of {pairs} fresh-process pairs (ours first in odd pairs, theirs first in even ones; {prime_gb:g} GB "
+        f"of memory touched by a throwaway process before each); ratios ours / theirs; load {load[0]:.1f} "
+        f"{load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores"
+    )
+
+
+def print_table(text: str, output: Path | None) -> None:
+    """Print the table, and write it to ``output`` too when given."""
+    print(text)
+    if output:
+        output.write_text(text + "\n")
+
+
 def _s(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -562,24 +588,14 @@ def main(argv: list[str] | None = None) -> None:
             cmd = [str(BIN / "vcfvirtual"), "relocate", "--no-check", str(served), f"{server.url}/{name}"]
             subprocess.run(cmd, check=True, capture_output=True)
         rows = build_rows(args, refs, theirs, args.bcf, server)
-        for i in range(args.pairs):
-            for row in rows:
-                row.measure(int(args.prime_gb * 1e9), theirs_first=i % 2 == 1)
-                print(f"  pair {i + 1}: {row.label} vs {row.theirs_name}", file=sys.stderr)
+        measure_pairs(rows, args.pairs, args.prime_gb)
     finally:
         if server is not None:
             server.stop()
-    load = os.getloadavg()
     title = (
-        f"{args.bcf.name}: medians of {args.pairs} fresh-process pairs (ours first in odd pairs, theirs first in "
-        f"even ones; {args.prime_gb:g} GB of memory touched by a throwaway process before each); ratios ours / theirs; "
-        f"load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores; warm = the same read again "
-        "in the same process"
+        f"{args.bcf.name}: {how_measured(args.pairs, args.prime_gb)}; warm = the same read again in the same process"
     )
-    text = markdown(rows, title)
-    print(text)
-    if args.output:
-        args.output.write_text(text + "\n")
+    print_table(markdown(rows, title), args.output)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,20 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fresh import HERE, Row, Run, compile_bytecode, markdown, our_store, run_read, their_store, timed_process  # noqa: E402
+from fresh import (  # noqa: E402
+    HERE,
+    Row,
+    Run,
+    compile_bytecode,
+    how_measured,
+    markdown,
+    measure_pairs,
+    our_store,
+    print_table,
+    run_read,
+    their_store,
+    timed_process,
+)
 
 # (name, Number, Type, how many such fields); with AF (Number=A Float) 41 in all.
 FIELD_KINDS = [
@@ -177,20 +190,12 @@ def main(argv: list[str] | None = None) -> None:
                 lambda: run_read("info", "dir", theirs, extra),
             )
         )
-    for i in range(args.pairs):
-        for row in rows:
-            row.measure(int(args.prime_gb * 1e9), theirs_first=i % 2 == 1)
-            print(f"  pair {i + 1}: {row.label} vs {row.theirs_name}", file=sys.stderr)
+    measure_pairs(rows, args.pairs, args.prime_gb)
     n_sites = rows[0].runs[0][1].rows
-    load = os.getloadavg()
     title = (
-        f"{bcf.name}: {n_sites:,} sites, {len(field_names())} INFO fields; medians of {args.pairs} fresh-process "
-        f"pairs; load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores"
+        f"{bcf.name}: {n_sites:,} sites, {len(field_names())} INFO fields; {how_measured(args.pairs, args.prime_gb)}"
     )
-    text = markdown(rows, title)
-    print(text)
-    if args.output:
-        args.output.write_text(text + "\n")
+    print_table(markdown(rows, title), args.output)
 
 
 if __name__ == "__main__":
