@@ -152,15 +152,24 @@ def reference_all_false_masks(references: Any) -> None:
     Kerchunk JSON's references (a dict); Parquet's go through :class:`MasksFromGenotypes`."""
     if not isinstance(references, dict):
         return
-    for key in [k for k in references if k.startswith(GENOTYPE) and not k[len(GENOTYPE) :].startswith(".")]:
-        references.setdefault(MASK + key[len(GENOTYPE) :], references[key])
+    for key in list(references):
+        chunk = _chunk_of(key, GENOTYPE)
+        if chunk is not None:
+            references.setdefault(MASK + chunk, references[key])
+
+
+def _chunk_of(key: str, array: str) -> str | None:
+    """The chunk's name (``1.0.0``) of a chunk key of ``array`` (its prefix, ``name/``),
+    or None: another array's key, or metadata (``.zarray``)."""
+    if key.startswith(array) and not key[len(array) :].startswith("."):
+        return key[len(array) :]
+    return None
 
 
 def _genotype_key(key: str) -> str | None:
     """call_genotype's chunk key for a call_genotype_mask chunk key (not its metadata)."""
-    if key.startswith(MASK) and not key[len(MASK) :].startswith("."):
-        return GENOTYPE + key[len(MASK) :]
-    return None
+    chunk = _chunk_of(key, MASK)
+    return None if chunk is None else GENOTYPE + chunk
 
 
 class MasksFromGenotypes(MutableMapping[str, bytes]):
