@@ -182,7 +182,7 @@ async def _fingerprints(fs: Any, objects: list[_Object]) -> list[Fingerprint | V
     data = iter(await asyncio.gather(*requests, return_exceptions=True))
     found: list[Fingerprint | VcfVirtualError] = []
     for o, info, span, digest in zip(objects, infos, spans, known):
-        got = [next(data) for _ in span]
+        got: list[object] = [next(data) for _ in span]
         found.append(_fingerprint_of(o.url, info, span, got, o.kind) if digest is None else _known(info, digest, o))
         _remember(o, info, found[-1])
     return found
