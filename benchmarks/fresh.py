@@ -277,8 +277,9 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args) -> None:  # noqa: A002 - http.server's name
         pass
 
-    def _answer(self) -> tuple[int, bytes, dict[str, str]]:
-        """(status, body, headers) of the request's file, or of its byte range."""
+    def _answer(self, body_too: bool) -> tuple[int, bytes, dict[str, str]]:
+        """(status, body, headers) of the request's file, or of its byte range; the body
+        read only when ``body_too`` (a HEAD of a 48 MB cache part read it all: 57 ms)."""
         path = self.translate_path(self.path)
         if not os.path.isfile(path):
             return 404, b"", {}
@@ -298,14 +299,17 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
             if start >= size:
                 return 416, b"", {"Content-Range": f"bytes */{size}"}
             status, headers["Content-Range"] = 206, f"bytes {start}-{end}/{size}"
+        headers["Content-Length"] = str(end - start + 1)
+        if not body_too:
+            return status, b"", headers
         with open(path, "rb") as f:
             f.seek(start)
             return status, f.read(end - start + 1), headers
 
     def _reply(self, body_too: bool) -> None:
-        status, body, headers = self._answer()
+        status, body, headers = self._answer(body_too)
         headers |= {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}
-        headers["Content-Length"] = str(len(body))
+        headers.setdefault("Content-Length", str(len(body)))
         lines = [f"{self.protocol_version} {status} {self.responses[status][0]}"]
         lines += [f"{key}: {value}" for key, value in headers.items()]
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
