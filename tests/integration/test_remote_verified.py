@@ -16,6 +16,8 @@ import zarr
 import vcfvirtual
 from vcfvirtual.errors import StaleCacheError
 from vcfvirtual.io import remote, user_cache
+from vcfvirtual.refs import verdicts
+from vcfvirtual.refs.relocate import relocate_file
 
 from .. import bcfdata
 from .test_remote_read import RangeHandler, Server
@@ -81,6 +83,22 @@ def test_a_cache_verified_at_this_version_is_not_sampled_again(served_store, sma
         vcfvirtual.open_store(refs, cache_url=base)
         assert stats == {}  # one HEAD (not counted), no window
         assert positions(refs, base) == htslib_positions(small_bcf)
+    finally:
+        server.shutdown()
+
+
+def test_references_read_by_url_have_their_verdict_kept(served_store, small_bcf, tmp_path, monkeypatch):
+    refs, serve = served_store
+    server, part, base, _ = serve(VersionedHandler)
+    try:
+        relocate_file(refs, base, part.parent.parent / "c.vcz.json")
+        calls = []
+        found = verdicts.reference_verdict
+        monkeypatch.setattr(verdicts, "reference_verdict", lambda *a, **k: calls.append(a[1]) or found(*a, **k))
+        for _ in range(2):
+            group = zarr.open_group(vcfvirtual.open_store(base + "c.vcz.json"), mode="r", zarr_format=2)
+            assert group["variant_position"][:].tolist() == htslib_positions(small_bcf)
+        assert calls == [base + "c.vcz.json"]  # the second open took the verdict on the same bytes
     finally:
         server.shutdown()
 

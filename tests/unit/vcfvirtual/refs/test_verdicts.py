@@ -247,3 +247,19 @@ def test_the_checking_modules_are_every_module_a_check_imports(store):
     imported = {os.path.realpath(line) for line in run.stdout.splitlines()}
     kept = {os.path.realpath(f) for f in verdicts.checking_files() if f is not None}
     assert imported and imported <= kept, sorted(imported - kept)
+
+
+def test_an_open_taking_the_verdict_imports_no_header_parser(store):
+    """The full check's own modules (the header parser, the field map) stay unimported."""
+    _, refs_path = store
+    script = (
+        "import sys, vcfvirtual\n"
+        f"vcfvirtual.open_store({str(refs_path)!r})\n"
+        "print(sorted(m for m in ('vcfvirtual.bcf.header', 'vcfvirtual.bcf.fields', 'pysam') if m in sys.modules))\n"
+    )
+    env = {**os.environ, user_cache.ENV: str(refs_path.parent / "fresh-cache")}
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env).stdout
+        for _ in range(2)
+    ]
+    assert runs == ["['pysam', 'vcfvirtual.bcf.fields', 'vcfvirtual.bcf.header']\n", "[]\n"]
