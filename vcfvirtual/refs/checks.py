@@ -357,11 +357,21 @@ class ReferenceVerdict:
     def from_json(cls, d: dict[str, Any]) -> ReferenceVerdict:
         """The verdict :meth:`to_json` wrote; anything of another shape raises (KeyError,
         TypeError, ValueError)."""
-        inline = tuple((str(name), str(leaf)) for name, leaf in d["inline"])
-        masks, warnings = d["omitted_masks"], d["header_warnings"]
-        if not all(isinstance(x, str) for x in (*masks, *warnings)):
+        inline, masks, warnings = d["inline"], d["omitted_masks"], d["header_warnings"]
+        if not all(isinstance(x, list) and len(x) == 2 for x in inline):
+            raise ValueError("inline chunks are not (array, key) pairs")
+        if not all(isinstance(x, str) for x in (*masks, *warnings, *(y for x in inline for y in x))):
             raise ValueError("not strings")
-        return cls(inline, tuple(masks), tuple(warnings))
+        return cls(tuple((name, leaf) for name, leaf in inline), tuple(masks), tuple(warnings))
+
+    def fits(self, refs: KerchunkRefs) -> bool:
+        """Whether what this verdict names is in ``refs`` (the references its key says it
+        was found on): each inline chunk a header array's, the genotype arrays there when
+        mask chunks are left out. A kept verdict that does not is not used."""
+        keys = refs["refs"]
+        inline = all(name in arrays.PLAIN_ARRAYS and f"{name}/{leaf}" in keys for name, leaf in self.inline)
+        masks = not self.omitted_masks or (f"{MASK}/.zarray" in keys and f"{GENOTYPE}/.zarray" in keys)
+        return inline and masks
 
 
 def reference_verdict(

@@ -153,7 +153,7 @@ def check_references_once(
     UntrustedReferenceError
         As ``check_references``."""
     verdict = load(key) if key is not None else None
-    if verdict is None:
+    if verdict is None or not verdict.fits(refs):
         verdict = reference_verdict(refs, refs_path, cache)
         if key is not None:
             store(key, verdict)

@@ -167,11 +167,14 @@ def test_a_damaged_or_foreign_entry_is_ignored(store, full_checks, cache_dir):
         json.dumps({**good, "key": "0" * 64}),
         json.dumps({**good, "verdict": {"inline": 3}}),
         json.dumps({**good, "verdict": {**good["verdict"], "omitted_masks": [1]}}),
+        json.dumps({**good, "verdict": {**good["verdict"], "inline": ["ab"]}}),
+        json.dumps({**good, "verdict": {**good["verdict"], "inline": [["variant_position", "0"]]}}),
+        json.dumps({**good, "verdict": {**good["verdict"], "inline": [["sample_id", "9"]]}}),
     ):
         entry.write_text(damage)
         checks._parsed_header.cache_clear()
         assert positions_and_genotypes(refs_path) == htslib_positions_and_genotypes(bcf)
-    assert len(full_checks) == 6  # each damaged entry: checked in full (and kept again)
+    assert len(full_checks) == 9  # each damaged entry: checked in full (and kept again)
     assert json.loads(entry.read_text()) == good
 
 
