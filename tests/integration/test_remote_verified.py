@@ -47,20 +47,25 @@ def serving(tmp_path, handler):
 
 @pytest.fixture
 def served_store(small_bcf, tmp_path, monkeypatch):
-    """(refs, serve): serve(handler) serves the cache with ``handler``, giving (server,
-    the served cache part, base URL, request counts)."""
+    """(refs, serve): serve(handler) serves the cache with ``handler`` until the test
+    ends, giving (the served cache part, base URL, request counts)."""
     monkeypatch.setenv(user_cache.ENV, str(tmp_path / "user-cache"))
     refs, cache = tmp_path / "c.vcz.json", tmp_path / "c.cache"
     vcfvirtual.index(small_bcf, refs_path=refs, cache_path=cache, variants_chunk_size=3, progress=False)
 
+    servers = []
+
     def serve(handler):
         server, served, base, stats = serving(tmp_path / handler.__name__, handler)
+        servers.append(server)
         part = served / cache.name / "part-000000"
         part.parent.mkdir(parents=True)
         part.write_bytes(bcfdata.cache_file(cache).read_bytes())
-        return server, part, base, stats
+        return part, base, stats
 
-    return refs, serve
+    yield refs, serve
+    for server in servers:
+        server.shutdown()
 
 
 def positions(refs, base) -> list[int]:
@@ -75,62 +80,50 @@ def htslib_positions(bcf) -> list[int]:
 
 def test_a_cache_verified_at_this_version_is_not_sampled_again(served_store, small_bcf, tmp_path):
     refs, serve = served_store
-    server, _, base, stats = serve(VersionedHandler)
-    try:
-        vcfvirtual.open_store(refs, cache_url=base)
-        assert stats.get(206, 0) >= 1  # the windows (a small file: one, itself)
-        stats.clear()
-        vcfvirtual.open_store(refs, cache_url=base)
-        assert stats == {}  # one HEAD (not counted), no window
-        assert positions(refs, base) == htslib_positions(small_bcf)
-    finally:
-        server.shutdown()
+    _, base, stats = serve(VersionedHandler)
+    vcfvirtual.open_store(refs, cache_url=base)
+    assert stats.get(206, 0) >= 1  # the windows (a small file: one, itself)
+    stats.clear()
+    vcfvirtual.open_store(refs, cache_url=base)
+    assert stats == {}  # one HEAD (not counted), no window
+    assert positions(refs, base) == htslib_positions(small_bcf)
 
 
 def test_references_read_by_url_have_their_verdict_kept(served_store, small_bcf, tmp_path, monkeypatch):
     refs, serve = served_store
-    server, part, base, _ = serve(VersionedHandler)
-    try:
-        relocate_file(refs, base, part.parent.parent / "c.vcz.json")
-        calls = []
-        found = verdicts.reference_verdict
-        monkeypatch.setattr(verdicts, "reference_verdict", lambda *a, **k: calls.append(a[1]) or found(*a, **k))
-        for _ in range(2):
-            group = zarr.open_group(vcfvirtual.open_store(base + "c.vcz.json"), mode="r", zarr_format=2)
-            assert group["variant_position"][:].tolist() == htslib_positions(small_bcf)
-        assert calls == [base + "c.vcz.json"]  # the second open took the verdict on the same bytes
-    finally:
-        server.shutdown()
+    part, base, _ = serve(VersionedHandler)
+    relocate_file(refs, base, part.parent.parent / "c.vcz.json")
+    calls = []
+    found = verdicts.reference_verdict
+    monkeypatch.setattr(verdicts, "reference_verdict", lambda *a, **k: calls.append(a[1]) or found(*a, **k))
+    for _ in range(2):
+        group = zarr.open_group(vcfvirtual.open_store(base + "c.vcz.json"), mode="r", zarr_format=2)
+        assert group["variant_position"][:].tolist() == htslib_positions(small_bcf)
+    assert calls == [base + "c.vcz.json"]  # the second open took the verdict on the same bytes
 
 
 def test_a_rewritten_cache_is_sampled_again_and_refused(served_store, tmp_path):
     refs, serve = served_store
-    server, part, base, stats = serve(VersionedHandler)
-    try:
+    part, base, stats = serve(VersionedHandler)
+    vcfvirtual.open_store(refs, cache_url=base)
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # the same size, other bytes, a later mtime: a new ETag
+    part.write_bytes(bytes(data))
+    st = part.stat()
+    os.utime(part, (st.st_atime, st.st_mtime + 10))
+    stats.clear()
+    with pytest.raises(StaleCacheError, match="sampled hash differs"):
         vcfvirtual.open_store(refs, cache_url=base)
-        data = bytearray(part.read_bytes())
-        data[len(data) // 2] ^= 0xFF  # the same size, other bytes, a later mtime: a new ETag
-        part.write_bytes(bytes(data))
-        st = part.stat()
-        os.utime(part, (st.st_atime, st.st_mtime + 10))
-        stats.clear()
-        with pytest.raises(StaleCacheError, match="sampled hash differs"):
-            vcfvirtual.open_store(refs, cache_url=base)
-        assert stats.get(206, 0) >= 1
-    finally:
-        server.shutdown()
+    assert stats.get(206, 0) >= 1
 
 
 def test_a_server_naming_no_version_has_the_cache_sampled_at_every_open(served_store, tmp_path):
     refs, serve = served_store
-    server, _, base, stats = serve(RangeHandler)
-    try:
-        for _ in range(2):
-            stats.clear()
-            vcfvirtual.open_store(refs, cache_url=base)
-            assert stats.get(206, 0) >= 1
-    finally:
-        server.shutdown()
+    _, base, stats = serve(RangeHandler)
+    for _ in range(2):
+        stats.clear()
+        vcfvirtual.open_store(refs, cache_url=base)
+        assert stats.get(206, 0) >= 1
 
 
 def test_an_s3_object_rewritten_at_the_same_size_is_refused(small_bcf, tmp_path, s3_bucket, monkeypatch):

@@ -26,13 +26,9 @@ from .... import bcfdata
 
 
 @pytest.fixture(autouse=True)
-def cache_dir(tmp_path, monkeypatch):
-    """Each test its own folder, and no header parsed earlier in this process."""
-    folder = tmp_path / "user-cache"
-    monkeypatch.setenv(user_cache.ENV, str(folder))
-    checks._parsed_header.cache_clear()
-    yield folder / "verdicts"
-    checks._parsed_header.cache_clear()
+def cache_dir(user_cache_root):
+    """Each test its own folder (conftest.py), whose ``verdicts/`` this is."""
+    return user_cache_root / "verdicts"
 
 
 # Diploid calls in four samples, blocks of 4 records x 2 samples: every call of the first
