@@ -111,7 +111,7 @@ def fingerprints(
     With ``expected`` (the digest the caller will compare each with), an object this user
     verified before at the size and version (ETag, else Last-Modified) the first round
     gives has its windows skipped: its fingerprint is the digest verified then
-    (:func:`remembered_digest`). An object whose server names no version is always read."""
+    (:func:`_remembered_digest`). An object whose server names no version is always read."""
     kinds = list(kinds) if kinds is not None else [DIGEST] * len(urls)
     wanted = list(expected) if expected is not None else [None] * len(urls)
     try:
@@ -207,7 +207,7 @@ def object_version(info: object) -> str | None:
     return None
 
 
-def remembered_digest(obj: _Object, size: int, version: str) -> str | None:
+def _remembered_digest(obj: _Object, size: int, version: str) -> str | None:
     """The sampled digest verified for ``obj`` at ``size`` and ``version`` by an earlier
     open of this user's (``remote/`` of the user's cache folder), or None."""
     key = obj.memo_key(size, version)
@@ -222,7 +222,7 @@ def _remembered(obj: _Object, info: object) -> str | None:
     size, version = _size(info), object_version(info)
     if obj.expected is None or size is None or version is None:
         return None
-    digest = remembered_digest(obj, size, version)
+    digest = _remembered_digest(obj, size, version)
     return digest if digest == obj.expected else None
 
 
@@ -239,7 +239,7 @@ def _remember(obj: _Object, info: object, found: Fingerprint | VcfVirtualError) 
     if not isinstance(found, Fingerprint) or version is None or obj.expected is None or found.digest != obj.expected:
         return
     key = obj.memo_key(found.size, version)
-    if remembered_digest(obj, found.size, version) != found.digest:
+    if _remembered_digest(obj, found.size, version) != found.digest:
         user_cache.write_entry(
             user_cache.folder("remote") / f"{key}.json",
             {"format": VERIFIED_FORMAT, "key": key, "digest": found.digest},
