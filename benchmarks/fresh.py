@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import email.utils
 import http.server
 import json
 import os
@@ -265,6 +266,8 @@ def histogram_checksum(counts: list[int]) -> str:
 class RangeHandler(http.server.SimpleHTTPRequestHandler):
     """Files of the served folder with single-range ``Range: bytes=a-b`` requests answered
     (206), as object stores and web servers answer them; http.server alone ignores Range.
+    Every answer names the file's version as nginx does (``Last-Modified``, and an ``ETag``
+    of its mtime and size), which a reader may use to skip what it verified before.
     Keep-alive (HTTP/1.1) and each response in one write with Nagle off, as a real server
     answers: otherwise every request waits out a delayed ACK (~40 ms) on loopback."""
 
@@ -274,13 +277,19 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args) -> None:  # noqa: A002 - http.server's name
         pass
 
-    def _answer(self) -> tuple[int, bytes, dict[str, str]]:
-        """(status, body, headers) of the request's file, or of its byte range."""
+    def _answer(self, body_too: bool) -> tuple[int, bytes, dict[str, str]]:
+        """(status, body, headers) of the request's file, or of its byte range; the body
+        read only when ``body_too`` (a HEAD of a 48 MB cache part read it all: 57 ms)."""
         path = self.translate_path(self.path)
         if not os.path.isfile(path):
             return 404, b"", {}
-        size = os.path.getsize(path)
-        start, end, status, headers = 0, size - 1, 200, {}
+        st = os.stat(path)
+        size = st.st_size
+        start, end, status = 0, size - 1, 200
+        headers = {
+            "Last-Modified": email.utils.formatdate(st.st_mtime, usegmt=True),
+            "ETag": f'"{int(st.st_mtime):x}-{size:x}"',
+        }
         wanted = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range", "").strip())
         if wanted and (wanted[1] or wanted[2]):
             if wanted[1]:
@@ -289,15 +298,18 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
                 start = max(0, size - int(wanted[2]))
             if start >= size:
                 return 416, b"", {"Content-Range": f"bytes */{size}"}
-            status, headers = 206, {"Content-Range": f"bytes {start}-{end}/{size}"}
+            status, headers["Content-Range"] = 206, f"bytes {start}-{end}/{size}"
+        headers["Content-Length"] = str(end - start + 1)
+        if not body_too:
+            return status, b"", headers
         with open(path, "rb") as f:
             f.seek(start)
             return status, f.read(end - start + 1), headers
 
     def _reply(self, body_too: bool) -> None:
-        status, body, headers = self._answer()
+        status, body, headers = self._answer(body_too)
         headers |= {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}
-        headers["Content-Length"] = str(len(body))
+        headers.setdefault("Content-Length", str(len(body)))
         lines = [f"{self.protocol_version} {status} {self.responses[status][0]}"]
         lines += [f"{key}: {value}" for key, value in headers.items()]
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")

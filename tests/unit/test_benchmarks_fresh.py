@@ -5,7 +5,9 @@ and the wide-INFO cohort is what htslib reads back. No timings are asserted."""
 
 from __future__ import annotations
 
+import email.utils
 import http.server
+import os
 import sys
 import threading
 import urllib.error
@@ -65,6 +67,20 @@ def test_range_server_answers_the_files_bytes(server, range_, expected):
     assert status == 206
     assert body == data[expected]
     assert headers["Content-Range"].endswith(f"/{len(data)}")
+
+
+def test_range_server_names_each_files_version(server, tmp_path):
+    """Last-Modified is the file's mtime (to the second, as HTTP dates are) and the ETag
+    changes when the file is rewritten at the same size, as nginx's and S3's do."""
+    url, data = server
+    blob = tmp_path / "blob"
+    _, headers, _ = _get(url + "/blob", method="HEAD")
+    assert email.utils.parsedate_to_datetime(headers["Last-Modified"]).timestamp() == int(blob.stat().st_mtime)
+    _, ranged, _ = _get(url + "/blob", "bytes=0-9")
+    assert ranged["ETag"] == headers["ETag"]
+    blob.write_bytes(data[::-1])
+    os.utime(blob, (blob.stat().st_atime, blob.stat().st_mtime + 5))
+    assert _get(url + "/blob", method="HEAD")[1]["ETag"] != headers["ETag"]
 
 
 def test_range_server_whole_file_head_and_errors(server):

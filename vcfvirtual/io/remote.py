@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import hashlib
 import os
 import re
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..errors import OutputWriteError, VcfVirtualError
+from . import user_cache
 from .fingerprint import DIGEST, Fingerprint, digest_of, digest_of_windows, windows
 
 if TYPE_CHECKING:  # obstore's config types exist for type checkers only
@@ -95,13 +98,22 @@ MAX_CONCURRENT = 64
 
 
 def fingerprints(
-    urls: Sequence[str], storage_options: dict | None = None, kinds: Sequence[str] | None = None
+    urls: Sequence[str],
+    storage_options: dict | None = None,
+    kinds: Sequence[str] | None = None,
+    expected: Sequence[str | None] | None = None,
 ) -> list[Fingerprint | VcfVirtualError]:
     """:func:`fingerprint` of each URL (its digest of ``kinds[i]``), the requests issued
     together where the filesystem is asynchronous (HTTP, S3, GCS): every object's size at
     once, then every window of every object at once, two round trips however many files.
-    Each URL's failure is returned in its place (the caller names the first), not raised."""
+    Each URL's failure is returned in its place (the caller names the first), not raised.
+
+    With ``expected`` (the digest the caller will compare each with), an object this user
+    verified before at the size and version (ETag, else Last-Modified) the first round
+    gives has its windows skipped: its fingerprint is the digest verified then
+    (:func:`_remembered_digest`). An object whose server names no version is always read."""
     kinds = list(kinds) if kinds is not None else [DIGEST] * len(urls)
+    wanted = list(expected) if expected is not None else [None] * len(urls)
     try:
         located = [filesystem(url, storage_options) for url in urls]
     except VcfVirtualError as e:  # no library for the protocol: the same for every URL
@@ -112,7 +124,11 @@ def fingerprints(
     from fsspec.asyn import sync
 
     paths = [path for _, path in located]
-    found: list[Fingerprint | VcfVirtualError] = sync(fs.loop, _fingerprints, fs, list(urls), paths, kinds)
+    objects = [
+        _Object(url, path, kind, want, _endpoint(storage_options))
+        for url, path, kind, want in zip(urls, paths, kinds, wanted)
+    ]
+    found: list[Fingerprint | VcfVirtualError] = sync(fs.loop, _fingerprints, fs, objects)
     return found
 
 
@@ -124,10 +140,29 @@ def _or_error(url: str, storage_options: dict | None, kind: str) -> Fingerprint 
         return e
 
 
-async def _fingerprints(
-    fs: Any, urls: list[str], paths: list[str], kinds: list[str]
-) -> list[Fingerprint | VcfVirtualError]:
-    """The two rounds of :func:`fingerprints`, on the filesystem's own event loop."""
+@dataclasses.dataclass(frozen=True)
+class _Object:
+    """One object :func:`fingerprints` is asked for: its URL, its path for the filesystem,
+    the digest kind, the digest the caller expects (None: none to compare), and the
+    endpoint reaching it (an S3-compatible service's: part of which object a URL names)."""
+
+    url: str
+    path: str
+    kind: str
+    expected: str | None
+    endpoint: str | None
+
+    def memo_key(self, size: int, version: str) -> str:
+        """The key of what is remembered of this object at ``size`` and ``version``."""
+        h = hashlib.blake2b(f"vcfvirtual-remote-verified-{VERIFIED_FORMAT}".encode(), digest_size=32)
+        for part in (self.url, self.endpoint or "", str(size), version, self.kind):
+            h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+        return h.hexdigest()
+
+
+async def _fingerprints(fs: Any, objects: list[_Object]) -> list[Fingerprint | VcfVirtualError]:
+    """The two rounds of :func:`fingerprints`, on the filesystem's own event loop: the
+    second skips each object verified before at the size and version of the first."""
     limit = asyncio.Semaphore(MAX_CONCURRENT)
 
     async def bounded(request: Awaitable[Any]) -> Any:
@@ -137,14 +172,85 @@ async def _fingerprints(
     async def window(path: str, offset: int, length: int) -> bytes:
         return await bounded(fs._cat_file(path, start=offset, end=offset + length)) if length else b""
 
-    infos = await asyncio.gather(*(bounded(fs._info(p)) for p in paths), return_exceptions=True)
-    spans = [windows(size) if (size := _size(info)) is not None else [] for info in infos]
-    requests = [window(p, o, n) for p, span in zip(paths, spans) for o, n in span]
-    data = iter(await asyncio.gather(*requests, return_exceptions=True))
-    return [
-        _fingerprint_of(url, info, span, [next(data) for _ in span], kind)
-        for url, info, span, kind in zip(urls, infos, spans, kinds)
+    infos = await asyncio.gather(*(bounded(fs._info(o.path)) for o in objects), return_exceptions=True)
+    known = [_remembered(o, info) for o, info in zip(objects, infos)]
+    spans = [
+        windows(size) if (size := _size(info)) is not None and digest is None else []
+        for info, digest in zip(infos, known)
     ]
+    requests = [window(o.path, offset, n) for o, span in zip(objects, spans) for offset, n in span]
+    data = iter(await asyncio.gather(*requests, return_exceptions=True))
+    found: list[Fingerprint | VcfVirtualError] = []
+    for o, info, span, digest in zip(objects, infos, spans, known):
+        got: list[object] = [next(data) for _ in span]
+        found.append(_fingerprint_of(o.url, info, span, got, o.kind) if digest is None else _known(info, digest, o))
+        _remember(o, info, found[-1])
+    return found
+
+
+# Bumped when the remembered entries' layout changes: an entry of another format is never read.
+VERIFIED_FORMAT = 1
+
+
+def object_version(info: object) -> str | None:
+    """What names an object's version in the answer to its size's request, which a
+    rewrite changes: its ETag (fsspec's HTTP ``ETag``, S3's ``ETag``, GCS's ``etag``), else
+    its modification time (``Last-Modified``, ``LastModified``...); None when there is none."""
+    if not isinstance(info, dict):
+        return None
+    for key in ("ETag", "etag"):
+        if info.get(key):
+            return f"etag {info[key]}"
+    for key in ("Last-Modified", "LastModified", "last_modified", "updated", "mtime"):
+        if info.get(key):
+            return f"modified {info[key]}"
+    return None
+
+
+def _remembered_digest(obj: _Object, size: int, version: str) -> str | None:
+    """The sampled digest verified for ``obj`` at ``size`` and ``version`` by an earlier
+    open of this user's (``remote/`` of the user's cache folder), or None."""
+    key = obj.memo_key(size, version)
+    entry = user_cache.read_entry(user_cache.folder("remote") / f"{key}.json", VERIFIED_FORMAT, key)
+    digest = entry.get("digest") if entry is not None else None
+    return digest if isinstance(digest, str) else None
+
+
+def _remembered(obj: _Object, info: object) -> str | None:
+    """The digest remembered for ``obj`` at the size and version ``info`` gives, when it
+    is the one the caller expects; else None (its windows are read)."""
+    size, version = _size(info), object_version(info)
+    if obj.expected is None or size is None or version is None:
+        return None
+    digest = _remembered_digest(obj, size, version)
+    return digest if digest == obj.expected else None
+
+
+def _known(info: object, digest: str, obj: _Object) -> Fingerprint:
+    """The fingerprint of an object verified before, from its info and remembered digest."""
+    assert isinstance(info, dict)
+    return Fingerprint(size=int(info["size"]), mtime_ns=_version(info), digest=digest, kind=obj.kind)
+
+
+def _remember(obj: _Object, info: object, found: Fingerprint | VcfVirtualError) -> None:
+    """Remember ``found``'s digest for ``obj`` at its size and version when the windows
+    gave the digest the caller expects (verified), and the server names a version."""
+    version = object_version(info)
+    if not isinstance(found, Fingerprint) or version is None or obj.expected is None or found.digest != obj.expected:
+        return
+    key = obj.memo_key(found.size, version)
+    if _remembered_digest(obj, found.size, version) != found.digest:
+        user_cache.write_entry(
+            user_cache.folder("remote") / f"{key}.json",
+            {"format": VERIFIED_FORMAT, "key": key, "digest": found.digest},
+        )
+
+
+def _endpoint(storage_options: dict | None) -> str | None:
+    """The endpoint the storage options name (an S3-compatible service's), if any."""
+    options = storage_options or {}
+    endpoint = options.get("endpoint_url") or options.get("client_kwargs", {}).get("endpoint_url")
+    return str(endpoint) if endpoint else None
 
 
 def _size(info: object) -> int | None:
@@ -223,7 +329,7 @@ def object_store_registry(url: str, storage_options: dict[str, Any] | None = Non
     from obstore.store import from_url
 
     options = storage_options or {}
-    endpoint = options.get("endpoint_url") or options.get("client_kwargs", {}).get("endpoint_url")
+    endpoint = _endpoint(options)
     config = _s3_config(options, endpoint) if url.startswith(("s3://", "s3a://")) else None
     scheme, rest = url.split("://", 1)
     root = f"{scheme}://{rest.split('/', 1)[0]}"

@@ -270,7 +270,7 @@ def check_plain_chunk_data(name: str, leaf: str, value: str, meta: dict[str, Any
 # Arrays whose chunks may be left out, read as the fill value: call_genotype_mask's
 # all-False chunks (a GT block whose every call holds the ploidy's alleles, none missing),
 # as bio2zarr's store leaves them out. The caller checks each left out against its GT
-# block where it can read the cache (checks.check_omitted_masks).
+# block where it can read the cache (checks.omitted_mask_chunks).
 SPARSE_ARRAYS = frozenset({"call_genotype_mask"})
 
 

@@ -106,7 +106,14 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
     if storage.is_url(url):
         files = cache_files(cache)
         # Every part's size, then every part's windows, each round asked at once.
-        found = storage.fingerprints([f.url for f in files], storage_options, [f.fingerprint.kind for f in files])
+        # An object verified before at the size and version the first round gives (ETag,
+        # Last-Modified) has its windows skipped: docs/design.md, "Remote caches".
+        found = storage.fingerprints(
+            [f.url for f in files],
+            storage_options,
+            [f.fingerprint.kind for f in files],
+            expected=[f.fingerprint.digest for f in files],
+        )
         for file, fingerprint in zip(files, found):
             _check_remote_cache(file, fingerprint, refs_path)
         return
@@ -317,6 +324,67 @@ def check_references(
         with its codec configuration, the other arrays, the store's own header or the
         sizes the index recorded; the references hold keys or arrays vcfvirtual never
         writes (see ``refs/arrays.py``)."""
+    verdict = reference_verdict(refs, refs_path, cache, metadata_only=metadata_only)
+    if metadata_only:
+        return {}
+    return apply_verdict(refs, refs_path, cache, verdict, defer_inline=defer_inline)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceVerdict:
+    """What :func:`reference_verdict` found of references that passed: a function of
+    their bytes (and of the checking code, and of the htslib reading their header) alone,
+    so ``refs/verdicts`` keeps it for the next process opening the same bytes. What the
+    full check reads of anything else, the cache, is left to :func:`apply_verdict`, which
+    runs at every open."""
+
+    # The header arrays' inline chunks (array, chunk key), whose data is checked when
+    # first read (or at once, without defer_inline).
+    inline: tuple[tuple[str, str], ...] = ()
+    # The call_genotype_mask chunks left out, each of which its GT block must allow.
+    omitted_masks: tuple[str, ...] = ()
+    # What htslib silently repairs in the header (logged by the check that parsed it).
+    header_warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "inline": [list(x) for x in self.inline],
+            "omitted_masks": list(self.omitted_masks),
+            "header_warnings": list(self.header_warnings),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ReferenceVerdict:
+        """The verdict :meth:`to_json` wrote; anything of another shape raises (KeyError,
+        TypeError, ValueError)."""
+        inline, masks, warnings = d["inline"], d["omitted_masks"], d["header_warnings"]
+        if not all(isinstance(x, list) and len(x) == 2 for x in inline):
+            raise ValueError("inline chunks are not (array, key) pairs")
+        if not all(isinstance(x, str) for x in (*masks, *warnings, *(y for x in inline for y in x))):
+            raise ValueError("not strings")
+        return cls(tuple((name, leaf) for name, leaf in inline), tuple(masks), tuple(warnings))
+
+    def fits(self, refs: KerchunkRefs) -> bool:
+        """Whether what this verdict names is in ``refs`` (the references its key says it
+        was found on): each inline chunk a header array's, the genotype arrays there when
+        mask chunks are left out. A kept verdict that does not is not used."""
+        keys = refs["refs"]
+        inline = all(name in arrays.PLAIN_ARRAYS and f"{name}/{leaf}" in keys for name, leaf in self.inline)
+        masks = not self.omitted_masks or (f"{MASK}/.zarray" in keys and f"{GENOTYPE}/.zarray" in keys)
+        return inline and masks
+
+
+def reference_verdict(
+    refs: KerchunkRefs, refs_path: PathLike, cache: dict[str, Any], *, metadata_only: bool = False
+) -> ReferenceVerdict:
+    """Every check of :func:`check_references` that reads the references alone (all of them
+    but what a local cache holds: the last chunk's record count, the left-out masks' GT
+    blocks; and the inline chunks' data, which the caller checks now or at their first read).
+
+    Raises
+    ------
+    UntrustedReferenceError
+        As :func:`check_references`."""
     parquet = bool(refs.get("parquet")) or metadata_only
     templates = {} if parquet else _check_top_level(refs, refs_path, cache["url"])
     keys = arrays.StoreKeys()
@@ -328,64 +396,112 @@ def check_references(
     attrs = group_attributes(refs, refs_path)
     provenance = Provenance.from_attributes(attrs, refs_path)
     metas = _check_arrays(keys, refs_path, header, attrs["vcf_header"], provenance)
+    warnings = _header_warnings(_split_samples(attrs["vcf_header"])[0])
     if parquet:
-        return {}
+        return ReferenceVerdict(header_warnings=warnings)
     targets = chunk_targets(cache, templates, refs_path)
-    deferred: dict[str, InlineChunk] = {}
+    inline: list[tuple[str, str]] = []
     for name in metas:
         if name in arrays.PLAIN_ARRAYS:
             for leaf in keys.chunks.get(name, []):
-                value = refs["refs"][f"{name}/{leaf}"]
-                arrays.check_plain_chunk_key(name, leaf, value, metas[name], refs_path)
-                if defer_inline:
-                    deferred[f"{name}/{leaf}"] = InlineChunk(name, leaf, metas[name])
-                else:
-                    arrays.check_plain_chunk_data(name, leaf, value, metas[name], refs_path)
+                arrays.check_plain_chunk_key(name, leaf, refs["refs"][f"{name}/{leaf}"], metas[name], refs_path)
+                inline.append((name, leaf))
         else:
             arrays.check_codec_chunks(name, metas[name], keys, refs_path)
     # Every codec chunk is a reference (checked above); the header arrays' are inline.
     for key, value in refs["refs"].items():
         if type(value) is list:
             check_chunk_ref(key, value, targets, refs_path)
-    if cache["url"].startswith("file://") and "variant_position" in metas:
-        layout = provenance.cache.layout
-        _check_record_count(refs["refs"], metas["variant_position"], targets, layout, refs_path)
-    check_omitted_masks(refs["refs"], metas, keys, targets, provenance.cache.layout, refs_path)
-    return deferred
+    omitted = omitted_mask_chunks(metas, keys, provenance.cache.layout, refs_path)
+    return ReferenceVerdict(tuple(inline), omitted, warnings)
+
+
+def apply_verdict(
+    refs: KerchunkRefs,
+    refs_path: PathLike,
+    cache: dict[str, Any],
+    verdict: ReferenceVerdict,
+    *,
+    defer_inline: bool = False,
+) -> dict[str, InlineChunk]:
+    """The rest of :func:`check_references` for references whose ``verdict`` was found
+    (now, or by an earlier process for the same bytes): what a local cache says of them
+    (its last chunk's record count, the left-out masks' GT blocks), and the inline chunks'
+    data, checked now or, with ``defer_inline``, returned for the store to check on read.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        As :func:`check_references`."""
+    if refs.get("parquet"):
+        return {}
+    recorded = RecordedCache.from_json(cache, refs_path)
+    targets = ChunkTargets.of(recorded, template=refs.get("templates", {}).get(CACHE_TEMPLATE) == cache["url"])
+    metas: dict[str, dict[str, Any]] = {}
+
+    def meta(name: str) -> dict[str, Any]:  # each array's .zarray, parsed when needed
+        if name not in metas:
+            metas[name] = arrays.json_object(refs["refs"][f"{name}/.zarray"], f"{name}/.zarray", refs_path)
+        return metas[name]
+
+    if cache["url"].startswith("file://"):
+        if "variant_position/.zarray" in refs["refs"]:
+            _check_record_count(refs["refs"], meta("variant_position"), targets, recorded.layout, refs_path)
+        if verdict.omitted_masks:
+            _check_omitted_blocks(refs["refs"], verdict.omitted_masks, meta(MASK), meta(GENOTYPE), targets, refs_path)
+    inline = {f"{name}/{leaf}": InlineChunk(name, leaf, meta(name)) for name, leaf in verdict.inline}
+    if defer_inline:
+        return inline
+    for key, chunk in inline.items():
+        check_inline_chunk(chunk, refs["refs"][key], refs_path)
+    return {}
 
 
 MASK, GENOTYPE = "call_genotype_mask", "call_genotype"
 
 
-def check_omitted_masks(
-    refs: dict[str, Any],
-    metas: dict[str, dict[str, Any]],
-    keys: arrays.StoreKeys,
-    targets: ChunkTargets,
-    layout: LayoutName | None,
-    refs_path: PathLike,
-) -> None:
-    """Each call_genotype_mask chunk the references leave out (read as False, the fill
-    value) must be one whose GT block says so: its segment's preamble (call_genotype's
-    chunk of the same key) holds a complete count of the array's ploidy, every call that
-    many alleles, none missing. Only the columns layout's segments say it; their preambles
-    are read from a local cache (36 bytes per chunk left out), not over a network, where
-    ``vcfvirtual verify`` compares the mask with htslib's calls."""
+def omitted_mask_chunks(
+    metas: dict[str, dict[str, Any]], keys: arrays.StoreKeys, layout: LayoutName | None, refs_path: PathLike
+) -> tuple[str, ...]:
+    """The call_genotype_mask chunks the references leave out (read as False, the fill
+    value), each of which must be one whose GT block says so (:func:`_check_omitted_blocks`):
+    only the columns layout's segments say it.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        Chunks are left out of a store whose cache is not of the columns layout."""
     leaves = keys.chunks.get(MASK, [])
     if MASK not in metas:
-        return
+        return ()
     grid = [max(1, -(-s // c)) for s, c in zip(metas[MASK]["shape"], metas[MASK]["chunks"])]
     if not metas[MASK]["shape"][0] or len(leaves) == np.prod(grid):
-        return
+        return ()
     if layout != "columns" or GENOTYPE not in metas:
         raise UntrustedReferenceError(
             refs_path, f"{MASK} leaves out chunks, which only a columns cache's complete GT blocks allow"
         )
+    every = map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))
+    return tuple(sorted(set(every) - set(leaves)))
+
+
+def _check_omitted_blocks(
+    refs: dict[str, Any],
+    omitted: tuple[str, ...],
+    mask_meta: dict[str, Any],
+    gt_meta: dict[str, Any],
+    targets: ChunkTargets,
+    refs_path: PathLike,
+) -> None:
+    """Each left-out mask chunk's GT block (:func:`omitted_mask_chunks`) says it may be left
+    out: its segment's preamble (call_genotype's chunk of the same key) holds a complete
+    count of the array's ploidy, every call that many alleles, none missing. Read from a
+    local cache (36 bytes per chunk left out) at every open, as the cache's bytes are no
+    part of the references' verdict; not over a network, where ``vcfvirtual verify``
+    compares the mask with htslib's calls."""
     if not targets.cache_url.startswith("file://"):
         return
-    every = map(".".join, itertools.product(*(map(str, range(n)) for n in grid)))
-    omitted = sorted(set(every) - set(leaves))
-    complete = _GTBlockClaim(metas[MASK]["shape"][-1], metas[GENOTYPE]["filters"][-1]["key"])
+    complete = _GTBlockClaim(mask_meta["shape"][-1], gt_meta["filters"][-1]["key"])
     fds: dict[str, int] = {}
     try:
         for leaf in omitted:
@@ -653,7 +769,7 @@ def _parsed_header(text: str) -> BCFHeader:
     digest of the text and the parser), as importing pysam alone costs ~20 ms of a fresh
     open; so is the verdict that the samples are distinct (a set of 100,000 names, ~25 ms).
     Errors and htslib's warnings name the attribute; the caller names the references."""
-    from ..bcf.header import header_line_warnings, parse_header_text
+    from ..bcf.header import parse_header_text
     from . import header_cache
 
     full = text
@@ -668,9 +784,18 @@ def _parsed_header(text: str) -> BCFHeader:
         header = parse_header_text(text.encode("utf-8"), "vcf_header", 0)
         header_cache.store(text, header)  # only a header htslib accepted
     else:
-        for warning in header_line_warnings(text):  # as the parse logs them
+        for warning in _header_warnings(text):  # as the parse logs them
             logger.warning("%s: %s", "vcf_header", warning)
     return header if samples is None else dataclasses.replace(header, samples=samples)
+
+
+@functools.lru_cache(maxsize=8)
+def _header_warnings(text: str) -> tuple[str, ...]:
+    """What htslib silently repairs or drops in header ``text`` (cut after its first
+    sample, as :func:`_parsed_header` parses it), worked out once per text."""
+    from ..bcf.header import header_line_warnings
+
+    return tuple(header_line_warnings(text))
 
 
 def _split_samples(text: str) -> tuple[str, tuple[str, ...] | None]:

@@ -17,50 +17,37 @@ when it cannot be written, every open parses (as before).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import hashlib
-import importlib.util
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..bcf.header import BCFHeader, FieldDef
+from ..io import user_cache
+from ..io.user_cache import ENV
+
+__all__ = ["ENV", "cache_dir", "key_of", "load", "mark_samples_distinct", "samples_distinct", "store"]
 
 # Bumped when the entries' layout changes: an entry of another format is never read.
 FORMAT = 1
-ENV = "VCFVIRTUAL_CACHE_DIR"
 
 
 def cache_dir() -> Path:
     """The folder holding the entries (``headers/`` below the user's vcfvirtual cache)."""
-    root = os.environ.get(ENV)
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = os.path.join(xdg, "vcfvirtual") if xdg else os.path.join(os.path.expanduser("~"), ".cache", "vcfvirtual")
-    return Path(root) / "headers"
+    return user_cache.folder("headers")
 
 
 @functools.cache
 def _parser_digest() -> bytes:
     """What the parse of a text depends on besides the text: our parser's source and
     pysam's version file (its htslib's version too), read without importing either."""
-    h = hashlib.blake2b(f"vcfvirtual-header-cache-{FORMAT}".encode(), digest_size=32)
-    for module, name in (("vcfvirtual.bcf.header", None), ("pysam", "version.py")):
-        spec = importlib.util.find_spec(module)
-        origin = spec.origin if spec is not None else None
-        if origin is None:
-            h.update(b"\x00missing")
-            continue
-        path = os.path.join(os.path.dirname(origin), name) if name else origin
-        try:
-            h.update(Path(path).read_bytes())
-        except OSError:
-            h.update(b"\x00unreadable")
-    return h.digest()
+    return user_cache.files_digest(f"vcfvirtual-header-cache-{FORMAT}", parser_files())
+
+
+def parser_files() -> tuple[str | None, ...]:
+    """Our header parser's source and pysam's version file (which names its htslib)."""
+    return user_cache.installed_file("vcfvirtual.bcf.header"), user_cache.installed_file("pysam", "version.py")
 
 
 def key_of(text: str) -> str:
@@ -74,11 +61,8 @@ def load(text: str) -> BCFHeader | None:
     """The header kept for ``text`` (its ``text`` field ``text``), or None when there is
     none usable: no entry, or one that does not record this key or does not read back."""
     key = key_of(text)
-    try:
-        entry = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
+    entry = user_cache.read_entry(cache_dir() / f"{key}.json", FORMAT, key)
+    if entry is None:
         return None
     try:
         return _from_json(entry["header"], text)
@@ -90,7 +74,7 @@ def store(text: str, header: BCFHeader) -> None:
     """Keep ``header``, parsed from ``text``, for the next process; written whole (a
     temporary renamed over the name), or not at all when the folder cannot be written."""
     key = key_of(text)
-    _write(cache_dir() / f"{key}.json", {"format": FORMAT, "key": key, "header": _to_json(header)})
+    user_cache.write_entry(cache_dir() / f"{key}.json", {"format": FORMAT, "key": key, "header": _to_json(header)})
 
 
 def _samples_key(text: str) -> str:
@@ -105,33 +89,13 @@ def samples_distinct(text: str) -> bool:
     """Whether a process found before that header ``text`` names each sample once (a
     100,000-sample set costs ~25 ms, the digest of its text ~2 ms); False when unknown."""
     key = _samples_key(text)
-    try:
-        entry = json.loads((cache_dir() / f"samples-{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(entry, dict) and entry.get("format") == FORMAT and entry.get("key") == key
+    return user_cache.read_entry(cache_dir() / f"samples-{key}.json", FORMAT, key) is not None
 
 
 def mark_samples_distinct(text: str) -> None:
     """Keep the verdict that ``text`` names each sample once (checked by the caller)."""
     key = _samples_key(text)
-    _write(cache_dir() / f"samples-{key}.json", {"format": FORMAT, "key": key})
-
-
-def _write(path: Path, entry: dict[str, Any]) -> None:
-    """``entry`` as JSON at ``path``, whole (a temporary renamed over the name), or not at
-    all when the folder cannot be written."""
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".entry-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(entry, f, separators=(",", ":"))
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    user_cache.write_entry(cache_dir() / f"samples-{key}.json", {"format": FORMAT, "key": key})
 
 
 def _to_json(header: BCFHeader) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import importlib
 import json
 import os
@@ -306,39 +307,58 @@ def load_references(refs_path: str | os.PathLike[str], storage_options: dict[str
     ------
     VcfVirtualError
         The file cannot be read, or is not Kerchunk JSON / a Kerchunk Parquet directory."""
+    return read_references(refs_path, storage_options)[0]
+
+
+def read_references(
+    refs_path: str | os.PathLike[str], storage_options: dict[str, Any] | None = None
+) -> tuple[KerchunkRefs, str]:
+    """:func:`load_references`, and a digest (SHA-256) of the bytes it parsed: the JSON's,
+    or a Parquet directory's ``.zmetadata``. What a check of them found is kept under it
+    (``refs/verdicts``); SHA-256 rather than BLAKE2b as it runs on the CPU's SHA
+    instructions: 2 ms for a 2.9 MB JSON, where BLAKE2b took 5.7."""
     if _is_remote(os.fspath(refs_path)):
-        return _load_remote_json(os.fspath(refs_path), storage_options)
+        return _parsed(os.fspath(refs_path), _read_remote(os.fspath(refs_path), storage_options))
     if os.path.isdir(refs_path):
         try:
-            with open(os.path.join(refs_path, ".zmetadata"), encoding="utf-8") as f:
-                meta = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
+            data = Path(refs_path, ".zmetadata").read_bytes()
+            meta = json.loads(data)
+            return {"refs": meta["metadata"], "parquet": True}, _digest(data)
+        except (OSError, ValueError, KeyError, TypeError) as e:
             raise VcfVirtualError(refs_path, f"not a Kerchunk Parquet directory ({e})") from None
-        return {"refs": meta["metadata"], "parquet": True}
     try:
-        with open(refs_path, encoding="utf-8") as f:
-            loaded: KerchunkRefs = json.load(f)
-            return loaded
+        data = Path(refs_path).read_bytes()
     except OSError as e:
         raise VcfVirtualError(refs_path, f"cannot read references: {e.strerror}") from None
-    except json.JSONDecodeError as e:
+    return _parsed(refs_path, data)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _parsed(refs_path: str | os.PathLike[str], data: bytes) -> tuple[KerchunkRefs, str]:
+    """The references a Kerchunk JSON's bytes hold, and their digest."""
+    try:
+        loaded: KerchunkRefs = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise VcfVirtualError(refs_path, f"not a Kerchunk JSON file ({e})") from None
+    return loaded, _digest(data)
 
 
 def _is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
-def _load_remote_json(url: str, storage_options: dict[str, Any] | None) -> KerchunkRefs:
-    """Kerchunk JSON at a URL, read whole through fsspec: one GET (a file object would ask
-    for its size first, a round trip of its own before the open's fingerprint rounds)."""
+def _read_remote(url: str, storage_options: dict[str, Any] | None) -> bytes:
+    """The bytes of a Kerchunk JSON at a URL, read whole through fsspec: one GET (a file
+    object would ask for its size first, a round trip of its own before the open's
+    fingerprint rounds)."""
     from ..io.remote import filesystem
 
     fs, path = filesystem(url, storage_options)  # a missing protocol library: its install command
     try:
-        loaded: KerchunkRefs = json.loads(fs.cat_file(path))
-        return loaded
-    except json.JSONDecodeError as e:
-        raise VcfVirtualError(url, f"not a Kerchunk JSON file ({e})") from None
+        data: bytes = fs.cat_file(path)
+        return data
     except Exception as e:  # fsspec's backends raise their own (aiohttp, botocore...)
         raise VcfVirtualError(url, f"cannot read references: {type(e).__name__}: {e}") from None

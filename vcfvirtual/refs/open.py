@@ -29,15 +29,15 @@ from .checks import (
     check_cache,
     check_chunk_ref,
     check_inline_chunk,
-    check_references,
     chunk_targets,
     declared_cache,
     group_attributes,
     guarded_reference_fs,
 )
 from .icechunk import is_icechunk_repo, open_icechunk
-from .kerchunk import CACHE_TEMPLATE, KerchunkRefs, load_references, require_parquet
+from .kerchunk import CACHE_TEMPLATE, KerchunkRefs, read_references, require_parquet
 from .relocate import relocate
+from .verdicts import check_references_once, key_of
 
 
 def open_store(
@@ -103,9 +103,9 @@ def open_store(
                 hint="write it again with vcfvirtual index --format icechunk",
             )
         return open_icechunk(refs_path, check=check)
-    refs = _load_for_reading(refs_path, cache_url, storage_options)
+    refs, digest = _load_for_reading(refs_path, cache_url, storage_options)
     if check:
-        cache, inline = _checked_cache(refs, refs_path, storage_options)
+        cache, inline = _checked_cache(refs, refs_path, storage_options, digest)
         if not refs.get("parquet") and cache["url"].startswith("file://"):
             targets = chunk_targets(cache, refs.get("templates", {}), refs_path)
             return LocalCacheStore(refs["refs"], targets, refs_path, inline)
@@ -119,9 +119,12 @@ def open_store(
     return _reference_store(refs, refs_path, url, storage_options)
 
 
-def _load_for_reading(refs_path: str, cache_url: str | None, storage_options: dict[str, Any] | None) -> KerchunkRefs:
-    """The references, pointed at ``cache_url`` when given (Kerchunk JSON only)."""
-    refs = load_references(refs_path, storage_options)
+def _load_for_reading(
+    refs_path: str, cache_url: str | None, storage_options: dict[str, Any] | None
+) -> tuple[KerchunkRefs, str]:
+    """The references, pointed at ``cache_url`` when given (Kerchunk JSON only), and the
+    digest of their bytes as read (:func:`~vcfvirtual.refs.kerchunk.read_references`)."""
+    refs, digest = read_references(refs_path, storage_options)
     if not isinstance(refs, dict) or not isinstance(refs.get("refs"), dict):
         raise UntrustedReferenceError(refs_path, "not Kerchunk references: no 'refs' map")
     if refs.get("parquet"):
@@ -134,7 +137,7 @@ def _load_for_reading(refs_path: str, cache_url: str | None, storage_options: di
             )
     elif cache_url is not None:
         refs = relocate(refs, cache_url, refs_path)
-    return refs
+    return refs, digest
 
 
 def check_store(refs_path: str | os.PathLike[str], *, storage_options: dict[str, Any] | None = None) -> None:
@@ -147,19 +150,24 @@ def check_store(refs_path: str | os.PathLike[str], *, storage_options: dict[str,
     StaleCacheError, UntrustedReferenceError, VcfVirtualError
         As :func:`open_store`."""
     refs_path = os.fspath(refs_path)
-    _checked_cache(_load_for_reading(refs_path, None, storage_options), refs_path, storage_options, defer=False)
+    refs, digest = _load_for_reading(refs_path, None, storage_options)
+    _checked_cache(refs, refs_path, storage_options, digest, defer=False)
 
 
 def _checked_cache(
-    refs: KerchunkRefs, refs_path: str, storage_options: dict[str, Any] | None, *, defer: bool = True
+    refs: KerchunkRefs, refs_path: str, storage_options: dict[str, Any] | None, digest: str, *, defer: bool = True
 ) -> tuple[dict[str, Any], dict[str, InlineChunk]]:
     """The declared cache, once it and every reference passed their checks: the cache first
     (missing, changed, not a regular file), then every reference against it, so nothing
     the references name is fetched before both pass; and, with ``defer``, the header
-    arrays' inline chunks whose data the store checks when each is first read."""
+    arrays' inline chunks whose data the store checks when each is first read.
+
+    The cache is checked at every open (its files change); what the references' bytes
+    alone decide is taken from an earlier process's verdict on the same bytes (``digest``)
+    when there is one (:mod:`~vcfvirtual.refs.verdicts`)."""
     cache = required_cache(refs, refs_path)
     check_cache(refs, refs_path, storage_options)
-    inline = check_references(refs, refs_path, cache, defer_inline=defer)
+    inline = check_references_once(refs, refs_path, cache, key_of(digest, cache["url"]), defer_inline=defer)
     return cache, inline
 
 

@@ -27,13 +27,9 @@ OTHER_HEADER = bcfdata.HEADER.replace('##INFO=<ID=DP,Number=1,Type=Integer,Descr
 
 
 @pytest.fixture(autouse=True)
-def cache_dir(tmp_path, monkeypatch):
-    """Each test its own folder, and no header parsed earlier in this process."""
-    folder = tmp_path / "user-cache"
-    monkeypatch.setenv(header_cache.ENV, str(folder))
-    checks._parsed_header.cache_clear()
-    yield folder / "headers"
-    checks._parsed_header.cache_clear()
+def cache_dir(user_cache_root):
+    """Each test its own folder (conftest.py), whose ``headers/`` this is."""
+    return user_cache_root / "headers"
 
 
 def _text(header: str, samples=("S1", "S2")) -> str:

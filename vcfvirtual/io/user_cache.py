@@ -1,0 +1,94 @@
+"""The user's own folder of things a fresh process would otherwise work out again: store
+headers as htslib parsed them (``refs/header_cache``), the verdicts of reference checks
+(``refs/verdicts``), the sampled digests of remote objects already verified
+(``io/remote``).
+
+The folder is as trusted as the user's home directory: ``$VCFVIRTUAL_CACHE_DIR``, else
+``$XDG_CACHE_HOME/vcfvirtual``, else ``~/.cache/vcfvirtual``, one subfolder per kind of
+entry. Every entry is a JSON object recording its format and the key it was written
+under; a reader uses it only when both are the ones it asks for, so an entry that is
+damaged, of another format or of another key costs the work it would have saved, never
+a wrong answer. When the folder cannot be written, nothing is kept and every process
+works everything out again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+ENV = "VCFVIRTUAL_CACHE_DIR"
+
+
+def folder(kind: str) -> Path:
+    """The subfolder ``kind`` (``headers``, ``verdicts``...) of the user's vcfvirtual cache."""
+    root = os.environ.get(ENV)
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = os.path.join(xdg, "vcfvirtual") if xdg else os.path.join(os.path.expanduser("~"), ".cache", "vcfvirtual")
+    return Path(root) / kind
+
+
+def read_entry(path: Path, format_: int, key: str) -> dict[str, Any] | None:
+    """The entry at ``path`` when it is a JSON object of format ``format_`` recording
+    ``key``; None for anything else (no file, unreadable, damaged, another format or key)."""
+    try:
+        entry = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("format") != format_ or entry.get("key") != key:
+        return None
+    return entry
+
+
+def write_entry(path: Path, entry: dict[str, Any]) -> None:
+    """``entry`` as JSON at ``path``, whole (a temporary renamed over the name: a reader
+    sees the old entry or the new one), or not at all when the folder cannot be written."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".entry-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(entry, f, separators=(",", ":"))
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def files_digest(tag: str, paths: Iterable[str | os.PathLike[str] | None]) -> bytes:
+    """A BLAKE2b digest of ``tag`` and the bytes of each file in ``paths``, in order: what
+    a cached result depends on besides its input (our checking code, pysam's version file).
+    A version string is not enough: an editable install changes its code under one version.
+    A path that is None (a module not installed) or cannot be read counts as such."""
+    h = hashlib.blake2b(tag.encode(), digest_size=32)
+    for path in paths:
+        if path is None:
+            h.update(b"\x00missing")
+            continue
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            h.update(b"\x00unreadable")
+            continue
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.digest()
+
+
+def installed_file(module: str, name: str | None = None) -> str | None:
+    """The source of ``module`` or, with ``name``, the file of that name beside it (pysam's
+    ``version.py``), found without importing the module; None when it is not installed."""
+    spec = importlib.util.find_spec(module)
+    origin = spec.origin if spec is not None else None
+    if origin is None:
+        return None
+    return os.path.join(os.path.dirname(origin), name) if name else origin

@@ -1,0 +1,163 @@
+"""What the reference checks found, kept by digest so that a fresh process opening the
+same references again skips the work (at 100,000 samples ~28 ms of a ~54 ms open: the
+keys split, every codec config against the header, every chunk reference).
+
+:func:`~vcfvirtual.refs.checks.reference_verdict` is a function of the references' bytes,
+of our checking code and of the htslib reading their header, nothing else: it reads no
+file but the references (the cache's checks are apart, in
+:func:`~vcfvirtual.refs.checks.apply_verdict`, and :func:`~vcfvirtual.refs.checks.check_cache`,
+run at every open), no environment variable, no clock. So a verdict is kept under a key
+made of exactly those: a digest of the bytes as read, the cache URL they were pointed at
+(``open_store(cache_url=...)`` rewrites them), and a digest of the source of every module
+the check runs (:data:`CHECKING_MODULES`) and of pysam's version file. Only a passing
+verdict is kept, and what it records (the inline chunks to check on first read, the mask
+chunks left out, htslib's warnings about the header) is what the full check returns or
+logs, so a later open returns and logs the same.
+
+Entries live in ``verdicts/`` of the user's cache folder (:mod:`vcfvirtual.io.user_cache`);
+one that does not read back as a verdict of this key is ignored and the references
+checked in full; a folder that cannot be written means every open checks in full.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..io import user_cache
+from .checks import InlineChunk, ReferenceVerdict, apply_verdict, reference_verdict
+from .kerchunk import KerchunkRefs
+
+logger = logging.getLogger("vcfvirtual.refs.checks")  # the warnings as the full check logs them
+
+# Bumped when the entries' layout changes: an entry of another format is never read.
+FORMAT = 1
+
+# Every module of ours a full check runs (imports included), as files of their packages:
+# tests/unit/vcfvirtual/refs/test_verdicts.py holds this list to what a check imports.
+CHECKING_MODULES = (
+    "vcfvirtual/__init__.py",
+    "vcfvirtual/_codecs.py",
+    "vcfvirtual/errors.py",
+    "vcfvirtual/bcf/__init__.py",
+    "vcfvirtual/bcf/fields.py",
+    "vcfvirtual/bcf/header.py",
+    "vcfvirtual/cache/__init__.py",
+    "vcfvirtual/cache/names.py",
+    "vcfvirtual/io/__init__.py",
+    "vcfvirtual/io/fingerprint.py",
+    "vcfvirtual/io/outputs.py",
+    "vcfvirtual/io/parts.py",
+    "vcfvirtual/io/remote.py",
+    "vcfvirtual/io/user_cache.py",
+    "vcfvirtual/manifests/__init__.py",
+    "vcfvirtual/manifests/provenance.py",
+    "vcfvirtual/refs/__init__.py",
+    "vcfvirtual/refs/arrays.py",
+    "vcfvirtual/refs/checks.py",
+    "vcfvirtual/refs/header_cache.py",
+    "vcfvirtual/refs/icechunk.py",
+    "vcfvirtual/refs/kerchunk.py",
+    "vcfvirtual/refs/open.py",
+    "vcfvirtual/refs/relocate.py",
+    "vcfvirtual/refs/verdicts.py",
+    "vcfvirtual_codec/__init__.py",
+    "vcfvirtual_codec/_kernels/__init__.py",
+    "vcfvirtual_codec/bcf/__init__.py",
+    "vcfvirtual_codec/bcf/bgzf.py",
+    "vcfvirtual_codec/bcf/records.py",
+    "vcfvirtual_codec/checks.py",
+    "vcfvirtual_codec/codec.py",
+    "vcfvirtual_codec/columns.py",
+    "vcfvirtual_codec/decode.py",
+    "vcfvirtual_codec/errors.py",
+    "vcfvirtual_codec/local_alleles.py",
+    "vcfvirtual_codec/scratch.py",
+    "vcfvirtual_codec/segment_transforms.py",
+    "vcfvirtual_codec/spec.py",
+)
+
+
+def checking_files() -> list[str | None]:
+    """The files of :data:`CHECKING_MODULES` as installed here, then pysam's version file."""
+    roots = {package: _package_parent(package) for package in ("vcfvirtual", "vcfvirtual_codec")}
+    files: list[str | None] = []
+    for module in CHECKING_MODULES:
+        root = roots[module.split("/", 1)[0]]
+        files.append(None if root is None else os.path.join(root, module))
+    return [*files, user_cache.installed_file("pysam", "version.py")]
+
+
+def _package_parent(package: str) -> str | None:
+    """The folder holding ``package`` (imported already by the open, else found unimported)."""
+    module = sys.modules.get(package)
+    origin = getattr(module, "__file__", None) or user_cache.installed_file(package)
+    return None if origin is None else str(Path(origin).parent.parent)
+
+
+@functools.cache
+def _code_digest() -> bytes:
+    return user_cache.files_digest(f"vcfvirtual-verdicts-{FORMAT}", checking_files())
+
+
+def key_of(refs_digest: str, cache_url: str) -> str:
+    """The key of the verdict on references whose bytes have digest ``refs_digest``, as
+    pointed at ``cache_url`` (the cache URL they declare once relocated, if they were)."""
+    h = hashlib.blake2b(_code_digest(), digest_size=32)
+    h.update(refs_digest.encode())
+    h.update(b"\x00" + cache_url.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def cache_dir() -> Path:
+    """The folder holding the verdicts (``verdicts/`` below the user's vcfvirtual cache)."""
+    return user_cache.folder("verdicts")
+
+
+def load(key: str) -> ReferenceVerdict | None:
+    """The verdict kept under ``key``, or None when there is none usable."""
+    entry = user_cache.read_entry(cache_dir() / f"{key}.json", FORMAT, key)
+    if entry is None:
+        return None
+    try:
+        return ReferenceVerdict.from_json(entry["verdict"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def store(key: str, verdict: ReferenceVerdict) -> None:
+    """Keep ``verdict`` (of references that passed) under ``key``, or nothing when the
+    folder cannot be written."""
+    user_cache.write_entry(cache_dir() / f"{key}.json", {"format": FORMAT, "key": key, "verdict": verdict.to_json()})
+
+
+def check_references_once(
+    refs: KerchunkRefs,
+    refs_path: str,
+    cache: dict[str, Any],
+    key: str | None,
+    *,
+    defer_inline: bool = True,
+) -> dict[str, InlineChunk]:
+    """:func:`~vcfvirtual.refs.checks.check_references` of ``refs``, its verdict on their
+    bytes taken from the one kept under ``key`` when there is one (then only what reads
+    the cache runs), else found and kept there. ``key`` None: checked in full, nothing kept.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        As ``check_references``."""
+    verdict = load(key) if key is not None else None
+    if verdict is None or not verdict.fits(refs):
+        verdict = reference_verdict(refs, refs_path, cache)
+        if key is not None:
+            store(key, verdict)
+    else:
+        for warning in verdict.header_warnings:  # as the header's parse or check logs them
+            logger.warning("%s: %s", "vcf_header", warning)
+    return apply_verdict(refs, refs_path, cache, verdict, defer_inline=defer_inline)
