@@ -25,7 +25,8 @@ Segment byte formats (all little-endian; ``n`` = records in the chunk):
   ``count * size(type)`` value bytes (FORMAT: ``count`` values per sample, times the
   block's samples) verbatim from BCF, BCF's sentinels kept; except int8 GT bytes, stored
   minus :data:`GT_SHIFT` when the preamble's flag says so (a reversible map that lets a
-  bit-shuffling compressor store one bit plane per allele bit).
+  bit-shuffling compressor store one bit plane per allele bit), or, in a block whose calls
+  are all phased or none (:data:`FLAG_GT_ALLELES`), as the int8 alleles they decode to.
 
 The kernels are the columns-layout entry points of the one decoder
 (``_kernels/fields.pyx``): the value code that decodes whole records
