@@ -43,9 +43,11 @@ def shifted_segment(calls: np.ndarray) -> np.ndarray:
     )
 
 
-def codec(kind: str, n_samples: int, width: int, ploidy: int, chunk_length: int, records: int) -> BCFRecordsCodec:
+def codec(
+    kind: str, n_samples: int, width: int, ploidy: int, chunk_length: int, records: int, dtype: str = "|i1"
+) -> BCFRecordsCodec:
     return BCFRecordsCodec(
-        array=KINDS[kind], kind=kind, dtype="|b1" if kind != "genotype" else "|i1",
+        array=KINDS[kind], kind=kind, dtype="|b1" if kind != "genotype" else dtype,
         shape=[n_samples, ploidy] if kind != "genotype_phased" else [n_samples],
         chunk_length=chunk_length, num_records=records, layout="columns", key=GT_KEY, ploidy=ploidy,
         samples_chunk_size=width, compressor="blosc",
@@ -131,6 +133,22 @@ def test_padded_chunks_of_an_alleles_block():
     gt = got["genotype"]
     assert (gt[n:] == -2).all() and (gt[:, width:] == -2).all() and (gt[:n, :width, 2] == -2).all()
     assert gt[1, 2, :2].tolist() == [-1, -1]
+
+
+def test_an_alleles_block_in_a_wider_array():
+    """An int16 call_genotype (another block's records had alleles past int8's): the
+    alleles widened, as the shifted block decodes."""
+    calls = np.array([[[0x02, 0x05], [0x00, 0x81]], [[0x7C, 0x03], [0x04, 0x01]]], np.uint8)
+    shifted = shifted_segment(calls)
+    alleles = cc.alleles_block(shifted, 2, 2)
+    assert alleles is not None
+    c = codec("genotype", 2, 2, 2, 2, 2, dtype="<i2")
+    flag = cc.FLAG_GT_ALL_PHASED
+    want = decoded({"genotype": c}, sealed(shifted, cc.FLAG_GT_SHIFT | flag, 2, 2))["genotype"]
+    got = decoded({"genotype": c}, sealed(alleles, cc.FLAG_GT_ALLELES | flag, 2, 2))["genotype"]
+    assert got.dtype == np.int16
+    np.testing.assert_array_equal(got, want)
+    assert got.tolist() == [[[0, 1], [-1, -2]], [[61, 0], [1, -1]]]
 
 
 def test_blocks_that_cannot_be_alleles_stay_shifted():
