@@ -451,7 +451,8 @@ def decode_columns_chunk(data: Buffer, spec: ChunkSpec, scratch: Scratch | None 
         The array's codec configuration (``layout="columns"``).
     scratch : Scratch, optional
         The codec instance's working buffers, to decompress the segment into (a fresh
-        buffer otherwise); nothing returned is a view of it.
+        buffer otherwise); nothing returned is a view of it. (A GT block of alleles
+        decompresses into a buffer of its own, which call_genotype may be a view of.)
 
     Returns
     -------
