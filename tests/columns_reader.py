@@ -18,7 +18,9 @@ Decompressed: ``int32[n]`` (contig, position, rlen), ``uint32[n]`` (QUAL's bits)
 alleles (``int32 n_allele[n]``, ``int32 length[sum]``, the bytes), or a typed column:
 ``int32 count[n]`` (-1 absent), ``uint8 type[n]``, then each record's
 ``count * size(type)`` value bytes (times the block's samples for FORMAT), BCF's own
-encoding and sentinels; int8 GT bytes stored minus 2 when flag 1 is set. A position
+encoding and sentinels; int8 GT bytes stored minus 2 when flag 1 is set, or, when flag 32
+is set (with flag 2, every call phased, or 4, none), as the alleles they read as (int8:
+-1 missing, -2 past the call's end; every record int8 of one count). A position
 segment with flag 8 holds its int32 values as differences from the value before (the
 first from 0, modulo 2^32), cut into byte planes: all low bytes, then all second bytes...
 A FORMAT segment with flag 16 holds each record's values wider than a byte likewise in
@@ -40,6 +42,9 @@ KIND_CODES = {
     "contig": 0, "position": 1, "rlen": 2, "qual": 3, "id": 4, "alleles": 5, "filter": 6, "info": 7, "format": 8,
 }  # fmt: skip
 FLAG_GT_SHIFTED = 1
+FLAG_GT_ALL_PHASED = 2
+FLAG_GT_NONE_PHASED = 4
+FLAG_GT_ALLELES = 32
 FLAG_POSITION_DELTA = 8
 FLAG_VALUE_PLANES = 16
 GT_SHIFT = 2
@@ -66,6 +71,15 @@ class Segment:
     @property
     def gt_shifted(self) -> bool:
         return bool(self.flags & FLAG_GT_SHIFTED)
+
+    @property
+    def gt_alleles(self) -> bool:
+        return bool(self.flags & FLAG_GT_ALLELES)
+
+    @property
+    def is_gt(self) -> bool:
+        """A GT block (shifted or alleles; the complete count and phase flags are GT's)."""
+        return bool(self.flags & (FLAG_GT_SHIFTED | FLAG_GT_ALLELES))
 
 
 def read_segment(cache: bytes, offset: int, length: int, compressor: str) -> Segment:
@@ -143,7 +157,11 @@ def typed_column(seg: Segment) -> list[TypedValue]:
 
 
 def unshifted(seg: Segment) -> np.ndarray:
-    """The segment's bytes with int8 GT values as BCF stores them (2 added back)."""
+    """The segment's bytes with int8 GT values as BCF stores them (2 added back, or an
+    alleles block's alleles written as BCF's values, the block's phasing on every allele
+    after a call's first)."""
+    if seg.gt_alleles:
+        return _alleles_as_bcf(seg)
     if not seg.gt_shifted:
         return seg.data
     n, data = seg.records, seg.data.copy()
@@ -155,6 +173,23 @@ def unshifted(seg: Segment) -> np.ndarray:
             data[at : at + size] = (data[at : at + size].astype(np.int16) + GT_SHIFT).astype(np.uint8)
         at += size
     return data
+
+
+def _alleles_as_bcf(seg: Segment) -> np.ndarray:
+    assert seg.flags & (FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED) and not seg.gt_shifted, seg.flags
+    phase = 1 if seg.flags & FLAG_GT_ALL_PHASED else 0
+    n, data = seg.records, bytearray(seg.data.tobytes())
+    counts = seg.data[: 4 * n].view("<i4").tolist()
+    assert set(seg.data[4 * n : 5 * n].tolist()) == {1} and len(set(counts)) == 1, "int8, one count"
+    at = 5 * n
+    for count in counts:
+        for _ in range(seg.width):
+            for j in range(count):
+                allele = data[at] - 256 if data[at] >= 0x80 else data[at]
+                data[at] = 0x81 if allele == -2 else ((allele + 1) << 1) | (phase if j else 0)
+                at += 1
+    assert at == len(data)
+    return np.frombuffer(bytes(data), np.uint8)
 
 
 def int32s(seg: Segment) -> np.ndarray:
@@ -260,6 +295,13 @@ def genotypes(seg: Segment, ploidy: int) -> np.ndarray:
     """call_genotype of one samples block: allele (BCF's value >> 1) - 1, -1 missing, -2
     past the call's end; a record without GT all missing."""
     out = np.full((seg.records, seg.width, ploidy), -1, np.int64)
+    if seg.gt_alleles:
+        n = seg.records
+        count = int(seg.data[:4].view("<i4")[0])
+        stored = seg.data[5 * n :].view(np.int8).reshape(n, seg.width, count)
+        out[:, :, :count] = stored
+        out[:, :, count:] = -2
+        return out
     for r, v in enumerate(typed_column(seg)):
         if v.values is None:
             continue

@@ -66,6 +66,7 @@ PREAMBLE = codec_columns.PREAMBLE
 FLAG_GT_SHIFTED = codec_columns.FLAG_GT_SHIFT  # int8 GT bytes stored minus GT_SHIFT
 FLAG_GT_ALL_PHASED = codec_columns.FLAG_GT_ALL_PHASED
 FLAG_GT_NONE_PHASED = codec_columns.FLAG_GT_NONE_PHASED
+FLAG_GT_ALLELES = codec_columns.FLAG_GT_ALLELES
 FLAG_POSITION_DELTA = codec_columns.FLAG_POSITION_DELTA
 FLAG_VALUE_PLANES = codec_columns.FLAG_VALUE_PLANES
 KIND_CODES = codec_columns.SEGMENT_KINDS
@@ -241,6 +242,7 @@ def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
     complete_count = 0
     if flags & FLAG_GT_SHIFTED:
         flags, complete_count = gt_preamble(data, n, width, flags)
+        data, flags = _as_alleles(data, n, width, flags)
     codec = COMPRESSORS[compressor]
     if flags & FLAG_POSITION_DELTA:
         data = position_deltas(data)
@@ -255,6 +257,28 @@ def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
     return codec_columns.seal_segment(
         kind, flags, key, n, block, width, data.shape[0], frame, complete_count=complete_count
     )
+
+
+# Each compression thread's buffer for a GT block rewritten as alleles (_as_alleles),
+# reused block after block: a fresh 20 MB array per block costs its page faults again.
+_alleles_buffer = threading.local()
+
+
+def _as_alleles(data: np.ndarray, n: int, width: int, flags: int) -> tuple[np.ndarray, int]:
+    """A shifted GT block whose calls are all phased or none stored as the alleles the
+    codec decodes from it (codec_columns.alleles_block: FLAG_GT_ALLELES, the shift flag
+    cleared), so that reading it is decompressing alone; where it cannot be (records of
+    other counts or types), or its phasing is mixed, as it is. ~2 ms of CPU a 20 MB block
+    (one pass of the codec's GT kernel), on the compression threads."""
+    if not flags & (FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED):
+        return data, flags
+    buffer = getattr(_alleles_buffer, "array", None)
+    if buffer is None or buffer.shape[0] < data.shape[0]:
+        buffer = _alleles_buffer.array = np.empty(data.shape[0], np.uint8)
+    alleles = codec_columns.alleles_block(data, n, width, buffer)
+    if alleles is None:
+        return data, flags
+    return alleles, (flags & ~FLAG_GT_SHIFTED) | FLAG_GT_ALLELES
 
 
 def gt_preamble(data: np.ndarray, n: int, block_samples: int, flags: int) -> tuple[int, int]:

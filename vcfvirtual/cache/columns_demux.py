@@ -42,6 +42,9 @@ Segment slots (``N_FIXED_SEGMENTS + n_info + n_format * n_blocks`` in all):
   shuffle then compresses twice. Minus 2 gives 0b00x/0b01x (one plane per allele bit);
   missing 0x80 -> 0x7E, end-of-vector 0x81 -> 0x7F; the phase bit (bit 0) is unchanged.
   The decoder adds 2 back (decode.genotypes ``shifted``); measured in benchmarks/FINDINGS-columns.md.
+  A block whose calls are all phased or none is then rewritten by the writer as the
+  alleles it decodes to (columns.py ``_as_alleles``, the codec's FLAG_GT_ALLELES): the
+  demux always writes the shifted bytes, which the block summary reads.
 
 The kernel reads each record byte at most twice: a locate pass walks descriptors only
 (fixed part, ID, alleles, FILTER and INFO/FORMAT keys: O(fields) per record, never per

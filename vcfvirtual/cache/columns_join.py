@@ -84,16 +84,9 @@ def payload_of(data: bytes, segment: StoredSegment, records: int) -> np.ndarray:
     want = (segment.kind, segment.key, records, segment.block, segment.width)
     if magic not in codec_columns.READ_MAGICS or (kind, key, n, block, width) != want:
         raise stale(f"its preamble says {(magic, kind, key, n, block, width)}, expected {want}")
-    if bool(flags & codec_columns.FLAG_GT_SHIFT) != segment.shifted:
-        raise stale("its GT shift flag is not the one this version writes")
-    # A store written before positions were stored as differences (segment format "VVS2")
-    # is appended to as it is: its last chunk's positions are read plain, written anew.
-    delta = bool(flags & codec_columns.FLAG_POSITION_DELTA)
-    if delta and (kind != KIND["position"] or magic != codec_columns.MAGIC or length != 4 * n):
-        raise stale(f"its flags {flags} are not what the index writes for this segment")
-    planes = bool(flags & codec_columns.FLAG_VALUE_PLANES)
-    if planes and (kind != KIND["format"] or segment.shifted or magic != codec_columns.MAGIC):
-        raise stale(f"its flags {flags} are not what the index writes for this segment")
+    problem = _flags_problem(flags, magic, kind, length, n, segment.shifted)
+    if problem:
+        raise stale(problem)
     head, frame = data[: PREAMBLE.size - 4], data[PREAMBLE.size :]
     if codec_columns.segment_crc(head, frame) != crc:
         raise stale("it fails its CRC32")
@@ -112,13 +105,44 @@ def payload_of(data: bytes, segment: StoredSegment, records: int) -> np.ndarray:
         _DECODERS[segment.compressor].decode(body, raw)
     except (RuntimeError, ValueError, KeyError) as e:
         raise stale(f"it does not decompress to its length ({e})") from None
-    if delta:
+    try:
+        return _transforms_undone(raw, flags, n, width)
+    except ValueError as e:
+        raise stale(f"its values cannot be put back ({e})") from None
+
+
+def _flags_problem(flags: int, magic: bytes, kind: int, length: int, n: int, shifted: bool) -> str | None:
+    """What is wrong with a stored segment's flags, against the plan's GT shift flag
+    (``shifted``: a GT block's), or None."""
+    cc = codec_columns
+    # A GT block is stored shifted, or (all phased or none) as its alleles: joined as
+    # shifted bytes either way (_transforms_undone), which the writer turns into alleles
+    # again where the joined block's calls allow it.
+    if bool(flags & (cc.FLAG_GT_SHIFT | cc.FLAG_GT_ALLELES)) != shifted:
+        return "its GT shift flag is not the one this version writes"
+    phase = flags & (cc.FLAG_GT_ALL_PHASED | cc.FLAG_GT_NONE_PHASED)
+    alleles = flags & cc.FLAG_GT_ALLELES and not (
+        flags & cc.FLAG_GT_SHIFT or magic != cc.MAGIC or phase not in (cc.FLAG_GT_ALL_PHASED, cc.FLAG_GT_NONE_PHASED)
+    )
+    # A store written before positions were stored as differences (segment format "VVS2")
+    # is appended to as it is: its last chunk's positions are read plain, written anew.
+    delta = flags & cc.FLAG_POSITION_DELTA and (kind != KIND["position"] or magic != cc.MAGIC or length != 4 * n)
+    planes = flags & cc.FLAG_VALUE_PLANES and (kind != KIND["format"] or shifted or magic != cc.MAGIC)
+    if (flags & cc.FLAG_GT_ALLELES and not alleles) or delta or planes:
+        return f"its flags {flags} are not what the index writes for this segment"
+    return None
+
+
+def _transforms_undone(raw: np.ndarray, flags: int, n: int, width: int) -> np.ndarray:
+    """A decompressed segment's bytes as the demux made them: positions summed back,
+    value planes put back in order, an alleles GT block as shifted BCF bytes. ValueError
+    for bytes no transform of the index made."""
+    if flags & codec_columns.FLAG_POSITION_DELTA:
         undo_position_deltas(raw)
-    if planes:
-        try:
-            undo_value_planes(raw, n, width)
-        except ValueError as e:
-            raise stale(f"its values cannot be put back in order ({e})") from None
+    if flags & codec_columns.FLAG_VALUE_PLANES:
+        undo_value_planes(raw, n, width)
+    if flags & codec_columns.FLAG_GT_ALLELES:
+        return codec_columns.shifted_block(raw, n, width, bool(flags & codec_columns.FLAG_GT_ALL_PHASED))
     return raw
 
 

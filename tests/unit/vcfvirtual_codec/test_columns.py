@@ -111,6 +111,9 @@ class Cache:
                 seg = columns_reader.read_segment(data, int(offsets[where]), int(lengths[where]), compressor)
                 raw = seg.data if is_gt and gt_shift else columns_reader.unshifted(seg)
                 flags = FLAG_GT_SHIFT if is_gt and gt_shift else 0
+                if is_gt and gt_shift and seg.gt_alleles:  # an alleles block, as the index wrote it
+                    R = columns_reader
+                    flags = seg.flags & (R.FLAG_GT_ALLELES | R.FLAG_GT_ALL_PHASED | R.FLAG_GT_NONE_PHASED)
                 recompressed = compressors["gt" if is_gt else "other"]
                 key = f"{name}#{where[1]}" if len(where) == 2 else name
                 self.chunks[key, where[0]] = wrap(

@@ -196,8 +196,8 @@ def check_segments(tmp_path, case, samples_chunk_size):
             for b in range(n_blocks if blocked else 1):
                 where = (i, b) if blocked else (i,)
                 seg = columns_reader.read_segment(data, int(offsets[where]), int(lengths[where]), compressor)
-                assert seg.complete_count == 0 or seg.gt_shifted  # only a GT block holds a complete count
-                ident = (seg.kind, int(seg.gt_shifted), seg.key, seg.records, seg.block, seg.width)
+                assert seg.complete_count == 0 or seg.is_gt  # only a GT block holds a complete count
+                ident = (seg.kind, int(seg.is_gt), seg.key, seg.records, seg.block, seg.width)
                 cat = name.split("/")[0]
                 block_width = min(width, n_samples - b * width) if blocked else 1
                 want = (

@@ -102,3 +102,44 @@ def test_a_preamble_length_other_than_the_frames_is_refused():
     segment = StoredSegment("position", 0, "part-000000", 0, len(data), KIND["position"], -1, 1, False, "zstd")
     with pytest.raises(StaleCacheError, match="frame declares 12 bytes, its preamble 8"):
         payload_of(data, segment, 3)
+
+
+def _gt_block(values: bytes, flags: int, types: bytes = b"\x01\x01") -> tuple[bytes, StoredSegment]:
+    """A GT block of 2 records of 2 samples (counts 2), sealed as the index seals it."""
+    from numcodecs import Blosc
+
+    raw = _i32(2, 2) + types + values
+    frame = Blosc().encode(np.frombuffer(raw, np.uint8))
+    data = codec_columns.seal_segment(KIND["format"], flags, 5, 2, 0, 2, len(raw), frame)
+    return data, StoredSegment("format/GT", 0, "part-000000", 0, len(data), KIND["format"], 5, 2, True, "blosc")
+
+
+def test_an_alleles_block_is_read_back_as_shifted_bcf_bytes():
+    """A stored GT block of alleles (all phased) comes back as BCF's bytes minus 2, written
+    out by hand: allele a is (a + 1) << 1 | 1 after a call's first, -1 missing (0), -2 the
+    vector's end (0x81)."""
+    alleles = bytes(np.array([0, 1, -1, -2, 2, 2, 1, -1], np.int8).view(np.uint8))
+    flags = codec_columns.FLAG_GT_ALLELES | codec_columns.FLAG_GT_ALL_PHASED
+    data, segment = _gt_block(alleles, flags)
+    bcf = [0x02, 0x05, 0x00, 0x81, 0x06, 0x07, 0x04, 0x01]
+    want = _i32(2, 2) + _u8(1, 1) + bytes((b - 2) % 256 for b in bcf)
+    assert payload_of(data, segment, 2).tobytes() == want
+
+
+@pytest.mark.parametrize(
+    "flags,types,problem",
+    [
+        (codec_columns.FLAG_GT_ALLELES, b"\x01\x01", "flags 32 are not what the index writes"),
+        (
+            codec_columns.FLAG_GT_ALLELES | codec_columns.FLAG_GT_SHIFT | codec_columns.FLAG_GT_NONE_PHASED,
+            b"\x01\x01",
+            "are not what the index writes",
+        ),
+        (codec_columns.FLAG_GT_ALLELES | codec_columns.FLAG_GT_NONE_PHASED, b"\x01\x02", "int8"),
+    ],
+    ids=["no-phasing", "shifted-too", "int16-record"],
+)
+def test_an_alleles_block_the_index_never_writes_is_stale(flags, types, problem):
+    data, segment = _gt_block(bytes(8), flags, types)
+    with pytest.raises(StaleCacheError, match=problem):
+        payload_of(data, segment, 2)
