@@ -148,7 +148,7 @@ def call_counts(gt: zarr.Array) -> np.ndarray:
                 break
         # numba loads the compiled kernel from its cache in the first call of a process
         # (~0.4 s of Python setting up its typing): done while the first chunks decode.
-        count_calls(np.zeros((1, 1, 2), gt.dtype), *np.zeros((4, 1), np.int64))
+        count_calls(np.zeros((1, 1, *gt.shape[2:]), gt.dtype), *np.zeros((4, 1), np.int64))
         while pending:
             box, buffer, future = pending.popleft()
             count_calls(future.result(), *counts[:, box[0]])
