@@ -107,8 +107,12 @@ def _count_diploid_int8(pairs, ref_alleles, het, hom_alt, called):
 
 
 def count_calls(gt: np.ndarray, ref_alleles, het, hom_alt, called) -> None:
-    """Per-variant counts of a (variants, samples, 2) genotype block, added to the arrays given."""
-    if gt.dtype == np.int8 and gt.ndim == 3 and gt.shape[2] == 2 and sys.byteorder == "little":
+    """Per-variant counts of a (variants, samples, 2) genotype block, added to the arrays given.
+    Diploid calls only, as bcftools +af-dist counts them: the kernels read two alleles a
+    call without bounds checks, so any other ploidy is refused here."""
+    if gt.ndim != 3 or gt.shape[2] != 2:
+        raise ValueError(f"af-dist counts diploid calls; this call_genotype block has shape {gt.shape}")
+    if gt.dtype == np.int8 and sys.byteorder == "little":
         pairs = np.ascontiguousarray(gt).view(np.int16).reshape(gt.shape[0], gt.shape[1])
         _count_diploid_int8(pairs, ref_alleles, het, hom_alt, called)
     else:
