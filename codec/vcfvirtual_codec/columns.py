@@ -650,15 +650,11 @@ def alleles_block(data: np.ndarray, n: int, width: int, out: np.ndarray | None =
     None where the block cannot be one: records of other types or counts, or values the
     decode refuses (kept shifted, for the decoder to refuse on read as before). ``out``: a
     buffer to write it into (the result is then a view of it), if large enough."""
+    try:  # the same table an alleles block keeps (any count from 1 up)
+        count = _allele_values(data, n, width, 2**31 - 1).shape[2]
+    except ValueError:
+        return None
     length = data.shape[0]
-    if n < 1 or width < 1 or length < 5 * n:
-        return None
-    counts = data[: 4 * n].view("<i4")
-    count = int(counts[0])
-    if count < 1 or (counts != count).any() or (data[4 * n : 5 * n] != R.BT_INT8).any():
-        return None
-    if length != 5 * n + n * width * count:
-        return None
     out = out[:length] if out is not None and out.shape[0] >= length else np.empty(length, np.uint8)
     out[: 5 * n] = data[: 5 * n]
     alleles = out[5 * n :].view(np.int8).reshape(n, width, count)
