@@ -183,8 +183,11 @@ async def _fingerprints(fs: Any, objects: list[_Object]) -> list[Fingerprint | V
     found: list[Fingerprint | VcfVirtualError] = []
     for o, info, span, digest in zip(objects, infos, spans, known):
         got: list[object] = [next(data) for _ in span]
-        found.append(_fingerprint_of(o.url, info, span, got, o.kind) if digest is None else _known(info, digest, o))
-        _remember(o, info, found[-1])
+        if digest is None:
+            found.append(_fingerprint_of(o.url, info, span, got, o.kind))
+            _remember(o, info, found[-1])
+        else:  # remembered already: nothing to write
+            found.append(_known(info, digest, o))
     return found
 
 
@@ -233,17 +236,16 @@ def _known(info: object, digest: str, obj: _Object) -> Fingerprint:
 
 
 def _remember(obj: _Object, info: object, found: Fingerprint | VcfVirtualError) -> None:
-    """Remember ``found``'s digest for ``obj`` at its size and version when the windows
-    gave the digest the caller expects (verified), and the server names a version."""
+    """Remember ``found``'s digest for ``obj`` at its size and version when its windows,
+    read because nothing matching was remembered (:func:`_remembered`), gave the digest
+    the caller expects (verified), and the server names a version."""
     version = object_version(info)
     if not isinstance(found, Fingerprint) or version is None or obj.expected is None or found.digest != obj.expected:
         return
     key = obj.memo_key(found.size, version)
-    if _remembered_digest(obj, found.size, version) != found.digest:
-        user_cache.write_entry(
-            user_cache.folder("remote") / f"{key}.json",
-            {"format": VERIFIED_FORMAT, "key": key, "digest": found.digest},
-        )
+    user_cache.write_entry(
+        user_cache.folder("remote") / f"{key}.json", {"format": VERIFIED_FORMAT, "key": key, "digest": found.digest}
+    )
 
 
 def _endpoint(storage_options: dict | None) -> str | None:
