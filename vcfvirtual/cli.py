@@ -19,26 +19,17 @@ import click
 # Importing this module must stay cheap (--help, relocate, inspect): the indexer's modules
 # load zarr, VirtualiZarr and xarray (~1 s), so each command imports what it runs
 # inside its function. The choices come from the lists' numpy-free modules.
-from . import __version__
+from . import __version__, interrupts
 from ._gc import collector_paused
 from .cache.names import LAYOUTS
 from .errors import VcfVirtualError
+from .interrupts import Interrupted
 from .refs.formats import REFS_FORMATS, RefsFormat
 
 if TYPE_CHECKING:
     from .api import IndexSummary
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGINT, raised where the program is, so that the cleanup the library
-    does on any exception (temporaries deleted, staging removed, uploads withdrawn)
-    runs before the process ends."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
 
 
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
@@ -51,7 +42,7 @@ def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
     for s in (signal.SIGTERM, signal.SIGINT):
         if signal.getsignal(s) is _raise_interrupted:
             signal.signal(s, signal.SIG_IGN)
-    raise Interrupted(signum)
+    interrupts.interrupt(signum)
 
 
 @contextlib.contextmanager
@@ -70,12 +61,15 @@ def _cleanup_on_signals() -> Iterator[None]:
         for s in (signal.SIGTERM, signal.SIGINT)
         if signal.getsignal(s) is not signal.SIG_IGN
     }
+    previous_hook, sys.unraisablehook = sys.unraisablehook, interrupts.quiet_unraisable
     try:
         yield
     except Interrupted as e:
         click.echo(f"vcfvirtual: interrupted by {signal.Signals(e.signum).name}; temporaries removed", err=True)
         sys.exit(128 + e.signum)
     finally:
+        sys.unraisablehook = previous_hook
+        interrupts.clear()
         for s, handler in previous.items():
             signal.signal(s, handler)
 

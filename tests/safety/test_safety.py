@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 
 import numpy as np
 import pysam
@@ -319,6 +320,37 @@ def test_a_live_runs_temporary_is_left_alone(tmp_path):
     assert cache_mod.remove_stale_temporaries(target) == [dead]
     assert live.exists() and not dead.exists()
     assert np.array_equal(np.frombuffer(live.read_bytes(), np.uint8), np.frombuffer(b"in progress", np.uint8))
+
+
+def test_a_signal_whose_raise_python_swallows_still_keeps_previous_outputs(tmp_path, capsys):
+    """A signal handled inside a weakref callback (importlib's module locks run one) raises
+    where Python can only print the exception and carry on: the run must still stop
+    before it replaces an output, exit as interrupted, and print no traceback."""
+    from vcfvirtual import cli
+
+    target = tmp_path / "k.json"
+    target.write_text("previous")
+
+    class Collected:
+        pass
+
+    def run() -> None:
+        obj = Collected()
+        # The callback runs Python code, so the pending SIGTERM's handler runs inside it.
+        keep = weakref.ref(obj, lambda _: signal.raise_signal(signal.SIGTERM))
+        del obj
+        assert keep() is None  # the callback ran and Python swallowed the raise...
+        with cache_mod.atomic_file(target, "references", "refs_path=", "w") as f:
+            f.write("new")  # ...so the run went on as far as putting its output in place
+
+    with pytest.raises(SystemExit) as exit_info, cli._cleanup_on_signals():
+        run()
+    assert exit_info.value.code == 128 + signal.SIGTERM
+    assert target.read_text() == "previous"
+    assert sorted(os.listdir(tmp_path)) == ["k.json"]
+    err = capsys.readouterr().err
+    assert "interrupted by SIGTERM" in err and "Traceback" not in err and "Exception ignored" not in err
+    assert signal.getsignal(signal.SIGTERM) is not cli._raise_interrupted  # the handler put back
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from vcfvirtual_codec.bcf import bgzf
 
+from .. import interrupts
 from ..errors import OutputExistsError, OutputWriteError
 from .parts import is_part_name
 
@@ -124,6 +125,7 @@ def replace_output(tmp: Path, path: Path) -> None:
     anything in one rename: the old one is renamed aside, the new one renamed in, and only
     then is the old one deleted. Callers have checked that what stands at ``path`` is an
     output of this tool (:func:`refuse_foreign_output`)."""
+    interrupts.raise_pending()  # an interrupted run replaces nothing, even if Python swallowed the signal's raise
     tmp, path = Path(tmp), Path(path)
     if not os.path.lexists(path) or (not tmp.is_dir() and path.is_file() and not path.is_symlink()):
         os.replace(tmp, path)

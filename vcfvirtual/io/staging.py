@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
+from .. import interrupts
 from . import remote as storage
 from .parts import part_url
 
@@ -65,6 +66,7 @@ class Staging:
     def publish(self, place_references: Callable[[], None] | None = None) -> None:
         """Upload the cache, put the references in place locally (``place_references``,
         e.g. their rename from a temporary), then upload the references."""
+        interrupts.raise_pending()  # an interrupted run publishes nothing (vcfvirtual.interrupts)
         if self.cache is not None:
             logger.info("uploading the cache to %s", self.cache[1])
             self._upload(*self.cache)

@@ -17,6 +17,7 @@ from typing import BinaryIO, Literal, NamedTuple, NoReturn
 import numpy as np
 from vcfvirtual_codec.bcf import bgzf, records
 
+from .. import interrupts
 from .._progress import byte_bar
 from ..bcf.csi import RecordStart
 from ..bcf.header import BCF_PREFIX_SIZE, BCFHeader, classify_prefix, parse_header_text, read_prefix
@@ -358,6 +359,7 @@ def scan_bcf(
             # walked a staged window at a time) moves smoothly. update() redraws at most
             # every 0.1 s, so a call per block costs nothing that shows.
             bar.update(piece.offset + len(piece.raw or b"") - bar.n if compressed else len(piece.data))
+            interrupts.raise_pending()  # a signal whose raise Python swallowed stops the scan here
 
         header, acc = _walk(path, remember(pieces), sink, begin, on_piece=on_piece)
         if total:

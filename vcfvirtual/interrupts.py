@@ -1,0 +1,57 @@
+"""SIGTERM and SIGINT during a command that writes (the command line's handlers, cli.py):
+the exception a handler raises, and the record that keeps it from being lost.
+
+Python runs a signal handler between two bytecodes of the main thread, wherever that
+is. Inside a weakref callback, a ``__del__`` or the garbage collector (importlib's
+module locks are released by one), an exception cannot propagate: Python passes it to
+``sys.unraisablehook`` and carries on, and the run would complete and replace the
+outputs it was told to leave. So the handler records the signal before raising, and
+the points that must not be passed once interrupted (each block scanned, an output put
+in place) raise it again (:func:`raise_pending`)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT, raised where the program is, so that the cleanup the library
+    does on any exception (temporaries deleted, staging removed, uploads withdrawn)
+    runs before the process ends."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_pending: int | None = None
+
+
+def interrupt(signum: int) -> NoReturn:
+    """Record ``signum`` as the run's interruption, then raise it."""
+    global _pending
+    _pending = signum
+    raise Interrupted(signum)
+
+
+def raise_pending() -> None:
+    """Raise the recorded interruption again: one whose first raise Python swallowed
+    reaches the caller here (a no-op when none was recorded: one global read)."""
+    if _pending is not None:
+        raise Interrupted(_pending)
+
+
+def clear() -> None:
+    """Forget the recorded interruption (the command that handled it has ended)."""
+    global _pending
+    _pending = None
+
+
+def quiet_unraisable(unraisable: Any) -> None:
+    """A ``sys.unraisablehook`` that says nothing of a swallowed :class:`Interrupted`
+    (it is raised again, and reported once, by :func:`raise_pending`) and passes
+    anything else to Python's own hook."""
+    if isinstance(unraisable.exc_value, Interrupted):
+        return
+    sys.__unraisablehook__(unraisable)
