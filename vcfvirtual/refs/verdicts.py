@@ -44,6 +44,7 @@ CHECKING_MODULES = (
     "vcfvirtual/__init__.py",
     "vcfvirtual/_codecs.py",
     "vcfvirtual/errors.py",
+    "vcfvirtual/interrupts.py",
     "vcfvirtual/bcf/__init__.py",
     "vcfvirtual/bcf/fields.py",
     "vcfvirtual/bcf/header.py",

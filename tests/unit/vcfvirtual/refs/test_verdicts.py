@@ -38,11 +38,20 @@ RECORDS = [
 ]
 
 
-@pytest.fixture
-def store(tmp_path):
+def indexed(tmp_path: Path) -> tuple[Path, Path]:
     bcf = bcfdata.write_bcf(bcfdata.vcf_text(RECORDS, samples=("S1", "S2", "S3", "S4")), tmp_path / "calls.bcf")
     refs_path = tmp_path / "calls.json"
     vcfvirtual.index(bcf, refs_path=refs_path, variants_chunk_size=4, samples_chunk_size=2, progress=False)
+    return bcf, refs_path
+
+
+@pytest.fixture
+def store(tmp_path, cache_dir):
+    """A store as a collaborator receives it: no verdict kept yet (the index keeps its own:
+    removed here, so that these tests see a first open check in full)."""
+    bcf, refs_path = indexed(tmp_path)
+    for entry in cache_dir.glob("*.json"):
+        entry.unlink()
     return bcf, refs_path
 
 
@@ -89,6 +98,16 @@ def test_a_second_open_takes_the_verdict_and_reads_htslibs_values(store, full_ch
     checks._parsed_header.cache_clear()
     assert positions_and_genotypes(refs_path) == expected
     assert len(full_checks) == 1  # taken as kept
+
+
+def test_the_index_keeps_the_verdict_so_the_first_open_takes_it(tmp_path, full_checks, cache_dir):
+    """vcfvirtual.index runs open_store's checks on what it wrote (the unpatched ones run
+    inside it below only through check_store): the first open is then as a second one."""
+    bcf, refs_path = indexed(tmp_path)
+    assert len(full_checks) == 1 and len(list(cache_dir.glob("*.json"))) == 1  # the index's own check
+    checks._parsed_header.cache_clear()
+    assert positions_and_genotypes(refs_path) == htslib_positions_and_genotypes(bcf)
+    assert len(full_checks) == 1  # the first open took it
 
 
 def test_a_kept_verdict_returns_what_the_full_check_returns(store):
