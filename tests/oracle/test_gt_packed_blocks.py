@@ -24,7 +24,16 @@ import vcfvirtual
 from .. import bcfdata
 from ..conftest import bio2zarr_convert, chunk_bytes
 from .test_append import append, cut
-from .test_gt_alleles_blocks import ALL_PHASED, ALLELES, DP_HEADER, PREAMBLE, SAMPLES, assert_gt_as_oracles, index, record
+from .test_gt_alleles_blocks import (
+    ALL_PHASED,
+    ALLELES,
+    DP_HEADER,
+    PREAMBLE,
+    SAMPLES,
+    assert_gt_as_oracles,
+    index,
+    record,
+)
 
 PACKED = 64
 ALT15 = "C,G,T,AC,AG,AT,CA,CC,CG,CT,GA,GC,GG,GT,TA"  # alleles 0..15
