@@ -126,8 +126,9 @@ FLAG_GT_ALLELES = 32
 # 2- or 4-bit one the allele plus 2 (0: -2 fill, 1: -1 missing). The block is then exactly
 # 5n + 1 + ceil(values * bits / 8) bytes. :func:`packed_block` picks the fewest bits. On
 # cohort A's chunk 5 (1,000 x 10,000 diploid calls, alleles 0/1: 1 bit), Blosc zstd 1
-# compresses the packed bits in 5.3 ms to 453,704 bytes, the int8 alleles in 14.7 ms to
-# 470,088, and decompresses them in 2.4 (+ ~2 ms unpacking) against 13.0 ms.
+# compresses the packed bits (unshuffled) in 3.8 ms to 454,310 bytes, the int8 alleles
+# (bit-shuffled) in 20 ms to 470,295, and decompresses them in 1.8 ms (+ ~1.6 ms
+# unpacking) against 15.7 ms (CPU, load ~1.3; vcfvirtual/cache/columns.py PACKED_BLOSC).
 FLAG_GT_PACKED = 64
 PACKED_BITS = (1, 2, 4)
 GT_FLAGS = FLAG_GT_SHIFT | FLAG_GT_ALL_PHASED | FLAG_GT_NONE_PHASED | FLAG_GT_ALLELES | FLAG_GT_PACKED
