@@ -60,7 +60,7 @@ from ._kernels.fields import column_allele_spans as allele_spans
 from ._kernels.fields import column_filters as filters
 from ._kernels.fields import column_id_spans as id_spans
 from ._kernels.genotypes import columns_genotypes as genotypes
-from ._kernels.gt_bits import pack, pack_width, packed_size, unpack
+from ._kernels.gt_bits import pack_fewest, packed_size, unpack
 from .bcf import records as R
 from .checks import (
     BYTES_PER_CLAIMED_SAMPLE,
@@ -770,15 +770,14 @@ def packed_block(alleles: np.ndarray, n: int, width: int, out: np.ndarray | None
     ``out``: a buffer to write it into (the result is then a view of it), if large
     enough. ValueError if the table is not an alleles block's."""
     values = _allele_values(alleles, n, width, 2**31 - 1).reshape(-1).view(np.uint8)
-    bits = pack_width(values)
+    room = 5 * n + 1 + packed_size(values.shape[0], 4)  # the widest packing's
+    out = out[:room] if out is not None and out.shape[0] >= room else np.empty(room, np.uint8)
+    bits = pack_fewest(values, out[5 * n + 1 :])
     if not bits:
         return None
-    length = 5 * n + 1 + packed_size(values.shape[0], bits)
-    out = out[:length] if out is not None and out.shape[0] >= length else np.empty(length, np.uint8)
     out[: 5 * n] = alleles[: 5 * n]
     out[5 * n] = bits
-    pack(values, bits, out[5 * n + 1 :])
-    return out
+    return out[: 5 * n + 1 + packed_size(values.shape[0], bits)]
 
 
 def unpacked_block(raw: np.ndarray, n: int, width: int) -> np.ndarray:

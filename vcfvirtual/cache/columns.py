@@ -304,10 +304,10 @@ _packed_buffer = threading.local()
 def _as_packed(data: np.ndarray, n: int, width: int, flags: int) -> tuple[np.ndarray, int, int]:
     """An alleles GT block stored as its values packed into the fewest bits that hold
     them (codec_columns.packed_block: FLAG_GT_PACKED), and those bits; as it is (bits 0)
-    where no width does (an allele above 13) or it is no alleles block. One pass for the
-    width and one to pack a 20 MB block of 1 bit (~2 ms each; a separate pass: the
-    alleles rewrite is the codec's GT kernel, which knows nothing of widths), for a
-    compression ~9 ms faster."""
+    where no width does (an allele above 13) or it is no alleles block. One pass packs a
+    20 MB block at 1 bit and finds its width (~2.2 ms; a block of 2 or 4 bits is packed
+    again): a pass of its own, the alleles rewrite being the codec's GT kernel, which
+    knows nothing of widths. The whole encode of A's chunk 5 block: 10.1 against 23.0 ms."""
     if not flags & FLAG_GT_ALLELES:
         return data, flags, 0
     buffer = getattr(_packed_buffer, "array", None)

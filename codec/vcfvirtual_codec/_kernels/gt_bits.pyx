@@ -75,8 +75,20 @@ cdef inline uint64_t _codes(uint64_t x, int bits) noexcept nogil:
     (2, 4 bits; added lane by lane, no carry between bytes), masked to ``bits``."""
     if bits == 1:
         return x & 0x0101010101010101ULL
-    x = ((x & _LOW7) + _TWOS) ^ (x & _HIGH)
-    return x & (0x0303030303030303ULL if bits == 2 else 0x0F0F0F0F0F0F0F0FULL)
+    return _plus_two(x) & (0x0303030303030303ULL if bits == 2 else 0x0F0F0F0F0F0F0F0FULL)
+
+
+cdef inline uint64_t _plus_two(uint64_t x) noexcept nogil:
+    """Each byte lane plus 2 modulo 256, no carry between lanes."""
+    return ((x & _LOW7) + _TWOS) ^ (x & _HIGH)
+
+
+cdef inline uint8_t _lanes_or(uint64_t x) noexcept nogil:
+    """The OR of a word's 8 byte lanes."""
+    x |= x >> 32
+    x |= x >> 16
+    x |= x >> 8
+    return <uint8_t>x
 
 
 cdef inline uint8_t _gather(uint64_t c, int bits) noexcept nogil:
@@ -139,6 +151,12 @@ def pack_width(const uint8_t[::1] values):
         for i in range(n):
             plain |= values[i]
             shifted |= <uint8_t>(values[i] + 2)
+    return _width_of(plain, shifted)
+
+
+cdef int _width_of(uint8_t plain, uint8_t shifted) noexcept:
+    """The fewest bits from the OR of the values' bytes and of their bytes plus 2: their
+    values are all at most 2^k - 1 exactly when their OR is."""
     if plain <= 1:
         return 1
     if shifted <= 3:
@@ -146,6 +164,37 @@ def pack_width(const uint8_t[::1] values):
     if shifted <= 15:
         return 4
     return 0
+
+
+def pack_fewest(const uint8_t[::1] values, uint8_t[::1] out):
+    """The int8 values (their bytes) packed into the fewest bits that hold them (as
+    :func:`pack_width` finds), and those bits (0: none do, ``out`` then undefined). The
+    packed bytes are ``out[:packed_size(n, bits)]``; ``out`` must hold the 4-bit size.
+    One pass in the common case: the 1-bit packing and the width's ORs together; a block
+    that needs 2 or 4 bits is packed again at its width."""
+    cdef Py_ssize_t n = values.shape[0]
+    if out.shape[0] < (n * 4 + 7) // 8:
+        raise ValueError(f"{out.shape[0]} bytes cannot hold {n} values of up to 4 bits")
+    cdef Py_ssize_t full = n // 8, rem = n - full * 8, j
+    cdef const uint8_t* src = &values[0] if n else NULL
+    cdef uint8_t* dst = &out[0] if out.shape[0] else NULL
+    cdef uint64_t x, plain = 0, shifted = 0, tail
+    with nogil:
+        for j in range(full):
+            x = _load8(src + 8 * j)
+            plain |= x
+            shifted |= _plus_two(x)
+            dst[j] = _gather(x & 0x0101010101010101ULL, 1)
+        if rem:
+            tail = (<uint64_t>1 << (8 * rem)) - 1  # the lanes holding values
+            x = _load(src + 8 * full, rem)
+            plain |= x
+            shifted |= _plus_two(x) & tail
+            dst[full] = _gather(x & 0x0101010101010101ULL, 1)
+    bits = _width_of(_lanes_or(plain), _lanes_or(shifted))
+    if bits > 1:
+        pack(values, bits, out[: (n * bits + 7) // 8])
+    return bits
 
 
 def pack(const uint8_t[::1] values, int bits, uint8_t[::1] out):

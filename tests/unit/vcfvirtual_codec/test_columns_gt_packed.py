@@ -53,12 +53,27 @@ def test_pack_and_unpack_as_numpy_packs(bits, length):
         assert back.tolist() == values.tolist()
         if length:
             assert gt_bits.pack_width(values.view(np.uint8)) == fewest_bits(values)
+            assert_packed_fewest(values)
+
+
+def assert_packed_fewest(values: np.ndarray) -> None:
+    """pack_fewest (the writer's one pass) picks the fewest bits and packs as numpy does."""
+    want_bits = fewest_bits(values)
+    out = np.full(gt_bits.packed_size(values.shape[0], 4) + 3, 0xFF, np.uint8)
+    bits = gt_bits.pack_fewest(values.view(np.uint8), out)
+    assert bits == want_bits
+    if bits:
+        want = numpy_packed(values, bits)
+        assert out[: want.shape[0]].tolist() == want.tolist()
 
 
 def test_pack_width_at_each_edge():
     for values, bits in [([0, 1], 1), ([0, -1], 2), ([-2, 1], 2), ([0, 2], 4), ([13, -2], 4), ([14], 0), ([-3], 0)]:
         v = np.array(values * 9, np.int8)  # past one word
         assert gt_bits.pack_width(v.view(np.uint8)) == bits == fewest_bits(v), values
+        for length in (1, 7, 8, 9, 17, 18):  # the edge value in the 8-value words and in the tail
+            assert_packed_fewest(v[:length] if length < 18 else v)
+            assert_packed_fewest(v[::-1][:length].copy())
 
 
 def test_unpack_ignores_the_spare_bits():
@@ -81,6 +96,8 @@ def test_pack_and_unpack_refuse_sizes_and_widths_not_the_format():
         gt_bits.unpack(np.empty(2, np.uint8), 2, np.empty(9, np.int8))
     with pytest.raises(ValueError, match="bits per value 8"):
         gt_bits.unpack(np.empty(9, np.uint8), 8, np.empty(9, np.int8))
+    with pytest.raises(ValueError, match="up to 4 bits"):
+        gt_bits.pack_fewest(values, np.empty(4, np.uint8))
 
 
 def bcf_bytes(alleles: np.ndarray, phased: bool) -> np.ndarray:
