@@ -20,7 +20,10 @@ alleles (``int32 n_allele[n]``, ``int32 length[sum]``, the bytes), or a typed co
 ``count * size(type)`` value bytes (times the block's samples for FORMAT), BCF's own
 encoding and sentinels; int8 GT bytes stored minus 2 when flag 1 is set, or, when flag 32
 is set (with flag 2, every call phased, or 4, none), as the alleles they read as (int8:
--1 missing, -2 past the call's end; every record int8 of one count). A position
+-1 missing, -2 past the call's end; every record int8 of one count); with flag 64 too,
+those values follow one byte of bits per value b (1, 2 or 4), packed b bits each from
+each byte's lowest bit up (a 1-bit value is the allele, a wider one the allele plus 2),
+read back here as the unpacked alleles block. A position
 segment with flag 8 holds its int32 values as differences from the value before (the
 first from 0, modulo 2^32), cut into byte planes: all low bytes, then all second bytes...
 A FORMAT segment with flag 16 holds each record's values wider than a byte likewise in
@@ -45,6 +48,7 @@ FLAG_GT_SHIFTED = 1
 FLAG_GT_ALL_PHASED = 2
 FLAG_GT_NONE_PHASED = 4
 FLAG_GT_ALLELES = 32
+FLAG_GT_PACKED = 64
 FLAG_POSITION_DELTA = 8
 FLAG_VALUE_PLANES = 16
 GT_SHIFT = 2
@@ -97,7 +101,23 @@ def read_segment(cache: bytes, offset: int, length: int, compressor: str) -> Seg
     if flags & FLAG_VALUE_PLANES:
         assert kind == KIND_CODES["format"] and magic == b"VVS3", (kind, magic)
         data = _record_planes_undone(data, n, width)
+    if flags & FLAG_GT_PACKED:
+        assert flags & FLAG_GT_ALLELES and magic == b"VVS3", (flags, magic)
+        data = _bits_unpacked(data, n, width)
     return Segment(kind, flags, pad, key, n, block, width, data)
+
+
+def _bits_unpacked(data: np.ndarray, n: int, width: int) -> np.ndarray:
+    """Flag 64: the alleles block whose values are packed ``bits`` bits each."""
+    count, bits = int(data[:4].view("<i4")[0]), int(data[5 * n])
+    assert bits in (1, 2, 4), bits
+    m = n * width * count
+    packed = data[5 * n + 1 :]
+    assert packed.shape[0] == -(-m * bits // 8), (packed.shape[0], m, bits)
+    planes = np.unpackbits(packed, bitorder="little").reshape(-1, bits).astype(np.int16)
+    codes = (planes << np.arange(bits)).sum(axis=1)[:m]
+    values = (codes - (0 if bits == 1 else 2)).astype(np.int8)
+    return np.concatenate([data[: 5 * n], values.view(np.uint8)])
 
 
 def _record_planes_undone(data: np.ndarray, n: int, width: int) -> np.ndarray:

@@ -143,3 +143,58 @@ def test_an_alleles_block_the_index_never_writes_is_stale(flags, types, problem)
     data, segment = _gt_block(bytes(8), flags, types)
     with pytest.raises(StaleCacheError, match=problem):
         payload_of(data, segment, 2)
+
+
+def _packed(values: list[int], bits: int) -> bytes:
+    """The bits byte, then values packed ``bits`` bits each from each byte's lowest bit
+    (the allele itself at 1 bit, the allele plus 2 wider), written out here by numpy."""
+    codes = np.array(values) + (0 if bits == 1 else 2)
+    planes = ((codes[:, None] >> np.arange(bits)) & 1).astype(np.uint8).ravel()
+    return bytes([bits]) + np.packbits(planes, bitorder="little").tobytes()
+
+
+@pytest.mark.parametrize(
+    "bits,alleles,bcf",
+    [
+        (2, [0, 1, -1, -2, 1, 1, 1, -1], [0x02, 0x05, 0x00, 0x81, 0x04, 0x05, 0x04, 0x01]),
+        (4, [0, 1, -1, -2, 2, 2, 13, -1], [0x02, 0x05, 0x00, 0x81, 0x06, 0x07, 0x1C, 0x01]),
+    ],
+)
+def test_a_packed_alleles_block_is_read_back_as_shifted_bcf_bytes(bits, alleles, bcf):
+    """A stored GT block of alleles packed into bits (all phased) comes back as BCF's
+    bytes minus 2, written out by hand as for an unpacked block."""
+    flags = codec_columns.FLAG_GT_ALLELES | codec_columns.FLAG_GT_PACKED | codec_columns.FLAG_GT_ALL_PHASED
+    data, segment = _gt_block(_packed(alleles, bits), flags)
+    want = _i32(2, 2) + _u8(1, 1) + bytes((b - 2) % 256 for b in bcf)
+    assert payload_of(data, segment, 2).tobytes() == want
+
+
+def test_a_one_bit_block_is_read_back_unphased():
+    flags = codec_columns.FLAG_GT_ALLELES | codec_columns.FLAG_GT_PACKED | codec_columns.FLAG_GT_NONE_PHASED
+    data, segment = _gt_block(_packed([0, 1, 1, 1, 0, 0, 1, 0], 1), flags)
+    bcf = [0x02, 0x04, 0x04, 0x04, 0x02, 0x02, 0x04, 0x02]
+    want = _i32(2, 2) + _u8(1, 1) + bytes((b - 2) % 256 for b in bcf)
+    assert payload_of(data, segment, 2).tobytes() == want
+
+
+@pytest.mark.parametrize(
+    "flags,values,problem",
+    [
+        (codec_columns.FLAG_GT_PACKED | codec_columns.FLAG_GT_ALL_PHASED, _packed([0] * 8, 1), "shift flag is not"),
+        (
+            codec_columns.FLAG_GT_ALLELES | codec_columns.FLAG_GT_PACKED | codec_columns.FLAG_GT_ALL_PHASED,
+            b"\x03" + bytes(3),
+            "bits per value are 3",
+        ),
+        (
+            codec_columns.FLAG_GT_ALLELES | codec_columns.FLAG_GT_PACKED | codec_columns.FLAG_GT_ALL_PHASED,
+            _packed([0] * 8, 1) + b"\x00",
+            "are not 2 records",
+        ),
+    ],
+    ids=["packed-not-alleles", "bits-3", "a-byte-long"],
+)
+def test_a_packed_block_the_index_never_writes_is_stale(flags, values, problem):
+    data, segment = _gt_block(values, flags)
+    with pytest.raises(StaleCacheError, match=problem):
+        payload_of(data, segment, 2)

@@ -1,0 +1,131 @@
+"""GT alleles blocks packed into 1, 2 or 4 bits a value (FLAG_GT_PACKED, issue 24): an
+alleles block whose values are all 0/1 is stored 1 bit a value, -2..1 (missing calls,
+haploid calls in diploid records) 2 bits, -2..13 4 bits; one with an allele of 14 or more
+stays int8 alleles, and a block of mixed phasing stays shifted BCF bytes.
+
+The oracle is pysam (htslib) reading the same hand-written VCF, and bio2zarr's store of it,
+for call_genotype, call_genotype_mask and call_genotype_phased read through the codec. Each
+block's flags and bits byte are read from the cache (its frame decompressed by numcodecs
+here), so that the comparison cannot pass with no block of a width. Appending records to a
+store whose last partial chunk's blocks are packed reads as bio2zarr's store of the whole.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from numcodecs import Blosc
+
+import vcfvirtual
+
+from .. import bcfdata
+from ..conftest import bio2zarr_convert, chunk_bytes
+from .test_append import append, cut
+from .test_gt_alleles_blocks import (
+    ALL_PHASED,
+    ALLELES,
+    DP_HEADER,
+    PREAMBLE,
+    SAMPLES,
+    assert_gt_as_oracles,
+    index,
+    record,
+)
+
+PACKED = 64
+ALT15 = "C,G,T,AC,AG,AT,CA,CC,CG,CT,GA,GC,GG,GT,TA"  # alleles 0..15
+
+# (chunk of 4 records) -> what each of its two samples blocks (S0-S2, S3-S5) must be stored as.
+RECORDS = [
+    # chunk 0: all phased, alleles 0/1 only -> 1 bit, both blocks.
+    record(100, "C", ["0|1", "1|1", "0|0", "1|0", "0|0", "1|1"]),
+    record(110, "C", ["1|0", "0|1", "1|1", "0|0", "0|1", "1|0"]),
+    record(120, "C", ["0|0", "0|0", "1|0", "1|1", "1|1", "0|1"]),
+    record(130, "C", ["1|1", "1|0", "0|1", "0|1", "1|0", "0|0"]),
+    # chunk 1: none phased; block 0 missing alleles -> 2 bits; block 1 0/1 -> 1 bit.
+    record(200, "C", ["0/1", "./.", "1/1", "0/0", "1/1", "0/1"]),
+    record(210, "C", ["./1", "0/.", "1/1", "1/0", "0/1", "0/0"]),
+    record(220, "C", ["0/0", "1/1", "0/1", "1/1", "0/0", "1/1"]),
+    record(230, "C", ["1/1", "0/0", "1/0", "0/0", "0/1", "0/1"]),
+    # chunk 2: all phased; block 0 haploid calls in diploid records (-2) -> 2 bits; block 1
+    # alleles up to 13 and a missing one -> 4 bits.
+    record(300, ALT15, ["1", "0|1", ".", "13|0", "1|12", "0|0"]),
+    record(310, ALT15, ["0|0", "0", "1|1", "1|0", ".|13", "2|11"]),
+    record(320, ALT15, ["1|0", "1|1", "0|0", "3|4", "5|6", "7|8"]),
+    record(330, ALT15, [".|.", "0|1", "1", "9|10", "0|1", "1|0"]),
+    # chunk 3: block 0 an allele of 14 (phased) -> int8 alleles; block 1 mixed -> shifted.
+    record(400, ALT15, ["0|14", "1|0", "0|1", "0|1", "1/1", "0|1"]),
+    record(410, ALT15, ["0|0", "1|0", "0|1", "0|1", "1|0", "0|0"]),
+    record(420, ALT15, ["0|0", "1|0", "0|1", "0/1", "1/0", "0/0"]),
+    record(430, ALT15, ["0|0", "1|0", "15|1", "0|1", "1|0", "0|0"]),
+    # chunk 4 (partial): none phased, 0/1 -> 1 bit, padded to the chunk.
+    record(500, "C", ["0/0", "1/1", "0/1", "1/0", "0/0", "1/1"]),
+    record(510, "C", ["0/1", "1/1", "0/0", "1/1", "0/1", "1/0"]),
+]
+EXPECTED = {(0, 0): 1, (0, 1): 1, (1, 0): 2, (1, 1): 1, (2, 0): 2, (2, 1): 4, (3, 0): "int8", (3, 1): "shifted"}
+EXPECTED |= {(4, 0): 1, (4, 1): 1}
+# A triploid record (chunk 3, record 3): the array's ploidy is 3, so no diploid block's mask
+# is its preamble's summary (its complete count 2 is not the ploidy): unpacked or, at 1 bit,
+# known all False; chunk 3's block 0 then holds two counts -> shifted.
+TRIPLOID = record(430, "C", ["0|1|1", "0|0|1", "1|1|1", "0|1|0", "0|0|0", "1|0|1"])
+
+
+def stored_as(refs: Path, chunk: int, block: int) -> int | str:
+    """A GT block's storage, read from its preamble and (packed) the decompressed bits
+    byte after the table: 1, 2, 4 (bits), "int8" (alleles) or "shifted"."""
+    data = chunk_bytes(refs, f"call_genotype/{chunk}.{block}.0")
+    flags, n = PREAMBLE.unpack_from(data)[2], PREAMBLE.unpack_from(data)[5]
+    if not flags & ALLELES:
+        assert not flags & PACKED
+        return "shifted"
+    if not flags & PACKED:
+        return "int8"
+    raw = np.frombuffer(Blosc().decode(data[PREAMBLE.size :]), np.uint8)
+    return int(raw[5 * n])
+
+
+@pytest.mark.parametrize("triploid", [False, True], ids=["diploid", "triploid"])
+def test_packed_blocks_read_as_pysam_and_bio2zarr(tmp_path, triploid):
+    records = list(RECORDS)
+    if triploid:
+        records[15] = TRIPLOID
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, samples=SAMPLES, header=DP_HEADER), tmp_path / "gt.bcf")
+    refs = index(bcf, tmp_path)
+    stored = {(i, b): stored_as(refs, i, b) for i in range(5) for b in range(2)}
+    assert stored == EXPECTED | ({(3, 0): "shifted"} if triploid else {})
+    ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", 4, samples_chunk_size=3)
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    assert ds["call_genotype"].shape[2] == (3 if triploid else 2)
+    assert_gt_as_oracles(ds, bcf, ref)
+
+
+def cohort(n_records: int, missing: bool, seed: int = 7) -> str:
+    """Diploid calls, all phased, alleles 0/1 (and a missing call every other record)."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(n_records):
+        calls = [f"{a}|{b}" for a, b in rng.integers(0, 2, (len(SAMPLES), 2))]
+        if missing and i % 2 == 0:
+            calls[i % len(SAMPLES)] = ".|."
+        records.append(record(1000 + 10 * i, "C", calls))
+    return bcfdata.vcf_text(records, samples=SAMPLES, header=DP_HEADER)
+
+
+@pytest.mark.parametrize("missing,bits", [(False, 1), (True, 2)], ids=["one_bit", "two_bits"])
+def test_append_completes_a_packed_block(tmp_path, missing, bits):
+    """The store's partial last chunk (records 8, 9 of a chunk of 4) is packed; appended
+    records complete it (and it is packed again)."""
+    whole, (first, second) = cut(cohort(20, missing), [10], tmp_path, "cohort")
+    refs = index(first, tmp_path)
+    assert stored_as(refs, 2, 0) == bits
+    before = PREAMBLE.unpack_from(chunk_bytes(refs, "call_genotype/2.0.0"))
+    assert before[2] & ALL_PHASED and before[5] == 2
+    append(second, refs)
+    assert PREAMBLE.unpack_from(chunk_bytes(refs, "call_genotype/2.0.0"))[5] == 4
+    assert {stored_as(refs, i, b) for i in range(5) for b in range(2)} <= {1, 2}
+    ref = bio2zarr_convert(whole, tmp_path / "ref.vcz", 4, samples_chunk_size=3)
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    assert_gt_as_oracles(ds, whole, ref)
