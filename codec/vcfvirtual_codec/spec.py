@@ -18,8 +18,13 @@ import numpy as np
 from .errors import CodecConfigError
 
 CODEC_ID = "vcfvirtual.bcf"
-# The one released configuration format. A newer one is refused with a hint to upgrade.
-FORMAT_VERSION = 1
+# The newest configuration format this codec reads; a newer one is refused, naming the
+# package to upgrade, when the array is opened rather than at its first chunk. Version 2:
+# a columns-layout GT segment may hold an alleles block, packed into bits or not
+# (columns.FLAG_GT_ALLELES, FLAG_GT_PACKED), which a reader of version 1 cannot decode.
+# The index writes it for the arrays decoded from GT segments only (GT_SEGMENT_KINDS), so
+# every other array's configuration stays version 1, readable by an older codec.
+FORMAT_VERSION = 2
 # Transcode cache layouts: the records as they are ("raw"), in chunk-aligned BGZF blocks,
 # or demultiplexed into one compressed segment per array chunk ("columns").
 LAYOUTS = ("raw", "bgzf", "columns")
@@ -32,6 +37,8 @@ LOCAL_KINDS = ("local_alleles", "local_ad", "local_pl")
 LOCAL_WIDTHS = {"local_alleles": 2, "local_ad": 2, "local_pl": 3}
 # Kinds with a samples dimension: in the columns layout their chunks are samples blocks.
 SAMPLE_KINDS = ("format", "genotype", "genotype_phased", "genotype_mask", *LOCAL_KINDS)
+# The kinds decoded from a chunk's GT segments (columns layout): configuration version 2.
+GT_SEGMENT_KINDS = ("genotype", "genotype_phased", "genotype_mask", *LOCAL_KINDS)
 
 # Value kinds: which part of a record an array reads.
 KINDS = (
@@ -169,8 +176,8 @@ def _validate_identity(spec: ChunkSpec) -> None:
     if version > FORMAT_VERSION:
         raise CodecConfigError(
             None,
-            f"vcfvirtual.bcf config version {version} is newer than this vcfvirtual "
-            f"understands ({FORMAT_VERSION}); upgrade vcfvirtual",
+            f"vcfvirtual.bcf config version {version} is newer than this vcfvirtual-codec "
+            f"reads ({FORMAT_VERSION}); upgrade it: pip install -U vcfvirtual-codec",
         )
     if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
         _bad(spec, "dtype and vcf_type must be strings")

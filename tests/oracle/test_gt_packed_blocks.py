@@ -129,3 +129,36 @@ def test_append_completes_a_packed_block(tmp_path, missing, bits):
     ref = bio2zarr_convert(whole, tmp_path / "ref.vcz", 4, samples_chunk_size=3)
     ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
     assert_gt_as_oracles(ds, whole, ref)
+
+
+def test_a_codec_reading_only_version_1_refuses_the_gt_arrays_at_open_and_reads_the_rest(tmp_path, monkeypatch):
+    """The arrays decoded from GT segments (which may be packed) are written with codec
+    configuration version 2, every other array with 1: a codec that reads version 1 only
+    (the one before packed blocks) reads positions as pysam does and refuses call_genotype
+    when it is opened, naming the package to upgrade, rather than at its first chunk."""
+    import json
+
+    import pysam
+    import zarr
+    from vcfvirtual_codec import spec
+
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(RECORDS, samples=SAMPLES, header=DP_HEADER), tmp_path / "gt.bcf")
+    refs = index(bcf, tmp_path)
+    doc = json.loads(refs.read_text())["refs"]
+    versions = {
+        key.split("/")[0]: f["version"]
+        for key, meta in doc.items()
+        if key.endswith("/.zarray")
+        for f in json.loads(meta)["filters"] or []
+        if f["id"] == "vcfvirtual.bcf"
+    }
+    gt = {"call_genotype", "call_genotype_mask", "call_genotype_phased"}
+    assert {name: v for name, v in versions.items() if name in gt} == dict.fromkeys(gt, 2)
+    assert set(versions) - gt and {v for name, v in versions.items() if name not in gt} == {1}
+    monkeypatch.setattr(spec, "FORMAT_VERSION", 1)
+    # As a collaborator holding only the codec reads the JSON: plain Kerchunk.
+    group = zarr.open_group("reference://", storage_options={"fo": str(refs)}, mode="r", zarr_format=2)
+    with pysam.VariantFile(str(bcf)) as f:
+        assert group["variant_position"][:].tolist() == [r.pos for r in f]
+    with pytest.raises(ValueError, match="config version 2 is newer .* pip install -U vcfvirtual-codec"):
+        group["call_genotype"]
