@@ -154,8 +154,8 @@ def index(
         (``bgzf``, ``raw``: one file).
     variants_chunk_size : int or None
         Variants per chunk; default 1,000 in the ``columns`` layout (fewer when a
-        chunk of every sample's calls would pass 256 MiB), else sized so a decoded
-        ``call_genotype`` chunk is at most ~64 MiB.
+        chunk of every sample's calls would pass 256 MiB; 10,000 for a BCF with no
+        samples), else sized so a decoded ``call_genotype`` chunk is at most ~64 MiB.
     cache_layout : {"columns", "bgzf", "raw"} or None
         ``columns`` (default for a compressed BCF): every array's chunks stored apart
         and compressed, samples chunked, so a read touches only its array and samples

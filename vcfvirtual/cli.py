@@ -170,8 +170,8 @@ def main() -> None:
     "--variants-chunk-size",
     type=click.IntRange(min=1),
     help="Variants per chunk. Default: 1,000 in the columns layout (fewer when a chunk of "
-    "every sample's calls would pass 256 MiB); otherwise sized so a decoded call_genotype "
-    "chunk is at most ~64 MiB, between 100 and 10,000.",
+    "every sample's calls would pass 256 MiB; 10,000 for a BCF with no samples); otherwise "
+    "sized so a decoded call_genotype chunk is at most ~64 MiB, between 100 and 10,000.",
 )
 @click.option(
     "--cache-layout",

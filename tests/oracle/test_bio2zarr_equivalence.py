@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import vcfvirtual
 
@@ -50,6 +51,28 @@ def test_sites_only_bcf_matches_bio2zarr(tmp_path, cache_layout):
     for ds in open_both(bcf, 2, tmp_path, **layout_options(cache_layout)):
         assert "call_genotype" not in ds
         assert_matches_bio2zarr(ds, ref)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_sites_only_bcf_gets_10000_variant_chunks_and_reads_as_bio2zarr(tmp_path, workers):
+    """With no samples there is no genotype matrix to bound: the columns layout's default
+    chunk is 10,000 variants (1,000 with samples), in a serial run and a partitioned one;
+    every array, region_index included, is still bio2zarr's (converted at 10,000: its
+    chunking is not a value)."""
+    rng = np.random.default_rng(3)
+    positions = np.cumsum(rng.integers(1, 50, 25_000)) + 100
+    records = [
+        f"chr1\t{p}\t.\tA\tG\t{q}\tPASS\tDP={d}"
+        for p, q, d in zip(positions, rng.integers(1, 99, 25_000), rng.integers(0, 500, 25_000))
+    ]
+    header = bcfdata.HEADER.replace('##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n', "")
+    bcf = bcfdata.write_bcf(bcfdata.vcf_text(records, samples=(), header=header), tmp_path / "sites.bcf")
+    refs = tmp_path / "sites.json"
+    vcfvirtual.index(bcf, refs_path=refs, cache_path=tmp_path / "sites.cache", workers=workers, progress=False)
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    assert {ds[name].encoding["chunks"][0] for name in ("variant_position", "variant_DP", "variant_allele")} == {10_000}
+    assert ds["region_index"][:, 0].values.tolist() == [0, 1, 2]
+    assert_matches_bio2zarr(ds, bio2zarr_convert(bcf, tmp_path / "ref.vcz", 10_000))
 
 
 def test_zero_records(tmp_path, cache_layout):

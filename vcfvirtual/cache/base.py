@@ -44,9 +44,13 @@ class ChunkBounds:
 
     max_chunk_bytes: int
     max_chunk_length: int
+    # Variants per chunk of a BCF with no samples (no genotypes to bound).
+    sites_only_chunk_length: int = MAX_CHUNK_LENGTH
 
     def chunk_length(self, n_samples: int, ploidy: int, itemsize: int = 1) -> int:
         """See :meth:`CacheLayout.chunk_length`."""
+        if n_samples == 0:
+            return self.sites_only_chunk_length
         return chunk_length_within(n_samples, ploidy, itemsize, self.max_chunk_bytes, self.max_chunk_length)
 
 
@@ -301,9 +305,11 @@ class CacheLayout(Protocol):
     # facts (the caller places the chunks), or counts (the layout's tasks place them).
     facts: Facts
     # Its chunk length rule's bounds (ChunkBounds): a chunk of every sample's genotypes
-    # within max_chunk_bytes, at most max_chunk_length variants.
+    # within max_chunk_bytes, at most max_chunk_length variants; sites_only_chunk_length
+    # variants when there are no samples.
     max_chunk_bytes: int
     max_chunk_length: int
+    sites_only_chunk_length: int
     # Whether the cache is the uncompressed BCF stream itself: an uncompressed BCF then
     # serves as its own cache (zero copy).
     uncompressed_stream: bool

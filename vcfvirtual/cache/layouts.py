@@ -51,7 +51,14 @@ def chunk_length_rule(
 ) -> ChunkLengthRule:
     """What the scan is handed to size chunks: ``variants_chunk_size``, or ``layout``'s bounds."""
     writer = LAYOUT_WRITERS[layout]
-    return ChunkLengthRule(writer.max_chunk_bytes, writer.max_chunk_length, variants_chunk_size, field_choice, source)
+    return ChunkLengthRule(
+        writer.max_chunk_bytes,
+        writer.max_chunk_length,
+        variants_chunk_size,
+        field_choice,
+        source,
+        writer.sites_only_chunk_length,
+    )
 
 
 __all__ = ["DEFAULT_LAYOUT", "LAYOUTS", "LAYOUT_WRITERS", "STREAM_LAYOUT", "chunk_length_rule", "layout_writer"]

@@ -41,6 +41,8 @@ class ChunkLengthRule:
         The fields' renames and selection, checked against the header.
     source : str or Path or None
         The input named in a field error.
+    sites_only_length : int or None
+        Variants per chunk of a header with no samples (the layout's); None: ``max_length``.
     """
 
     max_bytes: int
@@ -48,6 +50,7 @@ class ChunkLengthRule:
     variants_chunk_size: int | None = None
     field_choice: FieldChoice = EVERY_FIELD
     source: str | Path | None = None
+    sites_only_length: int | None = None
 
     def field_map(self, header: BCFHeader) -> FieldMap:
         """The arrays of the header's INFO/FORMAT fields under the run's choice.
@@ -65,6 +68,8 @@ class ChunkLengthRule:
         """Variants per chunk for ``header``, once :meth:`field_map` accepts its fields
         (raising its FieldNameError otherwise)."""
         self.field_map(header)
+        if not header.samples and self.sites_only_length:
+            return self.variants_chunk_size or self.sites_only_length
         return self.variants_chunk_size or chunk_length_within(
             len(header.samples), 2, 1, self.max_bytes, self.max_length
         )
