@@ -177,8 +177,12 @@ def _validate_identity(spec: ChunkSpec) -> None:
         raise CodecConfigError(
             None,
             f"vcfvirtual.bcf config version {version} is newer than this vcfvirtual-codec "
-            f"reads ({FORMAT_VERSION}); upgrade it: pip install -U vcfvirtual-codec",
+            f"reads ({FORMAT_VERSION}): update it to the vcfvirtual that wrote the store "
+            "(pip install -U ./codec from its repository)",
         )
+    if version == 2 and not (spec.kind in GT_SEGMENT_KINDS and spec.layout == "columns"):
+        # The index writes version 2 for a columns cache's GT arrays only.
+        _bad(spec, f"config version 2 is a columns cache's GT arrays', not a {spec.kind} array's ({spec.layout})")
     if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
         _bad(spec, "dtype and vcf_type must be strings")
 
@@ -313,8 +317,9 @@ class ChunkSpec:
         ``filter`` kind.
     layout : str, default "raw"
         The transcode cache layout the chunks are stored in: one of :data:`LAYOUTS`.
-    version : int, default FORMAT_VERSION
-        The configuration format version.
+    version : int, default 1
+        The configuration format version: 2 for a columns cache's GT arrays
+        (:data:`GT_SEGMENT_KINDS`, whose segments may be packed), else 1.
     samples_chunk_size : int, default 0
         In the ``columns`` layout, for the kinds with a samples dimension
         (:data:`SAMPLE_KINDS`): the samples extent of a chunk (1 to ``shape[0]``); a chunk
@@ -347,7 +352,7 @@ class ChunkSpec:
     vcf_type: str = ""
     filter_columns: tuple[int, ...] = ()
     layout: str = "raw"
-    version: int = FORMAT_VERSION
+    version: int = 1
     samples_chunk_size: int = 0
     compressor: str = ""
     gt_key: int = -1

@@ -36,6 +36,7 @@ INFO = {"array": "variant_DP", "kind": "info", "dtype": "<i2", "shape": [], "chu
         (GENOTYPE, {"kind": "nonsense"}, "kind 'nonsense'"),
         (GENOTYPE, {"layout": "zip"}, "layout 'zip'"),
         (GENOTYPE, {"version": 3}, "version 3 is newer"),
+        (GENOTYPE, {"version": 2}, "config version 2 is a columns cache's GT arrays'"),  # bgzf layout
         (GENOTYPE, {"version": 0}, "version is 0"),
         (GENOTYPE, {"version": True}, "version must be an integer, got True"),
         (GENOTYPE, {"chunk_length": 0}, "chunk_length is 0"),
