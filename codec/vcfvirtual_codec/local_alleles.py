@@ -64,6 +64,7 @@ def field_spec(spec: ChunkSpec) -> ChunkSpec:
         ploidy=0,
         gt_key=-1,
         source_width=0,
+        version=1,  # a FORMAT field's segments are as version 1 wrote them (spec.GT_SEGMENT_KINDS)
     )
 
 

@@ -182,7 +182,7 @@ def _validate_identity(spec: ChunkSpec) -> None:
         )
     if version == 2 and not (spec.kind in GT_SEGMENT_KINDS and spec.layout == "columns"):
         # The index writes version 2 for a columns cache's GT arrays only.
-        _bad(spec, f"config version 2 is a columns cache's GT arrays', not a {spec.kind} array's ({spec.layout})")
+        _bad(spec, f"config version 2 is a columns cache's GT arrays', not a {spec.kind!r} array's ({spec.layout!r})")
     if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
         _bad(spec, "dtype and vcf_type must be strings")
 
