@@ -197,15 +197,21 @@ def pack_fewest(const uint8_t[::1] values, uint8_t[::1] out):
     return bits
 
 
+cdef int _check_packing(Py_ssize_t n, int bits, Py_ssize_t size, str relation) except -1:
+    """ValueError unless ``bits`` is a width and ``size`` bytes are exactly ``n`` values of it."""
+    if bits not in (1, 2, 4):
+        raise ValueError(f"bits per value {bits} is not 1, 2 or 4")
+    if size != (n * bits + 7) // 8:
+        raise ValueError(f"{size} bytes {relation} {n} values of {bits} bits")
+    return 0
+
+
 def pack(const uint8_t[::1] values, int bits, uint8_t[::1] out):
     """The int8 values (their bytes) packed into ``out`` (exactly
     :func:`packed_size` bytes) as codes of ``bits`` bits. Values outside the width's
     range (:func:`pack_width`) are stored as their masked code: the caller picks the width."""
     cdef Py_ssize_t n = values.shape[0]
-    if bits not in (1, 2, 4):
-        raise ValueError(f"bits per value {bits} is not 1, 2 or 4")
-    if out.shape[0] != (n * bits + 7) // 8:
-        raise ValueError(f"{out.shape[0]} bytes cannot hold exactly {n} values of {bits} bits")
+    _check_packing(n, bits, out.shape[0], "cannot hold exactly")
     cdef Py_ssize_t per = 8 // bits, full = n // per, rem = n - full * per, j
     cdef const uint8_t* src = &values[0] if n else NULL
     cdef uint8_t* dst = &out[0] if out.shape[0] else NULL
@@ -231,10 +237,7 @@ def unpack(const uint8_t[::1] packed, int bits, int8_t[::1] out):
     """The int8 values of ``out.shape[0]`` codes of ``bits`` bits in ``packed`` (exactly
     :func:`packed_size` bytes; the last byte's spare bits ignored), written into ``out``."""
     cdef Py_ssize_t n = out.shape[0]
-    if bits not in (1, 2, 4):
-        raise ValueError(f"bits per value {bits} is not 1, 2 or 4")
-    if packed.shape[0] != (n * bits + 7) // 8:
-        raise ValueError(f"{packed.shape[0]} bytes are not {n} values of {bits} bits")
+    _check_packing(n, bits, packed.shape[0], "are not")
     cdef Py_ssize_t per = 8 // bits, full = n // per, rem = n - full * per, j
     cdef const uint8_t* src = &packed[0] if packed.shape[0] else NULL
     cdef uint8_t* dst = <uint8_t*>&out[0] if n else NULL
