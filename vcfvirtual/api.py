@@ -738,9 +738,8 @@ def _keep_verdict(plan: IndexPlan) -> None:
     (~20 ms on cohort A, ~30 ms on C, paid here instead). Only for references and cache on
     this machine, read where they were written: references naming the cache's future
     place (``cache_url``) or written for a remote one are checked by their readers."""
-    if plan.refs_path is None or plan.remote is not None or plan.public_cache_url is not None:
-        return
-    if plan.refs_format == "icechunk":
+    elsewhere = plan.remote is not None or plan.public_cache_url is not None
+    if plan.refs_path is None or elsewhere or plan.refs_format == "icechunk":
         return
     from .refs.open import check_store
 
