@@ -140,23 +140,11 @@ def packed_size(Py_ssize_t values, int bits):
     return (values * bits + 7) // 8
 
 
-def pack_width(const uint8_t[::1] values):
-    """The fewest bits (1, 2 or 4) whose codes hold every int8 value (its bytes), or 0
-    when none do: 1 when all are 0 or 1, 2 when all are -2..1, 4 when all are -2..13.
-    One pass: the OR of the bytes and of the bytes plus 2 (all at most 2^k - 1 exactly
-    when their OR is)."""
-    cdef Py_ssize_t i, n = values.shape[0]
-    cdef uint8_t plain = 0, shifted = 0
-    with nogil:
-        for i in range(n):
-            plain |= values[i]
-            shifted |= <uint8_t>(values[i] + 2)
-    return _width_of(plain, shifted)
-
-
 cdef int _width_of(uint8_t plain, uint8_t shifted) noexcept:
-    """The fewest bits from the OR of the values' bytes and of their bytes plus 2: their
-    values are all at most 2^k - 1 exactly when their OR is."""
+    """The fewest bits (1, 2 or 4) whose codes hold every value, or 0 when none do (1 when
+    all are 0 or 1, 2 when all are -2..1, 4 when all are -2..13), from the OR of the
+    values' bytes and of their bytes plus 2: the values are all at most 2^k - 1 exactly
+    when their OR is."""
     if plain <= 1:
         return 1
     if shifted <= 3:
@@ -167,8 +155,8 @@ cdef int _width_of(uint8_t plain, uint8_t shifted) noexcept:
 
 
 def pack_fewest(const uint8_t[::1] values, uint8_t[::1] out):
-    """The int8 values (their bytes) packed into the fewest bits that hold them (as
-    :func:`pack_width` finds), and those bits (0: none do, ``out`` then undefined). The
+    """The int8 values (their bytes) packed into the fewest bits that hold them
+    (:func:`_width_of`), and those bits (0: none do, ``out`` then undefined). The
     packed bytes are ``out[:packed_size(n, bits)]``; ``out`` must hold the 4-bit size.
     One pass in the common case: the 1-bit packing and the width's ORs together; a block
     that needs 2 or 4 bits is packed again at its width."""
@@ -209,7 +197,7 @@ cdef int _check_packing(Py_ssize_t n, int bits, Py_ssize_t size, str relation) e
 def pack(const uint8_t[::1] values, int bits, uint8_t[::1] out):
     """The int8 values (their bytes) packed into ``out`` (exactly
     :func:`packed_size` bytes) as codes of ``bits`` bits. Values outside the width's
-    range (:func:`pack_width`) are stored as their masked code: the caller picks the width."""
+    range (:func:`_width_of`) are stored as their masked code: the caller picks the width."""
     cdef Py_ssize_t n = values.shape[0]
     _check_packing(n, bits, out.shape[0], "cannot hold exactly")
     cdef Py_ssize_t per = 8 // bits, full = n // per, rem = n - full * per, j
