@@ -49,9 +49,9 @@ class ChunkBounds:
 
     def chunk_length(self, n_samples: int, ploidy: int, itemsize: int = 1) -> int:
         """See :meth:`CacheLayout.chunk_length`."""
-        if n_samples == 0:
-            return self.sites_only_chunk_length
-        return chunk_length_within(n_samples, ploidy, itemsize, self.max_chunk_bytes, self.max_chunk_length)
+        return chunk_length_within(
+            n_samples, ploidy, itemsize, self.max_chunk_bytes, self.max_chunk_length, self.sites_only_chunk_length
+        )
 
 
 class WholeRecordChunks(ChunkBounds):

@@ -16,9 +16,14 @@ from ..bcf.header import BCFHeader
 MIN_CHUNK_LENGTH = 100
 
 
-def chunk_length_within(n_samples: int, ploidy: int, itemsize: int, max_bytes: int, max_length: int) -> int:
+def chunk_length_within(
+    n_samples: int, ploidy: int, itemsize: int, max_bytes: int, max_length: int, sites_only_length: int | None = None
+) -> int:
     """Variants per chunk so that one chunk of every sample's genotypes stays within
-    ``max_bytes``: between MIN_CHUNK_LENGTH and ``max_length``."""
+    ``max_bytes``: between MIN_CHUNK_LENGTH and ``max_length``; with no samples (no
+    genotypes to bound), ``sites_only_length`` when given."""
+    if n_samples == 0 and sites_only_length:
+        return sites_only_length
     per_variant = max(1, n_samples * max(ploidy, 1) * itemsize)
     return int(np.clip(max_bytes // per_variant, MIN_CHUNK_LENGTH, max_length))
 
@@ -68,8 +73,6 @@ class ChunkLengthRule:
         """Variants per chunk for ``header``, once :meth:`field_map` accepts its fields
         (raising its FieldNameError otherwise)."""
         self.field_map(header)
-        if not header.samples and self.sites_only_length:
-            return self.variants_chunk_size or self.sites_only_length
         return self.variants_chunk_size or chunk_length_within(
-            len(header.samples), 2, 1, self.max_bytes, self.max_length
+            len(header.samples), 2, 1, self.max_bytes, self.max_length, self.sites_only_length
         )
