@@ -40,6 +40,16 @@ SAMPLE_KINDS = ("format", "genotype", "genotype_phased", "genotype_mask", *LOCAL
 # The kinds decoded from a chunk's GT segments (columns layout): configuration version 2.
 GT_SEGMENT_KINDS = ("genotype", "genotype_phased", "genotype_mask", *LOCAL_KINDS)
 
+
+def config_version(kind: str, layout: str) -> int:
+    """The configuration version the index writes for an array of ``kind`` in ``layout``
+    (and the only one above 1 this codec accepts for it): :data:`FORMAT_VERSION` for the
+    arrays decoded from a columns cache's GT segments, which may be packed alleles blocks
+    an older codec cannot decode (it refuses the configuration when the array is opened),
+    1 for every other, read by any codec."""
+    return FORMAT_VERSION if layout == "columns" and kind in GT_SEGMENT_KINDS else 1
+
+
 # Value kinds: which part of a record an array reads.
 KINDS = (
     "contig",
@@ -180,9 +190,11 @@ def _validate_identity(spec: ChunkSpec) -> None:
             f"reads ({FORMAT_VERSION}): update it to the vcfvirtual that wrote the store "
             "(pip install -U ./codec from its repository)",
         )
-    if version == 2 and not (spec.kind in GT_SEGMENT_KINDS and spec.layout == "columns"):
-        # The index writes version 2 for a columns cache's GT arrays only.
-        _bad(spec, f"config version 2 is a columns cache's GT arrays', not a {spec.kind!r} array's ({spec.layout!r})")
+    if version > 1 and version != config_version(spec.kind, spec.layout):
+        _bad(
+            spec,
+            f"config version {version} is a columns cache's GT arrays', not a {spec.kind!r} array's ({spec.layout!r})",
+        )
     if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
         _bad(spec, "dtype and vcf_type must be strings")
 

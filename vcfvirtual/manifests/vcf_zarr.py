@@ -19,7 +19,7 @@ import numpy as np
 from numcodecs import VLenUTF8
 from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
 from vcfvirtual_codec.columns import SEGMENT_OF_KIND
-from vcfvirtual_codec.spec import FORMAT_VERSION, GT_SEGMENT_KINDS, LOCAL_KINDS, SAMPLE_KINDS
+from vcfvirtual_codec.spec import LOCAL_KINDS, SAMPLE_KINDS, config_version
 from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
 from zarr.dtype import parse_data_type
 
@@ -181,7 +181,7 @@ class _StoreChunks:
                 chunk_length=self.chunk_length,
                 num_records=self.n_records,
                 layout=self.layout,
-                version=_config_version(kind, self.layout),
+                version=config_version(kind, self.layout),
                 **{**spec_extra, **extra},
             ),
             dtype,
@@ -808,11 +808,3 @@ def build_store_group(
         if e.path is None:  # pure builders do not know the file: name it here
             raise type(e)(source, e.problem, offset=e.offset, hint=e.hint) from None
         raise
-
-
-def _config_version(kind: str, layout: str) -> int:
-    """The codec configuration version an array is written with: the newest for the arrays
-    decoded from a columns cache's GT segments (they may be packed alleles blocks, which an
-    older codec cannot decode: it refuses the configuration when the array is opened, naming
-    the upgrade), 1 for every other (read by any codec as before)."""
-    return FORMAT_VERSION if layout == "columns" and kind in GT_SEGMENT_KINDS else 1
