@@ -153,17 +153,24 @@ def test_alleles_blocks_read_as_pysam_and_bio2zarr(tmp_path, triploid):
     assert_gt_as_oracles(ds, bcf, ref)
 
 
-def phased_cohort(n_records: int, phased_from: int, seed: int = 5) -> str:
-    """Diploid calls, all phased in the first ``phased_from`` records and none after."""
+def random_cohort(n_records: int, *, seed: int, alt: str, phased_from: int, missing_every: int) -> str:
+    """Random diploid calls of the alleles of REF and ``alt``, all phased in the first
+    ``phased_from`` records and none after, one call missing in every ``missing_every``-th
+    record (none: 0)."""
     rng = np.random.default_rng(seed)
     records = []
     for i in range(n_records):
         sep = "|" if i < phased_from else "/"
-        calls = [f"{a}{sep}{b}" for a, b in rng.integers(0, 3, (len(SAMPLES), 2))]
-        if i % 3 == 0:
+        calls = [f"{a}{sep}{b}" for a, b in rng.integers(0, alt.count(",") + 2, (len(SAMPLES), 2))]
+        if missing_every and i % missing_every == 0:
             calls[i % len(SAMPLES)] = f".{sep}."
-        records.append(record(1000 + 10 * i, "C,G", calls))
+        records.append(record(1000 + 10 * i, alt, calls))
     return bcfdata.vcf_text(records, samples=SAMPLES, header=DP_HEADER)
+
+
+def phased_cohort(n_records: int, phased_from: int) -> str:
+    """Triallelic calls, all phased in the first ``phased_from`` records and none after."""
+    return random_cohort(n_records, seed=5, alt="C,G", phased_from=phased_from, missing_every=3)
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from .test_gt_alleles_blocks import (
     SAMPLES,
     assert_gt_as_oracles,
     index,
+    random_cohort,
     record,
 )
 
@@ -102,16 +103,9 @@ def test_packed_blocks_read_as_pysam_and_bio2zarr(tmp_path, triploid):
     assert_gt_as_oracles(ds, bcf, ref)
 
 
-def cohort(n_records: int, missing: bool, seed: int = 7) -> str:
+def cohort(n_records: int, missing: bool) -> str:
     """Diploid calls, all phased, alleles 0/1 (and a missing call every other record)."""
-    rng = np.random.default_rng(seed)
-    records = []
-    for i in range(n_records):
-        calls = [f"{a}|{b}" for a, b in rng.integers(0, 2, (len(SAMPLES), 2))]
-        if missing and i % 2 == 0:
-            calls[i % len(SAMPLES)] = ".|."
-        records.append(record(1000 + 10 * i, "C", calls))
-    return bcfdata.vcf_text(records, samples=SAMPLES, header=DP_HEADER)
+    return random_cohort(n_records, seed=7, alt="C", phased_from=n_records, missing_every=2 if missing else 0)
 
 
 @pytest.mark.parametrize("missing,bits", [(False, 1), (True, 2)], ids=["one_bit", "two_bits"])
