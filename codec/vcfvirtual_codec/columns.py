@@ -424,16 +424,27 @@ def _check_packed_claims(seg: _Segment, spec: ChunkSpec) -> None:
     """:func:`_check_gt_claims` for a packed alleles block (:data:`FLAG_GT_PACKED`, always
     with a phase flag): its length is one a table, a bits byte and ``calls * count``
     values of 1, 2 or 4 bits can have, ``count`` the complete count where it is given,
-    else any from 2 (a phase flag's) to the ploidy."""
+    else any from 2 (a phase flag's) to the ploidy: solved for the count, not tried count
+    by count (a crafted configuration's ploidy may be 2^31 - 1)."""
     n, calls = seg.records, seg.records * seg.block_samples
-    counts = [seg.complete_count] if seg.complete_count else range(2, spec.ploidy + 1)
-    if not any(seg.length == 5 * n + 1 + packed_size(calls * c, b) for c in counts for b in PACKED_BITS):
+    lo, hi = (seg.complete_count,) * 2 if seg.complete_count else (2, spec.ploidy)
+    payload = seg.length - 5 * n - 1
+    if not any(_packed_count_fits(payload, calls * bits, lo, hi) for bits in PACKED_BITS):
         raise _refuse(
             spec,
             f"the preamble's flags say its {calls} calls of {n} records are packed alleles of "
             f"{seg.complete_count or 'two or more'} values, which {seg.length} decompressed bytes cannot hold",
             5,
         )
+
+
+def _packed_count_fits(payload: int, bits_per_call: int, lo: int, hi: int) -> bool:
+    """Whether a count ``c`` from ``lo`` to ``hi`` packs into exactly ``payload`` bytes
+    at ``bits_per_call`` bits per call and value: ceil(c * bits_per_call / 8) == payload,
+    that is 8 * (payload - 1) < c * bits_per_call <= 8 * payload."""
+    least = max(lo, 8 * (payload - 1) // bits_per_call + 1)
+    most = min(hi, 8 * payload // bits_per_call)
+    return payload >= 1 and least <= most
 
 
 def _check_crc(buf: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:

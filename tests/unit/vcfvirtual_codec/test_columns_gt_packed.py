@@ -213,6 +213,16 @@ def test_a_longer_block_of_another_width_is_refused_too():
         codec("genotype", 4, 4, 2, 4, 4).decode(chunk)
 
 
+def test_a_packed_block_no_count_fits_is_refused_whatever_the_ploidy():
+    """A packed block of no values (its table and bits byte alone) in an array whose
+    crafted configuration claims a ploidy of 2^31 - 1: the count the length would need is
+    solved for, not tried count by count, so it is refused at once."""
+    raw = packed_of()[: 5 * 2 + 1]
+    chunk = sealed(raw, cc.FLAG_GT_ALLELES | cc.FLAG_GT_PACKED | cc.FLAG_GT_ALL_PHASED, 2, 3)
+    with pytest.raises(ChunkDecodeError, match="packed alleles of two or more values"):
+        codec("genotype", 3, 3, 2**31 - 1, 2, 2).decode(chunk)
+
+
 def test_unpacked_block_refuses_what_is_not_one():
     raw = packed_of()
     raw[10] = 5
