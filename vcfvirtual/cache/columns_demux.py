@@ -43,8 +43,11 @@ Segment slots (``N_FIXED_SEGMENTS + n_info + n_format * n_blocks`` in all):
   missing 0x80 -> 0x7E, end-of-vector 0x81 -> 0x7F; the phase bit (bit 0) is unchanged.
   The decoder adds 2 back (decode.genotypes ``shifted``); measured in benchmarks/FINDINGS-columns.md.
   A block whose calls are all phased or none is then rewritten by the writer as the
-  alleles it decodes to (columns.py ``_as_alleles``, the codec's FLAG_GT_ALLELES): the
-  demux always writes the shifted bytes, which the block summary reads.
+  alleles it decodes to (columns.py ``_as_alleles``, the codec's FLAG_GT_ALLELES), and
+  those alleles, when 4 bits or fewer hold them, packed into 1, 2 or 4 bits each
+  (``_as_packed``, FLAG_GT_PACKED); the demux always writes the shifted bytes, which the
+  block summary reads. Every other transform of a segment (position deltas, value
+  planes) is likewise the writer's, after the demux.
 
 The kernel reads each record byte at most twice: a locate pass walks descriptors only
 (fixed part, ID, alleles, FILTER and INFO/FORMAT keys: O(fields) per record, never per
