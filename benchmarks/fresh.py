@@ -25,7 +25,8 @@ the middle of the contig (from region_index, then the rows' genotypes) against b
 store and against ``bcftools view -H -r`` on the BCF (its record count must equal the rows');
 af-dist (``benchmarks/afdist.py``) against ``bcftools +af-dist`` (the histograms must be
 equal); variant_position over HTTP from a loopback server answering Range requests, which
-this script starts and which serves both stores.
+this script starts and which serves both stores; and each array named by ``--arrays``, read
+whole against bio2zarr's (cohort B's ``call_AD``, ``call_DP``...).
 
 Our store (``vcfvirtual index``) and bio2zarr's (``vcf2zarr convert``) are made in --workdir
 unless found there (or given with --bio2zarr). The table is printed in markdown; --output
@@ -111,7 +112,7 @@ OPS = {
     "gt10": lambda: group()["call_genotype"][:, :10],
     "gt": lambda: group()["call_genotype"][:],
     "mask": lambda: group()["call_genotype_mask"][:],
-    "info": lambda: group()[extra["field"]][:],
+    "array": lambda: group()[extra["field"]][:],
     "region": region,
     "afdist": afdist,
 }
@@ -555,6 +556,16 @@ def build_rows(args, refs: Path, theirs: Path, bcf: Path, server: Server | None)
         rows.append(
             Row(label + (f" {region}" if op == "region" else ""), read_in(op, how, ours_store, extra), other, vs)
         )
+    for name in args.arrays:  # whole arrays named on the command line (cohort B's FORMAT fields)
+        named = {**extra, "field": name}
+        rows.append(
+            Row(
+                f"`{name}`",
+                read_in("array", "open_store", str(refs), named),
+                read_in("array", "dir", str(theirs), named),
+                "bio2zarr",
+            )
+        )
     return rows
 
 
@@ -569,6 +580,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pairs", type=int, default=3, help="ours/theirs pairs per read; medians (default 3)")
     parser.add_argument("--region", help="the region read (default: 1 Mb in the middle of the variants)")
     parser.add_argument("--only", help="comma-separated ops: first_chunk,position,gt10,gt,mask,region,afdist")
+    parser.add_argument(
+        "--arrays",
+        default="",
+        help="comma-separated arrays also read whole, each a row against bio2zarr's store "
+        "(e.g. call_AD,call_DP,call_GQ,call_PL for a cohort with FORMAT fields)",
+    )
     parser.add_argument("--no-http", action="store_true", help="no HTTP row (no loopback server)")
     parser.add_argument("--no-warm", action="store_true", help="no second read in each process")
     parser.add_argument(
@@ -587,6 +604,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.bcf is None or args.workdir is None:
         parser.error("a BCF and --workdir are needed")
     args.only = set(args.only.split(",")) if args.only else None
+    args.arrays = [a for a in args.arrays.split(",") if a]
     args.workdir.mkdir(parents=True, exist_ok=True)
     compile_bytecode()
     refs = our_store(args.bcf, args.workdir)

@@ -179,15 +179,15 @@ def main(argv: list[str] | None = None) -> None:
     compile_bytecode()
     refs = our_store(bcf, args.workdir)
     extra = {"warm": True, "field": "variant_AF", "benchmarks": str(HERE)}
-    rows = [Row("`variant_AF`", lambda: run_read("info", "open_store", str(refs), extra), bcftools_query(bcf, "AF"))]
+    rows = [Row("`variant_AF`", lambda: run_read("array", "open_store", str(refs), extra), bcftools_query(bcf, "AF"))]
     rows[0].theirs_name = "bcftools query -f '%AF\\n'"
     if not args.no_bio2zarr:
         theirs = str(their_store(bcf, args.workdir, None))
         rows.append(
             Row(
                 "`variant_AF`",
-                lambda: run_read("info", "open_store", str(refs), extra),
-                lambda: run_read("info", "dir", theirs, extra),
+                lambda: run_read("array", "open_store", str(refs), extra),
+                lambda: run_read("array", "dir", theirs, extra),
             )
         )
     measure_pairs(rows, args.pairs, args.prime_gb)
