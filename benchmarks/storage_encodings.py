@@ -26,7 +26,13 @@ import numcodecs
 import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as cc
-from vcfvirtual_codec.segment_transforms import position_deltas, undo_position_deltas, undo_value_planes, value_planes
+from vcfvirtual_codec.segment_transforms import (
+    position_deltas,
+    undo_info_planes,
+    undo_position_deltas,
+    undo_value_planes,
+    value_planes,
+)
 
 numcodecs.blosc.set_nthreads(1)
 numcodecs.blosc.use_threads = False
@@ -167,6 +173,8 @@ def raw_of(data: bytes) -> tuple[np.ndarray, int]:
         undo_position_deltas(out)
     if flags & cc.FLAG_VALUE_PLANES:
         undo_value_planes(out, records, width)
+    if flags & cc.FLAG_INFO_PLANES:
+        undo_info_planes(out, records)
     return out, records
 
 

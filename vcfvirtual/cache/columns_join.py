@@ -20,7 +20,7 @@ import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.checks import inflate_limit
-from vcfvirtual_codec.segment_transforms import undo_position_deltas, undo_value_planes
+from vcfvirtual_codec.segment_transforms import undo_info_planes, undo_position_deltas, undo_value_planes
 
 from ..errors import StaleCacheError
 from ..io.parts import part_url
@@ -128,22 +128,26 @@ def _flags_problem(flags: int, magic: bytes, kind: int, length: int, n: int, shi
     # is appended to as it is: its last chunk's positions are read plain, written anew.
     delta = flags & cc.FLAG_POSITION_DELTA and (kind != KIND["position"] or magic != cc.MAGIC or length != 4 * n)
     planes = flags & cc.FLAG_VALUE_PLANES and (kind != KIND["format"] or shifted or magic != cc.MAGIC)
+    # A store written before INFO segments were rearranged is appended to as it is.
+    info = flags & cc.FLAG_INFO_PLANES and (kind != KIND["info"] or magic != cc.MAGIC)
     # Packed values (FLAG_GT_PACKED) are an alleles block's only.
     packed = flags & cc.FLAG_GT_PACKED and not flags & cc.FLAG_GT_ALLELES
-    if (flags & cc.FLAG_GT_ALLELES and not alleles) or delta or planes or packed:
+    if (flags & cc.FLAG_GT_ALLELES and not alleles) or delta or planes or info or packed:
         return f"its flags {flags} are not what the index writes for this segment"
     return None
 
 
 def _transforms_undone(raw: np.ndarray, flags: int, n: int, width: int) -> np.ndarray:
     """A decompressed segment's bytes as the demux made them: positions summed back,
-    value planes put back in order, an alleles GT block (its values unpacked first if they
-    are packed into bits) as shifted BCF bytes. ValueError for bytes no transform of the
-    index made."""
+    value planes and INFO columns put back in order, an alleles GT block (its values
+    unpacked first if they are packed into bits) as shifted BCF bytes. ValueError for
+    bytes no transform of the index made."""
     if flags & codec_columns.FLAG_POSITION_DELTA:
         undo_position_deltas(raw)
     if flags & codec_columns.FLAG_VALUE_PLANES:
         undo_value_planes(raw, n, width)
+    if flags & codec_columns.FLAG_INFO_PLANES:
+        undo_info_planes(raw, n)
     if flags & codec_columns.FLAG_GT_PACKED:
         raw = codec_columns.unpacked_block(raw, n, width)
     if flags & codec_columns.FLAG_GT_ALLELES:

@@ -1,0 +1,261 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""An INFO typed column rearranged for the compressor (the columns layout's FLAG_INFO_PLANES).
+
+A typed column of ``n`` records (``int32 count[n]``, ``uint8 type[n]``, then each record's
+``count`` values of its type) becomes, at the same length:
+
+1. ``type[n]``;
+2. ``count + 1`` (as uint32, so that -1, absent, is 0) of every record whose type is not
+   char (7), as 4 byte planes: every such record's low byte, then every second byte...;
+3. the integer values (int8, int16, int32) of every record in order, as byte planes: byte 0
+   of every integer value, then byte 1 of those of 2 or 4 bytes, then bytes 2 and 3 of
+   those of 4;
+4. in record order, each float record's values verbatim and each char record's
+   ``count + 1`` (4 bytes, little-endian) followed by its characters.
+
+Why (measured on the sites-only cohort of benchmarks/wide_info.py, Zstd 7): integers differ
+between records in their high bytes only by sign and magnitude, so their planes shrink
+(INFO/I0 0.91 -> 0.78 MB, bio2zarr's Blosc-shuffled int32 0.78); counts are 1 (or -1)
+record after record, so their planes are runs; floats' bytes stay together (AF, 4 decimals,
+repeats whole values a compressor matches: its planes were 10% larger); a string's length
+stays beside its text, both the same whenever the word is (INFO/S0 0.52 -> 0.34 MB).
+
+Undoing it needs the table first: the types plane says which records' counts are in the
+planes and which beside their characters, and the counts where each plane starts. Every
+read is checked against the input's length and every write against the output's: a
+crafted segment returns an error code, never reads or writes outside either.
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+
+# Error codes, returned with the record they concern (n: the column as a whole).
+cdef enum:
+    OK = 0
+    ERR_TYPE = 1  # a type code that is not BCF's int8, int16, int32, float32 or char (or 0)
+    ERR_COUNT = 2  # a count below -1, or larger than the segment
+    ERR_LENGTH = 3  # the counts and types do not account for the segment's bytes exactly
+    ERR_OUT = 4  # the output is not the input's length
+    CHAR = 7  # BCF's char type
+
+ERRORS = {
+    ERR_TYPE: "a record's type code is not BCF's",
+    ERR_COUNT: "a record's count is below -1 or beyond the segment",
+    ERR_LENGTH: "the records' counts and types do not account for the segment's bytes",
+    ERR_OUT: "the output is not the segment's length",
+}
+
+
+cdef inline int _size(uint8_t t) noexcept nogil:
+    """Bytes per value of BCF type ``t`` (0 for an absent record's 0), -1 if none."""
+    if t == 0:
+        return 0
+    if t == 1 or t == CHAR:
+        return 1
+    if t == 2:
+        return 2
+    if t == 3 or t == 5:
+        return 4
+    return -1
+
+
+cdef inline bint _integer(uint8_t t) noexcept nogil:
+    return t == 1 or t == 2 or t == 3
+
+
+cdef inline uint32_t _u32(const uint8_t* p) noexcept nogil:
+    return (<uint32_t>p[0]) | (<uint32_t>p[1]) << 8 | (<uint32_t>p[2]) << 16 | (<uint32_t>p[3]) << 24
+
+
+cdef inline void _put32(uint8_t* p, uint32_t v) noexcept nogil:
+    p[0] = v & 0xFF
+    p[1] = (v >> 8) & 0xFF
+    p[2] = (v >> 16) & 0xFF
+    p[3] = (v >> 24) & 0xFF
+
+
+cdef inline int32_t _plane_count(const uint8_t* planes, Py_ssize_t at, Py_ssize_t m) noexcept nogil:
+    """The count (its stored ``count + 1`` minus 1) at column ``at`` of 4 planes of ``m``."""
+    return <int32_t>(
+        (<uint32_t>planes[at])
+        | (<uint32_t>planes[at + m]) << 8
+        | (<uint32_t>planes[at + 2 * m]) << 16
+        | (<uint32_t>planes[at + 3 * m]) << 24
+    ) - 1
+
+
+cdef int _forward(const uint8_t* seg, Py_ssize_t length, Py_ssize_t n, uint8_t* out, Py_ssize_t* at) noexcept nogil:
+    cdef Py_ssize_t i, k, j = 0, m = 0
+    cdef int64_t total = 0, ints = 0, wide = 0, words = 0, count, size, src, cp, tail, v
+    cdef int64_t p[4]
+    cdef int32_t c
+    cdef uint8_t t
+    for i in range(n):  # pass 1: the table checked, and where each part starts
+        at[0] = i
+        c = <int32_t>_u32(&seg[4 * i])
+        t = seg[4 * n + i]
+        size = _size(t)
+        if size < 0:
+            return ERR_TYPE
+        if c < -1 or c > length:
+            return ERR_COUNT
+        count = c if c > 0 else 0
+        total += count * size
+        if total > length:
+            return ERR_LENGTH
+        if t != CHAR:
+            m += 1
+        if _integer(t):
+            ints += count
+            if size >= 2:
+                wide += count
+            if size == 4:
+                words += count
+    at[0] = n
+    if 5 * n + total != length:
+        return ERR_LENGTH
+    cp = n
+    p[0] = n + 4 * m
+    p[1] = p[0] + ints
+    p[2] = p[1] + wide
+    p[3] = p[2] + words
+    tail = p[3] + words
+    src = 5 * n
+    for i in range(n):  # pass 2: each record's bytes to their places (they fit exactly)
+        c = <int32_t>_u32(&seg[4 * i])
+        t = seg[4 * n + i]
+        out[i] = t
+        size = _size(t)
+        count = c if c > 0 else 0
+        if t == CHAR:
+            _put32(&out[tail], <uint32_t>(<int64_t>c + 1))
+            tail += 4
+        else:
+            for k in range(4):
+                out[cp + k * m + j] = ((<uint32_t>(<int64_t>c + 1)) >> (8 * k)) & 0xFF
+            j += 1
+        if _integer(t):
+            for v in range(count):
+                for k in range(size):
+                    out[p[k]] = seg[src + v * size + k]
+                    p[k] += 1
+        else:
+            for k in range(count * size):
+                out[tail + k] = seg[src + k]
+            tail += count * size
+        src += count * size
+    return OK
+
+
+cdef int _backward(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, uint8_t* out, Py_ssize_t* at) noexcept nogil:
+    cdef Py_ssize_t i, k, j = 0, m = 0
+    cdef int64_t ints = 0, wide = 0, words = 0, floats = 0, count, size, dst, tail, v
+    cdef int64_t p[4]
+    cdef int32_t c
+    cdef uint8_t t
+    for i in range(n):
+        at[0] = i
+        if _size(planes[i]) < 0:
+            return ERR_TYPE
+        if planes[i] != CHAR:
+            m += 1
+    # 5n >= n + 4m: the count planes lie within the input.
+    for i in range(n):  # pass 1: the planes' counts, and where each part starts
+        at[0] = i
+        t = planes[i]
+        if t == CHAR:
+            continue
+        c = _plane_count(planes, n + j, m)
+        j += 1
+        if c < -1 or c > length:
+            return ERR_COUNT
+        count = c if c > 0 else 0
+        size = _size(t)
+        if _integer(t):
+            ints += count
+            if size >= 2:
+                wide += count
+            if size == 4:
+                words += count
+        else:
+            floats += count * size
+        if ints + wide + 2 * words + floats > length:
+            return ERR_LENGTH
+    at[0] = n
+    p[0] = n + 4 * m
+    p[1] = p[0] + ints
+    p[2] = p[1] + wide
+    p[3] = p[2] + words
+    tail = p[3] + words
+    if tail > length:
+        return ERR_LENGTH
+    dst = 5 * n
+    j = 0
+    for i in range(n):  # pass 2: each record's table entry and values back in place
+        at[0] = i
+        t = planes[i]
+        out[4 * n + i] = t
+        size = _size(t)
+        if t == CHAR:
+            if tail + 4 > length:
+                return ERR_LENGTH
+            c = <int32_t>_u32(&planes[tail]) - 1
+            tail += 4
+            if c < -1 or c > length:
+                return ERR_COUNT
+        else:
+            c = _plane_count(planes, n + j, m)
+            j += 1
+        _put32(&out[4 * i], <uint32_t>c)
+        count = c if c > 0 else 0
+        if dst + count * size > length:
+            return ERR_LENGTH
+        if _integer(t):  # within the planes: pass 1 bounded their ends by the input's
+            for v in range(count):
+                for k in range(size):
+                    out[dst + v * size + k] = planes[p[k]]
+                    p[k] += 1
+        else:
+            if tail + count * size > length:
+                return ERR_LENGTH
+            for k in range(count * size):
+                out[dst + k] = planes[tail + k]
+            tail += count * size
+        dst += count * size
+    at[0] = n
+    if dst != length or tail != length:
+        return ERR_LENGTH
+    return OK
+
+
+def info_planes(const uint8_t[::1] seg, Py_ssize_t n, uint8_t[::1] out):
+    """``seg``, a typed column of ``n`` records, rearranged into ``out`` (its length).
+    Returns (error code, record): ERR_TYPE, ERR_COUNT or ERR_LENGTH where the column is
+    not one (``out`` then undefined)."""
+    cdef Py_ssize_t at = 0
+    cdef int err
+    if out.shape[0] != seg.shape[0]:
+        return ERR_OUT, 0
+    if n < 0 or seg.shape[0] < 5 * n:
+        return ERR_LENGTH, 0
+    if n == 0:
+        return (OK if seg.shape[0] == 0 else ERR_LENGTH), 0
+    with nogil:
+        err = _forward(&seg[0], seg.shape[0], n, &out[0], &at)
+    return err, (at if err else 0)
+
+
+def undo_info_planes(const uint8_t[::1] planes, Py_ssize_t n, uint8_t[::1] out):
+    """:func:`info_planes` undone: the typed column of ``n`` records into ``out`` (the
+    input's length). Returns (error code, record) where ``planes`` is not the
+    rearrangement of one (a table that does not add up, a count outside the bytes)."""
+    cdef Py_ssize_t at = 0
+    cdef int err
+    if out.shape[0] != planes.shape[0]:
+        return ERR_OUT, 0
+    if n < 0 or planes.shape[0] < 5 * n:
+        return ERR_LENGTH, 0
+    if n == 0:
+        return (OK if planes.shape[0] == 0 else ERR_LENGTH), 0
+    with nogil:
+        err = _backward(&planes[0], planes.shape[0], n, &out[0], &at)
+    return err, (at if err else 0)
