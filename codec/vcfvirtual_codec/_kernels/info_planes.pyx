@@ -27,6 +27,7 @@ crafted segment returns an error code, never reads or writes outside either.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.string cimport memcpy
 
 # Error codes, returned with the record they concern (n: the column as a whole).
 cdef enum:
@@ -45,17 +46,27 @@ ERRORS = {
 }
 
 
+# Bytes per value of each BCF type code (0 for an absent record's 0), -1 where none.
+cdef int _SIZES[256]
+
+
+cdef void _build_sizes() noexcept:
+    cdef int t
+    for t in range(256):
+        _SIZES[t] = -1
+    _SIZES[0] = 0
+    _SIZES[1] = 1
+    _SIZES[2] = 2
+    _SIZES[3] = 4
+    _SIZES[5] = 4
+    _SIZES[CHAR] = 1
+
+
+_build_sizes()
+
+
 cdef inline int _size(uint8_t t) noexcept nogil:
-    """Bytes per value of BCF type ``t`` (0 for an absent record's 0), -1 if none."""
-    if t == 0:
-        return 0
-    if t == 1 or t == CHAR:
-        return 1
-    if t == 2:
-        return 2
-    if t == 3 or t == 5:
-        return 4
-    return -1
+    return _SIZES[t]
 
 
 cdef inline bint _integer(uint8_t t) noexcept nogil:
@@ -146,81 +157,190 @@ cdef int _forward(const uint8_t* seg, Py_ssize_t length, Py_ssize_t n, uint8_t* 
     return OK
 
 
-cdef int _backward(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, uint8_t* out, Py_ssize_t* at) noexcept nogil:
-    cdef Py_ssize_t i, k, j = 0, m = 0
-    cdef int64_t ints = 0, wide = 0, words = 0, floats = 0, count, size, dst, tail, v
-    cdef int64_t p[4]
+cdef inline int32_t _get32(const uint8_t* p) noexcept nogil:
+    return <int32_t>_u32(p)
+
+
+cdef int _first_bad_type(const uint8_t* types, Py_ssize_t n, Py_ssize_t* at) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if _size(types[i]) < 0:
+            at[0] = i
+            return ERR_TYPE
+    return OK
+
+
+cdef bint _one_type(const uint8_t* types, Py_ssize_t n) noexcept nogil:
+    """Whether every record's type is one code, or 0 (absent)."""
+    cdef uint8_t first = 0, other = 0
+    cdef Py_ssize_t i
+    for i in range(n):
+        first |= types[i]
+    for i in range(n):
+        other |= (types[i] != 0) & (types[i] != first)
+    return not other
+
+
+cdef int _table(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, Py_ssize_t m, uint8_t* out,
+                int64_t* sums, Py_ssize_t* at) noexcept nogil:
+    """Pass 1 of the undo: the types and the planes' counts written to the output's table
+    (a char record's count is beside its text: written in pass 2), and the sums that say
+    where each part starts: sums[0..3] the integer planes' lengths, sums[4] the float bytes.
+    Branch-free over the records (an error is located after, by a second look)."""
+    cdef Py_ssize_t i, j = 0
+    cdef int64_t ints = 0, wide = 0, words = 0, floats = 0, count = 0, size, isint
     cdef int32_t c
     cdef uint8_t t
-    for i in range(n):
-        at[0] = i
-        if _size(planes[i]) < 0:
-            return ERR_TYPE
-        if planes[i] != CHAR:
-            m += 1
-    # 5n >= n + 4m: the count planes lie within the input.
-    for i in range(n):  # pass 1: the planes' counts, and where each part starts
-        at[0] = i
+    cdef bint bad = False
+    memcpy(&out[4 * n], planes, n)
+    if m == n and _one_type(planes, n):
+        # The common column: one type throughout (absent records aside), no char. Only the
+        # counts vary: a short loop, then the sums by the type.
+        t = 0
+        for i in range(n):
+            c = _plane_count(planes, n + i, n)
+            bad |= (c < -1) | (c > length)
+            _put32(&out[4 * i], <uint32_t>c)
+            count += c if c > 0 else 0
+            t |= planes[i]
+        size = _size(t)
+        if _integer(t):
+            ints = count
+            wide = count if size >= 2 else 0
+            words = count if size == 4 else 0
+        else:
+            floats = count * size
+    elif m == n:  # no char record: the planes hold every count
+        for i in range(n):
+            t = planes[i]
+            c = _plane_count(planes, n + i, n)
+            bad |= (c < -1) | (c > length)
+            _put32(&out[4 * i], <uint32_t>c)
+            count = c if c > 0 else 0
+            size = _size(t)
+            isint = _integer(t)
+            ints += count * isint
+            wide += count * (isint & (size >= 2))
+            words += count * (isint & (size == 4))
+            floats += count * size * (1 - isint)
+    for i in range(n if m < n else 0):
         t = planes[i]
         if t == CHAR:
             continue
         c = _plane_count(planes, n + j, m)
         j += 1
-        if c < -1 or c > length:
-            return ERR_COUNT
+        bad |= (c < -1) | (c > length)
+        _put32(&out[4 * i], <uint32_t>c)
         count = c if c > 0 else 0
         size = _size(t)
-        if _integer(t):
-            ints += count
-            if size >= 2:
-                wide += count
-            if size == 4:
-                words += count
-        else:
-            floats += count * size
-        if ints + wide + 2 * words + floats > length:
-            return ERR_LENGTH
+        isint = _integer(t)
+        ints += count * isint
+        wide += count * (isint & (size >= 2))
+        words += count * (isint & (size == 4))
+        floats += count * size * (1 - isint)
+    if bad:  # the first record whose count is out of range
+        j = 0
+        for i in range(n):
+            if planes[i] != CHAR:
+                c = _plane_count(planes, n + j, m)
+                j += 1
+                if c < -1 or c > length:
+                    at[0] = i
+                    return ERR_COUNT
+    sums[0] = ints
+    sums[1] = wide
+    sums[2] = words
+    sums[3] = words
+    sums[4] = floats
     at[0] = n
-    p[0] = n + 4 * m
-    p[1] = p[0] + ints
-    p[2] = p[1] + wide
-    p[3] = p[2] + words
-    tail = p[3] + words
+    if ints + wide + 2 * words + floats > length:
+        return ERR_LENGTH
+    return OK
+
+
+cdef int _backward(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, uint8_t* out, Py_ssize_t* at) noexcept nogil:
+    cdef Py_ssize_t i, k, m = 0
+    cdef int64_t count, size, dst, tail, v, values
+    cdef int64_t p0, p1, p2, p3
+    cdef int64_t sums[5]
+    cdef int32_t c
+    cdef uint8_t t
+    cdef int err, chars = 0
+    for i in range(n):
+        chars += planes[i] == CHAR
+        if _size(planes[i]) < 0:
+            return _first_bad_type(planes, n, at)
+    m = n - chars
+    # 5n >= n + 4m: the count planes lie within the input.
+    err = _table(planes, length, n, m, out, sums, at)
+    if err:
+        return err
+    # The integer planes' cursors as scalars (kept in registers through the loop below).
+    p0 = n + 4 * m
+    p1 = p0 + sums[0]
+    p2 = p1 + sums[1]
+    p3 = p2 + sums[2]
+    tail = p3 + sums[3]
+    at[0] = n
     if tail > length:
         return ERR_LENGTH
+    values = length - 5 * n
+    if chars == 0 and sums[0] == 0:
+        # Floats (and absent records) only: the values are the tail, verbatim.
+        if sums[4] != values or tail + values != length:
+            return ERR_LENGTH
+        memcpy(&out[5 * n], &planes[tail], values)
+        return OK
     dst = 5 * n
-    j = 0
-    for i in range(n):  # pass 2: each record's table entry and values back in place
+    for i in range(n):  # pass 2: each record's values back in place
         at[0] = i
         t = planes[i]
-        out[4 * n + i] = t
         size = _size(t)
         if t == CHAR:
             if tail + 4 > length:
                 return ERR_LENGTH
-            c = <int32_t>_u32(&planes[tail]) - 1
+            c = _get32(&planes[tail]) - 1
             tail += 4
             if c < -1 or c > length:
                 return ERR_COUNT
+            _put32(&out[4 * i], <uint32_t>c)
         else:
-            c = _plane_count(planes, n + j, m)
-            j += 1
-        _put32(&out[4 * i], <uint32_t>c)
+            c = _get32(&out[4 * i])  # written by pass 1, its range checked there
         count = c if c > 0 else 0
         if dst + count * size > length:
             return ERR_LENGTH
-        if _integer(t):  # within the planes: pass 1 bounded their ends by the input's
+        if t <= 3:  # integers (or an absent record's none): from the planes, which pass 1 bounded
             for v in range(count):
-                for k in range(size):
-                    out[dst + v * size + k] = planes[p[k]]
-                    p[k] += 1
-        else:
+                if dst + 4 <= length and p3 < length:
+                    # All four planes' next bytes, whatever the size (p0 <= p1 <= p2 <= p3:
+                    # within the input); the bytes past the value are the next values' to overwrite.
+                    out[dst] = planes[p0]
+                    out[dst + 1] = planes[p1]
+                    out[dst + 2] = planes[p2]
+                    out[dst + 3] = planes[p3]
+                    p0 += size != 0  # an absent record's count of nothing
+                    p1 += size >= 2
+                    p2 += size == 4
+                    p3 += size == 4
+                else:  # the column's last bytes: exactly the value's
+                    if size >= 1:
+                        out[dst] = planes[p0]
+                        p0 += 1
+                    if size >= 2:
+                        out[dst + 1] = planes[p1]
+                        p1 += 1
+                    if size == 4:
+                        out[dst + 2] = planes[p2]
+                        out[dst + 3] = planes[p3]
+                        p2 += 1
+                        p3 += 1
+                dst += size
+        elif count * size:
             if tail + count * size > length:
                 return ERR_LENGTH
-            for k in range(count * size):
-                out[dst + k] = planes[tail + k]
+            memcpy(&out[dst], &planes[tail], count * size)
             tail += count * size
-        dst += count * size
+            dst += count * size
     at[0] = n
     if dst != length or tail != length:
         return ERR_LENGTH
