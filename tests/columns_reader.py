@@ -51,7 +51,7 @@ FLAG_GT_ALLELES = 32
 FLAG_GT_PACKED = 64
 FLAG_POSITION_DELTA = 8
 FLAG_VALUE_PLANES = 16
-FLAG_INFO_PLANES = 128
+FLAG_INFO_PLANES = 16  # on an INFO segment: the bit of FLAG_VALUE_PLANES, a FORMAT segment's
 GT_SHIFT = 2
 # BCF type codes (BCF2 spec, "Type encoding") -> little-endian numpy dtype; 0 holds no values.
 BCF_TYPES = {0: "|u1", 1: "<i1", 2: "<i2", 3: "<i4", 5: "<f4", 7: "|u1"}
@@ -99,11 +99,11 @@ def read_segment(cache: bytes, offset: int, length: int, compressor: str) -> Seg
     if flags & FLAG_POSITION_DELTA:
         assert kind == KIND_CODES["position"] and magic == b"VVS3", (kind, magic)
         data = _summed_planes(data, n)
-    if flags & FLAG_VALUE_PLANES:
+    if flags & FLAG_VALUE_PLANES and kind != KIND_CODES["info"]:
         assert kind == KIND_CODES["format"] and magic == b"VVS3", (kind, magic)
         data = _record_planes_undone(data, n, width)
-    if flags & FLAG_INFO_PLANES:
-        assert kind == KIND_CODES["info"] and magic == b"VVS3", (kind, magic)
+    if flags & FLAG_INFO_PLANES and kind == KIND_CODES["info"]:
+        assert magic == b"VVS3", magic
         data = info_planes_undone(data, n)
     if flags & FLAG_GT_PACKED:
         assert flags & FLAG_GT_ALLELES and magic == b"VVS3", (flags, magic)
@@ -142,7 +142,7 @@ def _record_planes_undone(data: np.ndarray, n: int, width: int) -> np.ndarray:
 
 
 def info_planes_undone(data: np.ndarray, n: int) -> np.ndarray:
-    """Flag 128: an INFO typed column stored as its n types; then count + 1 (uint32) of each
+    """Flag 16 of an INFO segment: its typed column stored as its n types; then count + 1 (uint32) of each
     record not of type char as 4 byte planes (m such records: byte k of the j-th at n + k * m
     + j); then the integer values' byte planes (byte 0 of every int8/16/32 value in record
     order, byte 1 of the 2- and 4-byte ones, bytes 2 and 3 of the 4-byte ones); then, in

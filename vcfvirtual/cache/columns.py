@@ -281,14 +281,14 @@ def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
         codec = COMPRESSORS[compressor]
     if flags & FLAG_POSITION_DELTA:
         data = position_deltas(data)
-    if flags & FLAG_VALUE_PLANES:
+    if flags & FLAG_VALUE_PLANES and kind == KIND_CODES["format"]:
         try:
             data, codec = value_planes(data, n, width), FORMAT_VALUES_ZSTD
         except ValueError:
             # Values the demux passed that are no BCF type: stored as they are, unflagged,
             # for the codec to refuse on read with the record named, as before planes.
             flags &= ~FLAG_VALUE_PLANES
-    if flags & FLAG_INFO_PLANES:
+    if flags & FLAG_INFO_PLANES and kind == KIND_CODES["info"]:  # the bit of FORMAT's value planes
         data, flags, codec = _as_info_planes(data, n, flags)
     frame = codec.encode(data)
     return codec_columns.seal_segment(

@@ -1,5 +1,5 @@
-"""INFO segments rearranged for the compressor (issue 24; preamble flag 128, configuration
-version 3): types, counts plus one in byte planes, integer values in byte planes across the
+"""INFO segments rearranged for the compressor (issue 24; preamble flag 16 on an INFO segment,
+configuration version 3): types, counts plus one in byte planes, integer values in byte planes across the
 records, floats verbatim, each string's length beside its text.
 
 Oracles: the layout written out by hand here and an independent reader of it
@@ -36,7 +36,7 @@ from ...columns_reader import info_planes_undone
 from ...conftest import assert_matches_bio2zarr, bio2zarr_convert
 
 PREAMBLE_HEAD = struct.Struct("<4sBBHiIIIQ")
-INFO_KIND, FORMAT_KIND = 7, 8
+INFO_KIND = 7
 SIZES = {0: 0, 1: 1, 2: 2, 3: 4, 5: 4, 7: 1}
 
 
@@ -195,7 +195,7 @@ def test_info_fields_match_bio2zarr(info_bcf, tmp_path, chunk_length):
     refs = index(info_bcf, tmp_path, chunk_length)
     for array in INFO_ARRAYS:  # the rearrangement is in every INFO chunk: the comparison is of it
         segments = stored_segments(refs, array)
-        assert segments and {PREAMBLE.unpack_from(s)[:3] for s in segments} == {(b"VVS3", INFO_KIND, 128)}
+        assert segments and {PREAMBLE.unpack_from(s)[:3] for s in segments} == {(b"VVS3", INFO_KIND, FLAG_INFO_PLANES)}
     ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
     assert_matches_bio2zarr(ds, bio2zarr_convert(info_bcf, tmp_path / "b.vcz", chunk_length))
     assert ds.variant_IN.values.tolist() == [5, 300, 70000, -1, -1, -128]  # int8, int16, int32 in one chunk
@@ -281,11 +281,11 @@ def test_a_flagged_segment_that_lies_is_refused(lie):
         info_codec(4).decode(sealed(lie(planes), 4))
 
 
-def test_the_flag_elsewhere_is_refused():
+def test_other_flags_on_an_info_segment_are_refused():
     planes = info_planes(np.frombuffer(typed_column(RECORDS), np.uint8), 4).tobytes()
-    with pytest.raises(ChunkDecodeError, match="preamble flags 128"):  # no VVS2 writer wrote flag 128
+    with pytest.raises(ChunkDecodeError, match="preamble flags 16"):  # no VVS2 writer rearranged INFO
         info_codec(4).decode(sealed(planes, 4, magic=b"VVS2"))
-    fmt = BCFRecordsCodec(array="call_X", kind="format", dtype="<i4", shape=[1], chunk_length=4, num_records=4, key=3,
-                          layout="columns", vcf_type="Integer", compressor="zstd", samples_chunk_size=1)  # fmt: skip
-    with pytest.raises(ChunkDecodeError, match="preamble flags 128"):  # the flag is INFO's alone
-        fmt.decode(sealed(planes, 4, kind=FORMAT_KIND))
+    with pytest.raises(ChunkDecodeError, match="preamble flags 8"):  # the positions' flag
+        info_codec(4).decode(sealed(planes, 4, flags=8))
+    with pytest.raises(ChunkDecodeError, match="newer vcfvirtual"):  # bit 128 stays a newer writer's
+        info_codec(4).decode(sealed(planes, 4, flags=FLAG_INFO_PLANES | 128))
