@@ -95,65 +95,85 @@ cdef inline int32_t _plane_count(const uint8_t* planes, Py_ssize_t at, Py_ssize_
 
 
 cdef int _forward(const uint8_t* seg, Py_ssize_t length, Py_ssize_t n, uint8_t* out, Py_ssize_t* at) noexcept nogil:
-    cdef Py_ssize_t i, k, j = 0, m = 0
-    cdef int64_t total = 0, ints = 0, wide = 0, words = 0, count, size, src, cp, tail, v
-    cdef int64_t p[4]
+    cdef Py_ssize_t i, j = 0, m = 0
+    cdef int64_t total = 0, ints = 0, wide = 0, words = 0, count, size, src, tail, v, isint
+    cdef int64_t p0, p1, p2, p3
     cdef int32_t c
+    cdef uint32_t stored
     cdef uint8_t t
-    for i in range(n):  # pass 1: the table checked, and where each part starts
-        at[0] = i
+    cdef bint bad = False
+    for i in range(n):  # pass 1: the table checked (branch-free), and where each part starts
         c = <int32_t>_u32(&seg[4 * i])
         t = seg[4 * n + i]
         size = _size(t)
-        if size < 0:
-            return ERR_TYPE
-        if c < -1 or c > length:
-            return ERR_COUNT
+        bad |= (size < 0) | (c < -1) | (c > length)
         count = c if c > 0 else 0
+        isint = _integer(t)
         total += count * size
-        if total > length:
-            return ERR_LENGTH
-        if t != CHAR:
-            m += 1
-        if _integer(t):
-            ints += count
-            if size >= 2:
-                wide += count
-            if size == 4:
-                words += count
+        m += t != CHAR
+        ints += count * isint
+        wide += count * (isint & (size >= 2))
+        words += count * (isint & (size == 4))
+    if bad:  # the first record at fault, named
+        for i in range(n):
+            at[0] = i
+            c = <int32_t>_u32(&seg[4 * i])
+            if _size(seg[4 * n + i]) < 0:
+                return ERR_TYPE
+            if c < -1 or c > length:
+                return ERR_COUNT
     at[0] = n
-    if 5 * n + total != length:
+    if 5 * n + total != length:  # each count at most the length: the sum cannot overflow
         return ERR_LENGTH
-    cp = n
-    p[0] = n + 4 * m
-    p[1] = p[0] + ints
-    p[2] = p[1] + wide
-    p[3] = p[2] + words
-    tail = p[3] + words
+    # Cursors as scalars (kept in registers through the loop).
+    p0 = n + 4 * m
+    p1 = p0 + ints
+    p2 = p1 + wide
+    p3 = p2 + words
+    tail = p3 + words
     src = 5 * n
+    memcpy(out, &seg[4 * n], n)  # the types
     for i in range(n):  # pass 2: each record's bytes to their places (they fit exactly)
         c = <int32_t>_u32(&seg[4 * i])
         t = seg[4 * n + i]
-        out[i] = t
         size = _size(t)
         count = c if c > 0 else 0
+        stored = <uint32_t>(<int64_t>c + 1)
         if t == CHAR:
-            _put32(&out[tail], <uint32_t>(<int64_t>c + 1))
+            _put32(&out[tail], stored)
             tail += 4
         else:
-            for k in range(4):
-                out[cp + k * m + j] = ((<uint32_t>(<int64_t>c + 1)) >> (8 * k)) & 0xFF
+            out[n + j] = stored & 0xFF
+            out[n + m + j] = (stored >> 8) & 0xFF
+            out[n + 2 * m + j] = (stored >> 16) & 0xFF
+            out[n + 3 * m + j] = (stored >> 24) & 0xFF
             j += 1
-        if _integer(t):
+        if t == 3:
             for v in range(count):
-                for k in range(size):
-                    out[p[k]] = seg[src + v * size + k]
-                    p[k] += 1
-        else:
-            for k in range(count * size):
-                out[tail + k] = seg[src + k]
+                out[p0] = seg[src]
+                out[p1] = seg[src + 1]
+                out[p2] = seg[src + 2]
+                out[p3] = seg[src + 3]
+                p0 += 1
+                p1 += 1
+                p2 += 1
+                p3 += 1
+                src += 4
+        elif t == 2:
+            for v in range(count):
+                out[p0] = seg[src]
+                out[p1] = seg[src + 1]
+                p0 += 1
+                p1 += 1
+                src += 2
+        elif t == 1:
+            memcpy(&out[p0], &seg[src], count)
+            p0 += count
+            src += count
+        elif count * size:
+            memcpy(&out[tail], &seg[src], count * size)
             tail += count * size
-        src += count * size
+            src += count * size
     return OK
 
 
