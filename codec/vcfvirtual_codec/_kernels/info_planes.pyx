@@ -221,7 +221,7 @@ cdef int _table(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, Py_ssize
             c = _plane_count(planes, n + i, n)
             bad |= (c < -1) | (c > length)
             _put32(&out[4 * i], <uint32_t>c)
-            count += c if c > 0 else 0
+            count += (c if c > 0 else 0) * (planes[i] != 0)  # type 0 holds no values, whatever its count
             t |= planes[i]
         size = _size(t)
         if _integer(t):
