@@ -26,7 +26,13 @@ import numcodecs
 import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as cc
-from vcfvirtual_codec.segment_transforms import position_deltas, undo_position_deltas, undo_value_planes, value_planes
+from vcfvirtual_codec.segment_transforms import (
+    position_deltas,
+    undo_info_planes,
+    undo_position_deltas,
+    undo_value_planes,
+    value_planes,
+)
 
 numcodecs.blosc.set_nthreads(1)
 numcodecs.blosc.use_threads = False
@@ -159,14 +165,16 @@ def segments(refs_path: Path) -> dict[str, list[bytes]]:
 def raw_of(data: bytes) -> tuple[np.ndarray, int]:
     """A stored segment's decompressed bytes (transforms undone) and its records."""
     fields = cc.PREAMBLE.unpack(data[: cc.PREAMBLE.size])
-    flags, records, width, length = fields[2], fields[5], fields[7], fields[8]
+    kind, flags, records, width, length = fields[1], fields[2], fields[5], fields[7], fields[8]
     frame = np.frombuffer(data[cc.PREAMBLE.size :], np.uint8)
     out = np.empty(length, np.uint8)
     (Zstd() if bytes(frame[:4]) == b"\x28\xb5\x2f\xfd" else Blosc()).decode(frame, out)
     if flags & cc.FLAG_POSITION_DELTA:
         undo_position_deltas(out)
-    if flags & cc.FLAG_VALUE_PLANES:
+    if flags & cc.FLAG_VALUE_PLANES and kind == cc.SEGMENT_KINDS["format"]:
         undo_value_planes(out, records, width)
+    if flags & cc.FLAG_INFO_PLANES and kind == cc.SEGMENT_KINDS["info"]:
+        undo_info_planes(out, records)
     return out, records
 
 

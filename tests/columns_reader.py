@@ -51,6 +51,7 @@ FLAG_GT_ALLELES = 32
 FLAG_GT_PACKED = 64
 FLAG_POSITION_DELTA = 8
 FLAG_VALUE_PLANES = 16
+FLAG_INFO_PLANES = 16  # on an INFO segment: the bit of FLAG_VALUE_PLANES, a FORMAT segment's
 GT_SHIFT = 2
 # BCF type codes (BCF2 spec, "Type encoding") -> little-endian numpy dtype; 0 holds no values.
 BCF_TYPES = {0: "|u1", 1: "<i1", 2: "<i2", 3: "<i4", 5: "<f4", 7: "|u1"}
@@ -98,9 +99,12 @@ def read_segment(cache: bytes, offset: int, length: int, compressor: str) -> Seg
     if flags & FLAG_POSITION_DELTA:
         assert kind == KIND_CODES["position"] and magic == b"VVS3", (kind, magic)
         data = _summed_planes(data, n)
-    if flags & FLAG_VALUE_PLANES:
+    if flags & FLAG_VALUE_PLANES and kind != KIND_CODES["info"]:
         assert kind == KIND_CODES["format"] and magic == b"VVS3", (kind, magic)
         data = _record_planes_undone(data, n, width)
+    if flags & FLAG_INFO_PLANES and kind == KIND_CODES["info"]:
+        assert magic == b"VVS3", magic
+        data = info_planes_undone(data, n)
     if flags & FLAG_GT_PACKED:
         assert flags & FLAG_GT_ALLELES and magic == b"VVS3", (flags, magic)
         data = _bits_unpacked(data, n, width)
@@ -135,6 +139,50 @@ def _record_planes_undone(data: np.ndarray, n: int, width: int) -> np.ndarray:
                     out[at + j * size + k] = int(data[at + k * m + j])
         at += m * size
     return np.frombuffer(bytes(out), np.uint8)
+
+
+def info_planes_undone(data: np.ndarray, n: int) -> np.ndarray:
+    """Flag 16 of an INFO segment: its typed column stored as its n types; then count + 1 (uint32) of each
+    record not of type char as 4 byte planes (m such records: byte k of the j-th at n + k * m
+    + j); then the integer values' byte planes (byte 0 of every int8/16/32 value in record
+    order, byte 1 of the 2- and 4-byte ones, bytes 2 and 3 of the 4-byte ones); then, in
+    record order, each float record's values and each char record's count + 1 (4 bytes)
+    followed by its characters. Here put back record by record."""
+    types = data[:n].tolist()
+    m = sum(t != 7 for t in types)
+    planes = iter(range(m))
+    table: list[int | None] = []
+    for t in types:
+        if t == 7:
+            table.append(None)
+            continue
+        j = next(planes)
+        table.append(sum(int(data[n + k * m + j]) << (8 * k) for k in range(4)) - 1)
+    sizes = {t: np.dtype(BCF_TYPES[t]).itemsize if t else 0 for t in set(types)}
+    ints = [(t, c) for t, c in zip(types, table) if t in (1, 2, 3)]
+    plane_len = [sum(max(c, 0) for t, c in ints if sizes[t] > k) for k in range(4)]
+    plane_at = [n + 4 * m + sum(plane_len[:k]) for k in range(4)]
+    tail = n + 4 * m + sum(plane_len)
+    counts, values = [], []
+    for t, c in zip(types, table):
+        if t == 7:
+            c = int(data[tail : tail + 4].view("<u4")[0]) - 1
+            tail += 4
+        counts.append(c)
+        size, k_values = sizes[t], max(c, 0)
+        if t in (1, 2, 3):
+            value = bytearray()
+            for _ in range(k_values):
+                for k in range(size):
+                    value.append(int(data[plane_at[k]]))
+                    plane_at[k] += 1
+            values.append(bytes(value))
+        else:
+            values.append(data[tail : tail + k_values * size].tobytes())
+            tail += k_values * size
+    assert tail == data.shape[0], (tail, data.shape[0])
+    head = np.array(counts, "<i4").view(np.uint8).tobytes() + bytes(types)
+    return np.frombuffer(head + b"".join(values), np.uint8)
 
 
 def _summed_planes(data: np.ndarray, n: int) -> np.ndarray:

@@ -15,7 +15,10 @@ Segment byte formats (all little-endian; ``n`` = records in the chunk):
   segment whose preamble has :data:`FLAG_POSITION_DELTA` holds those values' differences
   in byte planes (:mod:`vcfvirtual_codec.segment_transforms`), undone on decompression;
   likewise a FORMAT segment with :data:`FLAG_VALUE_PLANES` holds each record's values of 2
-  or 4 bytes in byte planes.
+  or 4 bytes in byte planes, and an INFO segment with :data:`FLAG_INFO_PLANES` (the same
+  bit, its meaning the segment kind's) its typed column rearranged (types, counts and
+  integer values in byte planes, floats verbatim, each string's length beside its text;
+  :func:`~vcfvirtual_codec.segment_transforms.info_planes`).
 * qual: ``uint32[n]``, QUAL's float32 bits.
 * alleles: ``int32 n_allele[n]``, ``int32 length[sum n_allele]`` (NUL padding
   included), the allele bytes.
@@ -32,8 +35,12 @@ Segment byte formats (all little-endian; ``n`` = records in the chunk):
 
 Preamble flags: :data:`FLAG_GT_SHIFT` 1, :data:`FLAG_GT_ALL_PHASED` 2,
 :data:`FLAG_GT_NONE_PHASED` 4, :data:`FLAG_POSITION_DELTA` 8, :data:`FLAG_VALUE_PLANES` 16,
-:data:`FLAG_GT_ALLELES` 32, :data:`FLAG_GT_PACKED` 64. A bit this reader does not know is
-refused as a newer vcfvirtual's (:data:`KNOWN_FLAGS`).
+:data:`FLAG_GT_ALLELES` 32, :data:`FLAG_GT_PACKED` 64; :data:`FLAG_INFO_PLANES` is 16 on an
+INFO segment (each flag is allowed on the segment kinds named, so a bit may serve two kinds,
+keeping bit 128 for a newer writer to say what this reader cannot read). A bit
+this reader does not know is refused as a newer vcfvirtual's (:data:`KNOWN_FLAGS`); the
+arrays whose segments may carry the newest flags have a configuration version an older
+codec refuses when the array is opened (:func:`vcfvirtual_codec.spec.config_version`).
 
 The kernels are the columns-layout entry points of the one decoder
 (``_kernels/fields.pyx``): the value code that decodes whole records
@@ -81,7 +88,7 @@ from .checks import (
 from .errors import ChunkDecodeError
 from .local_alleles import decode_local_columns
 from .scratch import Scratch
-from .segment_transforms import undo_position_deltas, undo_value_planes
+from .segment_transforms import undo_info_planes, undo_position_deltas, undo_value_planes
 from .spec import LOCAL_KINDS, ChunkSpec
 
 if TYPE_CHECKING:
@@ -138,8 +145,14 @@ FLAG_POSITION_DELTA = 8
 # A FORMAT segment (not GT's) whose records' values of 2 or 4 bytes are stored in byte
 # planes, record by record (segment_transforms.value_planes; "VVS3" segments only).
 FLAG_VALUE_PLANES = 16
+# An INFO segment whose typed column is rearranged for the compressor
+# (segment_transforms.info_planes; "VVS3" segments only; configuration version 3). The
+# bit of FLAG_VALUE_PLANES, which a FORMAT segment alone may carry: the segment's kind says
+# which transform it names, and the flags byte's last free bit (128) stays free, so that a
+# newer writer's segment is still refused as such (KNOWN_FLAGS).
+FLAG_INFO_PLANES = FLAG_VALUE_PLANES
 # Every flag this reader knows: another bit is a newer writer's, refused as such.
-KNOWN_FLAGS = GT_FLAGS | FLAG_POSITION_DELTA | FLAG_VALUE_PLANES
+KNOWN_FLAGS = GT_FLAGS | FLAG_POSITION_DELTA | FLAG_VALUE_PLANES | FLAG_INFO_PLANES
 SEGMENT_KINDS = {
     "contig": 0,
     "position": 1,
@@ -263,6 +276,8 @@ class _Segment:
             allowed = FLAG_POSITION_DELTA
         elif segment == "format" and not is_gt and magic == MAGIC:
             allowed = FLAG_VALUE_PLANES
+        elif segment == "info" and magic == MAGIC:
+            allowed = FLAG_INFO_PLANES
         if self.flags & ~allowed or (not is_gt and pad) or self.flags & both == both or pad > spec.ploidy:
             raise _refuse(spec, f"preamble flags {self.flags} / reserved {pad} are not what the index writes", 5)
         alleles = self.flags & FLAG_GT_ALLELES
@@ -467,11 +482,16 @@ def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarra
         if seg.length != 4 * seg.records:
             raise _refuse(spec, f"a positions segment of {seg.records} records holds {seg.length} bytes", 24)
         undo_position_deltas(out)
-    if seg.flags & FLAG_VALUE_PLANES:
+    if seg.flags & FLAG_VALUE_PLANES and spec.kind == "format":
         try:
             undo_value_planes(out, seg.records, seg.block_samples)
         except ValueError as e:
             raise _refuse(spec, f"its values cannot be put back in order ({e})", PREAMBLE.size) from None
+    if seg.flags & FLAG_INFO_PLANES and spec.kind == "info":
+        try:
+            undo_info_planes(out, seg.records)
+        except ValueError as e:
+            raise _refuse(spec, f"its INFO values cannot be put back in order ({e})", PREAMBLE.size) from None
 
 
 def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:

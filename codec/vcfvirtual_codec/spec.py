@@ -22,9 +22,13 @@ CODEC_ID = "vcfvirtual.bcf"
 # package to upgrade, when the array is opened rather than at its first chunk. Version 2:
 # a columns-layout GT segment may hold an alleles block, packed into bits or not
 # (columns.FLAG_GT_ALLELES, FLAG_GT_PACKED), which a reader of version 1 cannot decode.
-# The index writes it for the arrays decoded from GT segments only (GT_SEGMENT_KINDS), so
-# every other array's configuration stays version 1, readable by an older codec.
-FORMAT_VERSION = 2
+# Version 3: a columns-layout INFO segment may hold its typed column rearranged
+# (columns.FLAG_INFO_PLANES), which a reader of version 2 cannot decode. The index writes
+# each for the arrays reading such segments only (config_version), so every other array's
+# configuration stays version 1, and GT's 2, readable by an older codec.
+FORMAT_VERSION = 3
+GT_SEGMENT_VERSION = 2
+INFO_SEGMENT_VERSION = 3
 # Transcode cache layouts: the records as they are ("raw"), in chunk-aligned BGZF blocks,
 # or demultiplexed into one compressed segment per array chunk ("columns").
 LAYOUTS = ("raw", "bgzf", "columns")
@@ -43,11 +47,16 @@ GT_SEGMENT_KINDS = ("genotype", "genotype_phased", "genotype_mask", *LOCAL_KINDS
 
 def config_version(kind: str, layout: str) -> int:
     """The configuration version the index writes for an array of ``kind`` in ``layout``
-    (and the only one above 1 this codec accepts for it): :data:`FORMAT_VERSION` for the
-    arrays decoded from a columns cache's GT segments, which may be packed alleles blocks
-    an older codec cannot decode (it refuses the configuration when the array is opened),
-    1 for every other, read by any codec."""
-    return FORMAT_VERSION if layout == "columns" and kind in GT_SEGMENT_KINDS else 1
+    (and the only one above 1 this codec accepts for it): in a columns cache,
+    :data:`GT_SEGMENT_VERSION` for the arrays decoded from GT segments (which may be packed
+    alleles blocks) and :data:`INFO_SEGMENT_VERSION` for INFO fields (whose segments may be
+    rearranged): an older codec, which cannot decode them, refuses the configuration when
+    the array is opened. 1 for every other, read by any codec."""
+    if layout != "columns":
+        return 1
+    if kind in GT_SEGMENT_KINDS:
+        return GT_SEGMENT_VERSION
+    return INFO_SEGMENT_VERSION if kind == "info" else 1
 
 
 # Value kinds: which part of a record an array reads.
@@ -193,7 +202,8 @@ def _validate_identity(spec: ChunkSpec) -> None:
     if version > 1 and version != config_version(spec.kind, spec.layout):
         _bad(
             spec,
-            f"config version {version} is a columns cache's GT arrays', not a {spec.kind!r} array's ({spec.layout!r})",
+            f"config version {version} is not a {spec.kind!r} array's ({spec.layout!r} layout): "
+            f"that is {config_version(spec.kind, spec.layout)}",
         )
     if not isinstance(spec.dtype, str) or not isinstance(spec.vcf_type, str):
         _bad(spec, "dtype and vcf_type must be strings")
@@ -331,7 +341,8 @@ class ChunkSpec:
         The transcode cache layout the chunks are stored in: one of :data:`LAYOUTS`.
     version : int, default 1
         The configuration format version: 2 for a columns cache's GT arrays
-        (:data:`GT_SEGMENT_KINDS`, whose segments may be packed), else 1.
+        (:data:`GT_SEGMENT_KINDS`, whose segments may be packed), 3 for its INFO fields
+        (whose segments may be rearranged), else 1 (:func:`config_version`).
     samples_chunk_size : int, default 0
         In the ``columns`` layout, for the kinds with a samples dimension
         (:data:`SAMPLE_KINDS`): the samples extent of a chunk (1 to ``shape[0]``); a chunk

@@ -10,6 +10,7 @@ import json
 import xarray as xr
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
+from vcfvirtual_codec import spec
 
 import vcfvirtual
 from vcfvirtual.cache import columns
@@ -19,9 +20,12 @@ from .test_append import CHUNK, append, assert_is_the_whole, cohort, cut, first_
 
 
 def old_writer(monkeypatch) -> None:
-    """The index as it wrote caches before: magic VVS2, positions plain, GT lz4 level 9."""
+    """The index as it wrote caches before: magic VVS2, positions and INFO plain (INFO
+    arrays configuration version 1), GT lz4 level 9."""
     monkeypatch.setattr(codec_columns, "MAGIC", b"VVS2")
     monkeypatch.setattr(columns, "FLAG_POSITION_DELTA", 0)
+    monkeypatch.setattr(columns, "FLAG_INFO_PLANES", 0)
+    monkeypatch.setattr(spec, "INFO_SEGMENT_VERSION", 1)
     monkeypatch.setattr(
         columns, "COMPRESSORS", {"blosc": Blosc(cname="lz4", clevel=9, shuffle=Blosc.BITSHUFFLE), "zstd": Zstd(1)}
     )

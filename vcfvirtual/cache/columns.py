@@ -25,7 +25,7 @@ import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.bcf import records
-from vcfvirtual_codec.segment_transforms import position_deltas, value_planes
+from vcfvirtual_codec.segment_transforms import info_planes, position_deltas, value_planes
 
 from .._progress import byte_bar, phase, record_bar
 from ..bcf.csi import RecordStart
@@ -70,6 +70,7 @@ FLAG_GT_ALLELES = codec_columns.FLAG_GT_ALLELES
 FLAG_GT_PACKED = codec_columns.FLAG_GT_PACKED
 FLAG_POSITION_DELTA = codec_columns.FLAG_POSITION_DELTA
 FLAG_VALUE_PLANES = codec_columns.FLAG_VALUE_PLANES
+FLAG_INFO_PLANES = codec_columns.FLAG_INFO_PLANES
 KIND_CODES = codec_columns.SEGMENT_KINDS
 DEFAULT_SAMPLES_CHUNK_SIZE = 10_000  # bio2zarr's default
 # The layout chunks the samples too, so a read decodes one samples block of a variants
@@ -120,6 +121,14 @@ PACKED_BLOSC = Blosc(cname="zstd", clevel=1, shuffle=Blosc.NOSHUFFLE, blocksize=
 # 7.20 -> 6.88 MB, call_AD 6.19 -> 5.84, call_GQ 3.87 -> 3.92 (bio2zarr's 7.07, 5.83,
 # 3.91), at ~1.5x the compress CPU of level 3 (0.25 s per 38 MB of PL).
 FORMAT_VALUES_ZSTD = Zstd(level=5)
+# INFO fields, rearranged (FLAG_INFO_PLANES): Zstd 5, and 7 for strings (a segment whose
+# types include char). On the sites-only cohort of benchmarks/wide_info.py (ours / bio2zarr's
+# MB per field): Integer 0.77 / 0.78, Number=2 Integer 1.44 / 1.50, Float 1.175 / 1.168, AF
+# 1.006 / 1.105, String 0.301 / 0.316 (at Zstd 5: 0.327), Flag 0.042 / 0.052. Level 7
+# for every field would cost ~1.3 s of compress CPU for the cohort's 41 fields against
+# 0.6 at 5 and 0.3 at 3 (whose AF is 1.150 MB), for 0.08 MB.
+INFO_ZSTD = Zstd(level=5)
+INFO_TEXT_ZSTD = Zstd(level=7)
 COMPRESS_THREADS = 2
 # A chunk of up to this size of records is demuxed whole, into one of two segment buffers
 # used in turn (its segments compressed while the next chunk is read into the other); a
@@ -175,7 +184,9 @@ class SegmentPlan:
             flags = FLAG_POSITION_DELTA if name == "position" else 0
             self.segments.append((name, 0, KIND_CODES[name], -1, 1, flags, compressor_of(name)))
         for f in header.info:
-            self.segments.append((segment_name("INFO", f.name), 0, KIND_CODES["info"], f.key, 1, 0, "zstd"))
+            # Every INFO field's typed column rearranged (segment_transforms.info_planes).
+            info = (segment_name("INFO", f.name), 0, KIND_CODES["info"], f.key, 1, FLAG_INFO_PLANES, "zstd")
+            self.segments.append(info)
         for slot, f in enumerate(header.formats):
             name = segment_name("FORMAT", f.name)
             # GT shifted; every other FORMAT field's wider values in byte planes.
@@ -270,17 +281,31 @@ def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
         codec = COMPRESSORS[compressor]
     if flags & FLAG_POSITION_DELTA:
         data = position_deltas(data)
-    if flags & FLAG_VALUE_PLANES:
+    if flags & FLAG_VALUE_PLANES and kind == KIND_CODES["format"]:
         try:
             data, codec = value_planes(data, n, width), FORMAT_VALUES_ZSTD
         except ValueError:
             # Values the demux passed that are no BCF type: stored as they are, unflagged,
             # for the codec to refuse on read with the record named, as before planes.
             flags &= ~FLAG_VALUE_PLANES
+    if flags & FLAG_INFO_PLANES and kind == KIND_CODES["info"]:  # the bit of FORMAT's value planes
+        data, flags, codec = _as_info_planes(data, n, flags)
     frame = codec.encode(data)
     return codec_columns.seal_segment(
         kind, flags, key, n, block, width, data.shape[0], frame, complete_count=complete_count
     )
+
+
+def _as_info_planes(data: np.ndarray, n: int, flags: int) -> tuple[np.ndarray, int, Zstd]:
+    """An INFO segment rearranged (FLAG_INFO_PLANES) and its compressor; as it is and
+    unflagged where its table is no typed column's (values the demux passed that are no
+    BCF type), for the codec to refuse on read with the record named."""
+    try:
+        planes = info_planes(data, n)
+    except ValueError:
+        return data, flags & ~FLAG_INFO_PLANES, COMPRESSORS["zstd"]
+    text = bool((planes[:n] == records.BT_CHAR).any())  # the types come first
+    return planes, flags, INFO_TEXT_ZSTD if text else INFO_ZSTD
 
 
 # Each compression thread's buffer for a GT block rewritten as alleles (_as_alleles),

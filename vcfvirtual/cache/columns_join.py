@@ -20,7 +20,7 @@ import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.checks import inflate_limit
-from vcfvirtual_codec.segment_transforms import undo_position_deltas, undo_value_planes
+from vcfvirtual_codec.segment_transforms import undo_info_planes, undo_position_deltas, undo_value_planes
 
 from ..errors import StaleCacheError
 from ..io.parts import part_url
@@ -106,7 +106,7 @@ def payload_of(data: bytes, segment: StoredSegment, records: int) -> np.ndarray:
     except (RuntimeError, ValueError, KeyError) as e:
         raise stale(f"it does not decompress to its length ({e})") from None
     try:
-        return _transforms_undone(raw, flags, n, width)
+        return _transforms_undone(raw, kind, flags, n, width)
     except ValueError as e:
         raise stale(f"its values cannot be put back ({e})") from None
 
@@ -127,7 +127,11 @@ def _flags_problem(flags: int, magic: bytes, kind: int, length: int, n: int, shi
     # A store written before positions were stored as differences (segment format "VVS2")
     # is appended to as it is: its last chunk's positions are read plain, written anew.
     delta = flags & cc.FLAG_POSITION_DELTA and (kind != KIND["position"] or magic != cc.MAGIC or length != 4 * n)
-    planes = flags & cc.FLAG_VALUE_PLANES and (kind != KIND["format"] or shifted or magic != cc.MAGIC)
+    # The one bit names a FORMAT segment's value planes and an INFO segment's rearrangement
+    # (a store written before INFO segments were rearranged is appended to as it is).
+    planes = flags & cc.FLAG_VALUE_PLANES and (
+        kind not in (KIND["format"], KIND["info"]) or shifted or magic != cc.MAGIC
+    )
     # Packed values (FLAG_GT_PACKED) are an alleles block's only.
     packed = flags & cc.FLAG_GT_PACKED and not flags & cc.FLAG_GT_ALLELES
     if (flags & cc.FLAG_GT_ALLELES and not alleles) or delta or planes or packed:
@@ -135,15 +139,17 @@ def _flags_problem(flags: int, magic: bytes, kind: int, length: int, n: int, shi
     return None
 
 
-def _transforms_undone(raw: np.ndarray, flags: int, n: int, width: int) -> np.ndarray:
+def _transforms_undone(raw: np.ndarray, kind: int, flags: int, n: int, width: int) -> np.ndarray:
     """A decompressed segment's bytes as the demux made them: positions summed back,
-    value planes put back in order, an alleles GT block (its values unpacked first if they
-    are packed into bits) as shifted BCF bytes. ValueError for bytes no transform of the
-    index made."""
+    value planes and INFO columns put back in order, an alleles GT block (its values
+    unpacked first if they are packed into bits) as shifted BCF bytes. ValueError for
+    bytes no transform of the index made."""
     if flags & codec_columns.FLAG_POSITION_DELTA:
         undo_position_deltas(raw)
-    if flags & codec_columns.FLAG_VALUE_PLANES:
+    if flags & codec_columns.FLAG_VALUE_PLANES and kind == KIND["format"]:
         undo_value_planes(raw, n, width)
+    if flags & codec_columns.FLAG_INFO_PLANES and kind == KIND["info"]:
+        undo_info_planes(raw, n)
     if flags & codec_columns.FLAG_GT_PACKED:
         raw = codec_columns.unpacked_block(raw, n, width)
     if flags & codec_columns.FLAG_GT_ALLELES:

@@ -35,8 +35,15 @@ INFO = {"array": "variant_DP", "kind": "info", "dtype": "<i2", "shape": [], "chu
     [
         (GENOTYPE, {"kind": "nonsense"}, "kind 'nonsense'"),
         (GENOTYPE, {"layout": "zip"}, "layout 'zip'"),
-        (GENOTYPE, {"version": 3}, "version 3 is newer"),
-        (GENOTYPE, {"version": 2}, "config version 2 is a columns cache's GT arrays'"),  # bgzf layout
+        (GENOTYPE, {"version": 4}, "version 4 is newer"),
+        (GENOTYPE, {"version": 2}, "config version 2 is not a 'genotype' array's ('bgzf' layout): that is 1"),
+        (GENOTYPE, {"version": 3}, "config version 3 is not a 'genotype' array's ('bgzf' layout): that is 1"),
+        (INFO, {"version": 3}, "config version 3 is not a 'info' array's ('raw' layout): that is 1"),
+        (
+            INFO,
+            {"version": 2, "layout": "columns", "compressor": "zstd"},
+            "config version 2 is not a 'info' array's ('columns' layout): that is 3",
+        ),
         (GENOTYPE, {"version": 0}, "version is 0"),
         (GENOTYPE, {"version": True}, "version must be an integer, got True"),
         (GENOTYPE, {"chunk_length": 0}, "chunk_length is 0"),
