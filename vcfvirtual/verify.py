@@ -19,7 +19,7 @@ htslib's arrays are read the way pysam reads them, so the expectations are pysam
 
 * a haploid call is phased (docs/design.md, "Limits"; htslib agrees, bio2zarr varies);
 * a NaN inside an INFO/FORMAT float vector reads as missing, as bio2zarr stores it
-  (docs/design.md, "Values and encodings");
+  (docs/design.md, "Values and encodings"); a Number=1 INFO float's NaN stays NaN;
 * pysam gives ``None`` for a GT allele index outside ``[0, n_alleles)`` where the store
   keeps the index htslib decoded; either is accepted (tests/README.md, "Oracle
   conventions");
@@ -1231,6 +1231,8 @@ class _Field:
             # the count are set as bit patterns at the end.
             self.values = np.full(shape, np.nan, dtype=np.float32)
             self.counts = np.full(lead, -1 if self.width is None else self.width, dtype=np.int64)
+            # A scalar INFO float's NaN value stays NaN (bio2zarr reads it as a scalar).
+            self.nan_values = np.zeros(lead, dtype=bool)
         else:  # String, Character
             self.values = np.full(shape, STR_MISSING, dtype=object)
 
@@ -1357,6 +1359,8 @@ class _Field:
                 return
             item = items[0] if items else None
             self.values[cell] = self._missing() if item is None else item
+            if self.type == "Float" and not self.per_sample and item is not None and math.isnan(float(item)):
+                self.nan_values[cell] = True
             return
         if len(items) > self.width:
             self.overflow[cell] = True
@@ -1407,7 +1411,10 @@ class _Field:
         if self.type != "Float":
             return self.values
         bits = self.values.view(np.uint32).copy()
-        bits[np.isnan(self.values)] = FLOAT_MISSING_BITS
+        missing = np.isnan(self.values)
+        if self.width is None:
+            missing &= ~self.nan_values  # only a scalar keeps a NaN value
+        bits[missing] = FLOAT_MISSING_BITS
         if self.width is not None:
             beyond = np.arange(self.width) >= self.counts[..., None]
             bits[beyond] = FLOAT_FILL_BITS

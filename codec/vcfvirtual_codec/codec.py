@@ -311,7 +311,9 @@ def _decode_field(buf: np.ndarray, offsets: np.ndarray, spec: ChunkSpec, full: t
     if spec.vcf_type in ("Integer", "Float"):
         is_float = spec.vcf_type == "Float"
         values = np.full(inner, records.FLOAT_END_BITS if is_float else -2, dtype=np.int32)
-        err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, values)
+        # A Number=1 INFO Float keeps a NaN value (bio2zarr reads it as a scalar).
+        keep_nan = is_float and not is_format and not vector
+        err, at = decode.field_numeric(buf, offsets, spec.key, is_format, is_float, values, keep_nan)
         check(err, at, spec, spec.vcf_type)
         if is_float:
             return values.view("<f4").reshape(full)

@@ -887,7 +887,10 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
         values = np.empty(inner, out_dtype)
         values[n:] = fill  # the kernel writes every value of the record rows
         info = np.iinfo(out_dtype) if narrow else np.iinfo(np.int32)
-        err, at = numeric(raw, n, is_format, is_float, values, info.min, info.max)
+        # bio2zarr reads a Number=1 INFO Float as a scalar, keeping a NaN value; in a
+        # vector every NaN reads missing.
+        keep_nan = is_float and not is_format and not vector
+        err, at = numeric(raw, n, is_format, is_float, values, info.min, info.max, keep_nan)
         if err == ERR_NARROW:
             # Decoded again wide, so that narrowed() names the record and the value.
             values = np.full(inner, fill, dtype=np.int32)

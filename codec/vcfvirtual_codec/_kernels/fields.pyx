@@ -70,7 +70,7 @@ cdef inline (int64_t, int64_t) _starts(B.Bytes seg, int64_t length, int64_t n, i
 
 cdef (int64_t, int64_t) _records_numeric(B.Bytes buf, int64_t buf_len, const int64_t[::1] offsets,
                                          int64_t key, bint is_format, bint is_float,
-                                         V.out_int[:, :, ::1] out) noexcept nogil:
+                                         V.out_int[:, :, ::1] out, bint keep_nan) noexcept nogil:
     cdef int64_t n_vectors = out.shape[1], width = out.shape[2], per = n_vectors * width
     cdef int64_t k, pos, t, n, d, err
     for k in range(offsets.shape[0]):
@@ -78,28 +78,29 @@ cdef (int64_t, int64_t) _records_numeric(B.Bytes buf, int64_t buf_len, const int
         t, n, d, err = locate(buf, pos, key, is_format, n_vectors)
         if err == B.OK:
             err = V.numeric_row(buf, buf_len, t, n, d, is_format, is_float, &out[0, 0, 0] + k * per,
-                                n_vectors, width, INT32_MIN, INT32_MAX)
+                                n_vectors, width, INT32_MIN, INT32_MAX, keep_nan)
         if err != B.OK:
             return err, pos
     return B.OK, 0
 
 
 def field_numeric(const uint8_t[::1] buf, const int64_t[::1] offsets, int64_t key, bint is_format,
-                  bint is_float, V.out_int[:, :, ::1] out):
+                  bint is_float, V.out_int[:, :, ::1] out, bint keep_nan=False):
     """INFO or FORMAT Integer/Float values of the records at ``offsets`` into ``out``
-    (records, samples or 1, width), int32 (floats as their bits); see values.numeric_row."""
+    (records, samples or 1, width), int32 (floats as their bits); see values.numeric_row
+    (``keep_nan``: a Number=1 INFO Float's NaN values kept)."""
     if out.shape[0] < offsets.shape[0] or (is_float and sizeof(V.out_int) != 4):
         return B.ERR_SHAPE, 0
     cdef int64_t err = B.OK, at = 0
     # A row of no values (no samples, or width 0) is still checked: nothing is written.
     with nogil:
-        err, at = _records_numeric(_ptr(buf), buf.shape[0], offsets, key, is_format, is_float, out)
+        err, at = _records_numeric(_ptr(buf), buf.shape[0], offsets, key, is_format, is_float, out, keep_nan)
     return err, at
 
 
 cdef (int64_t, int64_t) _column_numeric(B.Bytes seg, int64_t length, int64_t n, bint is_format,
                                         bint is_float, V.out_int[:, :, ::1] out, int32_t lo, int32_t hi,
-                                        int64_t[::1] starts) noexcept nogil:
+                                        int64_t[::1] starts, bint keep_nan) noexcept nogil:
     cdef int64_t n_vectors = out.shape[1], width = out.shape[2], per = n_vectors * width
     cdef int64_t k, t, c, d, err, at
     err, at = _starts(seg, length, n, n_vectors, starts)
@@ -109,7 +110,7 @@ cdef (int64_t, int64_t) _column_numeric(B.Bytes seg, int64_t length, int64_t n, 
         t, c = column_field(seg, n, k)
         d = starts[k] if c >= 0 else -1
         err = V.numeric_row(seg, length, t, c, d, is_format, is_float, &out[0, 0, 0] + k * per,
-                            n_vectors, width, lo, hi)
+                            n_vectors, width, lo, hi, keep_nan)
         if err == B.ERR_SHAPE:
             return err, 4 * k
         if err == B.ERR_BAD_TYPE:
@@ -122,7 +123,7 @@ cdef (int64_t, int64_t) _column_numeric(B.Bytes seg, int64_t length, int64_t n, 
 
 
 def numeric(const uint8_t[::1] seg, int64_t n, bint is_format, bint is_float, V.out_int[:, :, ::1] out,
-            int32_t lo=-2147483648, int32_t hi=2147483647):
+            int32_t lo=-2147483648, int32_t hi=2147483647, bint keep_nan=False):
     """An INFO segment (out: rows, 1, width) or a FORMAT block segment (rows, block
     samples, width) of Integer/Float values, as field_numeric decodes records. Integers
     may go straight into a narrower ``out`` (int8, int16: the array's dtype); a value
@@ -133,7 +134,7 @@ def numeric(const uint8_t[::1] seg, int64_t n, bint is_format, bint is_float, V.
         return B.ERR_SHAPE, 0
     cdef int64_t[::1] starts = np.zeros(max(n, 0) + 1, np.int64)
     with nogil:
-        err, at = _column_numeric(_ptr(seg), seg.shape[0], n, is_format, is_float, out, lo, hi, starts)
+        err, at = _column_numeric(_ptr(seg), seg.shape[0], n, is_format, is_float, out, lo, hi, starts, keep_nan)
     return err, at
 
 

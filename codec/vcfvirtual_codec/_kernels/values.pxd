@@ -238,17 +238,23 @@ cdef inline int64_t int_vectors(B.Bytes p, int64_t n, int64_t n_vectors, int64_t
     return B.OK
 
 
-cdef inline void float_vector(B.Bytes p, int64_t n, int64_t width, out_int* out) noexcept nogil:
+cdef inline void float_vector(B.Bytes p, int64_t n, int64_t width, out_int* out, bint keep_nan) noexcept nogil:
     """One vector of ``n`` float32 values (as bits) into ``width`` slots: any NaN missing
-    (bio2zarr's reading); from an end-of-vector to the record's count missing (the
-    end-of-vector NaN), past the count fill."""
+    (bio2zarr's reading of a vector), or with ``keep_nan`` (a Number=1 INFO field, which
+    bio2zarr reads as a scalar) a NaN other than missing kept, quieted as htslib's readers
+    return it; from an end-of-vector to the record's count missing (the end-of-vector
+    NaN), past the count fill."""
     cdef int64_t j = 0
     cdef int32_t bits
     while j < n:
         bits = B.i32(p, 4 * j)
         if bits == B.FLOAT_END_BITS:
             break
-        out[j] = <out_int>(B.FLOAT_MISSING_BITS if is_nan_bits(bits) else bits)
+        if is_nan_bits(bits) and (bits == B.FLOAT_MISSING_BITS or not keep_nan):
+            bits = B.FLOAT_MISSING_BITS
+        elif is_nan_bits(bits):
+            bits = bits | 0x400000
+        out[j] = <out_int>bits
         j += 1
     while j < n:
         out[j] = <out_int>B.FLOAT_MISSING_BITS
@@ -260,7 +266,7 @@ cdef inline void float_vector(B.Bytes p, int64_t n, int64_t width, out_int* out)
 
 cdef inline int64_t numeric_row(B.Bytes buf, int64_t buf_len, int64_t t, int64_t n, int64_t d,
                                 bint is_format, bint is_float, out_int* row, int64_t n_vectors,
-                                int64_t width, int32_t lo, int32_t hi) noexcept nogil:
+                                int64_t width, int32_t lo, int32_t hi, bint keep_nan=False) noexcept nogil:
     """One record's INFO (``n_vectors`` 1) or FORMAT Integer/Float values (``n`` per vector,
     type ``t``, at ``buf[d:]``) into ``row`` (n_vectors x width). Returns B.OK, B.ERR_SHAPE
     (more values than the width), B.ERR_BAD_TYPE (not the array's type) or ERR_NARROW.
@@ -268,7 +274,8 @@ cdef inline int64_t numeric_row(B.Bytes buf, int64_t buf_len, int64_t t, int64_t
     Integers: -1 missing, -2 end-of-vector and padding. Floats are written as their bit
     patterns: a value or a whole field that is absent reads missing, padding past the
     record's own width fill. Any NaN inside the record's width (end-of-vector, or a NaN
-    value) reads as missing, which is how bio2zarr stores it. An INFO field holding the
+    value) reads as missing, which is how bio2zarr stores it, except with ``keep_nan``
+    (see float_vector). An INFO field holding the
     single value "." reads missing in every slot. An Integer outside ``[lo, hi]`` (the
     output's dtype) is ERR_NARROW, never a wrapped value."""
     cdef out_int missing_out = <out_int>(B.FLOAT_MISSING_BITS if is_float else -1)
@@ -309,7 +316,7 @@ cdef inline int64_t numeric_row(B.Bytes buf, int64_t buf_len, int64_t t, int64_t
     end_is_value = not is_format and B.scalar_info_end_is_value(t, n)
     if is_float:
         for s in range(n_vectors):
-            float_vector(buf + d + s * n * size, n, width, row + s * width)
+            float_vector(buf + d + s * n * size, n, width, row + s * width, keep_nan)
         return B.OK
     if t == B.BT_INT8 or n == 0:
         return int_vectors(buf + d, n, n_vectors, width, row, end_is_value, lo, hi, <int8_t>-128, <int8_t>-127)
