@@ -59,7 +59,8 @@ LENGTH_EXPANSION = 512
 _SPAN_KINDS = ("id", "id_mask", "allele")
 
 
-@dataclasses.dataclass(frozen=True)
+# eq=False: never compared by value; fewer generated methods for every fresh process to make.
+@dataclasses.dataclass(frozen=True, eq=False)
 class DecodeLimits:
     """The decode bounds in force: ``budget``, what any decode may allocate without its
     bytes backing it; ``ceiling``, past which a decode must be paid for."""

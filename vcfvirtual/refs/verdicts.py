@@ -62,6 +62,7 @@ CHECKING_MODULES = (
     "vcfvirtual/refs/__init__.py",
     "vcfvirtual/refs/arrays.py",
     "vcfvirtual/refs/checks.py",
+    "vcfvirtual/refs/formats.py",
     "vcfvirtual/refs/header_cache.py",
     "vcfvirtual/refs/icechunk.py",
     "vcfvirtual/refs/kerchunk.py",
