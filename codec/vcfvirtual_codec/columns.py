@@ -169,9 +169,11 @@ SEGMENT_OF_KIND = {
 }
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _BLOSC_HEADER = 16
-# Decompressed segments up to this size are decompressed into a fresh buffer rather than
-# the codec's scratch: below glibc's mmap threshold (128 KiB) an allocation is heap memory
-# already mapped, so the scratch saves nothing (a variant_position chunk of 10,000 records).
+# Segments up to this decompressed size go into a fresh buffer rather than the codec's
+# scratch (:mod:`vcfvirtual_codec.scratch`): below glibc's mmap threshold (128 KiB) an
+# allocation reuses heap memory freed before, so the scratch would spare no page faults and
+# lending it costs more (~5 us against ~0.3). Every fixed column's chunk of up to 16,384
+# records (4 bytes a record) is one.
 SMALL_SEGMENT = 64 << 10
 
 
@@ -558,8 +560,6 @@ def decode_columns_chunk(data: Buffer, spec: ChunkSpec, scratch: Scratch | None 
         _decompress(body, seg, spec, raw)
         return _decode_allele_block(raw, seg, spec)
     if seg.length <= SMALL_SEGMENT:
-        # A small segment (a fixed column's 4 bytes a record) costs no page faults fresh,
-        # and lending the scratch costs more than its allocation (~5 us against ~0.3).
         return _decoded(body, seg, spec, np.empty(seg.length, np.uint8))
     with (scratch or Scratch()).lend(seg.length) as raw:
         return _decoded(body, seg, spec, raw)
