@@ -1,6 +1,7 @@
 """Working buffers one codec instance reuses between its decodes, which callers never see.
 
-A chunk's inflated BGZF records (``bgzf`` layout) and its decompressed segment (``columns``)
+A chunk's inflated BGZF records (``bgzf`` layout) and its decompressed segment (``columns``,
+but for small ones: :data:`vcfvirtual_codec.columns.SMALL_SEGMENT`)
 are working bytes: the values a decode returns are always arrays of their own, never views
 of them. Allocating them fresh for every chunk costs a page fault per 4 KiB written, which
 measured +32% CPU on a decode of call_PL (6 MB segments) and +21% on variant_position of the

@@ -18,7 +18,6 @@ import numpy as np
 
 from ..cache.names import part_url
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
-from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
 from ..manifests.provenance import ATTRIBUTE, Provenance, RecordedCache, RecordedSource
 from . import arrays
@@ -103,26 +102,9 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
         return
     cache = provenance.cache
     url = cache.url
-    if storage.is_url(url):
-        files = cache_files(cache)
-        # Every part's size, then every part's windows, each round asked at once.
-        # An object verified before at the size and version the first round gives (ETag,
-        # Last-Modified) has its windows skipped: docs/design.md, "Remote caches".
-        found = storage.fingerprints(
-            [f.url for f in files],
-            storage_options,
-            [f.fingerprint.kind for f in files],
-            expected=[f.fingerprint.digest for f in files],
-        )
-        for file, fingerprint in zip(files, found):
-            _check_remote_cache(file, fingerprint, refs_path)
-        return
     if not url.startswith("file://"):
-        raise UntrustedReferenceError(
-            refs_path,
-            f"the cache URL {url!r} is neither a file:// nor a remote URL",
-            hint="vcfvirtual relocate the references to the cache's URL",
-        )
+        _check_remote_caches(cache, refs_path, storage_options)
+        return
     path = url.removeprefix("file://")
     if not os.path.lexists(path):
         raise StaleCacheError(
@@ -146,7 +128,39 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
         )
 
 
-@dataclasses.dataclass(frozen=True)
+def _check_remote_caches(cache: RecordedCache, refs_path: PathLike, storage_options: dict[str, Any] | None) -> None:
+    """:func:`check_cache` of a cache that is not a ``file://`` one: through range reads
+    when its URL is remote (the remote module, imported here: a local open never needs it).
+
+    Raises
+    ------
+    StaleCacheError, UntrustedReferenceError
+        As :func:`check_cache`."""
+    from ..io import remote as storage
+
+    if not storage.is_url(cache.url):
+        raise UntrustedReferenceError(
+            refs_path,
+            f"the cache URL {cache.url!r} is neither a file:// nor a remote URL",
+            hint="vcfvirtual relocate the references to the cache's URL",
+        )
+    files = cache_files(cache)
+    # Every part's size, then every part's windows, each round asked at once.
+    # An object verified before at the size and version the first round gives (ETag,
+    # Last-Modified) has its windows skipped: docs/design.md, "Remote caches".
+    found = storage.fingerprints(
+        [f.url for f in files],
+        storage_options,
+        [f.fingerprint.kind for f in files],
+        expected=[f.fingerprint.digest for f in files],
+    )
+    for file, fingerprint in zip(files, found):
+        _check_remote_cache(file, fingerprint, refs_path)
+
+
+# eq=False: never compared (nor hashed) by value, and each generated method costs ~0.3 ms
+# of every fresh open's import (docs/benchmarks.md, "open_store").
+@dataclasses.dataclass(frozen=True, eq=False)
 class CacheFile:
     """One file of the cache as the references record it: the cache itself, or one part
     of a cache made of parts (``columns``: a folder of ``part-NNNNNN`` files)."""
@@ -330,7 +344,9 @@ def check_references(
     return apply_verdict(refs, refs_path, cache, verdict, defer_inline=defer_inline)
 
 
-@dataclasses.dataclass(frozen=True)
+# eq=False: never compared (nor hashed) by value, and each generated method costs ~0.3 ms
+# of every fresh open's import (docs/benchmarks.md, "open_store").
+@dataclasses.dataclass(frozen=True, eq=False)
 class ReferenceVerdict:
     """What :func:`reference_verdict` found of references that passed: a function of
     their bytes (and of the checking code, and of the htslib reading their header) alone,
@@ -648,7 +664,9 @@ def _check_top_level(refs: KerchunkRefs, refs_path: PathLike, cache_url: str) ->
     return templates
 
 
-@dataclasses.dataclass(frozen=True)
+# eq=False: never compared (nor hashed) by value, and each generated method costs ~0.3 ms
+# of every fresh open's import (docs/benchmarks.md, "open_store").
+@dataclasses.dataclass(frozen=True, eq=False)
 class ChunkTargets:
     """What a chunk reference may name: each URL it may hold -> (the file it names, the
     file's size as indexed). The cache's URL (or each part's, ``<cache>/part-000003``),
@@ -819,7 +837,9 @@ def _split_samples(text: str) -> tuple[str, tuple[str, ...] | None]:
     return text[: cut + 1] + "\t".join(columns[:10]) + "\n", tuple(columns[9:])
 
 
-@dataclasses.dataclass(frozen=True)
+# eq=False: never compared (nor hashed) by value, and each generated method costs ~0.3 ms
+# of every fresh open's import (docs/benchmarks.md, "open_store").
+@dataclasses.dataclass(frozen=True, eq=False)
 class _Expected:
     """What every codec configuration of one store must agree with: its header, the array
     of each INFO/FORMAT field (``array -> (category, ID)``, under the store's recorded

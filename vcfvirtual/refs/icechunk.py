@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import OutputWriteError, UntrustedReferenceError, VcfVirtualError
 from ..io.outputs import write_hint
 from .checks import check_cache, check_references, declared_cache, icechunk_as_references
+from .formats import is_icechunk_repo  # noqa: F401  (its home before formats.py)
 
 if TYPE_CHECKING:
     from virtualizarr.manifests import ManifestGroup
@@ -74,10 +75,6 @@ def _icechunk_access(prefix: str) -> dict[str, Any]:
     import icechunk
 
     return {prefix: icechunk.credentials.LocalFileSystemAccess}
-
-
-def is_icechunk_repo(path: str | os.PathLike[str]) -> bool:
-    return os.path.isdir(path) and os.path.exists(os.path.join(path, "repo"))
 
 
 def open_icechunk(path: str | os.PathLike[str], *, check: bool = True, branch: str = "main") -> Store:

@@ -20,7 +20,6 @@ from zarr.buffer import default_buffer_prototype
 
 from .. import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
-from ..io.remote import missing_library
 from ..manifests.provenance import Provenance
 from .checks import (
     UNTRUSTED_HINT,
@@ -34,9 +33,8 @@ from .checks import (
     group_attributes,
     guarded_reference_fs,
 )
-from .icechunk import is_icechunk_repo, open_icechunk
+from .formats import is_icechunk_repo
 from .kerchunk import CACHE_TEMPLATE, KerchunkRefs, read_references, require_parquet
-from .relocate import relocate
 from .verdicts import check_references_once, key_of
 
 
@@ -102,6 +100,8 @@ def open_store(
                 "an Icechunk repository names its cache's folder in its configuration",
                 hint="write it again with vcfvirtual index --format icechunk",
             )
+        from .icechunk import open_icechunk
+
         return open_icechunk(refs_path, check=check)
     refs, digest = _load_for_reading(refs_path, cache_url, storage_options)
     if check:
@@ -136,6 +136,8 @@ def _load_for_reading(
                 hint="write them again with vcfvirtual index --format parquet --cache-url",
             )
     elif cache_url is not None:
+        from .relocate import relocate
+
         refs = relocate(refs, cache_url, refs_path)
     return refs, digest
 
@@ -212,6 +214,8 @@ def _reference_store(
         else:
             fs = fsspec.filesystem("reference", **options)
     except ImportError as e:
+        from ..io.remote import missing_library
+
         raise missing_library(url, e) from None
     return FsspecStore(fs=fs, read_only=True)
 

@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pysam
@@ -199,6 +200,28 @@ def test_another_checking_code_keys_other_entries(store, full_checks, monkeypatc
     monkeypatch.setattr(verdicts, "_code_digest", lambda: b"an edited checks.py")
     positions_and_genotypes(refs_path)
     assert len(full_checks) == 2
+
+
+def test_a_checking_module_rewritten_with_its_size_and_mtime_put_back_keys_other_entries(tmp_path):
+    """The code digest is of the files' identities, not their bytes: a write the size and
+    mtime of which are put back (os.utime) still changes the file's change time, which the
+    kernel alone sets; a missing file counts as missing, not as an error."""
+    module = tmp_path / "checks.py"
+    module.write_text("REFUSE = True\n")
+    paths = [str(module), None, str(tmp_path / "absent.py")]
+    before = verdicts.files_identity("tag", paths)
+    assert verdicts.files_identity("tag", paths) == before
+    st = os.stat(module)
+    # File times come from the kernel's coarse clock (one tick, <= 10 ms): the edit lands
+    # in a later tick, as any edit after an open that keyed a verdict does.
+    time.sleep(0.05)
+    with open(module, "r+") as f:  # same size, same inode
+        f.write("REFUSE = 0   \n")
+    os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
+    edited = os.stat(module)
+    assert (edited.st_size, edited.st_mtime_ns, edited.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+    assert verdicts.files_identity("tag", paths) != before
+    assert verdicts.files_identity("other tag", paths) != verdicts.files_identity("tag", paths)
 
 
 def test_an_unwritable_folder_checks_every_open(store, full_checks, tmp_path, monkeypatch):
