@@ -17,8 +17,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 import numpy as np
-from isal import isal_zlib
+from isal import igzip_lib, isal_zlib
 
+from .._kernels import bgzf as _framing
 from ..errors import CorruptBCFError, FilePath
 
 if TYPE_CHECKING:
@@ -38,6 +39,9 @@ READ_SIZE = 4 * 1024 * 1024
 # Blocks inflated per task when inflating on worker threads: large enough that the
 # hand-off costs little next to the inflate (ISA-L releases the GIL while it works).
 BLOCKS_PER_TASK = 64
+# Why the compiled header walk stopped (_whole_blocks).
+_CODES = _framing.codes()
+_PARTIAL, _BAD = _CODES["PARTIAL"], _CODES["BAD"]
 
 
 class Block(NamedTuple):
@@ -102,39 +106,68 @@ def _split_blocks(fileobj: BinaryIO, path: FilePath, start: int) -> Iterator[tup
 
 def _whole_blocks(view: memoryview, path: FilePath, file_offset: int, eof: bool) -> Iterator[tuple[int, memoryview]]:
     """The whole blocks at the front of ``view`` (read from ``file_offset``): a block cut
-    short by the read's end waits for the next read, or is refused at the end of file."""
+    short by the read's end waits for the next read, or is refused at the end of file.
+
+    The headers are walked in one compiled call (:func:`~vcfvirtual_codec._kernels.bgzf.block_sizes`,
+    which accepts what :func:`block_size` accepts); where it stops at a bad header,
+    :func:`block_size` names what is wrong, after the blocks before it are yielded."""
+    sizes, _, stop, stop_at = _framing.block_sizes(view)
     pos = 0
-    limit = len(view)
-    while pos < limit:
-        if limit - pos < 18:
-            if eof:
-                raise CorruptBCFError(path, "truncated BGZF block", offset=file_offset + pos)
-            break
-        size = block_size(view, pos, path, file_offset + pos)
-        if pos + size > limit:
-            if eof:
-                raise CorruptBCFError(
-                    path,
-                    f"truncated BGZF block: header says {size} bytes, {limit - pos} remain in the file",
-                    offset=file_offset + pos,
-                )
-            break
+    for size in sizes.tolist():
         yield file_offset + pos, view[pos : pos + size]
         pos += size
+    if stop == _BAD:
+        block_size(view, stop_at, path, file_offset + stop_at)  # raises
+        raise AssertionError("block_sizes stopped at a header block_size accepts")  # pragma: no cover
+    if stop == _PARTIAL and eof:
+        if len(view) - stop_at < 18:
+            raise CorruptBCFError(path, "truncated BGZF block", offset=file_offset + stop_at)
+        size = block_size(view, stop_at, path, file_offset + stop_at)
+        raise CorruptBCFError(
+            path,
+            f"truncated BGZF block: header says {size} bytes, {len(view) - stop_at} remain in the file",
+            offset=file_offset + stop_at,
+        )
 
 
 def inflate_block(raw: bytes | memoryview, path: FilePath, offset: int) -> bytes:
-    """The inflated bytes of one whole BGZF block, checked against its CRC32 and ISIZE."""
+    """The inflated bytes of one whole BGZF block, checked against its CRC32 and ISIZE.
+
+    One call of ISA-L's gzip inflate does it all: it parses the gzip header, inflates, and
+    checks the trailer's CRC32 (computed as it inflates, while the bytes are in cache)
+    and ISIZE: 0.53-0.59 s against 0.66-0.76 s for a raw inflate and a separate CRC32 over
+    783 MB of cohort A's blocks. It reads the trailer where the deflate data ends, and the
+    ISIZE checked here is the one at the block's end: the two are the same bytes in any
+    block whose deflate data fills it, as a BGZF writer makes them. Anything it refuses is
+    inflated again by :func:`_inflate_checked`, the raw inflate that names what is wrong
+    (and accepts what it accepted before: deflate data followed by padding)."""
+    size = len(raw)
+    # FLG must be FEXTRA alone: the gzip header is then the 12 + XLEN bytes a BGZF block has.
+    if size < 26 or raw[3] != 4:
+        return _inflate_checked(raw, path, offset)
+    isize = raw[size - 4] | (raw[size - 3] << 8) | (raw[size - 2] << 16) | (raw[size - 1] << 24)
+    try:
+        # ISIZE sizes the first output buffer, but it is the block's own claim: a damaged
+        # one (4 GiB) must not allocate more than a BGZF block can hold.
+        data = igzip_lib.decompress(raw, flag=igzip_lib.DECOMP_GZIP, bufsize=min(max(isize, 1), MAX_BLOCK_SIZE))
+    # isal's stubs declare ``error`` an Exception instance; it is the class IsalError.
+    except igzip_lib.error:  # type: ignore[misc]
+        return _inflate_checked(raw, path, offset)
+    if len(data) != isize:
+        return _inflate_checked(raw, path, offset)
+    return data
+
+
+def _inflate_checked(raw: bytes | memoryview, path: FilePath, offset: int) -> bytes:
+    """:func:`inflate_block` by a raw inflate of the payload and a CRC32 of its output,
+    each failure named: the path of a block the one-call inflate refused."""
     xlen = raw[10] | (raw[11] << 8)
     crc, isize = _FOOTER.unpack_from(raw, len(raw) - 8)
     isize = int(isize)
     try:
-        # ISIZE sizes the first output buffer, but it is the block's own claim: a damaged
-        # one (4 GiB) must not allocate more than a BGZF block can hold.
         data = isal_zlib.decompress(
             raw[12 + xlen : len(raw) - 8], wbits=-15, bufsize=min(max(isize, 1), MAX_BLOCK_SIZE)
         )
-    # isal's stubs declare ``error`` an Exception instance; it is the class IsalError.
     except isal_zlib.error as e:  # type: ignore[misc]
         raise CorruptBCFError(path, f"BGZF block does not inflate ({e})", offset=offset) from None
     if len(data) != isize:
