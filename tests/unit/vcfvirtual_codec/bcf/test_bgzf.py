@@ -222,3 +222,37 @@ def test_inflate_block_keeps_accepting_padding_after_the_deflate_data():
     header = b"\x1f\x8b\x08\x04" + struct.pack("<IBBH", 0, 0, 0xFF, 6) + b"BC" + struct.pack("<HH", 2, size - 1)
     block = header + payload + struct.pack("<II", zlib.crc32(data), len(data))
     assert bgzf.inflate_block(block, "x.bcf", 0) == data
+
+
+def test_block_sizes_stops_where_block_size_refuses_on_damaged_streams():
+    """Random damage (bytes flipped, cut anywhere) against the Python walk: the compiled
+    walk finds the same blocks, and stops BAD exactly where block_size raises and PARTIAL
+    where a block runs past the bytes."""
+    from vcfvirtual_codec._kernels import bgzf as framing
+
+    codes = framing.codes()
+    stream = b"".join(zlib_block(TEXT[i : i + 3000]) for i in range(0, 30000, 3000))
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        damaged = bytearray(stream[: rng.integers(0, len(stream) + 1)])
+        for at in rng.integers(0, max(len(damaged), 1), rng.integers(0, 4)):
+            if at < len(damaged):
+                damaged[at] = rng.integers(0, 256)
+        view = memoryview(bytes(damaged))
+        sizes, pos, expect = [], 0, (codes["DONE"], len(view))
+        while pos < len(view):
+            if len(view) - pos < 18:
+                expect = (codes["PARTIAL"], pos)
+                break
+            try:
+                size = bgzf.block_size(view, pos, "x.bcf", pos)
+            except CorruptBCFError:
+                expect = (codes["BAD"], pos)
+                break
+            if pos + size > len(view):
+                expect = (codes["PARTIAL"], pos)
+                break
+            sizes.append(size)
+            pos += size
+        got, n, stop, at = framing.block_sizes(as_array(bytes(damaged)))
+        assert (got.tolist(), n, (stop, at)) == (sizes, len(sizes), expect)
