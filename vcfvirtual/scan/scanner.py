@@ -41,7 +41,13 @@ class StreamPiece(NamedTuple):
     data: bytes | memoryview  # its inflated bytes (the bytes themselves for an uncompressed source)
 
 
-def _open_stream(fileobj: BinaryIO, path: str, threads: int, start: int = 0) -> tuple[Iterator[StreamPiece], bool]:
+# A BGZF source's blocks are handed on as the codec reads them (the same three fields):
+# wrapping each of a 2 GB stream's ~32,000 blocks in a StreamPiece was a generator step
+# and a tuple per block for nothing.
+Piece = StreamPiece | bgzf.Block
+
+
+def _open_stream(fileobj: BinaryIO, path: str, threads: int, start: int = 0) -> tuple[Iterator[Piece], bool]:
     """The pieces of a BGZF or uncompressed BCF from file offset ``start`` (a block's
     first byte, for BGZF), and whether it is compressed."""
     fileobj.seek(0)
@@ -50,8 +56,7 @@ def _open_stream(fileobj: BinaryIO, path: str, threads: int, start: int = 0) -> 
         raise NotBCFError(path, "file is empty")
     fileobj.seek(start)
     if head == bgzf.GZIP_MAGIC:
-        blocks = bgzf.read_blocks(fileobj, path, start=start, threads=threads)
-        return (StreamPiece(b.offset, b.raw, b.data) for b in blocks), True
+        return bgzf.read_blocks(fileobj, path, start=start, threads=threads), True
 
     def runs() -> Iterator[StreamPiece]:
         offset = start
@@ -245,11 +250,11 @@ RecordFolder = RecordSummary | RecordCollector | RecordCount | RunWindow
 
 def _walk(
     path: str,
-    pieces: Iterator[StreamPiece],
+    pieces: Iterator[Piece],
     sink: RecordSink,
     begin: Callable[[BCFHeader], RecordFolder],
     header: BCFHeader | None = None,
-    on_piece: Callable[[StreamPiece, int], None] | None = None,
+    on_piece: Callable[[Piece, int], None] | None = None,
 ) -> tuple[BCFHeader, _RecordAccumulator]:
     """The one loop of every scan: hand each piece to ``sink``, read the header from the
     first ones (unless ``header`` is known: a partition inside the file, whose stream
@@ -339,11 +344,6 @@ def scan_bcf(
         pieces, compressed = _open_stream(fileobj, path, threads)
         last_piece: list[bytes | memoryview] = [b"x"]  # the last block read: BGZF's EOF block is empty
 
-        def remember(stream: Iterator[StreamPiece]) -> Iterator[StreamPiece]:
-            for piece in stream:
-                last_piece[0] = piece.data
-                yield piece
-
         def begin(header: BCFHeader) -> RecordSummary:
             chunk_length = int(chunk_length_for(header))
             if chunk_length < 1:
@@ -353,15 +353,16 @@ def scan_bcf(
 
         bar = byte_bar("scan", total, progress)
 
-        def on_piece(piece: StreamPiece, scanned_to: int) -> None:
+        def on_piece(piece: Piece, scanned_to: int) -> None:
             # The compressed bytes handed to the scan, block by block: neither the file's
             # read position (it jumps by 4 MiB reads) nor the records scanned (they are
             # walked a staged window at a time) moves smoothly. update() redraws at most
             # every 0.1 s, so a call per block costs nothing that shows.
+            last_piece[0] = piece.data
             bar.update(piece.offset + len(piece.raw or b"") - bar.n if compressed else len(piece.data))
             interrupts.raise_pending()  # a signal whose raise Python swallowed stops the scan here
 
-        header, acc = _walk(path, remember(pieces), sink, begin, on_piece=on_piece)
+        header, acc = _walk(path, pieces, sink, begin, on_piece=on_piece)
         if total:
             bar.update(total - bar.n)  # the EOF block and any bytes after the last record
         bar.close()
@@ -450,11 +451,11 @@ def header_bytes(path: str | os.PathLike, size: int, storage_options: StorageOpt
 
 
 def _bounded(
-    pieces: Iterator[StreamPiece],
+    pieces: Iterator[Piece],
     start: RecordStart | None,
     end: RecordStart | None,
     blocks: list[tuple[int, int, int]],
-) -> Iterator[StreamPiece]:
+) -> Iterator[Piece]:
     """The pieces from ``start`` up to, not including, ``end``: the first and last blocks
     cut at the bounds (a cut block has no ``raw``); ``blocks`` gets each block read
     (offset, compressed size or 0, inflated size)."""

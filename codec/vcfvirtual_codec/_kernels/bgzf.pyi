@@ -1,0 +1,6 @@
+# Types of the compiled module bgzf.pyx (mypy cannot read extension modules).
+import numpy as np
+import numpy.typing as npt
+
+def codes() -> dict[str, int]: ...
+def block_sizes(buf: npt.NDArray[np.uint8] | memoryview | bytes) -> tuple[npt.NDArray[np.int64], int, int, int]: ...
