@@ -72,6 +72,16 @@ def small_bcf(path: Path) -> Path:
     return write_bcf(vcf_text(SMALL_RECORDS), path)
 
 
+def _diploid_calls(alleles: np.ndarray, missing: np.ndarray, phased: np.ndarray, n_alleles: int) -> str:
+    """The samples' GT columns, tab-joined: ``alleles[j]`` as "a/b" ("a|b" where ``phased[j]``),
+    "." for a ``missing`` allele. Looked up in a table of every call text rather than
+    composed sample by sample (a 16,000 x 300 cohort took ~18 s in Python loops)."""
+    texts = [str(i) for i in range(n_alleles)] + ["."]
+    table = np.array([x + sep + y for x in texts for sep in "/|" for y in texts], dtype=object)
+    first, second = (np.where(missing[:, k], n_alleles, alleles[:, k]) for k in range(2))
+    return "\t".join(table[(first * 2 + phased) * len(texts) + second].tolist())
+
+
 def random_cohort_vcf(n_records: int, n_samples: int, seed: int = 1, contigs=("chr1", "chr2")) -> str:
     """Random diploid cohort: enough samples that records cross BGZF block boundaries."""
     rng = np.random.default_rng(seed)
@@ -89,16 +99,13 @@ def random_cohort_vcf(n_records: int, n_samples: int, seed: int = 1, contigs=("c
             a = rng.integers(0, n_alleles, size=(n_samples, 2))
             miss = rng.random((n_samples, 2)) < 0.03
             phased = rng.random(n_samples) < 0.5
-            calls = []
-            for j in range(n_samples):
-                x = ["." if miss[j, k] else str(a[j, k]) for k in range(2)]
-                calls.append(x[0] + ("|" if phased[j] else "/") + x[1])
+            calls = _diploid_calls(a, miss, phased, n_alleles)
             qual = "." if rng.random() < 0.1 else f"{rng.uniform(0, 100):.1f}"
             filt = rng.choice(["PASS", "q10", "s50", "q10;s50", "."])
             vid = "." if rng.random() < 0.5 else f"rs{pos}"
             records.append(
                 f"{contig}\t{pos}\t{vid}\t{ref}\t{','.join(alts)}\t{qual}\t{filt}\tDP={rng.integers(0, 500)}\tGT\t"
-                + "\t".join(calls)
+                + calls
             )
     return vcf_text(records, samples)
 

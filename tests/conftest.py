@@ -4,6 +4,7 @@ import gzip
 import os
 import struct
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -220,7 +221,40 @@ def values_equal(ours: np.ndarray, theirs: np.ndarray) -> bool:
     return np.array_equal(ours, theirs)
 
 
-def differences_from_bio2zarr(ds: xr.Dataset, ref: zarr.Group, ignore=()) -> list[str]:
+@dataclass(frozen=True)
+class ArraySnapshot:
+    """One array of bio2zarr's store, read: its values (``[...]`` indexes them) and attributes."""
+
+    values: np.ndarray
+    attrs: dict
+
+    def __getitem__(self, key):
+        return self.values[key]
+
+
+@dataclass(frozen=True)
+class GroupSnapshot:
+    """bio2zarr's store read into memory once (see :func:`snapshot`)."""
+
+    arrays: dict[str, ArraySnapshot]
+    attrs: dict
+
+    def array_keys(self):
+        return iter(self.arrays)
+
+    def __getitem__(self, name: str) -> ArraySnapshot:
+        return self.arrays[name]
+
+
+def snapshot(ref: zarr.Group) -> GroupSnapshot:
+    """bio2zarr's store as :func:`differences_from_bio2zarr` reads it (array names, values,
+    attributes), read once: a test comparing several of our stores with one conversion
+    (each layout, each read path) otherwise lists and reads every array of it each time."""
+    arrays = {name: ArraySnapshot(ref[name][:], dict(ref[name].attrs)) for name in ref.array_keys()}
+    return GroupSnapshot(arrays, dict(ref.attrs))
+
+
+def differences_from_bio2zarr(ds: xr.Dataset, ref: zarr.Group | GroupSnapshot, ignore=()) -> list[str]:
     """Every way our dataset differs from bio2zarr's store, as readable lines."""
     problems = []
     ref_names = set(ref.array_keys()) - set(ignore)

@@ -134,20 +134,36 @@ def test_every_skipped_block_says_why():
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    """The files the pages name, as a user following them would have them."""
+    """The files the pages name, as a user following them would have them: written once
+    per run, in the base folder pytest-xdist's workers share (every page copies it before
+    running anything, so none changes it), under a lock whichever worker comes first."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    work = base / "docs-pristine"
+    with open(base / "docs-pristine.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not work.exists():
+            partial = base / f"docs-pristine.partial-{os.getpid()}"
+            _write_pristine(partial)
+            partial.rename(work)  # whole or absent
+    return work
+
+
+def _write_pristine(work: Path) -> None:
     sys.path.insert(0, str(ROOT / "examples"))
     try:
         from make_example import write_example
     finally:
         sys.path.remove(str(ROOT / "examples"))
-    work = tmp_path_factory.mktemp("docs-pristine")
     example = write_example(work / "examples" / "data" / "example.bcf")
     shutil.copy(example, work / "cohort.bcf")
     bcfdata.bcftools("index", "-f", work / "cohort.bcf")
     bcfdata.bcftools("view", "--no-version", "-Oz", "-o", work / "cohort.vcf.gz", work / "cohort.bcf")
     for contig in ("chr20", "chr21"):
         bcfdata.bcftools("view", "--no-version", "-r", contig, "-Ob", "-o", work / f"{contig}.bcf", work / "cohort.bcf")
-    return work
 
 
 @pytest.fixture(scope="module")
