@@ -35,8 +35,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
     from .scan.parallel import hold_signal
 
-    if hold_signal(signum):
-        return  # forking workers: raised again once that is done
+    if hold_signal(signum) or interrupts.defer(signum):
+        return  # forking workers, or in native code: raised again once that is done
     # One signal is enough: further ones (a scheduler repeating its SIGTERM) must not
     # cut the cleanup short. SIGKILL still ends everything at once.
     for s in (signal.SIGTERM, signal.SIGINT):

@@ -7,11 +7,18 @@ module locks are released by one), an exception cannot propagate: Python passes 
 ``sys.unraisablehook`` and carries on, and the run would complete and replace the
 outputs it was told to leave. So the handler records the signal before raising, and
 the points that must not be passed once interrupted (each block scanned, an output put
-in place) raise it again (:func:`raise_pending`)."""
+in place) raise it again (:func:`raise_pending`).
+
+Inside native code that calls back into Python (Icechunk's Rust writer importing
+numpy's C API), an exception raised by the handler is not Python's to propagate: the
+extension panics and prints its own traceback. Such calls run in :func:`deferred`, where
+the handler only records the signal, raised when the block ends."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 
@@ -26,6 +33,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 _pending: int | None = None
+_deferring = 0  # nested deferred() blocks the main thread is in
 
 
 def interrupt(signum: int) -> NoReturn:
@@ -33,6 +41,30 @@ def interrupt(signum: int) -> NoReturn:
     global _pending
     _pending = signum
     raise Interrupted(signum)
+
+
+def defer(signum: int) -> bool:
+    """Whether a handler must not raise now (inside :func:`deferred`): the signal is then
+    recorded, and raised as the block ends."""
+    global _pending
+    if _deferring:
+        _pending = signum
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A block during which the handlers record SIGTERM and SIGINT without raising (native
+    code calling back into Python); a signal that arrived is raised when it ends."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    if not _deferring:
+        raise_pending()
 
 
 def raise_pending() -> None:

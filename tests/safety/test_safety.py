@@ -353,6 +353,25 @@ def test_a_signal_whose_raise_python_swallows_still_keeps_previous_outputs(tmp_p
     assert signal.getsignal(signal.SIGTERM) is not cli._raise_interrupted  # the handler put back
 
 
+def test_a_signal_inside_native_code_is_raised_when_it_returns(tmp_path, capsys):
+    """Icechunk's Rust writer calls back into Python (numpy's C API import); a handler
+    raising there makes it panic and print a traceback. Inside interrupts.deferred() the
+    signal waits: the block runs to its end, then the run stops as interrupted."""
+    from vcfvirtual import cli, interrupts
+
+    reached = []
+    with pytest.raises(SystemExit) as exit_info, cli._cleanup_on_signals():
+        with interrupts.deferred():
+            signal.raise_signal(signal.SIGTERM)
+            reached.append("after the signal")  # the handler did not raise here
+        reached.append("after the block")  # not reached: the block's end raised it
+    assert reached == ["after the signal"]
+    assert exit_info.value.code == 128 + signal.SIGTERM
+    err = capsys.readouterr().err
+    assert "interrupted by SIGTERM" in err and "Traceback" not in err
+    assert signal.getsignal(signal.SIGTERM) is not cli._raise_interrupted
+
+
 @pytest.mark.parametrize(
     "workers, layout, marker, sig",
     [

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .. import interrupts
 from ..errors import OutputWriteError, UntrustedReferenceError, VcfVirtualError
 from ..io.outputs import write_hint
 from .checks import check_cache, check_references, declared_cache, icechunk_as_references
@@ -25,7 +26,10 @@ def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
     first commit holds the whole store. Returns the snapshot id."""
     icechunk = _import_icechunk(path)
     try:
-        return _write_repository(icechunk, group, path, cache_url)
+        # A signal's exception raised while Icechunk's Rust code calls back into Python
+        # would make it panic (and print a traceback): the handler waits for the end.
+        with interrupts.deferred():
+            return _write_repository(icechunk, group, path, cache_url)
     except icechunk.IcechunkError as e:
         # Icechunk's Rust side reports a full disk or a read-only folder as a StorageError
         # whose text ends in "(os error N)": made the one line JSON and Parquet give.
