@@ -326,7 +326,9 @@ cdef int _backward(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, uint8
             _put32(&out[4 * i], <uint32_t>c)
         else:
             c = _get32(&out[4 * i])  # written by pass 1, its range checked there
-        count = c if c > 0 else 0
+        # An absent record (type 0) holds no values whatever its count says: not looped
+        # over, or a crafted column of such counts would take n x length steps.
+        count = c if c > 0 and size > 0 else 0
         if dst + count * size > length:
             return ERR_LENGTH
         if t <= 3:  # integers (or an absent record's none): from the planes, which pass 1 bounded
@@ -338,14 +340,13 @@ cdef int _backward(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, uint8
                     out[dst + 1] = planes[p1]
                     out[dst + 2] = planes[p2]
                     out[dst + 3] = planes[p3]
-                    p0 += size != 0  # an absent record's count of nothing
+                    p0 += 1
                     p1 += size >= 2
                     p2 += size == 4
                     p3 += size == 4
                 else:  # the column's last bytes: exactly the value's
-                    if size >= 1:
-                        out[dst] = planes[p0]
-                        p0 += 1
+                    out[dst] = planes[p0]
+                    p0 += 1
                     if size >= 2:
                         out[dst + 1] = planes[p1]
                         p1 += 1

@@ -93,6 +93,21 @@ def test_edge_columns_restore_every_byte(records):
     assert back.tobytes() == raw.tobytes()
 
 
+def test_absent_records_with_counts_as_large_as_the_segment_restore_every_byte():
+    """A crafted column: one int8 value, then 200,000 absent (type 0) records each saying
+    its count is the segment's length. They hold no values; the undo once looped over each
+    count (n x length steps: minutes here), and must give the column back as it is."""
+    n = 200_001
+    length = 5 * n + 1
+    records = [(1, 1, bytes([0x2A]))] + [(length - 1, 0, b"")] * (n - 1)
+    raw = np.frombuffer(typed_column(records), np.uint8)
+    assert raw.shape[0] == length
+    planes = info_planes(raw, n)
+    back = planes.copy()
+    undo_info_planes(back, n)
+    assert back.tobytes() == raw.tobytes()
+
+
 def random_column(rng: np.random.Generator, n: int, types: tuple[int, ...] = (0, 1, 2, 3, 5, 7)) -> bytes:
     """A typed column of ``n`` records of random ``types``, counts (absent, 0 and up; a type 0
     record may hold a count, as a set Flag does) and value bytes."""
