@@ -368,18 +368,31 @@ cdef int _backward(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, uint8
     return OK
 
 
+cdef enum:
+    _WALK = -1  # _shapes: the column must be walked
+
+
+cdef int _shapes(Py_ssize_t length, Py_ssize_t n, Py_ssize_t out_length) noexcept:
+    """What both directions answer before walking a column of ``n`` records in ``length``
+    bytes into ``out_length``: ERR_OUT, ERR_LENGTH (fewer bytes than the table), OK for an
+    empty column, else _WALK."""
+    if out_length != length:
+        return ERR_OUT
+    if n < 0 or length < 5 * n:
+        return ERR_LENGTH
+    if n == 0:
+        return OK if length == 0 else ERR_LENGTH
+    return _WALK
+
+
 def info_planes(const uint8_t[::1] seg, Py_ssize_t n, uint8_t[::1] out):
     """``seg``, a typed column of ``n`` records, rearranged into ``out`` (its length).
     Returns (error code, record): ERR_TYPE, ERR_COUNT or ERR_LENGTH where the column is
     not one (``out`` then undefined)."""
     cdef Py_ssize_t at = 0
-    cdef int err
-    if out.shape[0] != seg.shape[0]:
-        return ERR_OUT, 0
-    if n < 0 or seg.shape[0] < 5 * n:
-        return ERR_LENGTH, 0
-    if n == 0:
-        return (OK if seg.shape[0] == 0 else ERR_LENGTH), 0
+    cdef int err = _shapes(seg.shape[0], n, out.shape[0])
+    if err != _WALK:
+        return err, 0
     with nogil:
         err = _forward(&seg[0], seg.shape[0], n, &out[0], &at)
     return err, (at if err else 0)
@@ -390,13 +403,9 @@ def undo_info_planes(const uint8_t[::1] planes, Py_ssize_t n, uint8_t[::1] out):
     input's length). Returns (error code, record) where ``planes`` is not the
     rearrangement of one (a table that does not add up, a count outside the bytes)."""
     cdef Py_ssize_t at = 0
-    cdef int err
-    if out.shape[0] != planes.shape[0]:
-        return ERR_OUT, 0
-    if n < 0 or planes.shape[0] < 5 * n:
-        return ERR_LENGTH, 0
-    if n == 0:
-        return (OK if planes.shape[0] == 0 else ERR_LENGTH), 0
+    cdef int err = _shapes(planes.shape[0], n, out.shape[0])
+    if err != _WALK:
+        return err, 0
     with nogil:
         err = _backward(&planes[0], planes.shape[0], n, &out[0], &at)
     return err, (at if err else 0)
