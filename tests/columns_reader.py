@@ -32,9 +32,11 @@ byte planes, within the record (all its values' low bytes, then their next...).
 
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numcodecs import Blosc, Zstd
@@ -383,3 +385,33 @@ def genotypes(seg: Segment, ploidy: int) -> np.ndarray:
                 alleles.append(-1 if x == missing else (x >> 1) - 1)
             out[r, s] = (alleles + [-2] * ploidy)[:ploidy]
     return out
+
+
+def stored_segments(refs: Path, array: str) -> list[bytes]:
+    """The byte ranges a Kerchunk JSON's references give ``array``'s chunks, in chunk
+    order, read from the cache file they name."""
+    doc = json.loads(refs.read_text())
+    chunks = sorted(
+        (tuple(int(i) for i in key.split("/")[1].split(".")), value)
+        for key, value in doc["refs"].items()
+        if key.startswith(array + "/") and isinstance(value, list)
+    )
+    out = []
+    for _, (url, offset, length) in chunks:
+        with open(url.replace("{{cache}}", doc["templates"]["cache"]).removeprefix("file://"), "rb") as f:
+            f.seek(offset)
+            out.append(f.read(length))
+    return out
+
+
+def codec_versions(refs: Path) -> dict[str, int]:
+    """Each array's ``vcfvirtual.bcf`` configuration version, as a Kerchunk JSON's array
+    metadata gives it."""
+    doc = json.loads(refs.read_text())["refs"]
+    return {
+        key.split("/")[0]: f["version"]
+        for key, meta in doc.items()
+        if key.endswith("/.zarray")
+        for f in json.loads(meta)["filters"] or []
+        if f["id"] == "vcfvirtual.bcf"
+    }

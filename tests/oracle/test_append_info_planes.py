@@ -5,31 +5,18 @@ the grown store is bio2zarr's conversion of the whole cohort (the oracle)."""
 
 from __future__ import annotations
 
-import json
-
 from vcfvirtual_codec import spec
 from vcfvirtual_codec.columns import FLAG_INFO_PLANES, PREAMBLE
 
 from vcfvirtual.cache import columns
 
+from ..columns_reader import codec_versions, stored_segments
 from .test_append import CHUNK, append, assert_is_the_whole, cohort, cut, first_index
 
 
 def info_flags(refs, array: str) -> tuple[list[int], int]:
     """Each chunk's preamble flags (in chunk order) and the array's configuration version."""
-    doc = json.loads(refs.read_text())
-    chunks = sorted(
-        ((int(key.split("/")[1]), value) for key, value in doc["refs"].items()
-         if key.startswith(array + "/") and isinstance(value, list)),
-    )  # fmt: skip
-    out = []
-    for _, (url, offset, length) in chunks:
-        with open(url.replace("{{cache}}", doc["templates"]["cache"]).removeprefix("file://"), "rb") as f:
-            f.seek(offset)
-            out.append(PREAMBLE.unpack_from(f.read(length))[2])
-    config = json.loads(doc["refs"][f"{array}/.zarray"])
-    (version,) = [f["version"] for f in config["filters"] if f["id"] == "vcfvirtual.bcf"]
-    return out, version
+    return [PREAMBLE.unpack_from(seg)[2] for seg in stored_segments(refs, array)], codec_versions(refs)[array]
 
 
 def test_a_store_of_plain_info_segments_grows_rearranged(tmp_path, monkeypatch):

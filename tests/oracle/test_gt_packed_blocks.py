@@ -22,6 +22,7 @@ from numcodecs import Blosc
 import vcfvirtual
 
 from .. import bcfdata
+from ..columns_reader import codec_versions
 from ..conftest import bio2zarr_convert, chunk_bytes
 from .test_append import append, cut
 from .test_gt_alleles_blocks import (
@@ -130,7 +131,6 @@ def test_a_codec_reading_only_version_1_refuses_the_gt_arrays_at_open_and_reads_
     configuration version 2, every other array with 1: a codec that reads version 1 only
     (the one before packed blocks) reads positions as pysam does and refuses call_genotype
     when it is opened, naming the package to upgrade, rather than at its first chunk."""
-    import json
 
     import pysam
     import zarr
@@ -138,14 +138,7 @@ def test_a_codec_reading_only_version_1_refuses_the_gt_arrays_at_open_and_reads_
 
     bcf = bcfdata.write_bcf(bcfdata.vcf_text(RECORDS, samples=SAMPLES, header=DP_HEADER), tmp_path / "gt.bcf")
     refs = index(bcf, tmp_path)
-    doc = json.loads(refs.read_text())["refs"]
-    versions = {
-        key.split("/")[0]: f["version"]
-        for key, meta in doc.items()
-        if key.endswith("/.zarray")
-        for f in json.loads(meta)["filters"] or []
-        if f["id"] == "vcfvirtual.bcf"
-    }
+    versions = codec_versions(refs)
     gt = {"call_genotype", "call_genotype_mask", "call_genotype_phased"}
     assert {name: v for name, v in versions.items() if name in gt} == dict.fromkeys(gt, 2)
     info = {name for name in versions if name == "variant_DP"}  # INFO: version 3 (rearranged segments)

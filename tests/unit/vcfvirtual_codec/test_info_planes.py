@@ -11,7 +11,6 @@ strings, Flags). Crafted segments that lie are typed refusals, never a crash.
 
 from __future__ import annotations
 
-import json
 import struct
 import zlib
 
@@ -32,7 +31,7 @@ import vcfvirtual
 from vcfvirtual.cache import columns
 
 from ... import bcfdata
-from ...columns_reader import info_planes_undone
+from ...columns_reader import codec_versions, info_planes_undone, stored_segments
 from ...conftest import assert_matches_bio2zarr, bio2zarr_convert
 
 PREAMBLE_HEAD = struct.Struct("<4sBBHiIIIQ")
@@ -202,20 +201,6 @@ INFO_ARRAYS = ["variant_DP", "variant_IN", "variant_IA", "variant_IR", "variant_
                "variant_FA", "variant_ST", "variant_SV", "variant_FG"]  # fmt: skip
 
 
-def stored_segments(refs, array: str) -> list[bytes]:
-    """The byte ranges the references give ``array``'s chunks."""
-    doc = json.loads(refs.read_text())
-    out = []
-    for _key, (url, offset, length) in sorted(
-        (k, v) for k, v in doc["refs"].items() if k.startswith(array + "/") and isinstance(v, list)
-    ):
-        path = url.replace("{{cache}}", doc["templates"]["cache"]).removeprefix("file://")
-        with open(path, "rb") as f:
-            f.seek(offset)
-            out.append(f.read(length))
-    return out
-
-
 @pytest.fixture(scope="module")
 def info_bcf(tmp_path_factory):
     d = tmp_path_factory.mktemp("info_planes")
@@ -251,14 +236,7 @@ def test_an_older_codec_refuses_the_info_arrays_when_opened(info_bcf, tmp_path, 
     positions and genotypes and refuses an INFO array when it is opened, naming the
     package to upgrade, rather than misreading its first chunk."""
     refs = index(info_bcf, tmp_path)
-    doc = json.loads(refs.read_text())["refs"]
-    versions = {
-        key.split("/")[0]: f["version"]
-        for key, meta in doc.items()
-        if key.endswith("/.zarray")
-        for f in json.loads(meta)["filters"] or []
-        if f["id"] == "vcfvirtual.bcf"
-    }
+    versions = codec_versions(refs)
     assert {name: versions[name] for name in INFO_ARRAYS} == dict.fromkeys(INFO_ARRAYS, 3)
     assert versions["variant_position"] == 1 and versions["call_genotype"] == 2
     monkeypatch.setattr(spec, "FORMAT_VERSION", 2)

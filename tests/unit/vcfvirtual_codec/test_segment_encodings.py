@@ -11,7 +11,6 @@ Blosc lz4), which must still decode. Crafted segments that lie are typed refusal
 
 from __future__ import annotations
 
-import json
 import struct
 import zlib
 
@@ -33,6 +32,7 @@ from vcfvirtual_codec.segment_transforms import (
 import vcfvirtual
 
 from ... import bcfdata
+from ...columns_reader import stored_segments
 from ...conftest import assert_matches_bio2zarr, bio2zarr_convert
 
 PREAMBLE_HEAD = struct.Struct("<4sBBHiIIIQ")
@@ -121,20 +121,6 @@ def test_one_record_store_matches_pysam(tmp_path):
     assert ds.variant_position.values.tolist() == [record.pos]
     assert ds.call_genotype.values.tolist() == [[[-1, -1]] * 3]
     assert ds.call_genotype_mask.values.all()
-
-
-def stored_segments(refs, array: str) -> list[bytes]:
-    """The byte ranges the references give ``array``'s chunks."""
-    doc = json.loads(refs.read_text())
-    out = []
-    for _key, (url, offset, length) in sorted(
-        (k, v) for k, v in doc["refs"].items() if k.startswith(array + "/") and isinstance(v, list)
-    ):
-        path = url.replace("{{cache}}", doc["templates"]["cache"]).removeprefix("file://")
-        with open(path, "rb") as f:
-            f.seek(offset)
-            out.append(f.read(length))
-    return out
 
 
 def test_the_index_writes_the_new_encodings(edge_bcf, tmp_path):
