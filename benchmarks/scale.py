@@ -211,7 +211,7 @@ def sparse_cache(path: Path, text: str, synthetic: SyntheticCache, last_records:
 
 
 def store_group(text: str, n_variants: int, chunk_length: int, samples_chunk_size: int, cache: Path):
-    """The store's ManifestGroup through the product's builder, over a sparse cache."""
+    """The store's arrays through the product's builder, over a sparse cache."""
     from vcfvirtual.io.fingerprint import Fingerprint
     from vcfvirtual.manifests.provenance import RecordedCache, RecordedPart, RecordedSource
     from vcfvirtual.manifests.vcf_zarr import build_store_group, store_provenance
@@ -236,30 +236,26 @@ def store_group(text: str, n_variants: int, chunk_length: int, samples_chunk_siz
 def spread_over_parts(group, synthetic: SyntheticCache, chunk_length: int, n_parts: int, cache_url: str):
     """The same group with each run of variants chunks in its own part ``cache_url/part-NNNNNN``
     (offsets counted from the part's start), as the parallel writer will lay them out."""
-    from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
+    from vcfvirtual.manifests.virtual import ChunkTable, VirtualArray, VirtualGroup
 
     n_chunks = synthetic.chunk_starts.shape[0]
     run_of_chunk = np.arange(n_chunks) * n_parts // n_chunks
     part_start = synthetic.chunk_starts[np.searchsorted(run_of_chunk, run_of_chunk, side="left")]
     names = np.array([f"{cache_url}/part-{p:06d}" for p in range(n_parts)], dtype=np.dtypes.StringDType())
     arrays = {}
-    for name, marr in group.arrays.items():
-        refs = list(marr.manifest.iter_refs())
-        if not refs or not refs[0][1]["path"].startswith(cache_url + "/"):  # inlined values: no cache range
-            arrays[name] = marr
+    for name, array in group.arrays.items():
+        table = array.table
+        if table is None or not table.paths.size:  # inlined values: no cache range
+            arrays[name] = array
             continue
-        grid = marr.manifest.shape_chunk_grid
-        offsets = np.zeros(grid, np.uint64)
-        lengths = np.zeros(grid, np.uint64)
-        paths = np.empty(grid, dtype=np.dtypes.StringDType())
-        for idx, entry in refs:
-            k = idx[0]  # the variants chunk
-            offsets[idx] = entry["offset"] - int(part_start[k])
-            lengths[idx] = entry["length"]
-            paths[idx] = names[run_of_chunk[k]]
-        manifest = ChunkManifest.from_arrays(paths=paths, offsets=offsets, lengths=lengths)
-        arrays[name] = ManifestArray(metadata=marr.metadata, chunkmanifest=manifest)
-    return ManifestGroup(arrays=arrays, attributes=dict(group.metadata.attributes))
+        # The variants chunk of every grid cell (the grid's first axis), broadcast over the rest.
+        k = np.arange(table.paths.shape[0]).reshape(-1, *[1] * (table.paths.ndim - 1))
+        present = table.paths != ""
+        starts = np.broadcast_to(part_start[k].astype(np.uint64), table.paths.shape)
+        paths = np.where(present, np.broadcast_to(names[run_of_chunk[k]], table.paths.shape), "")
+        offsets = np.where(present, table.offsets - starts, np.uint64(0))
+        arrays[name] = VirtualArray(array.metadata, ChunkTable(paths.astype(names.dtype), offsets, table.lengths))
+    return VirtualGroup(arrays, dict(group.attributes))
 
 
 def tree_bytes(path: Path) -> tuple[int, int]:
@@ -312,7 +308,7 @@ def refs_table(args: argparse.Namespace, workdir: Path) -> tuple[list[RefsRow], 
     t0 = time.perf_counter()
     group, synthetic, header, build_s = store_group(text, n_variants, args.chunk_length, args.samples_chunk_size, cache)
     setup_s = time.perf_counter() - t0 - build_s  # the header parsed by htslib, the sparse cache
-    n_refs = sum(len(m.manifest) for m in group.arrays.values())
+    n_refs = sum(1 for a in group.arrays.values() for _ in a.chunk_entries())
     facts = dict(
         variants=n_variants,
         samples=n_samples,

@@ -17,16 +17,9 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from obspec_utils.registry import ObjectStoreRegistry
-from obstore.store import LocalStore
-from virtualizarr.manifests import ManifestGroup, ManifestStore
-
-from . import (
-    _codecs,  # noqa: F401  (registers the codecs, for stale entry points)
-    append,
-)
+from . import append
 from ._progress import phase
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges, CacheTarget, SegmentRanges, SerialSource, local_target
@@ -44,6 +37,7 @@ from .io.parts import part_url
 from .io.staging import Staging
 from .manifests.provenance import Provenance, RecordedCache, RecordedPart, RecordedSource
 from .manifests.vcf_zarr import build_store_group, store_chunk_length, store_provenance
+from .manifests.virtual import VirtualGroup, manifest_group
 from .plan import (
     LAYOUTS,
     REFS_FORMATS,
@@ -61,6 +55,10 @@ from .scan.parallel import check_compatible
 from .scan.results import ScanResult
 from .scan.scanner import read_header, scan_bcf
 
+if TYPE_CHECKING:  # the index itself imports neither (manifests/virtual.py says why)
+    from obspec_utils.registry import ObjectStoreRegistry
+    from virtualizarr.manifests import ManifestStore
+
 __all__ = [
     "LAYOUTS",
     "REFS_FORMATS",
@@ -68,6 +66,7 @@ __all__ = [
     "IndexSummary",
     "index",
     "index_with_summary",
+    "run_index",
     "local_registry",
     "references_from",
     "references_path",
@@ -96,6 +95,30 @@ class IndexSummary:
     zero_copy: bool
     cache_parts: int = 0  # the files of a cache made of parts (a folder: columns), else 0
     appended: int | None = None  # records an append added (``records``: the store's after); None: no append
+
+
+@dataclass(frozen=True, eq=False)
+class IndexRun:
+    """What an index run made: the store's arrays (``group``), the summary, and where the
+    store reads its cache (``remote_cache``: the URL it was uploaded to, or None for the
+    local cache)."""
+
+    group: VirtualGroup
+    summary: IndexSummary
+    remote_cache: str | None = None
+    storage_options: dict[str, Any] | None = None
+
+    def store(self) -> ManifestStore:
+        """The store as VirtualiZarr's ManifestStore (imports VirtualiZarr, xarray, zarr)."""
+        from virtualizarr.manifests import ManifestStore
+
+        from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
+
+        if self.remote_cache is None:
+            registry = local_registry()
+        else:
+            registry = storage.object_store_registry(self.remote_cache, self.storage_options)
+        return ManifestStore(manifest_group(self.group), registry=registry)
 
 
 def index(
@@ -281,6 +304,20 @@ def index_with_summary(
     VcfVirtualError
         As :func:`index` raises.
     """
+    run = run_index(bcf_path, options)
+    return run.store(), run.summary
+
+
+def run_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions) -> IndexRun:
+    """:func:`index_with_summary` without making VirtualiZarr's store of what it wrote
+    (``vcfvirtual index`` has no use for one): the store's arrays, the summary, and where
+    the store reads its cache (:meth:`IndexRun.store` makes the ManifestStore).
+
+    Raises
+    ------
+    VcfVirtualError
+        As :func:`index` raises.
+    """
     if options.append:
         return _append(bcf_path, options)
     plan = plan_index(bcf_path, options)
@@ -311,12 +348,11 @@ def index_with_summary(
         summary.variants_chunk_size,
         summary.cache,
     )
-    return ManifestStore(group, registry=_registry(plan)), summary
+    remote = plan.remote.cache_url if plan.remote is not None and plan.remote.cache_url else None
+    return IndexRun(group, summary, remote, plan.options.storage_options)
 
 
-def _append(
-    bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions
-) -> tuple[ManifestStore, IndexSummary]:
+def _append(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: IndexOptions) -> IndexRun:
     """``index(..., append=True)``: the new files into new parts of the store's cache
     (a partitioned run continuing its chunks), then its references written again."""
     plan = plan_append(bcf_path, options)
@@ -359,7 +395,7 @@ def _append(
         _remove(tmp_refs)
         remove_parts(store.cache_folder, list(new_parts), options.storage_options)
         raise
-    provenance = Provenance.from_attributes(group.metadata.attributes, plan.refs_path)
+    provenance = Provenance.from_attributes(group.attributes, plan.refs_path)
     summary = IndexSummary(
         sources=plan.sources,
         records=provenance.scan.records if provenance.scan else 0,
@@ -374,17 +410,15 @@ def _append(
     )
     logger.info("%s: appended; %d parts, %d new", plan.refs_path, summary.cache_parts, len(new_parts))
     url = store.cache_url
-    local = url.startswith("file://")
-    registry = local_registry() if local else storage.object_store_registry(url, options.storage_options)
-    return ManifestStore(group, registry=registry), summary
+    return IndexRun(group, summary, None if url.startswith("file://") else url, options.storage_options)
 
 
 def _existing_store(plan: AppendPlan) -> append.ExistingStore:
     """The store appended to, checked as ``open_store`` checks it (a changed cache part
     or source is refused), read from its references."""
     from .refs import convert
+    from .refs.checked import check_store
     from .refs.checks import store_header
-    from .refs.open import check_store
 
     refs_format = convert.source_format(plan.refs_path)
     if refs_format == "icechunk":
@@ -412,7 +446,7 @@ def _refuse_incompatible(store: append.ExistingStore, scan_paths: list[Path], st
 
 def _grown_group(
     store: append.ExistingStore, plan: AppendPlan, scan: ScanResult, ranges: SegmentRanges
-) -> ManifestGroup:
+) -> VirtualGroup:
     """The grown store's arrays and attributes: the old sources and parts, then the new."""
     grown = append.grown_scan(store, scan)
     old = store.provenance
@@ -473,7 +507,7 @@ def references_from(
         vcfvirtual store's.
     """
     from .refs import convert
-    from .refs.open import check_store
+    from .refs.checked import check_store
 
     source = Path(refs_path)
     if refs_format not in REFS_FORMATS:
@@ -500,7 +534,7 @@ def references_from(
         logger.warning("removed %s, left by a run that was killed", stale)
     outputs.refuse_foreign_output(out, outputs.REFS, force=force, option="refs_path=")
     refs = convert.load_all_references(source)
-    group = convert.manifest_group(refs, source)
+    group = convert.virtual_group(refs, source)
     url, local = convert.cache_of(refs)
     if refs_format == "icechunk" and local is None:
         raise VcfVirtualError(
@@ -714,14 +748,14 @@ def _provenance(plan: IndexPlan, scan: ScanResult, tmp_cache: CacheTarget, range
     )
 
 
-def _build_manifests(plan: IndexPlan, scan: ScanResult, ranges: CacheRanges, provenance: Provenance) -> ManifestGroup:
+def _build_manifests(plan: IndexPlan, scan: ScanResult, ranges: CacheRanges, provenance: Provenance) -> VirtualGroup:
     """The manifests stage: the store's arrays over the cache, and its attributes."""
     return build_store_group(
         scan, ranges, provenance, field_choice=plan.options.field_choice, local_alleles=plan.options.local_alleles
     )
 
 
-def _write_references(plan: IndexPlan, group: ManifestGroup, tmp_refs: Path | None) -> None:
+def _write_references(plan: IndexPlan, group: VirtualGroup, tmp_refs: Path | None) -> None:
     """The references stage: written under their temporary name."""
     if tmp_refs is None or plan.refs_path is None:
         return
@@ -741,7 +775,7 @@ def _keep_verdict(plan: IndexPlan) -> None:
     elsewhere = plan.remote is not None or plan.public_cache_url is not None
     if plan.refs_path is None or elsewhere or plan.refs_format == "icechunk":
         return
-    from .refs.open import check_store
+    from .refs.checked import check_store
 
     check_store(plan.refs_path)  # our own output: a refusal here is a bug, and is raised
     logger.info("%s: checked as open_store checks it; its verdict kept for the next open", plan.refs_path)
@@ -768,13 +802,6 @@ def _summary(plan: IndexPlan, scan: ScanResult, provenance: Provenance) -> Index
     )
 
 
-def _registry(plan: IndexPlan) -> ObjectStoreRegistry:
-    """Where the returned store reads the cache: the uploaded one, or the local file."""
-    if plan.remote is not None and plan.remote.cache_url:
-        return storage.object_store_registry(plan.remote.cache_url, plan.options.storage_options)
-    return local_registry()
-
-
 def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
@@ -785,4 +812,7 @@ def _remove(path: Path) -> None:
 
 def local_registry() -> ObjectStoreRegistry:
     """An obstore registry reading local files (``file://`` URLs)."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+
     return ObjectStoreRegistry({"file://": LocalStore()})

@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from vcfvirtual_codec.codec import CODEC_ID
-from vcfvirtual_codec.spec import LOCAL_KINDS, SAMPLE_KINDS
+from vcfvirtual_codec.spec import CODEC_ID, LOCAL_KINDS, SAMPLE_KINDS
 
 from .bcf.fields import FieldChoice
 from .bcf.header import BCFHeader

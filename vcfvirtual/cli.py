@@ -311,7 +311,7 @@ def index_command(
     """
     _setup_logging(verbose)
     with collector_paused(freeze=True):  # the imported modules live as long as the process
-        from .api import IndexOptions, index_with_summary
+        from .api import IndexOptions, run_index
 
     start = time.perf_counter()
     try:
@@ -324,7 +324,7 @@ def index_command(
             # walk the libraries' objects (0.3-1 s of a first run). The command owns its
             # process, so it, not the library, pauses the collector.
             with collector_paused():
-                _, summary = index_with_summary(bcf[0] if len(bcf) == 1 else list(bcf), index_options)
+                summary = run_index(bcf[0] if len(bcf) == 1 else list(bcf), index_options).summary
     except (VcfVirtualError, OSError) as e:
         _fail(e)
     click.echo(_summary(summary, time.perf_counter() - start), err=True)

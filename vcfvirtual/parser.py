@@ -26,10 +26,11 @@ from .errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from .io.fingerprint import Fingerprint, digest_of
 from .io.outputs import REFS_SUFFIX
 from .manifests.provenance import RecordedCache
+from .manifests.virtual import manifest_group
+from .refs.checked import required_cache
 from .refs.checks import CacheFile, cache_files, check_cache, check_references, copy_differs
-from .refs.convert import manifest_group
+from .refs.convert import virtual_group
 from .refs.kerchunk import KerchunkRefs, resolve_templates
-from .refs.open import required_cache
 
 
 class BCFParser:
@@ -85,7 +86,7 @@ class BCFParser:
         refs = _read_references(refs_url, url, registry)
         if self.check:
             _check(refs, refs_url, registry)
-        group = manifest_group({"version": 1, "refs": resolve_templates(refs)}, refs_url)
+        group = manifest_group(virtual_group({"version": 1, "refs": resolve_templates(refs)}, refs_url))
         return ManifestStore(group, registry=registry)
 
 

@@ -441,19 +441,22 @@ def test_wide_info_headers_match_bio2zarr(tmp_path, layout, n_fields):
 
 @pytest.mark.parametrize("name", ["info_missing_everywhere", "contig_idx_gaps", "vcf45_numbers"])
 def test_references_equal_virtualizarr_dataset_route(name, tmp_path):
-    """kerchunk.kerchunk_refs (array by array) writes what VirtualiZarr's Dataset route
-    (ManifestStore -> virtual Dataset -> dataset_to_kerchunk_refs) writes."""
+    """kerchunk.kerchunk_refs (array by array, from the index's own manifests) writes what
+    VirtualiZarr's Dataset route (the same arrays as its ManifestStore -> virtual Dataset ->
+    dataset_to_kerchunk_refs) writes."""
     from virtualizarr.manifests import ManifestStore
     from virtualizarr.writers.kerchunk import dataset_to_kerchunk_refs
 
+    from vcfvirtual.api import IndexOptions, run_index
+    from vcfvirtual.manifests.virtual import manifest_group
     from vcfvirtual.refs import kerchunk
 
     bcf = CASES[name].write(tmp_path)
-    store = vcfvirtual.index(bcf, refs_path=tmp_path / "x.json", cache_path=tmp_path / "x.cache", force=True)
-    group = store._group
+    options = IndexOptions(refs_path=tmp_path / "x.json", cache_path=tmp_path / "x.cache", force=True)
+    group = run_index(bcf, options).group
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        theirs = dataset_to_kerchunk_refs(ManifestStore(group).to_virtual_dataset(), zarr_format=2)
+        theirs = dataset_to_kerchunk_refs(ManifestStore(manifest_group(group)).to_virtual_dataset(), zarr_format=2)
     ours = kerchunk.kerchunk_refs(group)
     assert set(ours["refs"]) == set(theirs["refs"])
     for key, value in theirs["refs"].items():

@@ -22,7 +22,7 @@ import zarr
 
 import vcfvirtual
 from vcfvirtual.errors import UntrustedReferenceError
-from vcfvirtual.refs.open import check_store
+from vcfvirtual.refs.checked import check_store
 
 from .. import bcfdata
 

@@ -1,4 +1,4 @@
-"""Build the VCF Zarr group: one ManifestArray per spec array.
+"""Build the VCF Zarr group: one :class:`~vcfvirtual.manifests.virtual.VirtualArray` per spec array.
 
 Variants-dimension arrays point chunk k at the byte range of records
 ``[k*N, (k+1)*N)`` in the transcode cache and decode through ``vcfvirtual.bcf``.
@@ -13,15 +13,13 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from numcodecs import VLenUTF8
-from vcfvirtual_codec.codec import CODEC_ID, FLOAT32_FILL, ChunkSpec
+from vcfvirtual_codec.checks import FLOAT32_FILL
 from vcfvirtual_codec.columns import SEGMENT_OF_KIND
-from vcfvirtual_codec.spec import LOCAL_KINDS, SAMPLE_KINDS, config_version
-from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
-from zarr.dtype import parse_data_type
+from vcfvirtual_codec.spec import CODEC_ID, LOCAL_KINDS, SAMPLE_KINDS, ChunkSpec, config_version
 
 from .. import __version__
 from ..bcf.fields import EVERY_FIELD, PREFIX, FieldChoice, FieldMap, map_fields
@@ -33,6 +31,7 @@ from ..cache.names import LayoutName, part_url, segment_name
 from ..errors import CorruptBCFError, FieldShapeError, UnsupportedBCFError, VcfVirtualError
 from ..scan.results import ScanResult
 from .provenance import ATTRIBUTE, Dimensions, Provenance, RecordedCache, RecordedScan, RecordedSource
+from .virtual import ArrayMetadata, ChunkTable, DType, VirtualArray, VirtualGroup
 
 VCF_ZARR_VERSION = "0.3"
 
@@ -88,36 +87,6 @@ def _codecs(dtype: DType, spec: ChunkSpec | None) -> list[dict[str, Any]]:
     return out
 
 
-def _array_metadata(
-    *,
-    shape: tuple[int, ...],
-    data_type: np.dtype,
-    chunk_shape: tuple[int, ...],
-    fill_value: Any,
-    codecs: list[dict[str, Any]],
-    attributes: dict[str, Any],
-    dimension_names: list[str] | tuple[str, ...],
-) -> dict[str, Any]:
-    """Zarr v3 array metadata, in the dict form ManifestArray's constructor takes (its
-    documented alternative to a zarr ArrayV3Metadata object): regular chunks, default
-    chunk keys."""
-    return {
-        "shape": tuple(shape),
-        "data_type": parse_data_type(data_type, zarr_format=3),
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": tuple(chunk_shape)}},
-        "chunk_key_encoding": {"name": "default"},
-        "fill_value": fill_value,
-        "codecs": codecs,
-        "attributes": attributes,
-        "dimension_names": tuple(dimension_names),
-        "storage_transformers": None,
-    }
-
-
-def _zarr_dtype(dtype: DType) -> np.dtype:
-    return np.dtypes.StringDType() if dtype is str else np.dtype(dtype)
-
-
 # The columns layout's segment of each fixed kind, as the codec reads them (the others are
 # an INFO or FORMAT key's segment).
 FIXED_SEGMENTS = {kind: seg for kind, seg in SEGMENT_OF_KIND.items() if seg not in ("info", "format")}
@@ -137,7 +106,6 @@ def segment_of(kind: str, field: str | None = None) -> str:
 
 
 # The dtype of an array: numpy's, or ``str`` for variable-length strings.
-DType = np.dtype | type
 
 
 @dataclass(frozen=True)
@@ -162,7 +130,7 @@ class _StoreChunks:
         *,
         field: str | None = None,
         **spec_extra: Any,
-    ) -> ManifestArray:
+    ) -> VirtualArray:
         """One variants-dimension array: its codec's spec (``spec_extra``: the other
         :class:`ChunkSpec` fields, ``key``, ``ploidy``...) and its chunks' ranges
         (``field``: the INFO/FORMAT ID of an ``info`` or ``format`` array, whatever its
@@ -241,7 +209,7 @@ def _variant_array(
     chunk_paths: np.ndarray,
     description: str | None,
     omit: np.ndarray | None = None,
-) -> ManifestArray:
+) -> VirtualArray:
     """The array of ``spec`` over ``array_ranges`` of the cache (``chunk_paths``: the file
     of each variants chunk, broadcast over the rest of the grid); ``omit``, shaped like
     the ranges: chunks left out of the manifest (read as the fill value)."""
@@ -250,36 +218,27 @@ def _variant_array(
     attributes = {}
     if description is not None:
         attributes["description"] = description
-    metadata = _array_metadata(
+    metadata = ArrayMetadata(
         shape=(n_records, *per_variant_shape),
-        data_type=_zarr_dtype(dtype),
+        dtype=dtype,
         chunk_shape=(chunk_length, *chunk_shape),
         fill_value="" if dtype is str else _fill_value(np.dtype(dtype)),
-        codecs=_codecs(dtype, spec),
+        codecs=tuple(_codecs(dtype, spec)),
         attributes=attributes,
-        dimension_names=dims,
+        dimension_names=tuple(dims),
     )
     offsets, lengths = array_ranges
-    n_chunks = offsets.shape[0]
     # A samples-blocked segment's ranges are (n_chunks, n_blocks): the grid's first two axes.
     grid = (*offsets.shape, *([1] * (1 + len(per_variant_shape) - offsets.ndim)))
     # One part per variants chunk, the same across its samples blocks and the rest of the grid.
-    paths = cast(
-        "np.ndarray[Any, np.dtypes.StringDType]", np.broadcast_to(chunk_paths.reshape(-1, *[1] * (len(grid) - 1)), grid)
-    )
-    paths = paths.copy()
+    paths = np.broadcast_to(chunk_paths.reshape(-1, *[1] * (len(grid) - 1)), grid).copy()
     offsets, lengths = offsets.reshape(grid), lengths.reshape(grid)
     if omit is not None:
-        # VirtualiZarr's missing chunk: the empty path (its writers then write no key).
+        # A chunk left out: the empty path (VirtualiZarr's missing chunk; no key is written).
         missing = omit.reshape(grid)
         paths[missing] = ""
         offsets, lengths = np.where(missing, np.uint64(0), offsets), np.where(missing, np.uint64(0), lengths)
-    manifest = (
-        ChunkManifest.from_arrays(paths=paths, offsets=offsets, lengths=lengths)
-        if n_chunks
-        else ChunkManifest(entries={}, shape=grid)
-    )
-    return ManifestArray(metadata=metadata, chunkmanifest=manifest)
+    return VirtualArray(metadata, ChunkTable(paths, offsets, lengths))
 
 
 # The FORMAT field each local-allele kind gathers, and the arrays they replace (bio2zarr
@@ -314,7 +273,7 @@ def _inline_array(
     dims: Sequence[str],
     description: str | None = None,
     chunk: int | None = None,
-) -> ManifestArray:
+) -> VirtualArray:
     """An array whose encoded bytes travel inside the manifest: one chunk, or chunks of
     ``chunk`` rows (the last one padded to the full chunk, as Zarr stores an edge chunk)."""
     if dtype is str:
@@ -326,27 +285,26 @@ def _inline_array(
     fill = "" if dtype is str else _fill_value(np.dtype(dtype))
     attributes = {} if description is None else {"description": description}
     chunk_shape = (rows, *(max(1, s) for s in shape[1:])) if shape else ()
-    metadata = _array_metadata(
+    metadata = ArrayMetadata(
         shape=shape,
-        data_type=_zarr_dtype(dtype),
+        dtype=dtype,
         chunk_shape=chunk_shape,
         fill_value=fill,
-        codecs=_codecs(dtype, None),
+        codecs=tuple(_codecs(dtype, None)),
         attributes=attributes,
-        dimension_names=list(dims),
+        dimension_names=tuple(dims),
     )
     if not values.size:
-        return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries={}, shape=(1,) * len(shape)))
-    entries = {}
+        return VirtualArray(metadata)
+    inline = {}
     rest = ".0" * (len(shape) - 1)
     for k, start in enumerate(range(0, shape[0], rows)):
         part = values[start : start + rows]
         if part.shape[0] < rows:
             pad = np.full((rows - part.shape[0], *part.shape[1:]), fill, dtype=values.dtype)
             part = np.concatenate([part, pad])
-        data = bytes(VLenUTF8().encode(part)) if dtype is str else part.tobytes()
-        entries[f"{k}{rest}"] = {"path": "", "offset": 0, "length": len(data), "data": data}
-    return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries=entries))
+        inline[f"{k}{rest}"] = bytes(VLenUTF8().encode(part)) if dtype is str else part.tobytes()
+    return VirtualArray(metadata, inline=inline)
 
 
 def region_index(region_rows: np.ndarray, position_dtype: np.dtype) -> np.ndarray:
@@ -450,7 +408,7 @@ def build_group(
     provenance: Provenance | None = None,
     field_map: FieldMap | None = None,
     local_alleles: bool = False,
-) -> ManifestGroup:
+) -> VirtualGroup:
     """Every VCF Zarr array for ``scan``, referencing ``cache_url``.
 
     ``ranges`` are the (offsets, lengths) of the chunks in the cache, as its layout wrote
@@ -490,7 +448,7 @@ def build_group(
         dimensions = recorded_dimensions(h, arrays, n_alleles, ploidy)
         recorded = dataclasses.replace(provenance, dimensions=dimensions, scan=recorded_scan(scan))
         attributes[ATTRIBUTE] = recorded.to_json()
-    return ManifestGroup(arrays=arrays, attributes=attributes)
+    return VirtualGroup(arrays, attributes)
 
 
 def recorded_scan(scan: ScanResult) -> RecordedScan:
@@ -511,7 +469,7 @@ def _stats_rows(stats: np.ndarray) -> tuple[tuple[int, int, int], ...]:
     return tuple((int(a), int(b), int(c)) for a, b, c in stats.tolist())
 
 
-def recorded_dimensions(header: BCFHeader, arrays: dict[str, ManifestArray], n_alleles: int, ploidy: int) -> Dimensions:
+def recorded_dimensions(header: BCFHeader, arrays: dict[str, VirtualArray], n_alleles: int, ploidy: int) -> Dimensions:
     """The sizes the scan chose, which the header alone does not give: alleles, ploidy
     (with GT), and each INFO/FORMAT field's width (its values per record, or per call).
     open_store refuses arrays wider than these (refs/arrays.py): a width comes from the
@@ -520,7 +478,7 @@ def recorded_dimensions(header: BCFHeader, arrays: dict[str, ManifestArray], n_a
     for field in (*header.info, *header.formats):
         name = ("variant_" if field.category == "INFO" else "call_") + field.name
         if name in arrays and not (field.category == "FORMAT" and field.name == "GT"):
-            shape = arrays[name].metadata.shape
+            shape = arrays[name].shape
             extra = shape[2:] if field.category == "FORMAT" else shape[1:]
             fields[f"{field.category}/{field.name}"] = int(extra[0]) if extra else 1
     return Dimensions(int(n_alleles), int(ploidy) if header.gt_key >= 0 else None, fields)
@@ -528,7 +486,7 @@ def recorded_dimensions(header: BCFHeader, arrays: dict[str, ManifestArray], n_a
 
 # variant(name, kind, dtype, dims=("variants",), shape=(), description="", **spec_extra):
 # one variants-dimension array of the store being built (:meth:`_StoreChunks.variant`).
-VariantArrayFactory = Callable[..., ManifestArray]
+VariantArrayFactory = Callable[..., VirtualArray]
 
 
 def _refuse_undefined_contigs(scan: ScanResult) -> None:
@@ -547,7 +505,7 @@ def _refuse_undefined_contigs(scan: ScanResult) -> None:
 
 def _fixed_arrays(
     variant: VariantArrayFactory, scan: ScanResult, position_dtype: np.dtype, n_alleles: int
-) -> dict[str, ManifestArray]:
+) -> dict[str, VirtualArray]:
     """The arrays of the VCF's fixed columns: CHROM, POS, rlen, ID, REF/ALT, QUAL, FILTER."""
     h = scan.header
     length_dtype = min_int_dtype(*scan.rlen_range) if scan.num_records else np.dtype("i1")
@@ -591,7 +549,7 @@ def _fixed_arrays(
 
 def _field_arrays(
     variant: VariantArrayFactory, scan: ScanResult, n_alleles: int, ploidy: int, field_map: FieldMap
-) -> dict[str, ManifestArray]:
+) -> dict[str, VirtualArray]:
     """One array per INFO and FORMAT field kept but GT, named by ``field_map``, sized and
     typed by bio2zarr's rules (dimensions as if every field were kept: a field left out
     changes no other array)."""
@@ -628,7 +586,7 @@ def _field_arrays(
 
 def _genotype_arrays(
     variant: VariantArrayFactory, gt_key: int, n_samples: int, n_alleles: int, ploidy: int
-) -> dict[str, ManifestArray]:
+) -> dict[str, VirtualArray]:
     gt = dict(key=gt_key, ploidy=ploidy)
     return {
         "call_genotype": variant(
@@ -726,7 +684,7 @@ def local_allele_arrays(variant: VariantArrayFactory, scan: ScanResult, arrays: 
         )
 
 
-def _header_arrays(scan: ScanResult, position_dtype: np.dtype, sample_block: int | None) -> dict[str, ManifestArray]:
+def _header_arrays(scan: ScanResult, position_dtype: np.dtype, sample_block: int | None) -> dict[str, VirtualArray]:
     """The small arrays from the header and the scan, inlined in the manifest."""
     h = scan.header
     arrays = {"contig_id": _inline_array(list(h.contigs), str, ["contigs"])}
@@ -785,7 +743,7 @@ def build_store_group(
     *,
     field_choice: FieldChoice = EVERY_FIELD,
     local_alleles: bool = False,
-) -> ManifestGroup:
+) -> VirtualGroup:
     """The store's arrays over the cache at ``provenance.cache.url`` (a ``file://`` URL,
     not percent-encoded: obstore and fsspec take the path literally; or the URL it is
     uploaded to), and its attributes: ``provenance`` (:func:`store_provenance`) with the

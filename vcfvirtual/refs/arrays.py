@@ -38,7 +38,7 @@ from ..errors import UntrustedReferenceError
 if TYPE_CHECKING:
     import os
 
-    from vcfvirtual_codec.codec import ChunkSpec
+    from vcfvirtual_codec.spec import ChunkSpec
 
     from ..bcf.fields import FieldMap
     from ..bcf.header import BCFHeader

@@ -25,7 +25,7 @@ from .arrays import UNTRUSTED_HINT
 from .kerchunk import CACHE_TEMPLATE, KerchunkRefs
 
 if TYPE_CHECKING:
-    from vcfvirtual_codec.codec import ChunkSpec
+    from vcfvirtual_codec.spec import ChunkSpec
 
     from ..bcf.fields import FieldMap
     from ..bcf.header import BCFHeader
@@ -958,7 +958,7 @@ def _check_array_metadata(name: str, meta: dict[str, Any], refs_path: PathLike, 
     another shape, an untyped error) and the config with the store's header. An array
     naming the codec nowhere, or as its compressor, is refused: it would reach zarr
     unchecked. Returns the config."""
-    from vcfvirtual_codec.codec import CODEC_ID
+    from vcfvirtual_codec.spec import CODEC_ID
 
     filters = meta.get("filters") or []
     if not isinstance(filters, list) or not all(isinstance(f, dict) for f in filters):
@@ -983,13 +983,13 @@ def _check_array_metadata(name: str, meta: dict[str, Any], refs_path: PathLike, 
 
 
 def _names_codec(compressor: Any) -> bool:
-    from vcfvirtual_codec.codec import CODEC_ID
+    from vcfvirtual_codec.spec import CODEC_ID
 
     return isinstance(compressor, dict) and compressor.get("id") == CODEC_ID
 
 
 def _chunk_spec(name: str, config: dict[str, Any], refs_path: PathLike) -> ChunkSpec:
-    from vcfvirtual_codec.codec import ChunkSpec
+    from vcfvirtual_codec.spec import ChunkSpec
 
     try:
         return ChunkSpec.from_config(config)
@@ -1116,7 +1116,7 @@ def icechunk_as_references(group: Any, attrs: dict[str, Any], refs_path: PathLik
 
 
 def _v2_metadata(name: str, meta: dict[str, Any], refs_path: PathLike) -> dict[str, Any]:
-    from vcfvirtual_codec.codec import CODEC_ID
+    from vcfvirtual_codec.spec import CODEC_ID
 
     codecs = meta.get("codecs") or []
     first = codecs[0].get("name") if codecs and isinstance(codecs[0], dict) else None

@@ -8,17 +8,15 @@ import base64
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import VcfVirtualError
 from ..manifests.provenance import Provenance
+from ..manifests.virtual import ArrayMetadata, ChunkTable, VirtualArray, VirtualGroup
 from .checks import group_attributes
 from .kerchunk import KerchunkRefs, load_references, require_parquet, resolve_templates
-
-if TYPE_CHECKING:  # reading references back needs VirtualiZarr only where a group is built
-    from virtualizarr.manifests import ManifestArray, ManifestGroup
 
 # The keys of Kerchunk references that hold metadata (JSON text), not chunks.
 _METADATA_KEYS = (".zgroup", ".zattrs", ".zarray")
@@ -67,9 +65,10 @@ def _json_value(key: str, value: Any) -> Any:
     return "base64:" + base64.b64encode(value).decode("ascii")
 
 
-def manifest_group(refs: KerchunkRefs, refs_path: str | os.PathLike[str]) -> ManifestGroup:
-    """The store's ManifestGroup, read back from its Kerchunk references (the inverse of
-    :func:`vcfvirtual.refs.kerchunk.kerchunk_refs`: written again, they are the same).
+def virtual_group(refs: KerchunkRefs, refs_path: str | os.PathLike[str]) -> VirtualGroup:
+    """The store's arrays and attributes, read back from its Kerchunk references (the
+    inverse of :func:`vcfvirtual.refs.kerchunk.kerchunk_refs`: written again, they are the
+    same). :func:`vcfvirtual.manifests.virtual.manifest_group` makes VirtualiZarr's group of it.
 
     Parameters
     ----------
@@ -80,61 +79,71 @@ def manifest_group(refs: KerchunkRefs, refs_path: str | os.PathLike[str]) -> Man
 
     Returns
     -------
-    virtualizarr.manifests.ManifestGroup
+    VirtualGroup
 
     Raises
     ------
     VcfVirtualError
         The references are not those of a store vcfvirtual wrote.
     """
-    from virtualizarr.manifests import ManifestGroup
-
     r = refs["refs"]
     try:
         attributes = json.loads(r[".zattrs"])
         names = list(dict.fromkeys(k.split("/", 1)[0] for k in r if "/" in k))
-        arrays = {name: _manifest_array(name, r) for name in names}
-    except (KeyError, ValueError, TypeError) as e:
+        arrays = {name: _virtual_array(name, r) for name in names}
+    except (KeyError, ValueError, TypeError, IndexError) as e:
         raise VcfVirtualError(refs_path, f"not references of a vcfvirtual store ({type(e).__name__}: {e})") from None
-    return ManifestGroup(arrays=arrays, attributes=attributes)
+    return VirtualGroup(arrays, attributes)
 
 
-def _manifest_array(name: str, r: dict[str, Any]) -> ManifestArray:
-    from virtualizarr.manifests import ChunkManifest, ManifestArray
-
-    from ..manifests.vcf_zarr import _array_metadata, _fill_value, _zarr_dtype
+def _virtual_array(name: str, r: dict[str, Any]) -> VirtualArray:
+    from ..manifests.vcf_zarr import _fill_value
 
     zarray = json.loads(r[f"{name}/.zarray"])
     zattrs = json.loads(r[f"{name}/.zattrs"])
     dims = zattrs.pop("_ARRAY_DIMENSIONS")
     is_str = zarray["dtype"] == "|O"
     dtype: Any = str if is_str else np.dtype(zarray["dtype"]).newbyteorder("=")
-    codecs = _v3_codecs(dtype, zarray.get("filters") or [])
-    metadata = _array_metadata(
-        shape=tuple(zarray["shape"]),
-        data_type=_zarr_dtype(dtype),
-        chunk_shape=tuple(zarray["chunks"]),
+    metadata = ArrayMetadata(
+        shape=tuple(int(s) for s in zarray["shape"]),
+        dtype=dtype,
+        chunk_shape=tuple(int(c) for c in zarray["chunks"]),
         fill_value="" if is_str else _fill_value(np.dtype(dtype)),
-        codecs=codecs,
+        codecs=tuple(_v3_codecs(dtype, zarray.get("filters") or [])),
         attributes=zattrs,
-        dimension_names=dims,
+        dimension_names=tuple(dims),
     )
-    entries = {}
+    # The grid from the metadata, not the keys: call_genotype_mask leaves out chunks (its
+    # all-False ones), maybe its last.
+    grid = metadata.grid
     prefix = name + "/"
+    referenced: dict[tuple[int, ...], tuple[str, int, int]] = {}
+    inline: dict[str, bytes] = {}
     for key, value in r.items():
         if not key.startswith(prefix) or key[len(prefix) :].startswith(".z"):
             continue
         chunk = key[len(prefix) :]
-        if isinstance(value, list):
-            path = value[0] if "://" in value[0] else "file://" + value[0]
-            entries[chunk] = {"path": path, "offset": int(value[1]), "length": int(value[2])}
-        else:
-            data = base64.b64decode(value.removeprefix("base64:"))
-            entries[chunk] = {"path": "", "offset": 0, "length": len(data), "data": data}
-    # The grid from the metadata, not the keys: call_genotype_mask leaves out chunks (its
-    # all-False ones), maybe its last.
-    grid = tuple(max(1, -(-s // c)) for s, c in zip(zarray["shape"], zarray["chunks"]))
-    return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries=entries, shape=grid))
+        where = _chunk_index(chunk, grid)
+        if not isinstance(value, list):
+            inline[chunk] = base64.b64decode(value.removeprefix("base64:"))
+            continue
+        path = value[0] if "://" in value[0] else "file://" + value[0]
+        referenced[where] = (path, int(value[1]), int(value[2]))
+    if not referenced:
+        return VirtualArray(metadata, inline=inline)
+    paths = np.full(grid, "", dtype=np.dtypes.StringDType())
+    offsets, lengths = np.zeros(grid, dtype=np.uint64), np.zeros(grid, dtype=np.uint64)
+    for where, (path, offset, length) in referenced.items():
+        paths[where], offsets[where], lengths[where] = path, offset, length
+    return VirtualArray(metadata, ChunkTable(paths, offsets, lengths), inline)
+
+
+def _chunk_index(key: str, grid: tuple[int, ...]) -> tuple[int, ...]:
+    """A chunk key's indices, refused (IndexError) outside the array's chunk grid."""
+    where = tuple(int(i) for i in key.split("."))
+    if len(where) != len(grid) or not all(0 <= i < n for i, n in zip(where, grid, strict=True)):
+        raise IndexError(f"chunk key {key!r} is outside the array's {grid} chunks")
+    return where
 
 
 def _v3_codecs(dtype: Any, filters: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 from .. import interrupts
 from ..errors import OutputWriteError, UntrustedReferenceError, VcfVirtualError
 from ..io.outputs import write_hint
+from ..manifests.virtual import VirtualGroup, manifest_group
 from .checks import check_cache, check_references, declared_cache, icechunk_as_references
 from .formats import is_icechunk_repo  # noqa: F401  (its home before formats.py)
 
 if TYPE_CHECKING:
-    from virtualizarr.manifests import ManifestGroup
     from zarr.abc.store import Store
 
 
-def write_icechunk(group: ManifestGroup, path: Path, cache_url: str) -> str:
+def write_icechunk(group: VirtualGroup, path: Path, cache_url: str) -> str:
     """An Icechunk repository at ``path`` whose arrays are virtual chunks of the cache.
 
     The cache's folder is the repository's virtual chunk container (local files); the
@@ -49,7 +49,7 @@ def storage_write_error(path: Path, message: str) -> OutputWriteError:
     return OutputWriteError(path, f"cannot write the references: Icechunk says {first[:300]}")
 
 
-def _write_repository(icechunk: Any, group: ManifestGroup, path: Path, cache_url: str) -> str:
+def _write_repository(icechunk: Any, group: VirtualGroup, path: Path, cache_url: str) -> str:
     prefix = cache_url.rsplit("/", 1)[0] + "/"
     config = icechunk.RepositoryConfig.default()
     config.set_virtual_chunk_container(
@@ -62,7 +62,7 @@ def _write_repository(icechunk: Any, group: ManifestGroup, path: Path, cache_url
     # The group's own virtual Dataset, not ManifestStore.to_virtual_dataset: that one also
     # opens the store with xarray, quadratic in the arrays (53 s, not 0.7 s, for 1,000 INFO
     # fields; docs/design.md, "The Kerchunk writer"), for nothing a fully virtual Dataset uses.
-    group.to_virtual_dataset().vz.to_icechunk(session.store)
+    manifest_group(group).to_virtual_dataset().vz.to_icechunk(session.store)
     return session.commit(f"vcfvirtual index: {cache_url}")
 
 

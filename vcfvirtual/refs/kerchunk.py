@@ -1,4 +1,4 @@
-"""Kerchunk references (JSON and Parquet) of a ManifestGroup, with the cache's URL as a
+"""Kerchunk references (JSON and Parquet) of a VirtualGroup, with the cache's URL as a
 template so the references can be moved with it.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 
 from ..errors import VcfVirtualError
 
-if TYPE_CHECKING:  # relocating or reading references needs neither VirtualiZarr nor zarr (~0.7 s)
-    from virtualizarr.manifests import ManifestArray, ManifestGroup
+if TYPE_CHECKING:
+    from ..manifests.virtual import ArrayMetadata, VirtualArray, VirtualGroup
 
 # Kerchunk reference sets as vcfvirtual writes them: {"version": 1, "templates": ..., "refs": {key: value}},
 # a value being JSON text (metadata), "base64:..." (an inlined chunk) or [url, offset, length].
@@ -28,13 +28,13 @@ KerchunkRefs = dict[str, Any]
 PARQUET_HINT = "pip install 'vcfvirtual[parquet]'"
 
 
-def kerchunk_refs(group: ManifestGroup) -> KerchunkRefs:
+def kerchunk_refs(group: VirtualGroup) -> KerchunkRefs:
     """Kerchunk references (Zarr v2 metadata) for ``group``, array by array.
 
     Parameters
     ----------
     group
-        The store's arrays (each a ManifestArray) and group attributes.
+        The store's arrays and group attributes, as the index built them.
 
     Returns
     -------
@@ -44,27 +44,30 @@ def kerchunk_refs(group: ManifestGroup) -> KerchunkRefs:
 
     Notes
     -----
-    Written from VirtualiZarr's manifest types (each array's metadata and chunk manifest):
-    what its Dataset route (``ManifestStore.to_virtual_dataset`` then
-    ``dataset_to_kerchunk_refs``) writes, less the fill value, without its cost: quadratic
-    in the number of arrays there, and ~1 ms an array through its per-variable functions
-    (docs/design.md, "The Kerchunk writer")."""
+    What VirtualiZarr's Dataset route (``ManifestStore.to_virtual_dataset`` then
+    ``dataset_to_kerchunk_refs``) writes for the same arrays, less the fill value, without
+    its cost: quadratic in the number of arrays there, and ~1 ms an array through its
+    per-variable functions (docs/design.md, "The Kerchunk writer")."""
     return {"version": 1, "refs": {".zgroup": _ZGROUP, ".zattrs": _group_attributes_json(group), **_arrays(group)}}
 
 
 _ZGROUP = '{"zarr_format":2}'
 
+# Zarr v3's array-to-bytes codecs of our arrays: Zarr v2 has none (the dtype's byte order
+# says what ``bytes`` says; ``vlen-utf8`` becomes the object dtype's first filter).
+_ARRAY_TO_BYTES = ("bytes", "vlen-utf8")
 
-def _arrays(group: ManifestGroup) -> dict[str, Any]:
+
+def _arrays(group: VirtualGroup) -> dict[str, Any]:
     """Every array's references, keyed ``<array>/<key>``."""
-    return {f"{name}/{key}": value for name, marr in group.arrays.items() for key, value in array_refs(marr).items()}
+    return {f"{name}/{key}": value for name, array in group.arrays.items() for key, value in array_refs(array).items()}
 
 
-def _group_attributes_json(group: ManifestGroup) -> str:
+def _group_attributes_json(group: VirtualGroup) -> str:
     # Compact, ASCII-only and with "/" escaped as "\/": the bytes VirtualiZarr's Dataset
     # route writes (with ujson), so both routes give identical references. "/" only occurs
     # inside JSON strings, where "\/" is the same character.
-    text = json.dumps(dict(group.metadata.attributes), separators=(",", ":"), default=_json_default)
+    text = json.dumps(dict(group.attributes), separators=(",", ":"), default=_json_default)
     return text.replace("/", "\\/")
 
 
@@ -77,30 +80,29 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def array_refs(marr: ManifestArray) -> dict[str, Any]:
+def array_refs(array: VirtualArray) -> dict[str, Any]:
     """The Kerchunk references of one array: ``.zarray``, ``.zattrs`` and its chunks.
 
     Parameters
     ----------
-    marr
-        A ManifestArray whose metadata is Zarr v3 with regular chunks.
+    array
+        An array of the store, with regular chunks.
 
     Returns
     -------
     dict
         Keys relative to the array: chunk keys (``"0.0"``) mapping to ``[path, offset,
-        length]`` or to ``"base64:..."`` for a chunk inlined in the manifest, and the
+        length]`` or to ``"base64:..."`` for a chunk inlined in the references, and the
         ``.zarray``/``.zattrs`` JSON texts."""
     out: dict[str, Any] = {}
-    for key, entry in marr.manifest.dict().items():
-        if "data" in entry:
-            out[key] = "base64:" + base64.b64encode(entry["data"]).decode("ascii")
+    for key, where, offset, length in array.chunk_entries():
+        if isinstance(where, bytes):
+            out[key] = "base64:" + base64.b64encode(where).decode("ascii")
         else:
-            out[key] = [_local_path(entry["path"]), entry["offset"], entry["length"]]
-    meta = marr.metadata
-    out[".zarray"] = json.dumps(_zarray(marr), separators=(",", ":"))
-    dims = [str(d) for d in (meta.dimension_names or ())]
-    zattrs = {**dict(meta.attributes or {}), "_ARRAY_DIMENSIONS": dims}
+            out[key] = [_local_path(where), offset, length]
+    meta = array.metadata
+    out[".zarray"] = json.dumps(_zarray(meta), separators=(",", ":"))
+    zattrs = {**dict(meta.attributes), "_ARRAY_DIMENSIONS": [str(d) for d in meta.dimension_names]}
     out[".zattrs"] = json.dumps(zattrs, separators=(",", ":"), default=_json_default)
     return out
 
@@ -110,25 +112,20 @@ def _local_path(path: str) -> str:
     return path.removeprefix("file://") if path.startswith("file:///") else path
 
 
-def _zarray(marr: ManifestArray) -> dict[str, Any]:
-    """Zarr v2 array metadata (the Zarr v2 spec's ``.zarray``) for a v3 ManifestArray.
+def _zarray(meta: ArrayMetadata) -> dict[str, Any]:
+    """Zarr v2 array metadata (the Zarr v2 spec's ``.zarray``) for an array's v3 metadata.
 
     Zarr v2 has no array-to-bytes codec: the v3 ``bytes`` codec becomes the dtype's byte
     order, and ``vlen-utf8`` becomes the object dtype's first filter, which reading it needs."""
-    from zarr.abc.codec import ArrayBytesCodec
-    from zarr.codecs import VLenUTF8Codec
-
-    codecs = marr.metadata.codecs
-    filters: list[dict[str, Any]] = [{"id": "vlen-utf8"}] if any(isinstance(c, VLenUTF8Codec) for c in codecs) else []
-    for codec in codecs:
-        if isinstance(codec, ArrayBytesCodec):
-            continue
-        config: dict[str, Any] = dict(codec.to_dict())
-        filters.append({"id": config["name"], **(config.get("configuration") or {})})
+    names = [c["name"] for c in meta.codecs]
+    filters: list[dict[str, Any]] = [{"id": "vlen-utf8"}] if "vlen-utf8" in names else []
+    for codec in meta.codecs:
+        if codec["name"] not in _ARRAY_TO_BYTES:
+            filters.append({"id": codec["name"], **(codec.get("configuration") or {})})
     return {
-        "shape": list(marr.shape),
-        "chunks": list(marr.metadata.chunks),
-        "dtype": _v2_dtype(marr),
+        "shape": list(meta.shape),
+        "chunks": list(meta.chunk_shape),
+        "dtype": _v2_dtype(meta),
         # xarray turns a Zarr v2 fill_value into a mask, which would make the genotype 0
         # or the allele "" read as NaN; our values carry the spec's own missing and fill
         # sentinels, so the arrays declare no fill value.
@@ -144,19 +141,16 @@ def _zarray(marr: ManifestArray) -> dict[str, Any]:
     }
 
 
-def _v2_dtype(marr: ManifestArray) -> str:
-    from zarr.abc.codec import ArrayBytesCodec
-
-    dtype = np.dtype(marr.dtype)
-    if dtype.kind in "OT":
+def _v2_dtype(meta: ArrayMetadata) -> str:
+    if meta.dtype is str:
         return "|O"  # variable-length strings: objects, decoded by the vlen-utf8 filter
+    dtype = np.dtype(meta.dtype)
     if dtype.itemsize == 1:
         return dtype.str  # no byte order
     endian = "little"
-    for codec in marr.metadata.codecs:
-        if isinstance(codec, ArrayBytesCodec):
-            config: dict[str, Any] = dict(codec.to_dict())
-            endian = (config.get("configuration") or {}).get("endian", endian)
+    for codec in meta.codecs:
+        if codec["name"] == "bytes":
+            endian = (codec.get("configuration") or {}).get("endian", endian)
     return dtype.newbyteorder("<" if endian == "little" else ">").str
 
 
@@ -166,7 +160,7 @@ def _v2_dtype(marr: ManifestArray) -> str:
 CACHE_TEMPLATE = "cache"
 
 
-def templated_refs(group: ManifestGroup, cache_url: str | None = None) -> KerchunkRefs:
+def templated_refs(group: VirtualGroup, cache_url: str | None = None) -> KerchunkRefs:
     """Kerchunk version-1 references of a vcfvirtual store whose chunks name the cache
     through a template pointing at ``cache_url`` (by default where it was written); the
     group attributes record that URL too.
@@ -182,7 +176,7 @@ def templated_refs(group: ManifestGroup, cache_url: str | None = None) -> Kerchu
     -------
     dict
         ``{"version": 1, "templates": {"cache": URL}, "refs": ...}``."""
-    attrs = dict(group.metadata.attributes)
+    attrs = dict(group.attributes)
     info = attrs["vcfvirtual"]
     local = info["cache"]["url"]
     cache_url = cache_url or local
@@ -219,7 +213,7 @@ def _templated_url(local: str) -> Callable[[str], str]:
     return templated
 
 
-def write_kerchunk_json(group: ManifestGroup, path: Path, cache_url: str | None = None) -> None:
+def write_kerchunk_json(group: VirtualGroup, path: Path, cache_url: str | None = None) -> None:
     """Kerchunk JSON references of ``group`` at ``path``, naming the cache through its template."""
     from ..io import outputs as cache_mod
 
@@ -253,7 +247,7 @@ def require_parquet(path: Any) -> None:
 
 
 def write_kerchunk_parquet(
-    group: ManifestGroup, path: Path, cache_url: str | None = None, record_size: int = 100_000
+    group: VirtualGroup, path: Path, cache_url: str | None = None, record_size: int = 100_000
 ) -> None:
     """Kerchunk Parquet references (a directory) for stores with millions of chunks.
 

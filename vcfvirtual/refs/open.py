@@ -19,23 +19,20 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Sto
 from zarr.buffer import default_buffer_prototype
 
 from .. import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
-from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
+from ..errors import StaleCacheError, VcfVirtualError
 from ..manifests.provenance import Provenance
+from .checked import checked_cache, load_for_reading
 from .checks import (
-    UNTRUSTED_HINT,
     ChunkTargets,
     InlineChunk,
-    check_cache,
     check_chunk_ref,
     check_inline_chunk,
     chunk_targets,
-    declared_cache,
     group_attributes,
     guarded_reference_fs,
 )
 from .formats import is_icechunk_repo
-from .kerchunk import CACHE_TEMPLATE, KerchunkRefs, read_references, require_parquet
-from .verdicts import check_references_once, key_of
+from .kerchunk import CACHE_TEMPLATE, KerchunkRefs
 
 
 def open_store(
@@ -103,9 +100,9 @@ def open_store(
         from .icechunk import open_icechunk
 
         return open_icechunk(refs_path, check=check)
-    refs, digest = _load_for_reading(refs_path, cache_url, storage_options)
+    refs, digest = load_for_reading(refs_path, cache_url, storage_options)
     if check:
-        cache, inline = _checked_cache(refs, refs_path, storage_options, digest)
+        cache, inline = checked_cache(refs, refs_path, storage_options, digest)
         if not refs.get("parquet") and cache["url"].startswith("file://"):
             targets = chunk_targets(cache, refs.get("templates", {}), refs_path)
             return LocalCacheStore(refs["refs"], targets, refs_path, inline)
@@ -117,77 +114,6 @@ def open_store(
     else:
         url = refs.get("templates", {}).get(CACHE_TEMPLATE, "file://")
     return _reference_store(refs, refs_path, url, storage_options)
-
-
-def _load_for_reading(
-    refs_path: str, cache_url: str | None, storage_options: dict[str, Any] | None
-) -> tuple[KerchunkRefs, str]:
-    """The references, pointed at ``cache_url`` when given (Kerchunk JSON only), and the
-    digest of their bytes as read (:func:`~vcfvirtual.refs.kerchunk.read_references`)."""
-    refs, digest = read_references(refs_path, storage_options)
-    if not isinstance(refs, dict) or not isinstance(refs.get("refs"), dict):
-        raise UntrustedReferenceError(refs_path, "not Kerchunk references: no 'refs' map")
-    if refs.get("parquet"):
-        require_parquet(refs_path)
-        if cache_url is not None:
-            raise VcfVirtualError(
-                refs_path,
-                "Parquet references name the cache in every chunk",
-                hint="write them again with vcfvirtual index --format parquet --cache-url",
-            )
-    elif cache_url is not None:
-        from .relocate import relocate
-
-        refs = relocate(refs, cache_url, refs_path)
-    return refs, digest
-
-
-def check_store(refs_path: str | os.PathLike[str], *, storage_options: dict[str, Any] | None = None) -> None:
-    """Every check :func:`open_store` makes of Kerchunk references (JSON or Parquet), all
-    at once: the header arrays' inline data too, which a store checks when first read.
-    For writers that build on a store (appending) rather than read it.
-
-    Raises
-    ------
-    StaleCacheError, UntrustedReferenceError, VcfVirtualError
-        As :func:`open_store`."""
-    refs_path = os.fspath(refs_path)
-    refs, digest = _load_for_reading(refs_path, None, storage_options)
-    _checked_cache(refs, refs_path, storage_options, digest, defer=False)
-
-
-def _checked_cache(
-    refs: KerchunkRefs, refs_path: str, storage_options: dict[str, Any] | None, digest: str, *, defer: bool = True
-) -> tuple[dict[str, Any], dict[str, InlineChunk]]:
-    """The declared cache, once it and every reference passed their checks: the cache first
-    (missing, changed, not a regular file), then every reference against it, so nothing
-    the references name is fetched before both pass; and, with ``defer``, the header
-    arrays' inline chunks whose data the store checks when each is first read.
-
-    The cache is checked at every open (its files change); what the references' bytes
-    alone decide is taken from an earlier process's verdict on the same bytes (``digest``)
-    when there is one (:mod:`~vcfvirtual.refs.verdicts`)."""
-    cache = required_cache(refs, refs_path)
-    check_cache(refs, refs_path, storage_options)
-    inline = check_references_once(refs, refs_path, cache, key_of(digest, cache["url"]), defer_inline=defer)
-    return cache, inline
-
-
-def required_cache(refs: KerchunkRefs, refs_path: str) -> dict[str, Any]:
-    """The cache the references declare (:func:`declared_cache`), which checked reading needs.
-
-    Raises
-    ------
-    UntrustedReferenceError
-        They declare none (not written by vcfvirtual), or a malformed one."""
-    cache = declared_cache(refs, refs_path)
-    if cache is None:
-        raise UntrustedReferenceError(
-            refs_path,
-            "the references declare no vcfvirtual cache, so nothing they point at can be checked",
-            hint=UNTRUSTED_HINT,
-        )
-    return cache
 
 
 def _reference_store(

@@ -61,6 +61,7 @@ CHECKING_MODULES = (
     "vcfvirtual/manifests/provenance.py",
     "vcfvirtual/refs/__init__.py",
     "vcfvirtual/refs/arrays.py",
+    "vcfvirtual/refs/checked.py",
     "vcfvirtual/refs/checks.py",
     "vcfvirtual/refs/formats.py",
     "vcfvirtual/refs/header_cache.py",

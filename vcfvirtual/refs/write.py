@@ -12,7 +12,7 @@ from . import icechunk, kerchunk
 from .formats import RefsFormat
 
 if TYPE_CHECKING:
-    from virtualizarr.manifests import ManifestGroup
+    from ..manifests.virtual import VirtualGroup
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class ReferencesOutput:
     cache_url: str | None = None
 
 
-def write_references(group: ManifestGroup, output: ReferencesOutput) -> None:
+def write_references(group: VirtualGroup, output: ReferencesOutput) -> None:
     """Write ``group``'s references as ``output`` says.
 
     Raises

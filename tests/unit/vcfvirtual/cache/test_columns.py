@@ -27,6 +27,7 @@ from vcfvirtual.io import outputs
 from vcfvirtual.io.fingerprint import Fingerprint
 from vcfvirtual.manifests.provenance import RecordedCache, RecordedPart, RecordedSource
 from vcfvirtual.manifests.vcf_zarr import build_store_group, store_provenance
+from vcfvirtual.manifests.virtual import manifest_group
 
 from .... import bcfdata, columns_reader
 
@@ -290,7 +291,7 @@ def test_manifests_point_each_array_at_its_segments(tmp_path, codec_takes_column
     part = cache / "part-000000"
     cached = RecordedCache.of_parts(f"file://{cache}", "columns", (RecordedPart(part.name, Fingerprint.of(part)),))
     provenance = store_provenance(scan, sources=sources, cache=cached, zero_copy=False, samples_chunk_size=scs)
-    group = build_store_group(scan, ranges, provenance)
+    group = manifest_group(build_store_group(scan, ranges, provenance))  # VirtualiZarr's view of it
     data = part.read_bytes()
     keys = header_keys(bcf)
     n_samples = len(scan.header.samples)

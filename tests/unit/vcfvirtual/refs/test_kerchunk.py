@@ -1,4 +1,4 @@
-"""refs/kerchunk: the Kerchunk v2 references a hand-built ManifestArray yields, read back with
+"""refs/kerchunk: the Kerchunk v2 references a hand-built array yields, read back with
 fsspec's ReferenceFileSystem and zarr (the readers the Kerchunk and Zarr v2 specs describe),
 and the Parquet libraries' absence as a typed error."""
 
@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 import zarr
 from numcodecs import VLenUTF8
-from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup
-from zarr.dtype import parse_data_type
 
 from vcfvirtual.errors import VcfVirtualError
+from vcfvirtual.manifests.virtual import ArrayMetadata, ChunkTable, VirtualArray, VirtualGroup, manifest_array
 from vcfvirtual.refs import kerchunk
 
 # A 5 x 2 int32 array in two chunks of 3 rows (the last one partial), stored raw
@@ -25,19 +24,25 @@ VALUES = np.arange(10, dtype="<i4").reshape(5, 2) * 1000 - 3
 NAMES = ["chr1", "chrÅ/2", ""]
 
 
-def _metadata(*, shape, data_type, chunk_shape, fill_value, codecs, dimension_names, attributes=None):
-    """Zarr v3 array metadata in the dict form ManifestArray takes."""
-    return {
-        "shape": shape,
-        "data_type": parse_data_type(data_type, zarr_format=3),
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
-        "chunk_key_encoding": {"name": "default"},
-        "fill_value": fill_value,
-        "codecs": codecs,
-        "attributes": attributes or {},
-        "dimension_names": dimension_names,
-        "storage_transformers": None,
-    }
+def _metadata(*, shape, dtype, chunk_shape, fill_value, codecs, dimension_names, attributes=None):
+    return ArrayMetadata(
+        shape=shape,
+        dtype=dtype,
+        chunk_shape=chunk_shape,
+        fill_value=fill_value,
+        codecs=tuple(codecs),
+        attributes=attributes or {},
+        dimension_names=dimension_names,
+    )
+
+
+def _table(grid, entries):
+    """A chunk table of ``grid`` holding ``entries`` ({index: (path, offset, length)})."""
+    paths = np.full(grid, "", dtype=np.dtypes.StringDType())
+    offsets, lengths = np.zeros(grid, np.uint64), np.zeros(grid, np.uint64)
+    for where, (path, offset, length) in entries.items():
+        paths[where], offsets[where], lengths[where] = path, offset, length
+    return ChunkTable(paths, offsets, lengths)
 
 
 @pytest.fixture
@@ -49,36 +54,31 @@ def group(tmp_path):
     data = tmp_path / "data.bin"
     data.write_bytes(b"PREFIX!" + chunk1_bytes + chunk0)
     url = "file://" + str(data)
-    ints = ManifestArray(
-        metadata=_metadata(
+    ints = VirtualArray(
+        _metadata(
             shape=(5, 2),
-            data_type=np.dtype("int32"),
+            dtype=np.dtype("int32"),
             chunk_shape=(3, 2),
             fill_value=-1,
             codecs=[{"name": "bytes", "configuration": {"endian": "little"}}],
             attributes={"description": "ints"},
             dimension_names=("variants", "pair"),
         ),
-        chunkmanifest=ChunkManifest(
-            entries={
-                "0.0": {"path": url, "offset": 7 + len(chunk1_bytes), "length": len(chunk0)},
-                "1.0": {"path": url, "offset": 7, "length": len(chunk1_bytes)},
-            }
-        ),
+        _table((2, 1), {(0, 0): (url, 7 + len(chunk1_bytes), len(chunk0)), (1, 0): (url, 7, len(chunk1_bytes))}),
     )
     encoded = bytes(VLenUTF8().encode(np.array(NAMES, dtype=object)))
-    names = ManifestArray(
-        metadata=_metadata(
+    names = VirtualArray(
+        _metadata(
             shape=(3,),
-            data_type=np.dtypes.StringDType(),
+            dtype=str,
             chunk_shape=(3,),
             fill_value="",
             codecs=[{"name": "vlen-utf8"}],
             dimension_names=("contigs",),
         ),
-        chunkmanifest=ChunkManifest(entries={"0": {"path": "", "offset": 0, "length": len(encoded), "data": encoded}}),
+        inline={"0": encoded},
     )
-    return ManifestGroup(arrays={"ints": ints, "names": names}, attributes={"note": "a/b", "n": 3}), data
+    return VirtualGroup({"ints": ints, "names": names}, {"note": "a/b", "n": 3}), data
 
 
 def _read(refs, name):
@@ -126,9 +126,41 @@ def test_zarray_is_virtualizarrs_v2_conversion_without_the_fill_value(group):
     from virtualizarr.writers.kerchunk import to_kerchunk_json
 
     g, _ = group
-    for marr in g.arrays.values():
+    for array in g.arrays.values():
+        marr = manifest_array(array)
         v2 = dataclasses.replace(convert_v3_to_v2_metadata(marr.metadata), fill_value=None, attributes={})
-        assert kerchunk.array_refs(marr)[".zarray"] == to_kerchunk_json(v2)
+        assert kerchunk.array_refs(array)[".zarray"] == to_kerchunk_json(v2)
+
+
+def test_chunks_are_virtualizarrs_manifest_entries(group):
+    """The chunk references are the entries of VirtualiZarr's own ChunkManifest of each
+    array (missing chunks left out, inlined ones as their bytes), in its order."""
+    g, _ = group
+    for array in g.arrays.values():
+        refs = {k: v for k, v in kerchunk.array_refs(array).items() if not k.startswith(".z")}
+        expected = {}
+        for key, entry in manifest_array(array).manifest.dict().items():
+            if "data" in entry:
+                expected[key] = "base64:" + base64.b64encode(entry["data"]).decode()
+            else:
+                expected[key] = [entry["path"].removeprefix("file://"), entry["offset"], entry["length"]]
+        assert list(refs.items()) == list(expected.items())
+
+
+def test_missing_chunks_are_left_out(tmp_path):
+    """A chunk whose path is empty (call_genotype_mask's all-False chunks) has no key: it
+    reads as the fill value."""
+    table = _table((3, 2), {(0, 1): ("file:///c", 5, 6), (2, 0): ("file:///c", 11, 7)})
+    meta = _metadata(
+        shape=(6, 4),
+        dtype=np.dtype("bool"),
+        chunk_shape=(2, 2),
+        fill_value=False,
+        codecs=[],
+        dimension_names=("a", "b"),
+    )
+    refs = kerchunk.array_refs(VirtualArray(meta, table))
+    assert {k: v for k, v in refs.items() if not k.startswith(".z")} == {"0.1": ["/c", 5, 6], "2.0": ["/c", 11, 7]}
 
 
 def test_group_attributes_escape_slashes_as_virtualizarr_does(group):
@@ -142,10 +174,10 @@ def test_codec_filters_keep_their_configuration(tmp_path):
     from vcfvirtual_codec.codec import CODEC_ID, ChunkSpec
 
     spec = ChunkSpec(array="x", kind="position", dtype="<i4", shape=(), chunk_length=4, num_records=4)
-    marr = ManifestArray(
-        metadata=_metadata(
+    array = VirtualArray(
+        _metadata(
             shape=(4,),
-            data_type=np.dtype("int32"),
+            dtype=np.dtype("int32"),
             chunk_shape=(4,),
             fill_value=0,
             codecs=[
@@ -154,9 +186,9 @@ def test_codec_filters_keep_their_configuration(tmp_path):
             ],
             dimension_names=("variants",),
         ),
-        chunkmanifest=ChunkManifest(entries={"0": {"path": "file:///c", "offset": 0, "length": 10}}),
+        _table((1,), {(0,): ("file:///c", 0, 10)}),
     )
-    meta = json.loads(kerchunk.array_refs(marr)[".zarray"])
+    meta = json.loads(kerchunk.array_refs(array)[".zarray"])
     assert meta["filters"] == [{"id": CODEC_ID, **spec.to_config()}]
     assert ChunkSpec.from_config(meta["filters"][0]) == spec
 
@@ -165,7 +197,7 @@ def test_cache_template_names_the_cache_once(group):
     g, data = group
     url = "file://" + str(data)
     moved = kerchunk.templated_refs(
-        ManifestGroup(arrays=dict(g.arrays), attributes={"vcfvirtual": {"cache": {"url": url}}}), "s3://bucket/data.bin"
+        VirtualGroup(dict(g.arrays), {"vcfvirtual": {"cache": {"url": url}}}), "s3://bucket/data.bin"
     )
     assert moved["templates"] == {"cache": "s3://bucket/data.bin"}
     assert moved["refs"]["ints/0.0"][0] == "{{cache}}"

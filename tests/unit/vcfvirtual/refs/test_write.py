@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-import vcfvirtual
+from vcfvirtual.api import IndexOptions, run_index
 from vcfvirtual.errors import OutputWriteError, VcfVirtualError
 from vcfvirtual.refs.icechunk import is_icechunk_repo
 from vcfvirtual.refs.write import ReferencesOutput, write_references
@@ -20,9 +20,8 @@ def indexed(small_bcf, tmp_path_factory):
     bcf = d / "small.bcf"
     shutil.copy(small_bcf, bcf)
     cache = d / "small.cache.bcf"
-    store = vcfvirtual.index(bcf, refs_path=False, cache_path=cache, variants_chunk_size=3, progress=False)
-    # ManifestStore keeps its group privately; index() hands write_references the same group.
-    return store._group, cache
+    run = run_index(bcf, IndexOptions(refs_path=False, cache_path=cache, variants_chunk_size=3, progress=False))
+    return run.group, cache
 
 
 def test_json_names_the_public_cache_url(indexed, tmp_path):
