@@ -28,7 +28,6 @@ from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as cc
 from vcfvirtual_codec.segment_transforms import (
     position_deltas,
-    undo_info_planes,
     undo_position_deltas,
     undo_value_planes,
     value_planes,
@@ -169,12 +168,8 @@ def raw_of(data: bytes) -> tuple[np.ndarray, int]:
     frame = np.frombuffer(data[cc.PREAMBLE.size :], np.uint8)
     out = np.empty(length, np.uint8)
     (Zstd() if bytes(frame[:4]) == b"\x28\xb5\x2f\xfd" else Blosc()).decode(frame, out)
-    if flags & cc.FLAG_POSITION_DELTA:
-        undo_position_deltas(out)
-    if flags & cc.FLAG_VALUE_PLANES and kind == cc.SEGMENT_KINDS["format"]:
-        undo_value_planes(out, records, width)
-    if flags & cc.FLAG_INFO_PLANES and kind == cc.SEGMENT_KINDS["info"]:
-        undo_info_planes(out, records)
+    names = {code: name for name, code in cc.SEGMENT_KINDS.items()}
+    cc.undo_transforms(out, names[kind], flags, records, width)
     return out, records
 
 

@@ -174,7 +174,17 @@ def _stored_ranges(
     gt_complete = None
     for name, (spec, grid) in masks.items():
         gt_complete = _mask_complete(name, spec, grid, r, segments[segment_of("genotype")], parts, chunk_part)
-    return SegmentRanges(segments, compressors, samples_chunk_size, parts, chunk_part, gt_complete=gt_complete)
+    # What the index recorded of the segments it wrote, kept should no chunk be written.
+    versions = {name: int(spec.get("version", 1)) for name, (spec, _) in arrays.items()}
+    return SegmentRanges(
+        segments,
+        compressors,
+        samples_chunk_size,
+        parts,
+        chunk_part,
+        gt_complete=gt_complete,
+        config_versions=versions,
+    )
 
 
 def _mask_complete(
@@ -335,7 +345,10 @@ def _folded(old: tuple[tuple[int, int, int], ...], new: np.ndarray) -> np.ndarra
 
 def grown_ranges(store: ExistingStore, new: SegmentRanges) -> SegmentRanges:
     """The store's chunks before its partial last one (kept where they are), then the
-    new parts' chunks (the first of which completes it)."""
+    new parts' chunks (the first of which completes it). No new part (no records
+    appended): the store's ranges as they are, with the configuration versions its
+    references record (:attr:`~vcfvirtual.cache.base.SegmentRanges.config_versions`);
+    else the arrays take this version's, which its new segments may need."""
     old = store.ranges
     keep = store.scan.records // store.scan.chunk_length
     if not new.parts:

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from isal import isal_zlib
@@ -232,6 +232,7 @@ def _refuse(spec: ChunkSpec, problem: str, offset: int | None = None) -> ChunkDe
 class _Segment:
     """What a chunk's preamble says, checked against the array's configuration."""
 
+    segment: str  # the segment kind's name (SEGMENT_KINDS) the array reads
     flags: int
     records: int
     block: int
@@ -245,7 +246,7 @@ class _Segment:
             raise _refuse(spec, f"{data.shape[0]} bytes, shorter than a segment's {PREAMBLE.size}-byte preamble")
         fields = PREAMBLE.unpack_from(data)
         magic, kind, self.flags, pad, key, self.records, self.block, self.block_samples, self.length, self.crc = fields
-        segment = SEGMENT_OF_KIND[spec.kind]
+        self.segment = segment = SEGMENT_OF_KIND[spec.kind]
         want_key = spec.key if segment in ("info", "format") else -1
         if magic in OLD_MAGICS:
             raise _refuse(
@@ -475,29 +476,76 @@ def _check_crc(buf: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:
         raise _refuse(spec, "the segment fails its CRC32 (the cache is damaged)")
 
 
+Transform = Literal["position deltas", "value planes", "INFO planes"]
+
+
+class TransformUndoError(ValueError):
+    """A flagged segment whose decompressed bytes the transform its flag names cannot be
+    undone on (no writer made them): ``transform`` says which, ``problem`` what is wrong.
+    Each reader of segments words it as its own error."""
+
+    def __init__(self, transform: Transform, problem: str) -> None:
+        super().__init__(f"{transform}: {problem}")
+        self.transform: Transform = transform
+        self.problem = problem
+
+
+def undo_transforms(raw: np.ndarray, segment: str, flags: int, records: int, block_samples: int) -> None:
+    """The transforms a segment's preamble flags name undone in place on its decompressed
+    bytes ``raw``: position deltas (:data:`FLAG_POSITION_DELTA`), a FORMAT segment's value
+    planes (:data:`FLAG_VALUE_PLANES`), an INFO segment's rearrangement
+    (:data:`FLAG_INFO_PLANES`, the same bit: ``segment``, the kind's name in
+    :data:`SEGMENT_KINDS`, says which). ``records`` and ``block_samples`` are the
+    preamble's. Other flags (a GT block's) are left to the caller. The one place both the
+    codec's decode and the append's join of a stored chunk undo them, in place (no copy
+    but the INFO undo's own).
+
+    Raises
+    ------
+    TransformUndoError
+        A transform flag on a segment kind it is not defined for, or bytes the flagged
+        transform cannot be undone on (a positions segment not 4 bytes a record, counts
+        and types that do not account for the bytes).
+    """
+    if flags & FLAG_POSITION_DELTA:
+        if segment != "position":
+            raise TransformUndoError("position deltas", f"flag {FLAG_POSITION_DELTA} on a {segment} segment")
+        if raw.shape[0] != 4 * records:
+            raise TransformUndoError(
+                "position deltas", f"a positions segment of {records} records holds {raw.shape[0]} bytes"
+            )
+        undo_position_deltas(raw)
+    if flags & FLAG_VALUE_PLANES:  # FLAG_INFO_PLANES: the one bit, named by the kind
+        if segment == "format":
+            try:
+                undo_value_planes(raw, records, block_samples)
+            except ValueError as e:
+                raise TransformUndoError("value planes", str(e)) from None
+        elif segment == "info":
+            try:
+                undo_info_planes(raw, records)
+            except ValueError as e:
+                raise TransformUndoError("INFO planes", str(e)) from None
+        else:
+            raise TransformUndoError("value planes", f"flag {FLAG_VALUE_PLANES} on a {segment} segment")
+
+
 def _decompress(body: np.ndarray, seg: _Segment, spec: ChunkSpec, out: np.ndarray) -> None:
     """The segment decompressed into ``out`` (the preamble's length, checked against the
     frame's header by :func:`_check_length`; Zstd and Blosc each check their output's
-    size against it)."""
+    size against it), its transforms undone."""
     codec = Zstd() if spec.compressor == "zstd" else Blosc()
     try:
         codec.decode(body, out)
     except (RuntimeError, ValueError) as e:
         raise _refuse(spec, f"the {spec.compressor} segment does not decompress ({e})", PREAMBLE.size) from None
-    if seg.flags & FLAG_POSITION_DELTA:
-        if seg.length != 4 * seg.records:
-            raise _refuse(spec, f"a positions segment of {seg.records} records holds {seg.length} bytes", 24)
-        undo_position_deltas(out)
-    if seg.flags & FLAG_VALUE_PLANES and spec.kind == "format":
-        try:
-            undo_value_planes(out, seg.records, seg.block_samples)
-        except ValueError as e:
-            raise _refuse(spec, f"its values cannot be put back in order ({e})", PREAMBLE.size) from None
-    if seg.flags & FLAG_INFO_PLANES and spec.kind == "info":
-        try:
-            undo_info_planes(out, seg.records)
-        except ValueError as e:
-            raise _refuse(spec, f"its INFO values cannot be put back in order ({e})", PREAMBLE.size) from None
+    try:
+        undo_transforms(out, seg.segment, seg.flags, seg.records, seg.block_samples)
+    except TransformUndoError as e:
+        if e.transform == "position deltas":  # the preamble's length (at byte 24) is wrong
+            raise _refuse(spec, e.problem, 24) from None
+        what = "INFO values" if e.transform == "INFO planes" else "values"
+        raise _refuse(spec, f"its {what} cannot be put back in order ({e.problem})", PREAMBLE.size) from None
 
 
 def _check_budget(spec: ChunkSpec, seg: _Segment, length: int, paid: int, summary: bool = False) -> None:

@@ -3,7 +3,7 @@ they all produce, computed here only."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -145,6 +145,14 @@ class SegmentRanges(NamedTuple):
     # such chunk). None: not known (no GT, or a store indexed before the counts were
     # carried); 0 in a row: that chunk's not known. Unknown chunks are referenced.
     gt_complete: np.ndarray | None = None
+    # Each array's codec configuration version (by array name, not segment) as a store's
+    # references record it, for ranges of an existing store's chunks alone (an append that
+    # wrote none): its segments are still those that version was written for, so the
+    # references written again keep it (an INFO array of segments stored before they were
+    # rearranged stays version 1, which a codec older than the rearrangement reads). None:
+    # chunks this version wrote, whose arrays take vcfvirtual_codec.spec.config_version's
+    # (the newest, so at least that of any older chunk they are joined to).
+    config_versions: Mapping[str, int] | None = None
 
 
 GT_SEGMENT = segment_name("FORMAT", "GT")

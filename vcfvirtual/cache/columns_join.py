@@ -20,7 +20,6 @@ import numpy as np
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec import columns as codec_columns
 from vcfvirtual_codec.checks import inflate_limit
-from vcfvirtual_codec.segment_transforms import undo_info_planes, undo_position_deltas, undo_value_planes
 
 from ..errors import StaleCacheError
 from ..io.parts import part_url
@@ -28,6 +27,7 @@ from ..io.sources import StorageOptions, open_source
 
 PREAMBLE = codec_columns.PREAMBLE
 KIND = codec_columns.SEGMENT_KINDS
+KIND_NAME = {code: name for name, code in KIND.items()}  # a preamble's kind code -> its name
 # Segments of one int32 (qual: uint32) per record.
 _FIXED_WIDTH = (KIND["contig"], KIND["position"], KIND["rlen"], KIND["qual"])
 _DECODERS = {"zstd": Zstd(), "blosc": Blosc()}
@@ -141,15 +141,12 @@ def _flags_problem(flags: int, magic: bytes, kind: int, length: int, n: int, shi
 
 def _transforms_undone(raw: np.ndarray, kind: int, flags: int, n: int, width: int) -> np.ndarray:
     """A decompressed segment's bytes as the demux made them: positions summed back,
-    value planes and INFO columns put back in order, an alleles GT block (its values
-    unpacked first if they are packed into bits) as shifted BCF bytes. ValueError for
+    value planes and INFO columns put back in order (as the codec undoes them:
+    :func:`vcfvirtual_codec.columns.undo_transforms`), an alleles GT block (its values
+    unpacked first if they are packed into bits) as shifted BCF bytes. ValueError
+    (:class:`~vcfvirtual_codec.columns.TransformUndoError` naming the transform) for
     bytes no transform of the index made."""
-    if flags & codec_columns.FLAG_POSITION_DELTA:
-        undo_position_deltas(raw)
-    if flags & codec_columns.FLAG_VALUE_PLANES and kind == KIND["format"]:
-        undo_value_planes(raw, n, width)
-    if flags & codec_columns.FLAG_INFO_PLANES and kind == KIND["info"]:
-        undo_info_planes(raw, n)
+    codec_columns.undo_transforms(raw, KIND_NAME[kind], flags, n, width)
     if flags & codec_columns.FLAG_GT_PACKED:
         raw = codec_columns.unpacked_block(raw, n, width)
     if flags & codec_columns.FLAG_GT_ALLELES:

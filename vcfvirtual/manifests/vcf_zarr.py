@@ -149,7 +149,7 @@ class _StoreChunks:
                 chunk_length=self.chunk_length,
                 num_records=self.n_records,
                 layout=self.layout,
-                version=config_version(kind, self.layout),
+                version=self._version(name, kind),
                 **{**spec_extra, **extra},
             ),
             dtype,
@@ -160,6 +160,16 @@ class _StoreChunks:
             description,
             omit=self._all_false_masks(kind, spec_extra.get("ploidy", 0)),
         )
+
+    def _version(self, name: str, kind: str) -> int:
+        """The array's codec configuration version: as the store's references recorded it
+        where the ranges are its chunks alone (:attr:`SegmentRanges.config_versions`: no
+        segment rewritten, so none needs more), else what this version's segments may
+        need (:func:`~vcfvirtual_codec.spec.config_version`)."""
+        recorded = self.ranges.config_versions if isinstance(self.ranges, SegmentRanges) else None
+        if recorded is not None and name in recorded:
+            return recorded[name]
+        return config_version(kind, self.layout)
 
     def _all_false_masks(self, kind: str, ploidy: int) -> np.ndarray | None:
         """The call_genotype_mask chunks left out of its manifest: those whose GT block's

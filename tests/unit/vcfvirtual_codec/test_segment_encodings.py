@@ -20,7 +20,15 @@ import pytest
 import xarray as xr
 from numcodecs import Blosc, Zstd
 from vcfvirtual_codec.codec import BCFRecordsCodec
-from vcfvirtual_codec.columns import FLAG_POSITION_DELTA, FLAG_VALUE_PLANES, PREAMBLE
+from vcfvirtual_codec.columns import (
+    FLAG_GT_SHIFT,
+    FLAG_INFO_PLANES,
+    FLAG_POSITION_DELTA,
+    FLAG_VALUE_PLANES,
+    PREAMBLE,
+    TransformUndoError,
+    undo_transforms,
+)
 from vcfvirtual_codec.errors import ChunkDecodeError
 from vcfvirtual_codec.segment_transforms import (
     position_deltas,
@@ -349,3 +357,47 @@ def test_a_value_planes_segment_decodes_and_lies_are_refused():
     lying = struct.pack("<ii", 3, 1000) + bytes([2, 2]) + raw[10:]
     with pytest.raises(ChunkDecodeError, match="cannot be put back in order"):
         format_codec(2, 2).decode(format_segment(b"VVS3", FLAG_VALUE_PLANES, lying, 2, 2))
+
+
+# --- one undo for every reader of segments (the codec's decode, the append's join) --------
+
+# Two INFO records, int8 5 and int16 300 (0x012C), as a typed column and rearranged by the
+# layout tests/unit/vcfvirtual_codec/test_info_planes.py writes out: the types, each count
+# plus one in 4 byte planes, byte 0 of every integer value, then byte 1 of the int16 one.
+INFO_PLAIN = struct.pack("<2i", 1, 1) + bytes([1, 2]) + bytes([5]) + struct.pack("<h", 300)
+INFO_REARRANGED = bytes([1, 2]) + bytes([2, 2]) + bytes(6) + bytes([5, 0x2C]) + bytes([0x01])
+
+
+@pytest.mark.parametrize(
+    "segment,flags,stored,n,width,plain",
+    [
+        ("position", FLAG_POSITION_DELTA, hand_planes([99, 104, 2]), 3, 1, np.array([99, 104, 2], "<i4").tobytes()),
+        ("format", FLAG_VALUE_PLANES, hand_value_planes(FORMAT_RECORDS, 2), 7, 2, typed_column(FORMAT_RECORDS, 2)),
+        ("info", FLAG_INFO_PLANES, INFO_REARRANGED, 2, 1, INFO_PLAIN),  # the same bit, named by the kind
+        ("format", FLAG_GT_SHIFT, b"\x01\x02", 0, 1, b"\x01\x02"),  # a GT flag: the caller's to undo
+        ("position", 0, hand_planes([99, 104]), 2, 1, hand_planes([99, 104])),  # no flag, nothing undone
+    ],
+    ids=["position-deltas", "value-planes", "info-planes", "gt-shift", "none"],
+)
+def test_one_undo_puts_back_the_transform_the_flag_and_kind_name(segment, flags, stored, n, width, plain):
+    raw = np.frombuffer(stored, np.uint8).copy()
+    undo_transforms(raw, segment, flags, n, width)
+    assert raw.tobytes() == plain
+
+
+@pytest.mark.parametrize(
+    "segment,flags,stored,n,transform,problem",
+    [
+        ("position", FLAG_POSITION_DELTA, bytes(12), 4, "position deltas", "a positions segment of 4 records holds 12"),
+        ("contig", FLAG_POSITION_DELTA, bytes(16), 4, "position deltas", "flag 8 on a contig segment"),
+        ("format", FLAG_VALUE_PLANES, typed_column(FORMAT_RECORDS, 2) + b"\0", 7, "value planes", "do not fill"),
+        ("info", FLAG_INFO_PLANES, INFO_REARRANGED[:-1], 2, "INFO planes", "record"),
+        ("filter", FLAG_VALUE_PLANES, INFO_PLAIN, 2, "value planes", "flag 16 on a filter segment"),
+    ],
+    ids=["positions-short", "deltas-on-contig", "values-too-long", "info-truncated", "planes-on-filter"],
+)
+def test_one_undo_names_the_transform_that_failed(segment, flags, stored, n, transform, problem):
+    with pytest.raises(TransformUndoError, match=problem) as e:
+        undo_transforms(np.frombuffer(stored, np.uint8).copy(), segment, flags, n, 2)
+    assert e.value.transform == transform
+    assert isinstance(e.value, ValueError)  # what the append's caller turns into a stale cache

@@ -198,3 +198,32 @@ def test_a_packed_block_the_index_never_writes_is_stale(flags, values, problem):
     data, segment = _gt_block(values, flags)
     with pytest.raises(StaleCacheError, match=problem):
         payload_of(data, segment, 2)
+
+
+def _sealed(kind: str, flags: int, key: int, records: int, payload: bytes, name: str) -> tuple[bytes, StoredSegment]:
+    """A segment of one samples block as the index seals it (Zstd), and the plan for it."""
+    data = codec_columns.seal_segment(
+        KIND[kind], flags, key, records, 0, 1, len(payload), Zstd(level=1).encode(payload)
+    )
+    return data, StoredSegment(name, 0, "part-000000", 0, len(data), KIND[kind], key, 1, False, "zstd")
+
+
+def test_stored_position_deltas_are_read_back_summed():
+    """Positions 99, 104, 2 stored as their differences (99, 5, -98 mod 2^32) in byte
+    planes, written out by hand: byte k of record i at k * 3 + i."""
+    steps = [99, 5, (2 - 104) % (1 << 32)]
+    planes = bytes((step >> (8 * k)) & 0xFF for k in range(4) for step in steps)
+    data, segment = _sealed("position", codec_columns.FLAG_POSITION_DELTA, -1, 3, planes, "position")
+    assert payload_of(data, segment, 3).tobytes() == _i32(99, 104, 2)
+
+
+def test_a_stored_info_rearrangement_that_lies_is_stale_naming_it():
+    """An INFO segment flagged as rearranged whose bytes stop short of the layout (types,
+    counts plus one in 4 planes, value bytes: 2 records of int8 5 and int16 300 written out
+    by hand, less the last byte): stale, the transform named."""
+    rearranged = _u8(1, 2) + _u8(2, 2) + bytes(6) + _u8(5, 0x2C, 0x01)
+    data, segment = _sealed("info", codec_columns.FLAG_INFO_PLANES, 3, 2, rearranged[:-1], "info/DP")
+    with pytest.raises(StaleCacheError, match=r"its values cannot be put back \(INFO planes: record"):
+        payload_of(data, segment, 2)
+    data, segment = _sealed("info", codec_columns.FLAG_INFO_PLANES, 3, 2, rearranged, "info/DP")
+    assert payload_of(data, segment, 2).tobytes() == _i32(1, 1) + _u8(1, 2) + _u8(5) + _u8(0x2C, 0x01)
