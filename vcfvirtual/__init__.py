@@ -14,6 +14,7 @@ if sys.version_info < (3, 12):  # noqa: UP036
 __all__ = [
     "index",
     "index_with_summary",
+    "run_index",
     "IndexOptions",
     "open_store",
     "select_region",
@@ -22,13 +23,14 @@ __all__ = [
     "__version__",
 ]
 
-# The library API loads VirtualiZarr, xarray and zarr (~0.7 s); a reader that only
+# The library API loads numpy, pysam and (opening stores) zarr, VirtualiZarr and xarray; a reader that only
 # needs the codec (resolved through entry points), or the command line's --help, should
 # not pay for them, so they load on first use. The modules that build or open stores
 # register the codecs (vcfvirtual._codecs); importing the package alone does not.
 _LAZY = {
     "index": ("api", "index"),
     "index_with_summary": ("api", "index_with_summary"),
+    "run_index": ("api", "run_index"),
     "IndexOptions": ("plan", "IndexOptions"),
     "open_store": ("refs.open", "open_store"),
     "select_region": ("regions", "select_region"),

@@ -63,6 +63,7 @@ __all__ = [
     "LAYOUTS",
     "REFS_FORMATS",
     "IndexOptions",
+    "IndexRun",
     "IndexSummary",
     "index",
     "index_with_summary",
