@@ -38,6 +38,7 @@ from fresh import child_cpu, compile_bytecode, timed_process  # noqa: E402
 # (module:qualname, stage): the function whose calls are the stage's work.
 PROBES = [
     ("vcfvirtual_codec.bcf.bgzf:inflate_block", "inflate"),
+    ("vcfvirtual_codec.bcf.bgzf:inflate_block_serial", "inflate"),
     ("vcfvirtual.scan.scanner:_RecordAccumulator._scan", "scan"),
     ("vcfvirtual.scan.scanner:_RecordAccumulator._count", "scan"),
     ("vcfvirtual.cache.columns:SegmentPlan.demux", "demux"),

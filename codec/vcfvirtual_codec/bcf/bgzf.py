@@ -14,6 +14,7 @@ import collections
 import struct
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from types import ModuleType
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
 import numpy as np
@@ -21,6 +22,12 @@ from isal import igzip_lib, isal_zlib
 
 from .._kernels import bgzf as _framing
 from ..errors import CorruptBCFError, FilePath
+
+deflate: ModuleType | None
+try:  # libdeflate, htslib's own inflate: vcfvirtual (the indexer) depends on it, the codec alone need not
+    import deflate
+except ImportError:  # pragma: no cover - the indexer's environments have it
+    deflate = None
 
 if TYPE_CHECKING:
     from collections.abc import Buffer
@@ -47,7 +54,7 @@ _PARTIAL, _BAD = _CODES["PARTIAL"], _CODES["BAD"]
 class Block(NamedTuple):
     offset: int  # compressed offset of the block in its file
     raw: memoryview  # the whole compressed block, header to footer
-    data: bytes  # its inflated bytes, CRC32 and ISIZE checked
+    data: bytes | memoryview  # its inflated bytes, CRC32 and ISIZE checked
 
 
 def block_size(buf: memoryview, pos: int, path: FilePath, file_offset: int) -> int:
@@ -164,6 +171,30 @@ def inflate_block(raw: bytes | memoryview, path: FilePath, offset: int) -> bytes
     return data
 
 
+def inflate_block_serial(raw: bytes | memoryview, path: FilePath, offset: int) -> bytes | memoryview:
+    """:func:`inflate_block` for a caller that inflates one block at a time: by libdeflate
+    (htslib's and bgzip's inflate) where it is installed, which takes ~25% less CPU than
+    ISA-L on BGZF's small blocks (0.70-0.72 against 0.95-0.99 s over cohort A's 32,081
+    blocks, 2.1 GB, its header set-up being cheaper): the index's serial scan. It holds the
+    GIL while it works, so what inflates on several threads at once (:func:`read_blocks`
+    with ``threads``, the codec's chunks in zarr's threads) keeps ISA-L's, which releases it.
+    One call checks CRC32 and ISIZE as ISA-L's does; anything it refuses is inflated again
+    by :func:`_inflate_checked`, which names what is wrong."""
+    size = len(raw)
+    if deflate is None or size < 26 or raw[3] != 4:
+        return inflate_block(raw, path, offset)
+    isize = raw[size - 4] | (raw[size - 3] << 8) | (raw[size - 2] << 16) | (raw[size - 1] << 24)
+    if isize > MAX_BLOCK_SIZE:  # the block's own claim, not allocated beyond what BGZF holds
+        return _inflate_checked(raw, path, offset)
+    try:
+        data = deflate.gzip_decompress(raw, isize)
+    except deflate.DeflateError:
+        return _inflate_checked(raw, path, offset)
+    if len(data) != isize:
+        return _inflate_checked(raw, path, offset)
+    return memoryview(data).toreadonly()  # libdeflate returns a bytearray
+
+
 def _inflate_checked(raw: bytes | memoryview, path: FilePath, offset: int) -> bytes:
     """:func:`inflate_block` by a raw inflate of the payload and a CRC32 of its output,
     each failure named: the path of a block the one-call inflate refused."""
@@ -202,7 +233,7 @@ def read_blocks(fileobj: BinaryIO, path: FilePath, *, start: int = 0, threads: i
             pos = 0
             for size in sizes:
                 raw = view[pos : pos + size]
-                yield Block(base + pos, raw, inflate_block(raw, path, base + pos))
+                yield Block(base + pos, raw, inflate_block_serial(raw, path, base + pos))
                 pos += size
         return
     blocks = _split_blocks(fileobj, path, start)
@@ -226,7 +257,7 @@ def read_blocks(fileobj: BinaryIO, path: FilePath, *, start: int = 0, threads: i
                 future.cancel()
 
 
-def iter_blocks(fileobj: BinaryIO, path: FilePath, *, start: int = 0) -> Iterator[tuple[int, bytes]]:
+def iter_blocks(fileobj: BinaryIO, path: FilePath, *, start: int = 0) -> Iterator[tuple[int, bytes | memoryview]]:
     """``(compressed_offset, inflated_bytes)`` for every block of a BGZF stream."""
     for block in read_blocks(fileobj, path, start=start):
         yield block.offset, block.data

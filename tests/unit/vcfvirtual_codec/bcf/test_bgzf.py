@@ -201,17 +201,20 @@ def test_read_blocks_names_a_truncated_or_damaged_block_by_offset():
     ],
     ids=["crc", "isize", "deflate"],
 )
-def test_inflate_block_refuses_as_the_checked_inflate_does(damage, message):
-    """A block the one-call gzip inflate refuses gets the checked inflate's message."""
+@pytest.mark.parametrize("inflate", [bgzf.inflate_block, bgzf.inflate_block_serial], ids=["isal", "libdeflate"])
+def test_inflate_block_refuses_as_the_checked_inflate_does(damage, message, inflate):
+    """A block the one-call gzip inflate (ISA-L's, or libdeflate's for the serial scan)
+    refuses gets the checked inflate's message."""
     block = damage(zlib_block(TEXT[:1000]))
     with pytest.raises(CorruptBCFError, match=message) as e:
-        bgzf.inflate_block(block, "x.bcf", 1234)
+        inflate(block, "x.bcf", 1234)
     assert e.value.offset == 1234
     with pytest.raises(CorruptBCFError, match=message):
         list(bgzf.read_blocks(io.BytesIO(zlib_block(TEXT[:10]) + block), "x.bcf"))
 
 
-def test_inflate_block_keeps_accepting_padding_after_the_deflate_data():
+@pytest.mark.parametrize("inflate", [bgzf.inflate_block, bgzf.inflate_block_serial], ids=["isal", "libdeflate"])
+def test_inflate_block_keeps_accepting_padding_after_the_deflate_data(inflate):
     """Bytes between the deflate data's end and the footer: the one-call inflate reads
     its trailer there and refuses; the checked inflate accepted such a block before, and
     still does (the footer at the block's end holds the data's CRC32 and ISIZE)."""
@@ -221,7 +224,16 @@ def test_inflate_block_keeps_accepting_padding_after_the_deflate_data():
     size = 18 + len(payload) + 8
     header = b"\x1f\x8b\x08\x04" + struct.pack("<IBBH", 0, 0, 0xFF, 6) + b"BC" + struct.pack("<HH", 2, size - 1)
     block = header + payload + struct.pack("<II", zlib.crc32(data), len(data))
-    assert bgzf.inflate_block(block, "x.bcf", 0) == data
+    assert bytes(inflate(block, "x.bcf", 0)) == data
+
+
+@pytest.mark.parametrize("data", [b"", TEXT[:60000], NOISE[:60000]], ids=["empty", "text", "noise"])
+def test_serial_inflate_is_libdeflate_and_gives_what_zlib_wrote(data):
+    """The indexer's environment has libdeflate (a dependency of vcfvirtual), and its
+    one-call inflate gives the bytes zlib compressed, the EOF block included."""
+    assert bgzf.deflate is not None
+    assert bytes(bgzf.inflate_block_serial(zlib_block(data), "x.bcf", 0)) == data
+    assert bytes(bgzf.inflate_block_serial(bgzf.EOF_BLOCK, "x.bcf", 0)) == b""
 
 
 def test_block_sizes_stops_where_block_size_refuses_on_damaged_streams():
