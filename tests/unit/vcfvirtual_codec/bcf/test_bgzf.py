@@ -227,6 +227,20 @@ def test_inflate_block_keeps_accepting_padding_after_the_deflate_data(inflate):
     assert bytes(inflate(block, "x.bcf", 0)) == data
 
 
+@pytest.mark.parametrize("inflate", [bgzf.inflate_block, bgzf.inflate_block_serial], ids=["isal", "libdeflate"])
+def test_a_damaged_block_claiming_no_output_is_refused(inflate):
+    """ISIZE 0 over data that does not inflate (found by the fuzz suite: bytes deleted
+    inside a block): libdeflate's binding answers a claim of no output with nothing,
+    checking nothing, so such a block must not reach it."""
+    block = bytearray(zlib_block(TEXT[:1000], crc=0, isize=0))
+    block[18:26] = b"\xff" * 8  # deflate block type 3 (reserved)
+    with pytest.raises(CorruptBCFError, match="does not inflate|ISIZE|CRC32"):
+        inflate(bytes(block), "x.bcf", 0)
+    # Valid deflate data whose footer claims nothing: the inflated bytes disagree with it.
+    with pytest.raises(CorruptBCFError, match="ISIZE says 0"):
+        inflate(zlib_block(TEXT[:1000], crc=0, isize=0), "x.bcf", 0)
+
+
 @pytest.mark.parametrize("data", [b"", TEXT[:60000], NOISE[:60000]], ids=["empty", "text", "noise"])
 def test_serial_inflate_is_libdeflate_and_gives_what_zlib_wrote(data):
     """The indexer's environment has libdeflate (a dependency of vcfvirtual), and its
