@@ -550,12 +550,13 @@ cdef uint64_t _GATHER1 = 0x0102040810204080ULL
 
 
 # The pass's 16-byte steps where the host has SSE2 (every x86-64): the OR and the AND of the
-# vectors as the word loop's below, their largest byte for its "0x7E or more" test, and
-# each vector's 16 codes (bit 1 of each byte, moved to bit 7 by a 16-bit shift left of 6
-# that no neighbouring byte's bits reach) gathered by one movemask into two packed bytes.
-# The vectors' lanes i and i + 8 fold onto word lane i (same parity, so a diploid call's
-# phase bits stay in the odd lanes). Returns the vectors done (0 without SSE2: the word loop
-# then does every byte). A 20 MB block of cohort A: 0.9 ms, against 1.8 ms in words.
+# vectors as the word loop's below, their largest byte (for the "0x7E or more" test and "all
+# 0..3"), and, unless ``dst`` is NULL, each vector's 16 codes (bit 1 of each byte, moved to
+# bit 7 by a 16-bit shift left of 6 that no neighbouring byte's bits reach) gathered by one
+# movemask into two packed bytes. The vectors' lanes i and i + 8 fold onto word lane i (same
+# parity, so a diploid call's phase bits stay in the odd lanes). Returns the vectors done, an
+# even number (0 without SSE2: the word loop then does every byte). A 20 MB block of cohort
+# A: 0.9 ms, against 1.8 ms in words.
 cdef extern from *:
     """
     #include <stdint.h>
@@ -564,41 +565,55 @@ cdef extern from *:
     #include <emmintrin.h>
     #define DEMUX_GT_VECTORS 1
     static int64_t demux_gt_vectors(const uint8_t *v, int64_t nvec, uint8_t *dst, uint64_t *ors,
-                                    uint64_t *ands, uint64_t *high) {
+                                    uint64_t *ands, uint8_t *largest) {
         __m128i o = _mm_setzero_si128(), a = _mm_set1_epi8(-1), top = _mm_setzero_si128();
         uint64_t w[2];
-        uint8_t b[16], largest = 0;
+        uint8_t b[16];
         nvec -= nvec % 2;  /* two at a time: their 32 codes one 4-byte store (x86: little-endian) */
-        for (int64_t j = 0; j < nvec; j += 2) {
-            __m128i x = _mm_loadu_si128((const __m128i *)(v + 16 * j));
-            __m128i y = _mm_loadu_si128((const __m128i *)(v + 16 * j + 16));
-            uint32_t codes = (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(x, 6))
-                             | (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(y, 6)) << 16;
-            o = _mm_or_si128(o, _mm_or_si128(x, y));
-            a = _mm_and_si128(a, _mm_and_si128(x, y));
-            top = _mm_max_epu8(top, _mm_max_epu8(x, y));
-            memcpy(dst + 2 * j, &codes, 4);
+        if (dst != NULL) {
+            for (int64_t j = 0; j < nvec; j += 2) {
+                __m128i x = _mm_loadu_si128((const __m128i *)(v + 16 * j));
+                __m128i y = _mm_loadu_si128((const __m128i *)(v + 16 * j + 16));
+                uint32_t codes = (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(x, 6))
+                                 | (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(y, 6)) << 16;
+                o = _mm_or_si128(o, _mm_or_si128(x, y));
+                a = _mm_and_si128(a, _mm_and_si128(x, y));
+                top = _mm_max_epu8(top, _mm_max_epu8(x, y));
+                memcpy(dst + 2 * j, &codes, 4);
+            }
+        } else {
+            for (int64_t j = 0; j < nvec; j += 2) {
+                __m128i x = _mm_loadu_si128((const __m128i *)(v + 16 * j));
+                __m128i y = _mm_loadu_si128((const __m128i *)(v + 16 * j + 16));
+                o = _mm_or_si128(o, _mm_or_si128(x, y));
+                a = _mm_and_si128(a, _mm_and_si128(x, y));
+                top = _mm_max_epu8(top, _mm_max_epu8(x, y));
+            }
         }
         _mm_storeu_si128((__m128i *)w, o);
         *ors |= w[0] | w[1];
         _mm_storeu_si128((__m128i *)w, a);
         *ands &= w[0] & w[1];
         _mm_storeu_si128((__m128i *)b, top);
-        for (int i = 0; i < 16; i++) largest = b[i] > largest ? b[i] : largest;
-        *high |= largest >= 0x7E ? 0x80 : 0;  /* the word loop's test, from the largest byte */
+        for (int i = 0; i < 16; i++) *largest = b[i] > *largest ? b[i] : *largest;
         return nvec;
     }
     #else
     #define DEMUX_GT_VECTORS 0
     static int64_t demux_gt_vectors(const uint8_t *v, int64_t nvec, uint8_t *dst, uint64_t *ors,
-                                    uint64_t *ands, uint64_t *high) {
+                                    uint64_t *ands, uint8_t *largest) {
         return 0;
     }
     #endif
     """
     bint HAS_VECTORS "DEMUX_GT_VECTORS"
     int64_t _vectors "demux_gt_vectors"(B.Bytes v, int64_t nvec, uint8_t* dst, uint64_t* ors,
-                                         uint64_t* ands, uint64_t* high) noexcept nogil
+                                         uint64_t* ands, uint8_t* largest) noexcept nogil
+
+# Vectors between the checks of whether the block can still be packed at 1 bit (64 KB): a
+# block that cannot (an allele above 1, a missing value, mixed phasing) is then summarised
+# alone, at the cost of the summary's own pass, for the codec's functions to rewrite.
+cdef int64_t VECTOR_STEP = 4096
 
 # Whether gt_block_encode's pass takes 16-byte vectors on this host (tests run both ways).
 GT_VECTORS = HAS_VECTORS
@@ -665,7 +680,9 @@ def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, ui
     alone, as a host without SSE2 runs it (for tests; the same results)."""
     cdef int64_t length = seg.shape[0]
     cdef B.Bytes p = _ptr(seg)
-    cdef int64_t c, m, full, rem, j, i, packed_length, done = 0
+    cdef int64_t c, m, full, rem, j, i, packed_length, step, vecs = 0
+    cdef bint packing = True
+    cdef uint8_t largest = 0
     cdef B.Bytes v
     cdef uint8_t* dst
     cdef uint64_t x, ors = 0, ands = ~(<uint64_t>0), high = 0, phase_ors = 0, phase_ands = 0xFF, w
@@ -681,13 +698,22 @@ def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, ui
     v = p + 5 * n
     dst = &out[5 * n + 1]
     with nogil:
-        # Every word: the OR of its bytes (any above 3?), whether any byte is 0x7E or more
-        # (an incomplete call: missing, end-of-vector or no allele; (b & 0x7F) + 2 carries
-        # into bit 7 exactly from 0x7E, b >= 0x80 has it already, no lane carries into the
-        # next), the AND for the phase bits, and 8 codes (bit 1 of each byte) into one byte.
-        if vectors:
-            done = 2 * _vectors(v, full // 2, dst, &ors, &ands, &high)
-        for j in range(done, full):
+        # Vectors first (where the host has them), their codes written while the block can
+        # still be packed at 1 bit (every byte 0..3 so far; a diploid block's phase bits
+        # not yet both set and clear).
+        while vectors and vecs < full // 2:
+            step = _vectors(v + 16 * vecs, min(VECTOR_STEP, full // 2 - vecs),
+                            dst + 2 * vecs if packing else NULL, &ors, &ands, &largest)
+            if step == 0:
+                break
+            vecs += step
+            packing = packing and largest <= 3 and not (c == 2 and ors & _ODD_LOW and ~ands & _ODD_LOW)
+        # Every word left: the OR of its bytes (any above 3?), whether any byte is 0x7E or
+        # more (an incomplete call: missing, end-of-vector or no allele; (b & 0x7F) + 2
+        # carries into bit 7 exactly from 0x7E, b >= 0x80 has it already, no lane carries
+        # into the next), the AND for the phase bits, and 8 codes (bit 1 of each byte) into
+        # one byte.
+        for j in range(2 * vecs, full):
             x = _load8(v + 8 * j)
             ors |= x
             ands &= x
@@ -711,7 +737,7 @@ def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, ui
                 w = v[i * c + 1]
                 phase_ors |= w & 1
                 phase_ands &= w & 1
-    complete_count = c if (high & _HIGH) == 0 else 0
+    complete_count = c if (high & _HIGH) == 0 and largest < 0x7E else 0
     all_phased = (phase_ands & 1) == 1
     none_phased = (phase_ors & 1) == 0
     if _lanes_or(ors) > 3 or not (all_phased or none_phased):

@@ -124,6 +124,28 @@ def test_a_block_of_many_words():
         assert check(seg, n, width) == 5 * n + 1 + (n * width * 2 + 7) // 8
 
 
+# Stored bytes that end a block's 1-bit packing: allele 2, missing (0x00 and 0x80 as BCF
+# bytes), end-of-vector, a byte no allele makes; and the phase bit flipped.
+ODD_BYTES = {"allele_2": 0x04, "missing": 0xFE, "int8_missing": 0x7E, "vector_end": 0x7F, "no_allele": 0x90}
+
+
+@pytest.mark.parametrize("odd", [*ODD_BYTES, "phase"])
+@pytest.mark.parametrize("at", [0, 70_000, 139_999, 279_999, 280_003, 280_010, 280_011])
+def test_a_block_of_many_vector_steps(odd, at):
+    """A block of 2 records of 70,003 diploid calls (280,012 bytes: 17,500 vectors, checked
+    for packing every 4,096, a word, a 4-byte tail), all phased, with one odd byte: in the
+    first vectors, past a check, in the last vectors, in the word, in the tail. The summary
+    is the oracle's wherever the pass stopped packing, and no block is packed that should
+    not be (a flipped phase bit of a first allele changes nothing)."""
+    rng = np.random.default_rng(at)
+    n, width = 2, 70_003
+    values = rng.integers(0, 4, size=(n, width, 2), dtype=np.uint8) | np.array([0, 1], np.uint8)
+    values = values.reshape(-1)
+    values[at] = values[at] ^ 1 if odd == "phase" else ODD_BYTES[odd]
+    seg = np.concatenate([np.full(n, 2, "<i4").view(np.uint8), np.ones(n, np.uint8), values])
+    assert check(seg, n, width) == (5 * n + 1 + (values.shape[0] + 7) // 8 if odd == "phase" and at % 2 == 0 else 0)
+
+
 @pytest.mark.parametrize("n, width", [(0, 4), (2, 0), (-1, 4)])
 def test_no_records_or_no_samples_are_the_summary_alone(n, width):
     seg = np.concatenate([np.full(max(n, 0), 2, "<i4").view(np.uint8), np.ones(max(n, 0), np.uint8)])
