@@ -110,7 +110,7 @@ PREAMBLE = struct.Struct("<4sBBHiIIIQI")
 # The preamble without its CRC: what the CRC covers ahead of the frame.
 PREAMBLE_HEAD = struct.Struct("<4sBBHiIIIQ")
 FLAG_GT_SHIFT = 1  # int8 GT bytes are stored minus GT_SHIFT
-# What a GT block's calls are as a whole (the index's gt_preamble), so that the mask and
+# What a GT block's calls are as a whole (the index writer's _gt_block), so that the mask and
 # phased arrays are read without decompressing it: every call's second allele phased, or
 # none's. The preamble's reserved field of a GT block holds its complete count: the number
 # of alleles every call holds when none is missing, short or not an allele (0: not so).

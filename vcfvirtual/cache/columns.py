@@ -269,13 +269,11 @@ class SegmentPlan:
 def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
     """One segment's preamble and compressed bytes (the codec's seal: the CRC32 covers the
     preamble and the compressed frame); a GT block's preamble also says what its calls are
-    as a whole (:func:`gt_preamble`)."""
+    as a whole (:func:`_gt_block`)."""
     data, kind, flags, key, n, block, width, compressor = job
     complete_count = 0
     if flags & FLAG_GT_SHIFTED:
-        flags, complete_count = gt_preamble(data, n, width, flags)
-        data, flags = _as_alleles(data, n, width, flags)
-        data, flags, bits = _as_packed(data, n, width, flags)
+        data, flags, complete_count, bits = _gt_block(data, n, width, flags)
         codec = PACKED_BLOSC if bits and compressor == "blosc" else COMPRESSORS[compressor]
     else:
         codec = COMPRESSORS[compressor]
@@ -353,16 +351,31 @@ def _as_packed(data: np.ndarray, n: int, width: int, flags: int) -> tuple[np.nda
     return packed, flags | FLAG_GT_PACKED, int(packed[5 * n])
 
 
-def gt_preamble(data: np.ndarray, n: int, block_samples: int, flags: int) -> tuple[int, int]:
-    """A GT block's flags and the preamble's complete-count field: with them the codec gives
-    call_genotype_mask and call_genotype_phased without decompressing the block, where
-    every call holds the same number of alleles, none missing (mask all False), or all
-    calls are phased, or none (bio2zarr's store has each as a small array of its own).
-    Computed on the compression threads: ~0.7 ms per 20 MB block."""
-    count, all_phased, none_phased = demux.gt_block_summary(data, n, block_samples)
+def _gt_block(data: np.ndarray, n: int, width: int, flags: int) -> tuple[np.ndarray, int, int, int]:
+    """A shifted GT block as it is stored: its bytes, flags, the preamble's complete-count
+    field and the bits per value of its packing (0: not packed).
+
+    The flags and count say what its calls are as a whole, so that the codec gives
+    call_genotype_mask and call_genotype_phased without decompressing the block: every call
+    holds the same number of alleles, none missing (mask all False), or all calls are
+    phased, or none (bio2zarr's store has each as a small array of its own). A block whose
+    calls are all phased or none is stored as the alleles the codec decodes from it
+    (:func:`_as_alleles`), packed into the fewest bits that hold them (:func:`_as_packed`).
+    The common block, biallelic with no missing call, is all of that in one pass of
+    demux.gt_block_encode (0.9 ms a 20 MB block of cohort A, against 3.7 ms for the
+    summary, the alleles and the packing one after another); any other goes through the
+    codec's functions, its summary from that same pass."""
+    buffer = getattr(_packed_buffer, "array", None)
+    if buffer is None or buffer.shape[0] < data.shape[0] + 1:
+        buffer = _packed_buffer.array = np.empty(data.shape[0] + 1, np.uint8)
+    count, all_phased, none_phased, packed_length = demux.gt_block_encode(data, n, width, buffer)
     flags |= FLAG_GT_ALL_PHASED if all_phased else 0
     flags |= FLAG_GT_NONE_PHASED if none_phased else 0
-    return flags, int(count)
+    if packed_length:
+        return buffer[:packed_length], (flags & ~FLAG_GT_SHIFTED) | FLAG_GT_ALLELES | FLAG_GT_PACKED, count, 1
+    data, flags = _as_alleles(data, n, width, flags)
+    data, flags, bits = _as_packed(data, n, width, flags)
+    return data, flags, count, bits
 
 
 class ColumnsWriter:

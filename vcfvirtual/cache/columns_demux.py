@@ -46,8 +46,10 @@ Segment slots (``N_FIXED_SEGMENTS + n_info + n_format * n_blocks`` in all):
   alleles it decodes to (columns.py ``_as_alleles``, the codec's FLAG_GT_ALLELES), and
   those alleles, when 4 bits or fewer hold them, packed into 1, 2 or 4 bits each
   (``_as_packed``, FLAG_GT_PACKED); the demux always writes the shifted bytes, which the
-  block summary reads. Every other transform of a segment (position deltas, value
-  planes) is likewise the writer's, after the demux.
+  block summary reads. The common block (biallelic, no missing call) gets its summary,
+  alleles and 1-bit packing from one pass (``gt_block_encode``, ``_gt_block``). Every
+  other transform of a segment (position deltas, value planes) is likewise the writer's,
+  after the demux.
 
 The kernel reads each record byte at most twice: a locate pass walks descriptors only
 (fixed part, ID, alleles, FILTER and INFO/FORMAT keys: O(fields) per record, never per
@@ -81,6 +83,7 @@ from vcfvirtual_codec._kernels.demux import (
     SEG_QUAL,
     SEG_RLEN,
     demux_chunk,
+    gt_block_encode,
     gt_block_summary,
 )
 
@@ -96,6 +99,7 @@ __all__ = [
     "SEG_QUAL",
     "SEG_RLEN",
     "demux_chunk",
+    "gt_block_encode",
     "gt_block_summary",
     "n_blocks",
     "slot_maps",

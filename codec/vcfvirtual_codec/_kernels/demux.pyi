@@ -11,6 +11,7 @@ SEG_ALLELES: int
 SEG_FILTER: int
 N_FIXED_SEGMENTS: int
 GT_SHIFT: int
+GT_VECTORS: bool
 
 def demux_chunk(
     buf: npt.NDArray[np.uint8],
@@ -27,3 +28,6 @@ def demux_chunk(
     select: npt.NDArray[np.uint8] | None = None,
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], int, int]: ...
 def gt_block_summary(seg: npt.NDArray[np.uint8], n: int, block_samples: int) -> tuple[int, bool, bool]: ...
+def gt_block_encode(
+    seg: npt.NDArray[np.uint8], n: int, block_samples: int, out: npt.NDArray[np.uint8], vectors: bool = True
+) -> tuple[int, bool, bool, int]: ...

@@ -11,7 +11,7 @@ whatever the bytes say.
 
 import numpy as np
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 cimport vcfvirtual_codec._kernels.bcf as B
@@ -533,3 +533,216 @@ cdef (uint8_t, uint8_t, uint8_t) calls_summary(B.Bytes values, int64_t m, int64_
             ors |= values[s * c + 1]
             ands &= values[s * c + 1]
     return top, ors, ands
+
+
+# -- a GT block's summary and 1-bit packing in one pass (the writer's common case) ----------
+
+# Per-byte constants of the SWAR steps (8 lanes of one byte in a 64-bit word).
+cdef uint64_t _LOW7 = 0x7F7F7F7F7F7F7F7FULL
+cdef uint64_t _HIGH = 0x8080808080808080ULL
+cdef uint64_t _TWOS = 0x0202020202020202ULL
+cdef uint64_t _ONES = 0x0101010101010101ULL
+# Bit 0 of lanes 1, 3, 5, 7: the phase bits of four diploid calls.
+cdef uint64_t _ODD_LOW = 0x0100010001000100ULL
+# c_i (byte i, 0 or 1) times 2^(56 - 7i) lands at bit 56 + i: the top byte gathers the 8 codes
+# (gt_bits' 1-bit packing, little-endian within the byte).
+cdef uint64_t _GATHER1 = 0x0102040810204080ULL
+
+
+# The pass's 16-byte steps where the host has SSE2 (every x86-64): the OR and the AND of the
+# vectors as the word loop's below, their largest byte (for the "0x7E or more" test and "all
+# 0..3"), and, unless ``dst`` is NULL, each vector's 16 codes (bit 1 of each byte, moved to
+# bit 7 by a 16-bit shift left of 6 that no neighbouring byte's bits reach) gathered by one
+# movemask into two packed bytes. The vectors' lanes i and i + 8 fold onto word lane i (same
+# parity, so a diploid call's phase bits stay in the odd lanes). Returns the vectors done, an
+# even number (0 without SSE2: the word loop then does every byte). A 20 MB block of cohort
+# A: 0.9 ms, against 1.8 ms in words.
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #define DEMUX_GT_VECTORS 1
+    static int64_t demux_gt_vectors(const uint8_t *v, int64_t nvec, uint8_t *dst, uint64_t *ors,
+                                    uint64_t *ands, uint8_t *largest) {
+        __m128i o = _mm_setzero_si128(), a = _mm_set1_epi8(-1), top = _mm_setzero_si128();
+        uint64_t w[2];
+        uint8_t b[16];
+        nvec -= nvec % 2;  /* two at a time: their 32 codes one 4-byte store (x86: little-endian) */
+        if (dst != NULL) {
+            for (int64_t j = 0; j < nvec; j += 2) {
+                __m128i x = _mm_loadu_si128((const __m128i *)(v + 16 * j));
+                __m128i y = _mm_loadu_si128((const __m128i *)(v + 16 * j + 16));
+                uint32_t codes = (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(x, 6))
+                                 | (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(y, 6)) << 16;
+                o = _mm_or_si128(o, _mm_or_si128(x, y));
+                a = _mm_and_si128(a, _mm_and_si128(x, y));
+                top = _mm_max_epu8(top, _mm_max_epu8(x, y));
+                memcpy(dst + 2 * j, &codes, 4);
+            }
+        } else {
+            for (int64_t j = 0; j < nvec; j += 2) {
+                __m128i x = _mm_loadu_si128((const __m128i *)(v + 16 * j));
+                __m128i y = _mm_loadu_si128((const __m128i *)(v + 16 * j + 16));
+                o = _mm_or_si128(o, _mm_or_si128(x, y));
+                a = _mm_and_si128(a, _mm_and_si128(x, y));
+                top = _mm_max_epu8(top, _mm_max_epu8(x, y));
+            }
+        }
+        _mm_storeu_si128((__m128i *)w, o);
+        *ors |= w[0] | w[1];
+        _mm_storeu_si128((__m128i *)w, a);
+        *ands &= w[0] & w[1];
+        _mm_storeu_si128((__m128i *)b, top);
+        for (int i = 0; i < 16; i++) *largest = b[i] > *largest ? b[i] : *largest;
+        return nvec;
+    }
+    #else
+    #define DEMUX_GT_VECTORS 0
+    static int64_t demux_gt_vectors(const uint8_t *v, int64_t nvec, uint8_t *dst, uint64_t *ors,
+                                    uint64_t *ands, uint8_t *largest) {
+        return 0;
+    }
+    #endif
+    """
+    bint HAS_VECTORS "DEMUX_GT_VECTORS"
+    int64_t _vectors "demux_gt_vectors"(B.Bytes v, int64_t nvec, uint8_t* dst, uint64_t* ors,
+                                         uint64_t* ands, uint8_t* largest) noexcept nogil
+
+# Vectors between the checks of whether the block can still be packed at 1 bit (64 KB): a
+# block that cannot (an allele above 1, a missing value, mixed phasing) is then summarised
+# alone, at the cost of the summary's own pass, for the codec's functions to rewrite.
+cdef int64_t VECTOR_STEP = 4096
+
+# Whether gt_block_encode's pass takes 16-byte vectors on this host (tests run both ways).
+GT_VECTORS = HAS_VECTORS
+
+
+cdef inline uint64_t _load(B.Bytes p, int64_t k) noexcept nogil:
+    """``k`` (<= 8) bytes as a little-endian word, the rest 0 (any host byte order; the
+    compiler makes 8 of them one load)."""
+    cdef uint64_t x = 0
+    cdef int64_t i
+    for i in range(k):
+        x |= (<uint64_t>p[i]) << (8 * i)
+    return x
+
+
+cdef inline uint64_t _load8(B.Bytes p) noexcept nogil:
+    return ((<uint64_t>p[0]) | (<uint64_t>p[1]) << 8 | (<uint64_t>p[2]) << 16 | (<uint64_t>p[3]) << 24
+            | (<uint64_t>p[4]) << 32 | (<uint64_t>p[5]) << 40 | (<uint64_t>p[6]) << 48 | (<uint64_t>p[7]) << 56)
+
+
+cdef inline uint8_t _lanes_or(uint64_t x) noexcept nogil:
+    x |= x >> 32
+    x |= x >> 16
+    x |= x >> 8
+    return <uint8_t>x
+
+
+cdef int64_t uniform_count(B.Bytes seg, int64_t length, int64_t n, int64_t block_samples) noexcept nogil:
+    """The alleles per call of a GT block segment whose every record holds GT as int8 with
+    the same count c >= 2, its values exactly ``n * block_samples * c`` bytes (a table the
+    codec's alleles block keeps, every call carrying a phase bit); 0 for any other."""
+    cdef int64_t c, k, rest
+    if n < 1 or block_samples < 1 or length < 5 * n:
+        return 0
+    c = B.i32(seg, 0)
+    if c < 2:
+        return 0
+    for k in range(n):
+        if B.i32(seg, 4 * k) != c or seg[4 * n + k] != B.BT_INT8:
+            return 0
+    # length == 5n + n * block_samples * c, by divisions (no product to overflow).
+    rest = length - 5 * n
+    if rest % n or (rest // n) % block_samples or (rest // n) // block_samples != c:
+        return 0
+    return c
+
+
+def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, uint8_t[::1] out,
+                    bint vectors=True):
+    """A GT block segment (``demux_chunk``'s, int8 bytes stored minus GT_SHIFT): its summary
+    as :func:`gt_block_summary` gives it, and, in the common case, the packed alleles block
+    the codec's own path makes of it (``alleles_block`` then ``packed_block`` of
+    vcfvirtual_codec.columns), from one pass over its values instead of three:
+    ``(count, all_phased, none_phased, packed_length)``.
+
+    The common case: every record int8 with one count c >= 2 (:func:`uniform_count`),
+    every stored byte 0..3 (alleles 0 and 1 with their phase bits; no missing value, no
+    end-of-vector), the calls all phased or none. The codec decodes stored byte ``s`` of such
+    a block to allele ``s >> 1`` (``(s + 2 >> 1) - 1``), so its packing is the fewest bits,
+    1, each value's code that allele: ``out[:packed_length]`` then holds the table, the bits
+    (1) and the codes (bit 1 of each byte). ``packed_length`` 0: no such block (``out``
+    undefined), for the caller's path through the codec's functions. ``out`` must hold
+    ``len(seg) + 1`` bytes (never fewer than the packed block's). ``vectors`` False: words
+    alone, as a host without SSE2 runs it (for tests; the same results)."""
+    cdef int64_t length = seg.shape[0]
+    cdef B.Bytes p = _ptr(seg)
+    cdef int64_t c, m, full, rem, j, i, packed_length, step, vecs = 0
+    cdef bint packing = True
+    cdef uint8_t largest = 0
+    cdef B.Bytes v
+    cdef uint8_t* dst
+    cdef uint64_t x, ors = 0, ands = ~(<uint64_t>0), high = 0, phase_ors = 0, phase_ands = 0xFF, w
+    c = uniform_count(p, length, n, block_samples)
+    if c == 0:
+        count, all_phased, none_phased = gt_block_summary(seg, n, block_samples)
+        return count, all_phased, none_phased, 0
+    if out.shape[0] < length + 1:
+        raise ValueError(f"a buffer of {out.shape[0]} bytes for a GT block of {length} bytes (needs {length + 1})")
+    m = length - 5 * n
+    full = m // 8
+    rem = m - 8 * full
+    v = p + 5 * n
+    dst = &out[5 * n + 1]
+    with nogil:
+        # Vectors first (where the host has them), their codes written while the block can
+        # still be packed at 1 bit (every byte 0..3 so far; a diploid block's phase bits
+        # not yet both set and clear).
+        while vectors and vecs < full // 2:
+            step = _vectors(v + 16 * vecs, min(VECTOR_STEP, full // 2 - vecs),
+                            dst + 2 * vecs if packing else NULL, &ors, &ands, &largest)
+            if step == 0:
+                break
+            vecs += step
+            packing = packing and largest <= 3 and not (c == 2 and ors & _ODD_LOW and ~ands & _ODD_LOW)
+        # Every word left: the OR of its bytes (any above 3?), whether any byte is 0x7E or
+        # more (an incomplete call: missing, end-of-vector or no allele; (b & 0x7F) + 2
+        # carries into bit 7 exactly from 0x7E, b >= 0x80 has it already, no lane carries
+        # into the next), the AND for the phase bits, and 8 codes (bit 1 of each byte) into
+        # one byte.
+        for j in range(2 * vecs, full):
+            x = _load8(v + 8 * j)
+            ors |= x
+            ands &= x
+            high |= ((x & _LOW7) + _TWOS) | x
+            dst[j] = <uint8_t>((((x >> 1) & _ONES) * _GATHER1) >> 56)
+        if rem:
+            x = _load(v + 8 * full, rem)  # lanes past the values 0: codes 0, as pack_fewest's
+            ors |= x
+            high |= ((x & _LOW7) + _TWOS) | x
+            dst[full] = <uint8_t>((((x >> 1) & _ONES) * _GATHER1) >> 56)
+        if c == 2:
+            # Second alleles are the odd bytes (each record's values are whole calls): odd
+            # lanes of the words, then the tail's odd bytes.
+            phase_ors = 1 if ors & _ODD_LOW else 0
+            phase_ands = 0 if ~ands & _ODD_LOW else 1  # all ones when no word was read
+            for i in range(8 * full + 1, m, 2):
+                phase_ors |= v[i] & 1
+                phase_ands &= v[i] & 1
+        else:
+            for i in range(m // c):
+                w = v[i * c + 1]
+                phase_ors |= w & 1
+                phase_ands &= w & 1
+    complete_count = c if (high & _HIGH) == 0 and largest < 0x7E else 0
+    all_phased = (phase_ands & 1) == 1
+    none_phased = (phase_ors & 1) == 0
+    if _lanes_or(ors) > 3 or not (all_phased or none_phased):
+        return complete_count, all_phased, none_phased, 0
+    out[: 5 * n] = seg[: 5 * n]
+    out[5 * n] = 1
+    packed_length = 5 * n + 1 + (m + 7) // 8
+    return complete_count, all_phased, none_phased, packed_length
