@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import pytest
 import vcfvirtual
 
 from .. import bcfdata
+from ..conftest import serve_in_thread
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE = 30  # seconds for one read; a FIFO blocks forever
@@ -108,7 +108,7 @@ def store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server():
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    serve_in_thread(httpd)
     yield httpd
     httpd.shutdown()
 
