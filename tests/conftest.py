@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import gzip
 import os
+import socketserver
 import struct
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -384,6 +386,15 @@ class FullDisk:
 
     def __exit__(self, *exc):
         self.f.close()
+
+
+def serve_in_thread(server: socketserver.BaseServer) -> threading.Thread:
+    """Serve ``server`` from a daemon thread, looking for ``server.shutdown()`` every 50 ms
+    rather than socketserver's 0.5 s: a test stopping its server would otherwise wait up
+    to half a second for the thread to notice."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    return thread
 
 
 @pytest.fixture(scope="session")

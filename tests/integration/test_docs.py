@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from .. import bcfdata
+from ..conftest import serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -229,7 +230,6 @@ def _services(text: str, work: Path, s3_server, http_server, request) -> tuple[d
 @pytest.fixture
 def http_server():
     import http.server
-    import threading
 
     from .test_remote_read import RangeHandler
 
@@ -238,7 +238,7 @@ def http_server():
     def serve(directory: Path) -> str:
         handler = type("Handler", (RangeHandler,), {"directory": str(directory), "stats": {}})
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        serve_in_thread(server)
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}/"
 

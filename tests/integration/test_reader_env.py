@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ import pytest
 import vcfvirtual
 from vcfvirtual.refs.relocate import relocate_file
 
-from ..conftest import layout_options
+from ..conftest import layout_options, serve_in_thread
 from .test_remote_read import RangeHandler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +67,7 @@ def _reader(name: str) -> tuple[str, int, str]:
 def _serve(directory: Path):
     handler = type("Handler", (RangeHandler,), {"directory": str(directory), "stats": {}})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     return server, handler.stats
 
 

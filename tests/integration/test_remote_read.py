@@ -21,7 +21,7 @@ from vcfvirtual.errors import StaleCacheError
 from vcfvirtual.refs.relocate import relocate_file
 
 from .. import bcfdata
-from ..conftest import assert_matches_bio2zarr, bio2zarr_convert
+from ..conftest import assert_matches_bio2zarr, bio2zarr_convert, serve_in_thread
 
 
 class RangeHandler(http.server.BaseHTTPRequestHandler):
@@ -92,7 +92,7 @@ def http_dir(tmp_path):
     served.mkdir()
     handler = type("Handler", (RangeHandler,), {"directory": str(served), "stats": {}})
     server = Server(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     yield served, f"http://127.0.0.1:{server.server_address[1]}/", handler.stats
     server.shutdown()
 
@@ -254,7 +254,7 @@ def test_remote_fingerprints_ask_all_sizes_then_all_windows_at_once(tmp_path):
             super().do_GET()
 
     server = Server(("127.0.0.1", 0), Gated)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}/"
         found = remote.fingerprints([base + name for name in blobs])

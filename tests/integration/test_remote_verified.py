@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import email.utils
 import os
-import threading
 
 import pysam
 import pytest
@@ -20,6 +19,7 @@ from vcfvirtual.refs import verdicts
 from vcfvirtual.refs.relocate import relocate_file
 
 from .. import bcfdata
+from ..conftest import serve_in_thread
 from .test_remote_read import RangeHandler, Server
 
 
@@ -41,7 +41,7 @@ def serving(tmp_path, handler):
     served.mkdir(parents=True)
     cls = type("Handler", (handler,), {"directory": str(served), "stats": {}})
     server = Server(("127.0.0.1", 0), cls)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     return server, served, f"http://127.0.0.1:{server.server_address[1]}/", cls.stats
 
 

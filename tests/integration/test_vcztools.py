@@ -7,6 +7,7 @@ store is opened there through the Kerchunk JSON and the codec's entry point.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -22,13 +23,47 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def vcztools(*args) -> str:
-    proc = subprocess.run([VCZTOOLS_PYTHON, "-m", "vcztools", *map(str, args)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    # The command line it records and the writer it names (##source=bio2zarr-... vs
-    # ##source=vcfvirtual ...) differ by construction; everything else must not.
-    writer = ("##vcztools_", "##source=bio2zarr", "##source=vcfvirtual")
-    return "".join(line + "\n" for line in proc.stdout.splitlines() if not line.startswith(writer))
+# vcztools' command line (its click command, as `python -m vcztools` runs it) in one
+# process of VCZTOOLS_PYTHON for the module: each command a JSON list of arguments on a
+# line of stdin, each answer [exit code, stdout, stderr] on a line of the protocol pipe
+# (the process's stdout, moved off fd 1 so nothing else written there mixes in).
+# A process start costs seconds, and the tests run six commands each.
+DRIVER = r"""
+import json, os, sys, traceback
+from click.testing import CliRunner
+from vcztools.cli import vcztools_main
+protocol = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+runner = CliRunner()
+for line in sys.stdin:
+    result = runner.invoke(vcztools_main, json.loads(line))
+    raised = result.exception is not None and not isinstance(result.exception, SystemExit)
+    error = "".join(traceback.format_exception(*result.exc_info)) if raised else ""
+    protocol.write(json.dumps([result.exit_code, result.stdout, result.stderr + error]) + "\n")
+    protocol.flush()
+"""
+
+
+@pytest.fixture(scope="module")
+def vcztools():
+    """Runs a vcztools command, returning its output less the lines naming the writer."""
+    proc = subprocess.Popen([VCZTOOLS_PYTHON, "-c", DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def run(*args) -> str:
+        proc.stdin.write(json.dumps([str(a) for a in args]) + "\n")
+        proc.stdin.flush()
+        answer = proc.stdout.readline()
+        assert answer, f"the vcztools process ended (exit {proc.wait()})"
+        code, stdout, stderr = json.loads(answer)
+        assert code == 0, stderr
+        # The command line it records and the writer it names (##source=bio2zarr-... vs
+        # ##source=vcfvirtual ...) differ by construction; everything else must not.
+        writer = ("##vcztools_", "##source=bio2zarr", "##source=vcfvirtual")
+        return "".join(line + "\n" for line in stdout.splitlines() if not line.startswith(writer))
+
+    yield run
+    proc.stdin.close()
+    proc.wait(timeout=60)
 
 
 def ours(refs: Path) -> list[str]:
@@ -43,9 +78,9 @@ CORPUS_FILES = [
 ]
 
 
-# Each vcztools run costs seconds (its start), so the columns layout reads the two test
-# files and the corpus file with every field type, with samples blocks of 2 (small: 3
-# samples) or 7, so vcztools reads samples across blocks and a narrower last one.
+# Each vcztools command costs time, so the columns layout reads the two test files and
+# the corpus file with every field type, with samples blocks of 2 (small: 3 samples) or
+# 7, so vcztools reads samples across blocks and a narrower last one.
 COLUMNS_FILES = ["small", "cohort", "sgkit-dev+bio2zarr/tests/data/vcf/field_type_combos.vcf.gz"]
 
 
@@ -53,7 +88,7 @@ COLUMNS_FILES = ["small", "cohort", "sgkit-dev+bio2zarr/tests/data/vcf/field_typ
     ("which", "cache_layout"),
     [(which, "bgzf") for which in ["small", "cohort", *CORPUS_FILES]] + [(which, "columns") for which in COLUMNS_FILES],
 )
-def test_vcztools_view_and_query_match(which, small_bcf, cohort_bcf, tmp_path, cache_layout):
+def test_vcztools_view_and_query_match(which, small_bcf, cohort_bcf, tmp_path, cache_layout, vcztools):
     if which == "small":
         bcf = small_bcf
     elif which == "cohort":

@@ -34,6 +34,25 @@ def wide_bcf(tmp_path_factory):
     )
 
 
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory):
+    """One local Dask cluster (two worker processes) for this module's Dask tests: each
+    only submits tasks to it, and a cluster costs seconds to start. Started from a folder
+    of its own, so its workers' working directory is no test's."""
+    import os
+
+    distributed = pytest.importorskip("distributed")
+    started_in = tmp_path_factory.mktemp("dask-workers")
+    here = os.getcwd()
+    os.chdir(started_in)
+    try:
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    finally:
+        os.chdir(here)
+    with cluster:
+        yield cluster
+
+
 def true_record_starts(bcf) -> list[RecordStart]:
     starts = []
     with pysam.VariantFile(str(bcf)) as f:
@@ -113,14 +132,11 @@ def test_a_start_inside_a_record_falls_back_to_one_partition(wide_bcf, tmp_path,
 
 
 @pytest.mark.parametrize("layout", ["bgzf", "columns"])
-def test_dask_client_gives_the_serial_store(wide_bcf, tmp_path, monkeypatch, layout):
+def test_dask_client_gives_the_serial_store(wide_bcf, tmp_path, monkeypatch, layout, dask_cluster):
     distributed = pytest.importorskip("distributed")
     starts = true_record_starts(wide_bcf)
     use_starts(monkeypatch, lambda path: [starts[i] for i in (400, 800)])
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+    with distributed.Client(dask_cluster) as client:
         serial, parallel = serial_and_parallel(wide_bcf, tmp_path, 300, layout=layout, dask_client=client)
     assert_same_store(serial, parallel)
 
@@ -205,34 +221,32 @@ def test_corruption_is_reported_as_a_serial_run_reports_it(wide_bcf, tmp_path, m
     assert not (tmp_path / "p.bcf").exists()
 
 
-def test_cli_scans_on_a_dask_scheduler(wide_bcf, tmp_path):
+def test_cli_scans_on_a_dask_scheduler(wide_bcf, tmp_path, dask_cluster):
     """`--dask-scheduler ADDRESS` connects to a running cluster, whose workers scan; the
     store equals a serial run's (the file is below the size that is cut, so one task)."""
     import subprocess
     import sys
 
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        out = tmp_path / "dask.json"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "vcfvirtual.cli",
-                "index",
-                str(wide_bcf),
-                "-o",
-                str(out),
-                "--cache",
-                str(tmp_path / "dask.cache.bcf"),
-                "-c",
-                "250",
-                "--dask-scheduler",
-                cluster.scheduler_address,
-            ],
-            check=True,
-            capture_output=True,
-        )
+    out = tmp_path / "dask.json"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vcfvirtual.cli",
+            "index",
+            str(wide_bcf),
+            "-o",
+            str(out),
+            "--cache",
+            str(tmp_path / "dask.cache.bcf"),
+            "-c",
+            "250",
+            "--dask-scheduler",
+            dask_cluster.scheduler_address,
+        ],
+        check=True,
+        capture_output=True,
+    )
     vcfvirtual.index(
         wide_bcf, refs_path=tmp_path / "serial.json", cache_path=tmp_path / "serial.cache.bcf", variants_chunk_size=250
     )
@@ -242,24 +256,21 @@ def test_cli_scans_on_a_dask_scheduler(wide_bcf, tmp_path):
 
 
 @pytest.mark.parametrize("layout", ["raw", "columns"])
-def test_dask_workers_find_the_parts_folder_of_a_relative_cache(wide_bcf, tmp_path, monkeypatch, layout):
+def test_dask_workers_find_the_parts_folder_of_a_relative_cache(wide_bcf, tmp_path, monkeypatch, layout, dask_cluster):
     """Layouts whose workers write their partitions' bytes (raw, columns) hand them the
     folder by absolute path: a cluster's workers need not share the caller's working
-    directory (here they were started in another folder), and `-o x.json` is relative."""
+    directory (here they were started in another folder, dask_cluster's), and `-o x.json`
+    is relative."""
     import shutil
     import subprocess
     import sys
 
-    distributed = pytest.importorskip("distributed")
-    elsewhere, here = tmp_path / "workers", tmp_path / "run"
-    elsewhere.mkdir()
+    here = tmp_path / "run"
     here.mkdir()
     shutil.copy(wide_bcf, here / "w.bcf")
-    monkeypatch.chdir(elsewhere)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        cmd = [sys.executable, "-m", "vcfvirtual.cli", "index", "w.bcf", "-o", "w.json", "--cache", "w.cache"]
-        cmd += ["--cache-layout", layout, "-c", "250", "--dask-scheduler", cluster.scheduler_address]
-        run = subprocess.run(cmd, cwd=here, capture_output=True, text=True)
+    cmd = [sys.executable, "-m", "vcfvirtual.cli", "index", "w.bcf", "-o", "w.json", "--cache", "w.cache"]
+    cmd += ["--cache-layout", layout, "-c", "250", "--dask-scheduler", dask_cluster.scheduler_address]
+    run = subprocess.run(cmd, cwd=here, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     monkeypatch.chdir(here)
     with pysam.VariantFile("w.bcf") as vf:

@@ -19,7 +19,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,7 @@ import pytest
 import vcfvirtual
 
 from .. import bcfdata
+from ..conftest import serve_in_thread
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE = 30  # seconds for one read; a FIFO blocks forever
@@ -107,7 +108,7 @@ def store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server():
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    serve_in_thread(httpd)
     yield httpd
     httpd.shutdown()
 
@@ -185,10 +186,49 @@ def test_plain_kerchunk_reads_other_caches_into_typed_errors_or_its_own(store, s
         assert result["outcome"] == "typed", result  # the codec saw the bytes: no VVS2 segment
 
 
+def _waits_for_a_fifo_writer(pid: int) -> bool | None:
+    """Whether a thread of process ``pid`` sleeps in the kernel opening a FIFO until a
+    writer comes (its wchan is Linux's ``wait_for_partner``); None where /proc does not
+    say where threads sleep (no wchan, or it reads 0)."""
+    known = False
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            where = (task / "wchan").read_text().strip()
+        except OSError:
+            continue
+        if where == "wait_for_partner":
+            return True
+        known = known or where not in ("", "0")
+    return False if known else None
+
+
 def test_plain_kerchunk_blocks_on_a_fifo_which_open_store_refuses(store, server):
     """fsspec opens the FIFO to read a chunk and waits for a writer: outside the codec's
     reach (no byte arrives to refuse). Recorded, so a change in fsspec shows here."""
     doc, work = store
     refs = pointed_at(doc, _target("fifo", work, server), work, "plain-fifo")
-    # 10 s: a child's start-up is ~2 s; the FIFO would block forever.
-    assert read_in_child(refs, "plain", deadline=10)["outcome"] == "hang"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "plain", str(refs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        # The child is seen asleep opening the FIFO for a writer (the block itself, as
+        # soon as it starts) rather than merely still running after a wait longer than
+        # its start-up. Where /proc does not tell, the wait: 10 s, a child's start-up
+        # being ~2 s, while the FIFO blocks forever.
+        deadline = time.monotonic() + DEADLINE
+        while proc.poll() is None and time.monotonic() < deadline:
+            waiting = _waits_for_a_fifo_writer(proc.pid)
+            if waiting is None:
+                deadline = min(deadline, time.monotonic() + 10)
+            elif waiting:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, f"the plain read ended: {proc.communicate()}"
+    finally:
+        proc.kill()
+        proc.communicate()

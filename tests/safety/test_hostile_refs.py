@@ -41,6 +41,7 @@ from vcfvirtual.errors import (
 )
 
 from .. import bcfdata
+from ..conftest import serve_in_thread
 
 REPO = Path(__file__).resolve().parents[2]
 CHUNK = 2
@@ -447,8 +448,7 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 def recording_server():
     _Recorder.hits = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     yield f"http://127.0.0.1:{server.server_address[1]}", _Recorder.hits
     server.shutdown()
     server.server_close()

@@ -9,7 +9,6 @@ import email.utils
 import http.server
 import os
 import sys
-import threading
 import urllib.error
 import urllib.request
 import zlib
@@ -22,7 +21,7 @@ import zarr
 
 import vcfvirtual
 
-from ..conftest import bio2zarr_convert
+from ..conftest import bio2zarr_convert, serve_in_thread
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -44,8 +43,7 @@ def server(fresh, tmp_path):
     (tmp_path / "blob").write_bytes(data)
     handler = lambda *a: fresh.RangeHandler(*a, directory=str(tmp_path))  # noqa: E731
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(httpd)
     yield f"http://127.0.0.1:{httpd.server_address[1]}", data
     httpd.shutdown()
     httpd.server_close()

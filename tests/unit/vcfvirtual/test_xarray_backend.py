@@ -19,6 +19,7 @@ import vcfvirtual
 from vcfvirtual.errors import StaleCacheError
 
 from ... import bcfdata
+from ...conftest import serve_in_thread
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,6 @@ def test_a_json_at_a_url_is_checked_before_it_is_read(small_bcf, tmp_path):
     """With vcfvirtual installed, a shared https:// JSON goes through open_store: a cache
     changed on the server is refused, an intact one reads htslib's values."""
     import http.server
-    import threading
 
     from vcfvirtual.refs.relocate import relocate_file
 
@@ -101,7 +101,7 @@ def test_a_json_at_a_url_is_checked_before_it_is_read(small_bcf, tmp_path):
     vcfvirtual.index(bcf, refs_path=tmp_path / "x.vcz.json", cache_path=served / "x.cache", progress=False)
     handler = type("Handler", (RangeHandler,), {"directory": str(served), "stats": {}})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
         relocate_file(tmp_path / "x.vcz.json", base, served / "x.vcz.json")
