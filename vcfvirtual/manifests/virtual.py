@@ -72,8 +72,10 @@ class VirtualArray:
         return self.metadata.dtype
 
     def chunk_entries(self) -> Iterator[tuple[str, str | bytes, int, int]]:
-        """Every chunk present, in C order of the grid: ``(key, path, offset, length)``, or
-        ``(key, data, 0, len(data))`` for an inlined one. Keys are dot-separated indices."""
+        """Every chunk present: the inlined ones as ``(key, data, 0, len(data))``, then the
+        table's as ``(key, path, offset, length)`` in C order of the grid (the order
+        VirtualiZarr's ``ChunkManifest.dict()`` gives; an array of the index has one kind or
+        the other). Keys are dot-separated indices."""
         yield from ((key, data, 0, len(data)) for key, data in self.inline.items())
         table = self.table
         if table is None or not table.paths.size:
