@@ -230,10 +230,15 @@ cdef int _table(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, Py_ssize
             words = count if size == 4 else 0
         else:
             floats = count * size
-    elif m == n:  # no char record: the planes hold every count
+    else:
+        # The planes hold every record's count but a char record's (j: the plane's record;
+        # j == i where there is none).
         for i in range(n):
             t = planes[i]
-            c = _plane_count(planes, n + i, n)
+            if t == CHAR:
+                continue
+            c = _plane_count(planes, n + j, m)
+            j += 1
             bad |= (c < -1) | (c > length)
             _put32(&out[4 * i], <uint32_t>c)
             count = c if c > 0 else 0
@@ -243,21 +248,6 @@ cdef int _table(const uint8_t* planes, Py_ssize_t length, Py_ssize_t n, Py_ssize
             wide += count * (isint & (size >= 2))
             words += count * (isint & (size == 4))
             floats += count * size * (1 - isint)
-    for i in range(n if m < n else 0):
-        t = planes[i]
-        if t == CHAR:
-            continue
-        c = _plane_count(planes, n + j, m)
-        j += 1
-        bad |= (c < -1) | (c > length)
-        _put32(&out[4 * i], <uint32_t>c)
-        count = c if c > 0 else 0
-        size = _size(t)
-        isint = _integer(t)
-        ints += count * isint
-        wide += count * (isint & (size >= 2))
-        words += count * (isint & (size == 4))
-        floats += count * size * (1 - isint)
     if bad:  # the first record whose count is out of range
         j = 0
         for i in range(n):
