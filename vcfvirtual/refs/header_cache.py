@@ -3,16 +3,18 @@ a store it opened before needs no pysam (importing it and parsing through a temp
 file cost ~50 ms of a ~100 ms open).
 
 What is kept is exactly what :func:`vcfvirtual.bcf.header.parse_header_text` returned for
-one header text, under a key that changes whenever that result could: a BLAKE2b digest
-of the text itself, of the parser's own source (``bcf/header.py``) and of pysam's version
-file (which names its htslib). An entry is used only when the key it records is the key
-asked for; anything else (another key, a file that does not parse, a field missing) is
-ignored and the header parsed again, so a stale or damaged entry costs a parse, never a
-wrong check. Beside them, under a digest of a whole header text, the verdict that its
-#CHROM line names each sample once (our rule, htslib's too), so that 100,000 names are
-not put in a set at every open. The folder is the user's own, as trusted as their home directory:
-``$VCFVIRTUAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/vcfvirtual``, else ``~/.cache/vcfvirtual``;
-when it cannot be written, every open parses (as before).
+one header text, under a key that changes whenever that result could: a BLAKE2b digest of
+the text itself and of the identity of the parser's own source (``bcf/header.py``) and of
+pysam's version file, which names its htslib
+(:func:`~vcfvirtual.io.user_cache.files_identity`: any write to either changes it). An
+entry is used only when the key it records is the key asked for; anything else (another
+key, a file that does not parse, a field missing) is ignored and the header parsed again,
+so a stale or damaged entry costs a parse, never a wrong check. Beside them, under a
+digest of a whole header text, the verdict that its #CHROM line names each sample once
+(our rule, htslib's too), so that 100,000 names are not put in a set at every open. The
+folder is the user's own, as trusted as their home directory: ``$VCFVIRTUAL_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/vcfvirtual``, else ``~/.cache/vcfvirtual``; when it cannot be
+written, every open parses (as before).
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def cache_dir() -> Path:
 @functools.cache
 def _parser_digest() -> bytes:
     """What the parse of a text depends on besides the text: our parser's source and
-    pysam's version file (its htslib's version too), read without importing either."""
-    return user_cache.files_digest(f"vcfvirtual-header-cache-{FORMAT}", parser_files())
+    pysam's version file (its htslib's version too), identified without importing either."""
+    return user_cache.files_identity(f"vcfvirtual-header-cache-{FORMAT}", parser_files())
 
 
 def parser_files() -> tuple[str | None, ...]:

@@ -10,7 +10,7 @@ run at every open), no environment variable, no clock. So a verdict is kept unde
 made of exactly those: a digest of the bytes as read, the cache URL they were pointed at
 (``open_store(cache_url=...)`` rewrites them), and a digest of what identifies the file of
 every module the check runs (:data:`CHECKING_MODULES`) and pysam's version file
-(:func:`files_identity`: any write to one changes it). Only a passing
+(:func:`~vcfvirtual.io.user_cache.files_identity`: any write to one changes it). Only a passing
 verdict is kept, and what it records (the inline chunks to check on first read, the mask
 chunks left out, htslib's warnings about the header) is what the full check returns or
 logs, so a later open returns and logs the same.
@@ -106,29 +106,7 @@ def _package_parent(package: str) -> str | None:
 
 @functools.cache
 def _code_digest() -> bytes:
-    return files_identity(f"vcfvirtual-verdicts-{FORMAT}", checking_files())
-
-
-def files_identity(tag: str, paths: list[str | None]) -> bytes:
-    """A BLAKE2b digest of ``tag`` and what identifies each file's contents without
-    reading them: device, inode, size, modification and change times (ns). Any write to a
-    file sets its change time to the clock's, which no ``utime`` can put back, so an
-    edited module (or one replaced by a rename: another inode) never keys the same
-    verdicts; a copy of an unchanged one does not either, and is checked again in full.
-    Reading the ~40 sources instead cost ~2.5 ms of every open. A file that is missing
-    (None) or cannot be stat'ed counts as such."""
-    h = hashlib.blake2b(tag.encode(), digest_size=32)
-    for path in paths:
-        try:
-            st = os.stat(path) if path is not None else None
-        except OSError:
-            st = None
-        if st is None:
-            h.update(b"\x00missing")
-            continue
-        for value in (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
-            h.update(value.to_bytes(16, "little", signed=True))
-    return h.digest()
+    return user_cache.files_identity(f"vcfvirtual-verdicts-{FORMAT}", checking_files())
 
 
 def key_of(refs_digest: str, cache_url: str) -> str:

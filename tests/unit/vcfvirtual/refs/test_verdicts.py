@@ -209,8 +209,8 @@ def test_a_checking_module_rewritten_with_its_size_and_mtime_put_back_keys_other
     module = tmp_path / "checks.py"
     module.write_text("REFUSE = True\n")
     paths = [str(module), None, str(tmp_path / "absent.py")]
-    before = verdicts.files_identity("tag", paths)
-    assert verdicts.files_identity("tag", paths) == before
+    before = user_cache.files_identity("tag", paths)
+    assert user_cache.files_identity("tag", paths) == before
     st = os.stat(module)
     # File times come from the kernel's coarse clock (one tick, <= 10 ms): the edit lands
     # in a later tick, as any edit after an open that keyed a verdict does.
@@ -220,8 +220,8 @@ def test_a_checking_module_rewritten_with_its_size_and_mtime_put_back_keys_other
     os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
     edited = os.stat(module)
     assert (edited.st_size, edited.st_mtime_ns, edited.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
-    assert verdicts.files_identity("tag", paths) != before
-    assert verdicts.files_identity("other tag", paths) != verdicts.files_identity("tag", paths)
+    assert user_cache.files_identity("tag", paths) != before
+    assert user_cache.files_identity("other tag", paths) != user_cache.files_identity("tag", paths)
 
 
 def test_an_unwritable_folder_checks_every_open(store, full_checks, tmp_path, monkeypatch):
