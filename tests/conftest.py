@@ -116,6 +116,17 @@ def _shared_bio2zarr_conversions(pytestconfig, tmp_path_factory):
     BIO2ZARR_CONVERSIONS = None
 
 
+@pytest.fixture(autouse=True)
+def _opens_check_in_full(monkeypatch):
+    """Nothing an open finds is kept for the next open of the same files (refs/opened.py:
+    only files settled for RACY_SECONDS are, so whether a test's own files are depends on
+    how long it took): tests that patch a check between two opens expect it to run. The
+    tests of keeping (tests/unit/vcfvirtual/refs/test_opened.py) set it back."""
+    from vcfvirtual.refs import opened
+
+    monkeypatch.setattr(opened, "RACY_SECONDS", 1e9)
+
+
 def pytest_sessionstart(session):
     """Remove conversions no run has used for CONVERSIONS_KEPT_DAYS (once, in the
     controlling process: xdist workers are not started yet)."""

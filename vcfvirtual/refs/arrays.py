@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import UntrustedReferenceError
+from .guard import UNTRUSTED_HINT
 
 if TYPE_CHECKING:
     import os
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
     PathLike = str | os.PathLike[str] | None
 
-UNTRUSTED_HINT = "open_store(..., check=False) reads them as plain Kerchunk would, if you trust their author"
 REINDEX_HINT = "re-run vcfvirtual index --force to write the references again"
 
 Role = Literal["codec", "plain"]

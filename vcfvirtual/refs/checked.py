@@ -5,13 +5,14 @@ that they import no zarr (~0.2 s of the index's CPU)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
 from ..errors import UntrustedReferenceError, VcfVirtualError
-from .checks import UNTRUSTED_HINT, InlineChunk, check_cache, declared_cache
+from .checks import UNTRUSTED_HINT, InlineChunk, apply_verdict, check_cache, declared_cache
 from .kerchunk import KerchunkRefs, read_references, require_parquet
-from .verdicts import check_references_once, key_of
+from .verdicts import key_of, verdict_once
 
 
 def load_for_reading(
@@ -51,9 +52,20 @@ def check_store(refs_path: str | os.PathLike[str], *, storage_options: dict[str,
     checked_cache(refs, refs_path, storage_options, digest, defer=False)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class CheckedCache:
+    """What :func:`checked_cache` found: the declared cache (its ``vcfvirtual.cache``
+    attribute as JSON), the inline chunks the store is left to check when first read
+    (none when not deferred), and htslib's warnings about the store's header."""
+
+    cache: dict[str, Any]
+    inline: dict[str, InlineChunk]
+    header_warnings: tuple[str, ...]
+
+
 def checked_cache(
     refs: KerchunkRefs, refs_path: str, storage_options: dict[str, Any] | None, digest: str, *, defer: bool = True
-) -> tuple[dict[str, Any], dict[str, InlineChunk]]:
+) -> CheckedCache:
     """The declared cache, once it and every reference passed their checks: the cache first
     (missing, changed, not a regular file), then every reference against it, so nothing
     the references name is fetched before both pass; and, with ``defer``, the header
@@ -64,8 +76,9 @@ def checked_cache(
     when there is one (:mod:`~vcfvirtual.refs.verdicts`)."""
     cache = required_cache(refs, refs_path)
     check_cache(refs, refs_path, storage_options)
-    inline = check_references_once(refs, refs_path, cache, key_of(digest, cache["url"]), defer_inline=defer)
-    return cache, inline
+    verdict = verdict_once(refs, refs_path, cache, key_of(digest, cache["url"]))
+    inline = apply_verdict(refs, refs_path, cache, verdict, defer_inline=defer)
+    return CheckedCache(cache, inline, verdict.header_warnings)
 
 
 def required_cache(refs: KerchunkRefs, refs_path: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io.fingerprint import Fingerprint
 from ..manifests.provenance import ATTRIBUTE, Provenance, RecordedCache, RecordedSource
 from . import arrays
-from .arrays import UNTRUSTED_HINT
+from .guard import UNTRUSTED_HINT, ChunkTargets, check_chunk_ref
 from .kerchunk import CACHE_TEMPLATE, KerchunkRefs
 
 if TYPE_CHECKING:
@@ -126,6 +126,22 @@ def check_cache(refs: KerchunkRefs, refs_path: PathLike, storage_options: dict[s
             f"the source BCF {source_path} changed since it was indexed: " + "; ".join(problems),
             hint="re-run vcfvirtual index --force",
         )
+
+
+def local_files_read(refs: KerchunkRefs, refs_path: PathLike) -> tuple[list[str], list[str]] | None:
+    """The files :func:`check_cache` reads for references to a local (``file://``) cache:
+    the cache's files, and the recorded sources it reads when they are there; None for a
+    remote cache or none declared.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        As :func:`declared_provenance`."""
+    provenance = declared_provenance(refs, refs_path)
+    if provenance is None or not provenance.cache.url.startswith("file://"):
+        return None
+    cache = [file.url.removeprefix("file://") for file in cache_files(provenance.cache)]
+    return cache, [source.path for source in provenance.sources if source.fingerprint is not None]
 
 
 def _check_remote_caches(cache: RecordedCache, refs_path: PathLike, storage_options: dict[str, Any] | None) -> None:
@@ -452,7 +468,7 @@ def apply_verdict(
     if refs.get("parquet"):
         return {}
     recorded = RecordedCache.from_json(cache, refs_path)
-    targets = ChunkTargets.of(recorded, template=refs.get("templates", {}).get(CACHE_TEMPLATE) == cache["url"])
+    targets = targets_of(recorded, template=refs.get("templates", {}).get(CACHE_TEMPLATE) == cache["url"])
     metas: dict[str, dict[str, Any]] = {}
 
     def meta(name: str) -> dict[str, Any]:  # each array's .zarray, parsed when needed
@@ -664,30 +680,17 @@ def _check_top_level(refs: KerchunkRefs, refs_path: PathLike, cache_url: str) ->
     return templates
 
 
-# eq=False: never compared (nor hashed) by value, and each generated method costs ~0.3 ms
-# of every fresh open's import (docs/benchmarks.md, "open_store").
-@dataclasses.dataclass(frozen=True, eq=False)
-class ChunkTargets:
-    """What a chunk reference may name: each URL it may hold -> (the file it names, the
-    file's size as indexed). The cache's URL (or each part's, ``<cache>/part-000003``),
-    and their template forms (``{{cache}}``, ``{{cache}}/part-000003``) when the references
-    define the template as the declared cache. A name not in ``files`` is refused whatever
-    it resolves to (``{{cache}}/../x``, ``{{cache}}/part-000001/..``, another path)."""
-
-    files: dict[str, tuple[str, int]]
-    cache_url: str
-
-    @classmethod
-    def of(cls, cache: RecordedCache, *, template: bool) -> ChunkTargets:
-        """The targets of ``cache``; with ``template``, the template forms too."""
-        files: dict[str, tuple[str, int]] = {}
-        prefix = "{{" + CACHE_TEMPLATE + "}}"
-        for file in cache_files(cache):
-            target = (file.url, file.fingerprint.size)
-            files[file.url] = target
-            if template:
-                files[prefix + file.url[len(cache.url) :]] = target
-        return cls(files, cache.url)
+def targets_of(cache: RecordedCache, *, template: bool) -> ChunkTargets:
+    """The :class:`~vcfvirtual.refs.guard.ChunkTargets` of ``cache``; with ``template``, the
+    template forms too."""
+    files: dict[str, tuple[str, int]] = {}
+    prefix = "{{" + CACHE_TEMPLATE + "}}"
+    for file in cache_files(cache):
+        target = (file.url, file.fingerprint.size)
+        files[file.url] = target
+        if template:
+            files[prefix + file.url[len(cache.url) :]] = target
+    return ChunkTargets(files, cache.url)
 
 
 def chunk_targets(cache: dict[str, Any], templates: dict[str, Any], refs_path: PathLike) -> ChunkTargets:
@@ -697,51 +700,7 @@ def chunk_targets(cache: dict[str, Any], templates: dict[str, Any], refs_path: P
     The URL as written, not as resolved here: Kerchunk resolves templates its own way
     (str.format), so only the exact template forms (naming the cache) or the cache's URLs pass."""
     recorded = RecordedCache.from_json(cache, refs_path)
-    return ChunkTargets.of(recorded, template=templates.get(CACHE_TEMPLATE) == cache["url"])
-
-
-def check_chunk_ref(key: str, value: list[Any], targets: ChunkTargets, refs_path: PathLike) -> None:
-    """One ``[url, offset, length]`` chunk reference must stay inside the cache: its URL is
-    one of ``targets`` (the cache's, a part's, or their template forms), its range inside
-    that file's size as indexed."""
-    # Most references are well-formed: one lookup and a few tests each (a few hundred ns,
-    # where the checks below with their messages cost microseconds: ~2 ms per open of
-    # 1,000 chunks).
-    target = targets.files.get(value[0]) if len(value) == 3 and type(value[0]) is str else None
-    if (
-        target is not None
-        and type(value[1]) is int
-        and type(value[2]) is int
-        and value[1] >= 0
-        and value[2] >= 0
-        and value[1] + value[2] <= target[1]
-    ):
-        return
-    if len(value) != 3:
-        raise UntrustedReferenceError(
-            refs_path, f"reference {key!r} is not [url, offset, length]: {value!r}"[:300], hint=UNTRUSTED_HINT
-        )
-    url, offset, length = value
-    if target is None:
-        raise UntrustedReferenceError(
-            refs_path,
-            f"reference {key!r} points at {str(url)[:200]!r}, not at the cache {targets.cache_url} the references "
-            "declare" + ("" if targets.cache_url in targets.files else " (one of the parts it lists)"),
-            hint=UNTRUSTED_HINT,
-        )
-    for what, x in (("offset", offset), ("length", length)):
-        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
-            raise UntrustedReferenceError(
-                refs_path, f"reference {key!r} has {what} {x!r}, not a byte count", hint=UNTRUSTED_HINT
-            )
-    file_url, size = target
-    where = "the cache's" if file_url == targets.cache_url else f"the cache part {file_url.rsplit('/', 1)[-1]}'s"
-    if int(offset) + int(length) > size:
-        raise UntrustedReferenceError(
-            refs_path,
-            f"reference {key!r} reads bytes {offset}..{int(offset) + int(length)}, past {where} {size} bytes",
-            hint=UNTRUSTED_HINT,
-        )
+    return targets_of(recorded, template=templates.get(CACHE_TEMPLATE) == cache["url"])
 
 
 # Arrays whose codec kind follows from their name; INFO/FORMAT arrays are named after

@@ -10,29 +10,26 @@ import os
 import stat
 import threading
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-import fsspec
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.buffer import default_buffer_prototype
 
 from .. import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
 from ..errors import StaleCacheError, VcfVirtualError
-from ..manifests.provenance import Provenance
-from .checked import checked_cache, load_for_reading
-from .checks import (
-    ChunkTargets,
-    InlineChunk,
-    check_chunk_ref,
-    check_inline_chunk,
-    chunk_targets,
-    group_attributes,
-    guarded_reference_fs,
-)
+from . import opened
 from .formats import is_icechunk_repo
-from .kerchunk import CACHE_TEMPLATE, KerchunkRefs
+from .guard import ChunkTargets, check_chunk_ref
+
+if TYPE_CHECKING:
+    from .checks import InlineChunk
+    from .kerchunk import KerchunkRefs
+
+# An open of references opened before with nothing changed (refs/opened.py) imports only
+# the modules above: the checks' own (~10 ms in a fresh process) are imported by the
+# opens that run them.
 
 
 def open_store(
@@ -100,15 +97,45 @@ def open_store(
         from .icechunk import open_icechunk
 
         return open_icechunk(refs_path, check=check)
+    if not check:
+        return _unchecked_store(refs_path, cache_url, storage_options)
+    remembered = opened.recall(refs_path) if cache_url is None else None
+    if remembered is not None:
+        return LocalCacheStore(remembered.refs, remembered.targets, refs_path)
+    return _checked_store(refs_path, cache_url, storage_options)
+
+
+def _checked_store(refs_path: str, cache_url: str | None, storage_options: dict[str, Any] | None) -> Store:
+    """:func:`open_store` of Kerchunk references after every check; what an open of local
+    references to a local cache found is kept for the next one (refs/opened.py) when none
+    of its files changed just before."""
+    from .checked import checked_cache, load_for_reading
+    from .checks import chunk_targets, local_files_read
+
+    witness = opened.Witness.start(refs_path) if cache_url is None else None
     refs, digest = load_for_reading(refs_path, cache_url, storage_options)
-    if check:
-        cache, inline = checked_cache(refs, refs_path, storage_options, digest)
-        if not refs.get("parquet") and cache["url"].startswith("file://"):
-            targets = chunk_targets(cache, refs.get("templates", {}), refs_path)
-            return LocalCacheStore(refs["refs"], targets, refs_path, inline)
-        # fsspec resolves the templates before the guard sees a reference: no template forms.
-        guard = chunk_targets(cache, {}, refs_path)
-        return _reference_store(refs, refs_path, cache["url"], storage_options, guard=guard, inline=inline)
+    local = None if refs.get("parquet") else local_files_read(refs, refs_path)
+    keep = witness is not None and local is not None and witness.watch(*local)
+    # Kept, the inline chunks are checked now: a later open that takes what was kept checks nothing.
+    checked = checked_cache(refs, refs_path, storage_options, digest, defer=not keep)
+    if local is not None:
+        targets = chunk_targets(checked.cache, refs.get("templates", {}), refs_path)
+        if keep and witness is not None:
+            witness.remember(targets, checked.header_warnings)
+        return LocalCacheStore(refs["refs"], targets, refs_path, checked.inline)
+    # fsspec resolves the templates before the guard sees a reference: no template forms.
+    guard = chunk_targets(checked.cache, {}, refs_path)
+    return _reference_store(refs, refs_path, checked.cache["url"], storage_options, guard=guard, inline=checked.inline)
+
+
+def _unchecked_store(refs_path: str, cache_url: str | None, storage_options: dict[str, Any] | None) -> Store:
+    """:func:`open_store` with ``check=False``: the references as plain Kerchunk reads them."""
+    from ..manifests.provenance import Provenance
+    from .checked import load_for_reading
+    from .checks import group_attributes
+    from .kerchunk import CACHE_TEMPLATE
+
+    refs, _ = load_for_reading(refs_path, cache_url, storage_options)
     if refs.get("parquet"):
         url = Provenance.from_attributes(group_attributes(refs, refs_path), refs_path).cache.url
     else:
@@ -127,7 +154,10 @@ def _reference_store(
     """fsspec's reference filesystem over ``refs`` as a read-only zarr store; with
     ``guard``, guarded so that only ranges of the cache at ``url`` (of its parts) are
     fetched, and the ``inline`` chunks checked when first read."""
+    import fsspec
     from zarr.storage import FsspecStore
+
+    from .checks import guarded_reference_fs
 
     protocol = urlparse(url).scheme or "file"
     # zarr reads the reference filesystem asynchronously; the cache's must match.
@@ -207,6 +237,8 @@ class LocalCacheStore(Store):
         if isinstance(value, str):
             pending = self._inline.get(key)
             if pending is not None:
+                from .checks import check_inline_chunk
+
                 check_inline_chunk(pending, value, self._refs_path)
                 self._inline.pop(key, None)
             return base64.b64decode(value[7:]) if value.startswith("base64:") else value.encode()

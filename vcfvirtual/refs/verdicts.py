@@ -9,8 +9,8 @@ file but the references (the cache's checks are apart, in
 run at every open), no environment variable, no clock. So a verdict is kept under a key
 made of exactly those: a digest of the bytes as read, the cache URL they were pointed at
 (``open_store(cache_url=...)`` rewrites them), and a digest of what identifies the file of
-every module the check runs (:data:`CHECKING_MODULES`) and pysam's version file
-(:func:`~vcfvirtual.io.user_cache.files_identity`: any write to one changes it). Only a passing
+every module the check runs and pysam's version file (:mod:`~vcfvirtual.refs.checking_code`:
+any write to one changes it). Only a passing
 verdict is kept, and what it records (the inline chunks to check on first read, the mask
 chunks left out, htslib's warnings about the header) is what the full check returns or
 logs, so a later open returns and logs the same.
@@ -25,12 +25,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..io import user_cache
+from . import checking_code
 from .checks import InlineChunk, ReferenceVerdict, apply_verdict, reference_verdict
 from .kerchunk import KerchunkRefs
 
@@ -39,74 +38,10 @@ logger = logging.getLogger("vcfvirtual.refs.checks")  # the warnings as the full
 # Bumped when the entries' layout changes: an entry of another format is never read.
 FORMAT = 1
 
-# Every module of ours a full check runs (imports included), as files of their packages:
-# tests/unit/vcfvirtual/refs/test_verdicts.py holds this list to what a check imports.
-CHECKING_MODULES = (
-    "vcfvirtual/__init__.py",
-    "vcfvirtual/_codecs.py",
-    "vcfvirtual/errors.py",
-    "vcfvirtual/interrupts.py",
-    "vcfvirtual/bcf/__init__.py",
-    "vcfvirtual/bcf/fields.py",
-    "vcfvirtual/bcf/header.py",
-    "vcfvirtual/cache/__init__.py",
-    "vcfvirtual/cache/names.py",
-    "vcfvirtual/io/__init__.py",
-    "vcfvirtual/io/fingerprint.py",
-    "vcfvirtual/io/outputs.py",
-    "vcfvirtual/io/parts.py",
-    "vcfvirtual/io/remote.py",
-    "vcfvirtual/io/user_cache.py",
-    "vcfvirtual/manifests/__init__.py",
-    "vcfvirtual/manifests/provenance.py",
-    "vcfvirtual/refs/__init__.py",
-    "vcfvirtual/refs/arrays.py",
-    "vcfvirtual/refs/checked.py",
-    "vcfvirtual/refs/checks.py",
-    "vcfvirtual/refs/formats.py",
-    "vcfvirtual/refs/header_cache.py",
-    "vcfvirtual/refs/icechunk.py",
-    "vcfvirtual/refs/kerchunk.py",
-    "vcfvirtual/refs/open.py",
-    "vcfvirtual/refs/relocate.py",
-    "vcfvirtual/refs/verdicts.py",
-    "vcfvirtual_codec/__init__.py",
-    "vcfvirtual_codec/_kernels/__init__.py",
-    "vcfvirtual_codec/bcf/__init__.py",
-    "vcfvirtual_codec/bcf/bgzf.py",
-    "vcfvirtual_codec/bcf/records.py",
-    "vcfvirtual_codec/checks.py",
-    "vcfvirtual_codec/codec.py",
-    "vcfvirtual_codec/columns.py",
-    "vcfvirtual_codec/decode.py",
-    "vcfvirtual_codec/errors.py",
-    "vcfvirtual_codec/local_alleles.py",
-    "vcfvirtual_codec/scratch.py",
-    "vcfvirtual_codec/segment_transforms.py",
-    "vcfvirtual_codec/spec.py",
-)
-
-
-def checking_files() -> list[str | None]:
-    """The files of :data:`CHECKING_MODULES` as installed here, then pysam's version file."""
-    roots = {package: _package_parent(package) for package in ("vcfvirtual", "vcfvirtual_codec")}
-    files: list[str | None] = []
-    for module in CHECKING_MODULES:
-        root = roots[module.split("/", 1)[0]]
-        files.append(None if root is None else os.path.join(root, module))
-    return [*files, user_cache.installed_file("pysam", "version.py")]
-
-
-def _package_parent(package: str) -> str | None:
-    """The folder holding ``package`` (imported already by the open, else found unimported)."""
-    module = sys.modules.get(package)
-    origin = getattr(module, "__file__", None) or user_cache.installed_file(package)
-    return None if origin is None else str(Path(origin).parent.parent)
-
 
 @functools.cache
 def _code_digest() -> bytes:
-    return user_cache.files_identity(f"vcfvirtual-verdicts-{FORMAT}", checking_files())
+    return checking_code.identity(f"vcfvirtual-verdicts-{FORMAT}")
 
 
 def key_of(refs_digest: str, cache_url: str) -> str:
@@ -156,6 +91,19 @@ def check_references_once(
     ------
     UntrustedReferenceError
         As ``check_references``."""
+    verdict = verdict_once(refs, refs_path, cache, key)
+    return apply_verdict(refs, refs_path, cache, verdict, defer_inline=defer_inline)
+
+
+def verdict_once(refs: KerchunkRefs, refs_path: str, cache: dict[str, Any], key: str | None) -> ReferenceVerdict:
+    """The verdict on ``refs``' bytes: the one kept under ``key``, or found (and kept there)
+    by :func:`~vcfvirtual.refs.checks.reference_verdict`; htslib's warnings about the header
+    logged either way.
+
+    Raises
+    ------
+    UntrustedReferenceError
+        As ``reference_verdict``."""
     verdict = load(key) if key is not None else None
     if verdict is None or not verdict.fits(refs):
         verdict = reference_verdict(refs, refs_path, cache)
@@ -164,4 +112,4 @@ def check_references_once(
     else:
         for warning in verdict.header_warnings:  # as the header's parse or check logs them
             logger.warning("%s: %s", "vcf_header", warning)
-    return apply_verdict(refs, refs_path, cache, verdict, defer_inline=defer_inline)
+    return verdict

@@ -20,7 +20,7 @@ import zarr
 import vcfvirtual
 from vcfvirtual.errors import UntrustedReferenceError
 from vcfvirtual.io import user_cache
-from vcfvirtual.refs import arrays, checks, verdicts
+from vcfvirtual.refs import arrays, checking_code, checks, verdicts
 from vcfvirtual.refs.kerchunk import load_references
 
 from .... import bcfdata
@@ -286,7 +286,7 @@ def test_the_checking_modules_are_every_module_a_check_imports(store):
     env = {**os.environ, user_cache.ENV: str(refs_path.parent / "empty-cache")}
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
     imported = {os.path.realpath(line) for line in run.stdout.splitlines()}
-    kept = {os.path.realpath(f) for f in verdicts.checking_files() if f is not None}
+    kept = {os.path.realpath(f) for f in checking_code.checking_files() if f is not None}
     assert imported and imported <= kept, sorted(imported - kept)
 
 
