@@ -8,9 +8,8 @@ that an open that skips those checks, as one of references opened before does
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,10 +20,9 @@ PathLike = str | os.PathLike[str] | None
 UNTRUSTED_HINT = "open_store(..., check=False) reads them as plain Kerchunk would, if you trust their author"
 
 
-# eq=False: never compared (nor hashed) by value, and each generated method costs ~0.3 ms
-# of every fresh open's import (docs/benchmarks.md, "open_store").
-@dataclasses.dataclass(frozen=True, eq=False)
-class ChunkTargets:
+# A NamedTuple: made in ~0.1 ms at import, where a dataclass's generated methods cost
+# ~0.3 ms each of every fresh open (docs/benchmarks.md, "open_store").
+class ChunkTargets(NamedTuple):
     """What a chunk reference may name: each URL it may hold -> (the file it names, the
     file's size as indexed). The cache's URL (or each part's, ``<cache>/part-000003``),
     and their template forms (``{{cache}}``, ``{{cache}}/part-000003``) when the references

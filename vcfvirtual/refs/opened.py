@@ -29,7 +29,6 @@ and each chunk to its CRC32 by the codec.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -38,7 +37,7 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..io import user_cache
 from . import checking_code
@@ -94,8 +93,9 @@ def _entry_path(key: str) -> Any:
     return user_cache.folder("opened") / f"{key}.json"
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class Remembered:
+# NamedTuples rather than dataclasses: this module is imported by every open, and a
+# dataclass's generated methods cost ~0.3 ms each of a fresh process.
+class Remembered(NamedTuple):
     """What an earlier open of the same files found: the references (parsed again from
     their unchanged bytes), what their chunks may name, and htslib's warnings about
     their header (logged again, as the full check logs them)."""
@@ -155,8 +155,7 @@ def _read_all(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Entry:
+class _Entry(NamedTuple):
     """One kept open: the identity of each file it checked, the sources it found absent,
     the chunk targets and htslib's header warnings."""
 
@@ -166,8 +165,8 @@ class _Entry:
     cache_url: str
     header_warnings: tuple[str, ...]
 
-    @classmethod
-    def read(cls, key: str) -> _Entry | None:
+    @staticmethod
+    def read(key: str) -> _Entry | None:
         """The entry kept under ``key``; None for none, or one of another shape."""
         entry = user_cache.read_entry(_entry_path(key), FORMAT, key)
         if entry is None:
@@ -182,7 +181,7 @@ class _Entry:
             return None
         if not isinstance(cache_url, str) or not files:
             return None
-        return cls(files, absent, targets, cache_url, warnings)
+        return _Entry(files, absent, targets, cache_url, warnings)
 
     def holds(self) -> bool:
         """Whether every file has its kept identity and every absent source is still absent
