@@ -34,6 +34,7 @@ from fresh import (  # noqa: E402
     Row,
     Run,
     compile_bytecode,
+    first_opens,
     how_measured,
     markdown,
     measure_pairs,
@@ -181,6 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     extra = {"warm": True, "field": "variant_AF", "benchmarks": str(HERE)}
     rows = [Row("`variant_AF`", lambda: run_read("array", "open_store", str(refs), extra), bcftools_query(bcf, "AF"))]
     rows[0].theirs_name = "bcftools query -f '%AF\\n'"
+    first_opens(refs, None if args.no_bio2zarr else their_store(bcf, args.workdir, None))
     if not args.no_bio2zarr:
         theirs = str(their_store(bcf, args.workdir, None))
         rows.append(
