@@ -244,3 +244,21 @@ def test_a_damaged_or_foreign_entry_is_ignored(tmp_path, store, full_checks, set
         assert read(refs_path) == htslib(bcf)
     assert len(full_checks) == 1 + len(damaged)  # each: checked in full (and kept again)
     assert json.loads(entry.read_text()) == good
+
+
+def test_every_array_of_a_store_opened_before_is_bio2zarrs(tmp_path, full_checks):
+    """The store the quick open returns (its chunk targets, inline chunks and metadata
+    taken as kept) reads as bio2zarr's conversion of the same BCF, array for array."""
+    import xarray as xr
+
+    from ....conftest import bio2zarr_convert, differences_from_bio2zarr
+
+    bcf = bcfdata.small_bcf(tmp_path / "small.bcf")
+    refs_path = tmp_path / "small.vcz.json"
+    vcfvirtual.index(bcf, refs_path=refs_path, progress=False)
+    tick()
+    vcfvirtual.open_store(refs_path)
+    checks_before = len(full_checks)
+    ds = xr.open_zarr(vcfvirtual.open_store(refs_path), consolidated=False)
+    assert len(full_checks) == checks_before  # taken as kept
+    assert not differences_from_bio2zarr(ds, bio2zarr_convert(bcf, tmp_path / "bio2zarr.vcz", 1000))
