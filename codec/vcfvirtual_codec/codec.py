@@ -384,8 +384,10 @@ class BCFRecordsCodec(Codec):  # type: ignore[misc]
 
 
 if HAVE_ZARR3:
-
-    @dataclass(frozen=True)
+    # A frozen dataclass, as zarr's codecs are; its __init__, __repr__, __eq__ and __hash__
+    # written out (what dataclass generates for the one field, spec), not exec'd in every
+    # process importing the codec.
+    @dataclass(frozen=True, init=False, repr=False, eq=False)
     class BCFRecordsZarrCodec(BytesBytesCodec):
         """zarr v3 bytes-to-bytes codec: :class:`BCFRecordsCodec`'s configuration and decode.
 
@@ -404,6 +406,17 @@ if HAVE_ZARR3:
         def __init__(self, *, spec: ChunkSpec | None = None, **config: Any) -> None:
             object.__setattr__(self, "spec", spec if spec is not None else ChunkSpec.from_config(config))
             object.__setattr__(self, "_scratch", Scratch())
+
+        def __repr__(self) -> str:
+            return f"{type(self).__qualname__}(spec={self.spec!r})"
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return bool(self.spec == other.spec)
+
+        def __hash__(self) -> int:
+            return hash((self.spec,))
 
         @classmethod
         def from_dict(cls, data: dict[str, Any]) -> BCFRecordsZarrCodec:
