@@ -1,4 +1,4 @@
-"""What both decoders (whole records, :mod:`vcfvirtual_codec.codec`; the columns layout,
+"""What both decoders (whole records, :mod:`vcfvirtual_codec.decode`; the columns layout,
 :mod:`vcfvirtual_codec.columns`) check: the decode bounds, a kernel's error code, values
 narrowed into the array's dtype, and strings vlen-utf8 can decode.
 
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._kernels.fields import SPAN_MISSING, first_invalid_utf8, vlen_utf8
 from .bcf import records
-from .decode import SPAN_MISSING, first_invalid_utf8, vlen_utf8
 from .errors import ChunkDecodeError
 from .spec import ChunkSpec
 
