@@ -724,6 +724,8 @@ def _genotype_summary(seg: _Segment, spec: ChunkSpec) -> np.ndarray:
 
 def _decode_genotypes(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.ndarray:
     """call_genotype, _phased or _mask of one samples block, as the codec decodes them."""
+    from ._kernels.genotypes import columns_genotypes as genotypes
+
     kind, n, width = spec.kind, seg.records, seg.block_samples
     dtype = np.dtype(spec.dtype)
     gt_dtype = dtype.newbyteorder("<") if kind == "genotype" else np.dtype(np.int32)
@@ -736,8 +738,6 @@ def _decode_genotypes(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.nda
     else:
         phased = np.empty((0, 0), dtype=bool)  # alleles only: skip the phase bits
     shifted = bool(seg.flags & FLAG_GT_SHIFT)
-    from ._kernels.genotypes import columns_genotypes as genotypes
-
     err, at = genotypes(raw, n, gt, phased, np.iinfo(gt_dtype).max, shifted)
     check(err, at, spec, kind)
     if kind == "genotype":
@@ -900,6 +900,8 @@ def alleles_block(data: np.ndarray, n: int, width: int, out: np.ndarray | None =
     None where the block cannot be one: records of other types or counts, or values the
     decode refuses (kept shifted, for the decoder to refuse on read as before). ``out``: a
     buffer to write it into (the result is then a view of it), if large enough."""
+    from ._kernels.genotypes import columns_genotypes as genotypes
+
     try:  # the same table an alleles block keeps (any count from 1 up)
         count = _allele_values(data, n, width, 2**31 - 1).shape[2]
     except ValueError:
@@ -908,8 +910,6 @@ def alleles_block(data: np.ndarray, n: int, width: int, out: np.ndarray | None =
     out = out[:length] if out is not None and out.shape[0] >= length else np.empty(length, np.uint8)
     out[: 5 * n] = data[: 5 * n]
     alleles = out[5 * n :].view(np.int8).reshape(n, width, count)
-    from ._kernels.genotypes import columns_genotypes as genotypes
-
     err, _ = genotypes(data, n, alleles, np.empty((0, 0), bool), np.iinfo(np.int8).max, True)
     return out if err == R.OK else None
 
