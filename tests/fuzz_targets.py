@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numcodecs import VLenUTF8
 from vcfvirtual_codec import codec as codec_mod
-from vcfvirtual_codec.bcf import bgzf
+from vcfvirtual_codec.bcf import bgzf, records
 
 import vcfvirtual
 from vcfvirtual.errors import ChunkDecodeError, VcfVirtualError
@@ -402,7 +402,7 @@ def codec_target(seed: Seed, layout: str):
             # checks structure, not meaning (see tests/README.md).
             STATS[f"raw: decoded, htslib refuses ({LAST_REFUSAL})"] += 1
             return
-        n_records = codec_mod.records.record_offsets(np.frombuffer(mutated, np.uint8), CHUNK)[1]
+        n_records = records.record_offsets(np.frombuffer(mutated, np.uint8), CHUNK)[1]
         problems = compare_rows(core, rows, n_rows=n_records)
         assert not problems, f"chunk {k} {mutation!r}: " + "; ".join(problems[:5])
         # Rows past the records are padding (a chunk may lose records undetected).

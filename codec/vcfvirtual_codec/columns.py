@@ -60,14 +60,11 @@ import numpy as np
 from isal import isal_zlib
 from numcodecs import Blosc, Zstd
 
-from . import decode
 from ._kernels import fields as _fields
-from ._kernels.fields import ERR_NARROW, first_characters, int32_column, numeric, quality, string_spans
+from ._kernels.fields import ERR_NARROW, SPAN_FILL, first_characters, int32_column, numeric, quality, string_spans
 from ._kernels.fields import column_allele_spans as allele_spans
 from ._kernels.fields import column_filters as filters
 from ._kernels.fields import column_id_spans as id_spans
-from ._kernels.genotypes import columns_genotypes as genotypes
-from ._kernels.gt_bits import pack_fewest, packed_size, unpack
 from .bcf import records as R
 from .checks import (
     BYTES_PER_CLAIMED_SAMPLE,
@@ -86,7 +83,6 @@ from .checks import (
     within_budget,
 )
 from .errors import ChunkDecodeError
-from .local_alleles import decode_local_columns
 from .scratch import Scratch
 from .segment_transforms import undo_info_planes, undo_position_deltas, undo_value_planes
 from .spec import LOCAL_KINDS, ChunkSpec
@@ -188,6 +184,9 @@ _BLOSC_HEADER = 16
 # lending it costs more (~5 us against ~0.3). Every fixed column's chunk of up to 16,384
 # records (4 bytes a record) is one.
 SMALL_SEGMENT = 64 << 10
+# What only some arrays read is imported by their first chunk, not with this module (each
+# ~0.3 ms of every fresh process): the GT kernels (_kernels.genotypes, _kernels.gt_bits) and
+# the local alleles' derivation; a read of variant_position loads neither.
 
 
 def segment_crc(head: Buffer, frame: Buffer) -> int:
@@ -476,7 +475,8 @@ def _check_crc(buf: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:
         raise _refuse(spec, "the segment fails its CRC32 (the cache is damaged)")
 
 
-Transform = Literal["position deltas", "value planes", "INFO planes"]
+if TYPE_CHECKING:  # annotations only: a Literal costs ~50 us to make at import
+    Transform = Literal["position deltas", "value planes", "INFO planes"]
 
 
 class TransformUndoError(ValueError):
@@ -608,6 +608,8 @@ def decode_columns_chunk(data: Buffer, spec: ChunkSpec, scratch: Scratch | None 
     """
     buf = as_bytes(data)
     if spec.kind in LOCAL_KINDS:  # derived from the GT (and AD or PL) segments of the range
+        from .local_alleles import decode_local_columns
+
         return decode_local_columns(buf, spec, decode_columns_chunk, PREAMBLE.size)
     seg = _Segment(buf, spec)
     body = buf[PREAMBLE.size :]
@@ -675,7 +677,7 @@ def _decode_variant_column(raw: np.ndarray, n: int, spec: ChunkSpec) -> bytes | 
         check(err, at, spec, kind)
         return flags
     starts = np.zeros(full, np.int64)
-    lengths = np.full(full, decode.SPAN_FILL, np.int64)
+    lengths = np.full(full, SPAN_FILL, np.int64)
     if kind == "allele":
         err, at = allele_spans(raw, n, starts, lengths)
     else:
@@ -722,6 +724,8 @@ def _genotype_summary(seg: _Segment, spec: ChunkSpec) -> np.ndarray:
 
 def _decode_genotypes(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> np.ndarray:
     """call_genotype, _phased or _mask of one samples block, as the codec decodes them."""
+    from ._kernels.genotypes import columns_genotypes as genotypes
+
     kind, n, width = spec.kind, seg.records, seg.block_samples
     dtype = np.dtype(spec.dtype)
     gt_dtype = dtype.newbyteorder("<") if kind == "genotype" else np.dtype(np.int32)
@@ -812,6 +816,8 @@ def _packed_table(raw: np.ndarray, n: int, width: int, ploidy: int) -> tuple[int
     """The values per call and bits per value of a packed alleles block
     (:data:`FLAG_GT_PACKED`), its table checked as an alleles block's and its length
     exactly the packed values'. ValueError if not."""
+    from ._kernels.gt_bits import packed_size
+
     length = raw.shape[0]
     count = _allele_count(raw, n, width, ploidy)
     if length < 5 * n + 1:
@@ -827,6 +833,8 @@ def _packed_table(raw: np.ndarray, n: int, width: int, ploidy: int) -> tuple[int
 def _packed_alleles(raw: np.ndarray, n: int, width: int, ploidy: int, out: np.ndarray | None = None) -> np.ndarray:
     """The int8 alleles (records, samples, count) of a packed alleles block, unpacked into
     ``out`` when given (its shape must be theirs). ValueError if the block is not one."""
+    from ._kernels.gt_bits import unpack
+
     count, bits = _packed_table(raw, n, width, ploidy)
     values = np.empty((n, width, count), np.int8) if out is None else out
     if values.shape != (n, width, count):
@@ -861,6 +869,8 @@ def packed_block(alleles: np.ndarray, n: int, width: int, out: np.ndarray | None
     values (1: all 0 or 1; 2: -2..1; 4: -2..13), or None where none do (kept as it is).
     ``out``: a buffer to write it into (the result is then a view of it), if large
     enough. ValueError if the table is not an alleles block's."""
+    from ._kernels.gt_bits import pack_fewest, packed_size
+
     values = _allele_values(alleles, n, width, 2**31 - 1).reshape(-1).view(np.uint8)
     room = 5 * n + 1 + packed_size(values.shape[0], 4)  # the widest packing's
     out = out[:room] if out is not None and out.shape[0] >= room else np.empty(room, np.uint8)
@@ -890,6 +900,8 @@ def alleles_block(data: np.ndarray, n: int, width: int, out: np.ndarray | None =
     None where the block cannot be one: records of other types or counts, or values the
     decode refuses (kept shifted, for the decoder to refuse on read as before). ``out``: a
     buffer to write it into (the result is then a view of it), if large enough."""
+    from ._kernels.genotypes import columns_genotypes as genotypes
+
     try:  # the same table an alleles block keeps (any count from 1 up)
         count = _allele_values(data, n, width, 2**31 - 1).shape[2]
     except ValueError:
@@ -965,12 +977,12 @@ def _decode_field(raw: np.ndarray, seg: _Segment, spec: ChunkSpec) -> bytes | np
             return padded.view("<f4")
         return narrowed(padded, dtype, spec)
     starts = np.zeros(inner, np.int64)
-    lengths = np.full(inner, decode.SPAN_FILL, np.int64)
+    lengths = np.full(inner, SPAN_FILL, np.int64)
     err, at = string_spans(raw, n, starts, lengths, is_format)
     check(err, at, spec, spec.vcf_type)
     if is_format:
         starts = _padded(starts.reshape(block), spec, 0)
-        lengths = _padded(lengths.reshape(block), spec, decode.SPAN_FILL)
+        lengths = _padded(lengths.reshape(block), spec, SPAN_FILL)
     if spec.vcf_type == "Character":
         chars = np.empty(starts.size, "<u4")
         first_characters(raw, starts.ravel(), lengths.ravel(), chars)

@@ -21,8 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import info_planes as _info
-
 
 def position_deltas(values: np.ndarray) -> np.ndarray:
     """``4 n`` bytes of little-endian int32 positions -> their differences' byte planes."""
@@ -122,11 +120,15 @@ def undo_value_planes(seg: np.ndarray, n: int, vectors: int) -> None:
 # verbatim and each string's length beside its characters. On the sites-only cohort of
 # benchmarks/wide_info.py (41 INFO fields) its INFO segments are 41.3 -> 37.2 MB
 # (bio2zarr's arrays 37.65 MB); the undo costs ~0.1-0.2 ms a chunk of 10,000 records.
+# The kernel is imported by the first INFO segment rearranged or put back, not with this
+# module: a read of positions or genotypes never loads it (~0.3 ms of a fresh process).
 
 
 def info_planes(seg: np.ndarray, n: int) -> np.ndarray:
     """An INFO typed column of ``n`` records, rearranged (same length). ValueError, naming
     the record, where its counts and types are not a typed column's."""
+    from ._kernels import info_planes as _info
+
     out = np.empty_like(seg)
     err, at = _info.info_planes(seg, n, out)
     if err:
@@ -138,6 +140,8 @@ def undo_info_planes(seg: np.ndarray, n: int) -> None:
     """:func:`info_planes` undone, in place on the decompressed segment's bytes (through a
     copy: the rearrangement is no permutation a pass in place can undo). ValueError,
     naming the record, where the bytes are not the rearrangement of a typed column."""
+    from ._kernels import info_planes as _info
+
     err, at = _info.undo_info_planes(seg.copy(), n, seg)
     if err:
         raise ValueError(f"record {at}: {_info.ERRORS[err]}")

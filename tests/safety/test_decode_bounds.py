@@ -33,6 +33,7 @@ import xarray as xr
 from numcodecs import Zstd
 from vcfvirtual_codec import codec as codec_mod
 from vcfvirtual_codec import columns as columns_mod
+from vcfvirtual_codec.bcf import records as R
 from vcfvirtual_codec.errors import ChunkDecodeError, CodecConfigError, VcfVirtualError
 
 import vcfvirtual
@@ -490,10 +491,10 @@ def test_records_claiming_the_most_samples_cannot_justify_gigabytes(raw_dp_chunk
     decode allocated 2 GB of padding before reading a record; the ceiling refuses it."""
     data, config = raw_dp_chunk
     buf = np.frombuffer(data, np.uint8).copy()
-    offsets, n, _, _ = codec_mod.records.record_offsets(buf, 2)
+    offsets, n, _, _ = R.record_offsets(buf, 2)
     assert n == 2
     for at in offsets[:n]:
-        buf[at + codec_mod.records.OFF_N_FMT_SAMPLE : at + codec_mod.records.OFF_N_FMT_SAMPLE + 3] = 0xFF
+        buf[at + R.OFF_N_FMT_SAMPLE : at + R.OFF_N_FMT_SAMPLE + 3] = 0xFF
     samples = codec_mod.MAX_SAMPLES
     spec = codec_mod.ChunkSpec(**{**config, "shape": [samples], "chunk_length": 30, "num_records": 32})
     refused_with_little_memory(buf.tobytes(), spec, "more than any chunk of")

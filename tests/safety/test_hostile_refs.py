@@ -28,7 +28,8 @@ import pysam
 import pytest
 import xarray as xr
 from vcfvirtual_codec import codec as codec_mod
-from vcfvirtual_codec.bcf import bgzf
+from vcfvirtual_codec import decode
+from vcfvirtual_codec.bcf import bgzf, records
 
 import vcfvirtual
 from vcfvirtual.errors import (
@@ -185,9 +186,9 @@ def test_filter_column_past_the_output_is_refused_not_written(seed, tmp_path):
     out = np.zeros((CHUNK, 3), bool)
     data = bgzf.inflate_all(seed["bgzf"][1].read_bytes()[slice(*_first_chunk(refs))])
     buf = np.frombuffer(data, np.uint8)
-    offsets = codec_mod.records.record_offsets(buf, CHUNK)[0]
-    err, _ = codec_mod.decode.filters(buf, offsets, np.array([0, 1, 100_000], np.int64), out)
-    assert err != codec_mod.records.OK and not out.any()
+    offsets = records.record_offsets(buf, CHUNK)[0]
+    err, _ = decode.filters(buf, offsets, np.array([0, 1, 100_000], np.int64), out)
+    assert err != records.OK and not out.any()
     assert spec.filter_columns == (0, 1, 2)
 
 

@@ -58,13 +58,13 @@ CODEC = Package(
         {"_kernels"},  # compiled (Cython): their .pyx import nothing of the package, only cimport bcf.pxd
         {"spec"},
         {"bcf"},  # BCF records and BGZF blocks: the format, shared with the indexer
-        {"decode"},  # kernels over whole records
         {"checks"},  # what both decoders check: bounds, kernel errors, dtypes, UTF-8
         {"scratch"},  # a codec instance's reusable working buffers
         {"local_alleles"},
         {"segment_transforms"},  # the columns segments' byte planes and deltas, undone after decompression
         {"columns"},  # the columns layout's decoder
-        {"codec"},  # the codecs: whole records (raw, bgzf) and the columns decoder
+        {"decode"},  # the raw and bgzf layouts' decoder: whole records
+        {"codec"},  # the codecs, over the columns decoder and (imported by a first chunk) the records'
         {"xarray_backend"},
     ],
 )

@@ -11,36 +11,40 @@ The primitives themselves are compiled: ``vcfvirtual_codec/_kernels/bcf.pxd`` ho
 as inline C that every kernel (the codec's decoders, the indexer's scan and demux) walks
 records with, without a Python call per record and without the GIL. This module keeps the
 Python side's tables (type codes, offsets, error codes and their texts), which a test holds
-equal to the compiled ones, and re-exports the primitives' Python wrappers (for tests, and
-``record_offsets`` for the codec).
+equal to the compiled ones, and re-exports the primitives' Python wrappers (for tests), loading
+them on first use: the codec's checks import the tables alone, and a reader of the columns
+layout never walks records.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from .._kernels.records import (  # noqa: F401 - the primitives, compiled, for tests
-    count_parts,
-    filter_start,
-    find_format,
-    find_info,
-    format_start,
-    htslib_rlen,
-    i32,
-    info_start,
-    int_sentinels,
-    n_sample,
-    read_int,
-    read_key,
-    record_length,
-    record_offsets,
-    scalar_info_end_is_value,
-    skip_typed,
-    type_size,
-    typed_descriptor,
-    u32,
-    update_stats,
-)
+if TYPE_CHECKING:  # re-exported on first use (__getattr__ below)
+    from .._kernels.records import (  # noqa: F401 - the primitives, compiled, for tests
+        count_parts,
+        filter_start,
+        find_format,
+        find_info,
+        format_start,
+        htslib_rlen,
+        i32,
+        info_start,
+        int_sentinels,
+        n_sample,
+        read_int,
+        read_key,
+        record_length,
+        record_offsets,
+        scalar_info_end_is_value,
+        skip_typed,
+        type_size,
+        typed_descriptor,
+        u32,
+        update_stats,
+    )
 
 # Typed-value type codes.
 BT_NULL = 0
@@ -114,3 +118,23 @@ ERROR_TEXT = {
 # end-of-vector, which VCF Zarr also takes as its float fill.
 FLOAT_MISSING_BITS = np.int32(0x7F800001)
 FLOAT_END_BITS = np.int32(0x7F800002)
+
+
+# The wrappers re-exported above, loaded by the first attribute access that names one.
+_PRIMITIVES = frozenset(
+    {
+        "count_parts", "filter_start", "find_format", "find_info", "format_start", "htslib_rlen", "i32",
+        "info_start", "int_sentinels", "n_sample", "read_int", "read_key", "record_length", "record_offsets",
+        "scalar_info_end_is_value", "skip_typed", "type_size", "typed_descriptor", "u32", "update_stats",
+    }
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PRIMITIVES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .._kernels import records as compiled
+
+    value = getattr(compiled, name)
+    globals()[name] = value  # found directly from now on
+    return value

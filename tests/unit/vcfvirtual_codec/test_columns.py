@@ -501,16 +501,16 @@ def test_every_gt_byte_decodes_as_the_bcf_spec_says(fuzz_cache, shifted):
 def test_the_gt_kernel_refuses_alleles_past_the_output_maximum(shifted):
     """The kernel's max_allele bound (int8 GT bytes hold alleles up to 62, so it only bites
     for a smaller bound): allele 1 with max 0 is refused, with max 1 decoded."""
-    from vcfvirtual_codec import columns as K
+    from vcfvirtual_codec._kernels.genotypes import columns_genotypes
     from vcfvirtual_codec.bcf import records as R
 
     shift = 2 if shifted else 0
     gt_bytes = (np.array([0x02, 0x04, 0x02, 0x03]) - shift) & 0xFF  # 0/1 and 0|0
     seg = np.concatenate([np.array([2], "<i4").view(np.uint8), [1], gt_bytes]).astype(np.uint8)
     out = np.empty((1, 2, 2), np.int8)
-    err, _ = K.genotypes(seg, 1, out, np.empty((0, 0), bool), 0, shifted)
+    err, _ = columns_genotypes(seg, 1, out, np.empty((0, 0), bool), 0, shifted)
     assert err == R.ERR_SHAPE
-    err, _ = K.genotypes(seg, 1, out, np.empty((0, 0), bool), 1, shifted)
+    err, _ = columns_genotypes(seg, 1, out, np.empty((0, 0), bool), 1, shifted)
     assert err == R.OK and out.tolist() == [[[0, 1], [0, 0]]]
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from vcfvirtual_codec import columns, decode
 from vcfvirtual_codec import local_alleles as la_mod
+from vcfvirtual_codec._kernels.genotypes import columns_genotypes
 from vcfvirtual_codec.bcf import records as R
 
 from .. import handmade_bcf as H
@@ -71,7 +72,7 @@ def _decode(layout: str, cases, dtype, phased_rows: bool = True):
     else:
         shifted = layout == "columns_shifted"
         seg = _segment(cases, columns.GT_SHIFT if shifted else 0)
-        result = columns.genotypes(seg, n, gt, phased, max_allele, shifted)
+        result = columns_genotypes(seg, n, gt, phased, max_allele, shifted)
     return result, gt, phased
 
 
@@ -125,7 +126,7 @@ def test_outputs_too_small_for_the_records_are_refused():
         decode.genotypes(buf, offsets, H.KEY["GT"], gt, np.empty((len(CASES), 3), bool), 127)
     seg = _segment(CASES)
     with pytest.raises(ValueError, match="out_phased"):
-        columns.genotypes(seg, len(CASES), gt, np.empty((1, 2), bool), 127)
+        columns_genotypes(seg, len(CASES), gt, np.empty((1, 2), bool), 127)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])

@@ -172,3 +172,29 @@ def test_columns_configs_round_trip_and_others_stay_unchanged():
     assert ChunkSpec.from_config(COLUMNS_GT).chunk_shape == (4, 2, 2)
     assert ChunkSpec.from_config(GENOTYPE).chunk_shape == (4, 3, 2)
     assert ChunkSpec.from_config(COLUMNS_INFO).chunk_shape == (4,)
+
+
+def test_the_written_out_methods_are_what_a_frozen_dataclass_generates():
+    """ChunkSpec writes its dataclass methods out (an import-time saving): they must behave
+    as the stdlib's dataclass(frozen=True) makes them for the same fields: signature and
+    defaults, repr, equality, hash, and refusing assignment and deletion."""
+    import dataclasses
+    import inspect
+
+    fields = dataclasses.fields(ChunkSpec)
+    made = dataclasses.make_dataclass(
+        "ChunkSpec", [(f.name, f.type, dataclasses.field(default=f.default)) for f in fields], frozen=True
+    )
+    assert list(inspect.signature(ChunkSpec).parameters.values()) == list(inspect.signature(made).parameters.values())
+    specs = [ChunkSpec.from_config(c) for c in (GENOTYPE, FILTER, INFO, COLUMNS_GT)]
+    for spec in specs:
+        same = made(**{f.name: getattr(spec, f.name) for f in fields})
+        assert repr(spec) == repr(same)
+        assert hash(spec) == hash(same)
+        assert spec == ChunkSpec.from_config(spec.to_config()) and spec != same  # another class: unequal
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'kind'"):
+            spec.kind = "genotype"
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field 'kind'"):
+            del spec.kind
+        assert dataclasses.replace(spec, array="other").array == "other"
+    assert len({*specs, *(ChunkSpec.from_config(s.to_config()) for s in specs)}) == len(specs)

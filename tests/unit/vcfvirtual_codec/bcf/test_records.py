@@ -193,3 +193,14 @@ def test_compiled_constants_are_the_python_tables():
 
     for name, value in compiled.constants().items():
         assert getattr(R, name) == value, name
+
+
+def test_the_primitives_are_re_exported_on_first_use():
+    """The compiled primitives load when first named (the codec's checks need only the
+    tables): each is the compiled function, and no other name is made up."""
+    from vcfvirtual_codec._kernels import records as compiled
+
+    for name in R._PRIMITIVES:
+        assert getattr(R, name) is getattr(compiled, name), name
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_primitive'"):
+        _ = R.no_such_primitive
