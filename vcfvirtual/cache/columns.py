@@ -271,6 +271,9 @@ def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
     preamble and the compressed frame); a GT block's preamble also says what its calls are
     as a whole (:func:`_gt_block`)."""
     data, kind, flags, key, n, block, width, compressor = job
+    # The previous segment's seal (ISA-L's crc32) left this thread's AVX upper halves dirty,
+    # which makes the compressors' SSE code wait on them (demux.clear_avx_upper).
+    demux.clear_avx_upper()
     complete_count = 0
     if flags & FLAG_GT_SHIFTED:
         data, flags, complete_count, bits = _gt_block(data, n, width, flags)
