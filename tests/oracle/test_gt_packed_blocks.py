@@ -8,6 +8,9 @@ for call_genotype, call_genotype_mask and call_genotype_phased read through the 
 block's flags and bits byte are read from the cache (its frame decompressed by numcodecs
 here), so that the comparison cannot pass with no block of a width. Appending records to a
 store whose last partial chunk's blocks are packed reads as bio2zarr's store of the whole.
+Blocks of 2,000 samples (the writer's one pass over them takes its vectors and crosses its
+64 KB check) with missing calls, haploid calls, phased, unphased and multi-allelic read as
+pysam and bio2zarr read them, each stored at the width its calls need.
 """
 
 from __future__ import annotations
@@ -151,3 +154,70 @@ def test_a_codec_reading_only_version_1_refuses_the_gt_arrays_at_open_and_reads_
         assert group["variant_position"][:].tolist() == [r.pos for r in f]
     with pytest.raises(ValueError, match=r"config version 2 is newer .*pip install -U \./codec"):
         group["call_genotype"]
+
+
+# A cohort of blocks the writer's one pass packs (demux.gt_block_encode) at every width:
+# 20 records x 2,000 diploid samples a block (80,000 bytes: its vectors, and the pass's
+# check after the first 64 KB), one samples block a chunk. (chunk) -> how its calls are
+# drawn, and the block's storage.
+WIDE_SAMPLES = tuple(f"S{j}" for j in range(2000))
+WIDE_CHUNK = 20
+WIDE_CHUNKS = [
+    ("phased, 1% missing: .|. and half-missing 0|.", 2),
+    ("unphased, 1% missing: ./. and ./1", 2),
+    ("phased, haploid calls (1, .) among diploid ones and missing", 2),
+    ("phased, alleles up to 5 and missing", 4),
+    ("phased, alleles 0/1, none missing", 1),
+    ("phased, alleles 0/1, one missing call in the last record (past 64 KB)", 2),
+    ("phased, one call of allele 14", "int8"),
+    ("mixed phasing and missing", "shifted"),
+]
+
+
+def wide_cohort(seed: int = 26) -> str:
+    """Hand-drawn VCF text of WIDE_CHUNKS' chunks (rng draws, written call by call)."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for chunk, (kind, _) in enumerate(WIDE_CHUNKS):
+        for r in range(WIDE_CHUNK):
+            top = 5 if kind.startswith("phased, alleles up to 5") else 1
+            alleles = rng.integers(0, top + 1, size=(len(WIDE_SAMPLES), 2))
+            sep = np.where(rng.random(len(WIDE_SAMPLES)) < 0.5, "|", "/") if kind.startswith("mixed") else None
+            calls = []
+            for s, (a, b) in enumerate(alleles):
+                phase = "/" if kind.startswith("unphased") else ("|" if sep is None else sep[s])
+                call = f"{a}{phase}{b}"
+                draw = rng.random()
+                if kind.startswith("phased, alleles 0/1, one missing") and r == WIDE_CHUNK - 1 and s == 1500:
+                    call = ".|."
+                elif kind.startswith("phased, one call of allele 14") and r == 7 and s == 3:
+                    call = f"14|{b}"
+                elif "missing" in kind and "none missing" not in kind and "one missing" not in kind and draw < 0.01:
+                    call = [f".{phase}.", f"{a}{phase}.", f".{phase}{b}"][int(rng.integers(3))]
+                elif kind.startswith("phased, haploid") and draw > 0.98:
+                    call = "." if draw > 0.995 else str(a)
+                calls.append(call)
+            alt = "C,G,T,AC,AG,AT,CA,CC,CG,CT,GA,GC,GG,GT,TA" if top > 1 or "14" in kind else "C"
+            records.append(record(1000 * chunk + 10 * r + 1, alt, calls))
+    return bcfdata.vcf_text(records, samples=WIDE_SAMPLES, header=DP_HEADER)
+
+
+def test_blocks_packed_in_one_pass_read_as_pysam_and_bio2zarr(tmp_path):
+    """Every block of WIDE_CHUNKS is stored at the width (or as the int8 alleles, or the
+    shifted bytes) its calls need, and call_genotype, _mask and _phased read as pysam and
+    bio2zarr read the same BCF."""
+    bcf = bcfdata.write_bcf(wide_cohort(), tmp_path / "wide.bcf")
+    refs = tmp_path / "store.vcz.json"
+    vcfvirtual.index(
+        bcf,
+        refs_path=refs,
+        cache_path=tmp_path / "store.cache.columns",
+        variants_chunk_size=WIDE_CHUNK,
+        samples_chunk_size=len(WIDE_SAMPLES),
+        cache_layout="columns",
+        force=True,
+    )
+    assert [stored_as(refs, i, 0) for i in range(len(WIDE_CHUNKS))] == [want for _, want in WIDE_CHUNKS]
+    ref = bio2zarr_convert(bcf, tmp_path / "ref.vcz", WIDE_CHUNK, samples_chunk_size=len(WIDE_SAMPLES))
+    ds = xr.open_zarr(vcfvirtual.open_store(refs), consolidated=False)
+    assert_gt_as_oracles(ds, bcf, ref)

@@ -271,6 +271,9 @@ def _encode(job: tuple[np.ndarray, int, int, int, int, int, int, str]) -> bytes:
     preamble and the compressed frame); a GT block's preamble also says what its calls are
     as a whole (:func:`_gt_block`)."""
     data, kind, flags, key, n, block, width, compressor = job
+    # The previous segment's seal (ISA-L's crc32) left this thread's AVX upper halves dirty,
+    # which makes the compressors' SSE code wait on them (demux.clear_avx_upper).
+    demux.clear_avx_upper()
     complete_count = 0
     if flags & FLAG_GT_SHIFTED:
         data, flags, complete_count, bits = _gt_block(data, n, width, flags)
@@ -361,10 +364,14 @@ def _gt_block(data: np.ndarray, n: int, width: int, flags: int) -> tuple[np.ndar
     phased, or none (bio2zarr's store has each as a small array of its own). A block whose
     calls are all phased or none is stored as the alleles the codec decodes from it
     (:func:`_as_alleles`), packed into the fewest bits that hold them (:func:`_as_packed`).
-    The common block, biallelic with no missing call, is all of that in one pass of
-    demux.gt_block_encode (0.9 ms a 20 MB block of cohort A, against 3.7 ms for the
-    summary, the alleles and the packing one after another); any other goes through the
-    codec's functions, its summary from that same pass."""
+    demux.gt_block_encode does all of that in one pass for the blocks of one int8 count
+    whose alleles fit 1, 2 or 4 bits: alleles 0/1 with no missing call (1 bit; 0.9 ms a
+    20 MB block of cohort A), and with missing calls, haploid calls padded by ends (2 bits)
+    or alleles up to 13 (4 bits; ~2 ms a 20 MB block with 1% of its calls missing, against
+    5.4 ms for the summary, the alleles and the packing one after another). Any other (an
+    allele of 14 or more, a value after an end in its call, records of other counts or
+    types, mixed phasing) goes through the codec's functions, its summary from that same
+    pass; either way the bytes are the same."""
     buffer = getattr(_packed_buffer, "array", None)
     if buffer is None or buffer.shape[0] < data.shape[0] + 1:
         buffer = _packed_buffer.array = np.empty(data.shape[0] + 1, np.uint8)
@@ -372,7 +379,8 @@ def _gt_block(data: np.ndarray, n: int, width: int, flags: int) -> tuple[np.ndar
     flags |= FLAG_GT_ALL_PHASED if all_phased else 0
     flags |= FLAG_GT_NONE_PHASED if none_phased else 0
     if packed_length:
-        return buffer[:packed_length], (flags & ~FLAG_GT_SHIFTED) | FLAG_GT_ALLELES | FLAG_GT_PACKED, count, 1
+        bits = int(buffer[5 * n])  # the bits byte after the table: 1, 2 or 4
+        return buffer[:packed_length], (flags & ~FLAG_GT_SHIFTED) | FLAG_GT_ALLELES | FLAG_GT_PACKED, count, bits
     data, flags = _as_alleles(data, n, width, flags)
     data, flags, bits = _as_packed(data, n, width, flags)
     return data, flags, count, bits

@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The columns writer's kernels: one chunk of BCF records split into per-array segments
-(``demux_chunk``), and what a GT block segment says of its calls (``gt_block_summary``).
+(``demux_chunk``), what a GT block segment says of its calls (``gt_block_summary``), and
+the block packed as the codec's alleles in the same pass (``gt_block_encode``).
 
 The segment layouts are described in vcfvirtual.cache.columns_demux, which gives these
 kernels their slot maps. Every read is bounded: a locate pass checks each record's
@@ -36,6 +37,40 @@ cdef enum:
 SEG_CONTIG, SEG_POSITION, SEG_RLEN, SEG_QUAL = C_SEG_CONTIG, C_SEG_POSITION, C_SEG_RLEN, C_SEG_QUAL
 SEG_ID, SEG_ALLELES, SEG_FILTER, N_FIXED_SEGMENTS = C_SEG_ID, C_SEG_ALLELES, C_SEG_FILTER, C_N_FIXED_SEGMENTS
 GT_SHIFT = C_GT_SHIFT
+
+
+# The upper halves of the AVX registers cleared (vzeroupper) before a kernel's SSE2 loops,
+# where the host has AVX. A library that leaves them dirty (ISA-L's crc32, which the writer
+# calls for every segment it seals) makes every legacy-SSE instruction after it wait on
+# them: measured on this project's AMD EPYC host, a GT block's encode took 6.5 ms instead
+# of 2.0 and its summary 1.9 instead of 0.6 in any process that had called
+# isal_zlib.crc32 once. Compiled for AVX alone (the function's target), called only where
+# the CPU has it.
+cdef extern from *:
+    """
+    #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    #include <immintrin.h>
+    __attribute__((target("avx"))) static void demux_zeroupper_avx(void) { _mm256_zeroupper(); }
+    static int demux_has_avx = -1;
+    static void demux_clear_upper(void) {
+        if (demux_has_avx < 0) {
+            __builtin_cpu_init();
+            demux_has_avx = __builtin_cpu_supports("avx") ? 1 : 0;
+        }
+        if (demux_has_avx) demux_zeroupper_avx();
+    }
+    #else
+    static void demux_clear_upper(void) {}
+    #endif
+    """
+    void clear_upper "demux_clear_upper"() noexcept nogil
+
+
+def clear_avx_upper():
+    """Clear the upper halves of the calling thread's AVX registers (nothing where the CPU
+    has no AVX): for a caller about to run other compiled SSE code (a compressor) after
+    ISA-L's crc32 on the same thread."""
+    clear_upper()
 
 
 cdef inline B.Bytes _ptr(const uint8_t[::1] buf) noexcept:
@@ -417,6 +452,7 @@ def demux_chunk(
     cdef const int64_t* offs = &offsets[0] if n else NULL
     cdef int64_t err, at, s
     with nogil:
+        clear_upper()  # the BGZF inflate's crc32 (ISA-L) ran on this thread
         err, at = locate_records(&ch, offs, n)
     if err != B.OK:
         return empty, bounds_array, err, at
@@ -462,6 +498,7 @@ def gt_block_summary(const uint8_t[::1] seg, int64_t n, int64_t block_samples):
     if n < 0 or block_samples < 0 or length < 5 * n:
         return 0, False, False
     with nogil:
+        clear_upper()
         valid = block_summary(p, length, n, block_samples, &count, &complete, &phase_known, &any_set,
                               &any_clear)
     if not valid:
@@ -535,7 +572,7 @@ cdef (uint8_t, uint8_t, uint8_t) calls_summary(B.Bytes values, int64_t m, int64_
     return top, ors, ands
 
 
-# -- a GT block's summary and 1-bit packing in one pass (the writer's common case) ----------
+# -- a GT block's summary and packing in one pass (the writer's kernel) ---------------------
 
 # Per-byte constants of the SWAR steps (8 lanes of one byte in a 64-bit word).
 cdef uint64_t _LOW7 = 0x7F7F7F7F7F7F7F7FULL
@@ -610,10 +647,213 @@ cdef extern from *:
     int64_t _vectors "demux_gt_vectors"(B.Bytes v, int64_t nvec, uint8_t* dst, uint64_t* ors,
                                          uint64_t* ands, uint8_t* largest) noexcept nogil
 
-# Vectors between the checks of whether the block can still be packed at 1 bit (64 KB): a
-# block that cannot (an allele above 1, a missing value, mixed phasing) is then summarised
-# alone, at the cost of the summary's own pass, for the codec's functions to rewrite.
-cdef int64_t VECTOR_STEP = 4096
+
+# A block with missing calls, ends of vector or alleles above 1 (all phased or none) packs at
+# 2 or 4 bits: each value's code is the allele the codec decodes plus 2 (gt_bits). From the
+# stored byte s that is (s >> 1) + 2 for an allele (s below 0x7E: alleles 0..62); s = 0x7E,
+# 0xFE, 0xFF (missing) and 0x7F (end of vector) are the bytes whose bits 1..6 are all set
+# ("sentinels"), where (s >> 1) + 2 is 0x41 or 0x81, which masked to 2 or 4 bits is 1 (the
+# missing code), less 1 for an end (code 0). The OR of the codes of every other byte says the
+# width: at most 3 (2 bits) or 15 (4 bits); the bytes no allele makes (0x80..0xFD) are above
+# either. Ends are flagged for the check that nothing but ends follows one in its call (the
+# codec reads whatever follows as -2 too). The accumulators of the stored bytes are the 1-bit
+# pass's (OR, AND, largest byte, the "0x7E or more" bits), so that the summary comes from the
+# same pass. Vectors (SSE2): 64 bytes a step, 2-bit codes joined in 16-bit lanes by a shift
+# and an OR, in 32-bit lanes by a multiply-add, then narrowed by two packs into 16 bytes;
+# 4-bit codes two to a byte by one shift, one pack per 32 values. Words elsewhere (and for the
+# tests).
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    typedef struct {
+        uint64_t ors, ands, high;  /* of the stored bytes, as the 1-bit pass keeps them */
+        uint8_t largest;           /* largest stored byte (vectors; words keep high) */
+        uint8_t codes;             /* OR of the codes of every byte but the sentinels */
+        uint8_t ends;              /* any end of vector */
+    } demux_gt_acc;
+
+    static inline uint64_t demux_gt_load8(const uint8_t *p) {
+        return ((uint64_t)p[0]) | ((uint64_t)p[1]) << 8 | ((uint64_t)p[2]) << 16 | ((uint64_t)p[3]) << 24
+               | ((uint64_t)p[4]) << 32 | ((uint64_t)p[5]) << 40 | ((uint64_t)p[6]) << 48
+               | ((uint64_t)p[7]) << 56;
+    }
+
+    /* 0x80 in each lane of ``y`` that is 0, else 0 (no carry crosses a lane). */
+    static inline uint64_t demux_gt_zero_lanes(uint64_t y) {
+        const uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL;
+        return ~(((y & low7) + low7) | y | low7);
+    }
+
+    /* The codes of 8 stored bytes into ``codes`` (lanes masked to ``keep``), and the
+       accumulators' share of them. */
+    static inline uint64_t demux_gt_code_word(uint64_t x, uint64_t keep, uint64_t *codes, uint64_t *ends) {
+        const uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL;
+        uint64_t raw = ((x >> 1) & low7) + 0x0202020202020202ULL;  /* at most 0x81: no carry */
+        uint64_t end = demux_gt_zero_lanes(x ^ 0x7F7F7F7F7F7F7F7FULL);
+        uint64_t sentinel = (demux_gt_zero_lanes(~(x | 0x8181818181818181ULL)) >> 7) * 0xFF;
+        *codes |= raw & ~sentinel & keep;
+        *ends |= end & keep;
+        return (raw - (end >> 7)) & keep;  /* an end's 0x41 less 1: no borrow */
+    }
+
+    /* Stored bytes [8 * first, 8 * last) in words: the accumulators, and the codes of
+       ``bits`` (2 or 4) each written at their place from ``dst`` (value 0's byte). */
+    static void demux_gt_code_words(const uint8_t *v, int64_t first, int64_t last, int bits, uint8_t *dst,
+                                    demux_gt_acc *acc) {
+        const uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL;
+        uint64_t ors = 0, ands = ~(uint64_t)0, hi = 0, codes = 0, ends = 0;
+        for (int64_t j = first; j < last; j++) {
+            uint64_t x = demux_gt_load8(v + 8 * j);
+            uint64_t code = demux_gt_code_word(x, ~(uint64_t)0, &codes, &ends);
+            ors |= x;
+            ands &= x;
+            hi |= ((x & low7) + 0x0202020202020202ULL) | x;
+            if (bits == 2) {
+                uint64_t c = code & 0x0303030303030303ULL;
+                dst[2 * j] = (uint8_t)(((c & 0xFFFFFFFFULL) * 0x01041040ULL) >> 24);
+                dst[2 * j + 1] = (uint8_t)(((c >> 32) * 0x01041040ULL) >> 24);
+            } else {
+                uint64_t c = code & 0x0F0F0F0F0F0F0F0FULL;
+                c |= c >> 4;
+                dst[4 * j] = (uint8_t)c;
+                dst[4 * j + 1] = (uint8_t)(c >> 16);
+                dst[4 * j + 2] = (uint8_t)(c >> 32);
+                dst[4 * j + 3] = (uint8_t)(c >> 48);
+            }
+        }
+        for (int i = 0; i < 8; i++) acc->codes |= (uint8_t)(codes >> (8 * i));
+        acc->ors |= ors;
+        acc->ands &= ands;
+        acc->high |= hi;
+        acc->ends |= ends != 0;
+    }
+
+    /* The block's last ``rem`` (< 8) stored bytes, from ``start`` (a multiple of 8): as a
+       word whose lanes past them are 0, their codes masked to 0 (gt_bits' spare bits); the
+       OR and the high bits as the 1-bit pass's tail keeps them (no AND). */
+    static void demux_gt_code_tail(const uint8_t *v, int64_t start, int64_t rem, int bits, uint8_t *dst,
+                                   demux_gt_acc *acc) {
+        uint64_t x = 0, code, codes = 0, ends = 0, keep = ((uint64_t)1 << (8 * rem)) - 1;
+        for (int64_t i = 0; i < rem; i++) x |= ((uint64_t)v[start + i]) << (8 * i);
+        code = demux_gt_code_word(x, keep, &codes, &ends);
+        for (int i = 0; i < 8; i++) acc->codes |= (uint8_t)(codes >> (8 * i));
+        acc->ends |= ends != 0;
+        acc->ors |= x;
+        acc->high |= ((x & 0x7F7F7F7F7F7F7F7FULL) + 0x0202020202020202ULL) | x;
+        if (bits == 2) {
+            uint64_t c = code & 0x0303030303030303ULL;
+            dst[start / 4] = (uint8_t)(((c & 0xFFFFFFFFULL) * 0x01041040ULL) >> 24);
+            if (rem > 4) dst[start / 4 + 1] = (uint8_t)(((c >> 32) * 0x01041040ULL) >> 24);
+        } else {
+            uint64_t c = code & 0x0F0F0F0F0F0F0F0FULL;
+            c |= c >> 4;
+            for (int64_t i = 0; i < (rem + 1) / 2; i++) dst[start / 2 + i] = (uint8_t)(c >> (16 * i));
+        }
+    }
+
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    /* One vector: the accumulators, and its codes masked to ``mask``. */
+    #define DEMUX_GT_CODE_STEP(p, c)                                                              \
+        do {                                                                                      \
+            __m128i x_ = _mm_loadu_si128((const __m128i *)(p));                                   \
+            __m128i raw_ = _mm_add_epi8(_mm_and_si128(_mm_srli_epi16(x_, 1), low7), twos);        \
+            __m128i end_ = _mm_cmpeq_epi8(x_, low7);                                              \
+            __m128i sentinel_ = _mm_cmpeq_epi8(_mm_or_si128(x_, sentinel_bits), all);             \
+            o = _mm_or_si128(o, x_);                                                              \
+            a = _mm_and_si128(a, x_);                                                             \
+            top = _mm_max_epu8(top, x_);                                                          \
+            codes = _mm_or_si128(codes, _mm_andnot_si128(sentinel_, raw_));                       \
+            ends = _mm_or_si128(ends, end_);                                                      \
+            (c) = _mm_and_si128(_mm_add_epi8(raw_, end_), mask);                                  \
+        } while (0)
+
+    /* ``nvec`` vectors (rounded down to a multiple of 4) at 2 or 4 bits; the vectors done. */
+    static int64_t demux_gt_code_vectors(const uint8_t *v, int64_t nvec, int bits, uint8_t *dst,
+                                         demux_gt_acc *acc) {
+        __m128i o = _mm_setzero_si128(), a = _mm_set1_epi8(-1), top = _mm_setzero_si128();
+        __m128i codes = _mm_setzero_si128(), ends = _mm_setzero_si128(), c0, c1, c2, c3;
+        const __m128i low7 = _mm_set1_epi8(0x7F), twos = _mm_set1_epi8(2), all = _mm_set1_epi8(-1);
+        const __m128i sentinel_bits = _mm_set1_epi8((char)0x81), low_bytes = _mm_set1_epi16(0x00FF);
+        const __m128i join4 = _mm_set1_epi32(0x00100001);  /* per 32 bits: low + 16 * high half */
+        uint64_t w[2];
+        uint8_t b[16];
+        nvec -= nvec % 4;
+        if (bits == 2) {
+            const __m128i mask = _mm_set1_epi8(3);
+            for (int64_t j = 0; j < nvec; j += 4) {
+                DEMUX_GT_CODE_STEP(v + 16 * j, c0);
+                DEMUX_GT_CODE_STEP(v + 16 * j + 16, c1);
+                DEMUX_GT_CODE_STEP(v + 16 * j + 32, c2);
+                DEMUX_GT_CODE_STEP(v + 16 * j + 48, c3);
+                /* 16-bit lanes: c0 | c1 << 2 (4 bits); 32-bit lanes: that of the low half
+                   plus 16 times the high's, a byte; the packs keep each lane's byte. */
+    #define DEMUX_GT_JOIN2(c) \
+                (c) = _mm_madd_epi16(_mm_and_si128(_mm_or_si128((c), _mm_srli_epi16((c), 6)), low_bytes), join4)
+                DEMUX_GT_JOIN2(c0);
+                DEMUX_GT_JOIN2(c1);
+                DEMUX_GT_JOIN2(c2);
+                DEMUX_GT_JOIN2(c3);
+    #undef DEMUX_GT_JOIN2
+                _mm_storeu_si128((__m128i *)(dst + 4 * j),
+                                 _mm_packus_epi16(_mm_packs_epi32(c0, c1), _mm_packs_epi32(c2, c3)));
+            }
+        } else {
+            const __m128i mask = _mm_set1_epi8(15);
+            for (int64_t j = 0; j < nvec; j += 4) {
+                DEMUX_GT_CODE_STEP(v + 16 * j, c0);
+                DEMUX_GT_CODE_STEP(v + 16 * j + 16, c1);
+                DEMUX_GT_CODE_STEP(v + 16 * j + 32, c2);
+                DEMUX_GT_CODE_STEP(v + 16 * j + 48, c3);
+    #define DEMUX_GT_JOIN4(c) (c) = _mm_and_si128(_mm_or_si128((c), _mm_srli_epi16((c), 4)), low_bytes)
+                DEMUX_GT_JOIN4(c0);
+                DEMUX_GT_JOIN4(c1);
+                DEMUX_GT_JOIN4(c2);
+                DEMUX_GT_JOIN4(c3);
+    #undef DEMUX_GT_JOIN4
+                _mm_storeu_si128((__m128i *)(dst + 8 * j), _mm_packus_epi16(c0, c1));
+                _mm_storeu_si128((__m128i *)(dst + 8 * j + 16), _mm_packus_epi16(c2, c3));
+            }
+        }
+        _mm_storeu_si128((__m128i *)w, o);
+        acc->ors |= w[0] | w[1];
+        _mm_storeu_si128((__m128i *)w, a);
+        acc->ands &= w[0] & w[1];
+        _mm_storeu_si128((__m128i *)b, top);
+        for (int i = 0; i < 16; i++) acc->largest = b[i] > acc->largest ? b[i] : acc->largest;
+        _mm_storeu_si128((__m128i *)b, codes);
+        for (int i = 0; i < 16; i++) acc->codes |= b[i];
+        acc->ends |= _mm_movemask_epi8(ends) != 0;
+        return nvec;
+    }
+    #undef DEMUX_GT_CODE_STEP
+    #else
+    static int64_t demux_gt_code_vectors(const uint8_t *v, int64_t nvec, int bits, uint8_t *dst,
+                                         demux_gt_acc *acc) {
+        return 0;
+    }
+    #endif
+    """
+    ctypedef struct GtAcc "demux_gt_acc":
+        uint64_t ors
+        uint64_t ands
+        uint64_t high
+        uint8_t largest
+        uint8_t codes
+        uint8_t ends
+    void _code_words "demux_gt_code_words"(B.Bytes v, int64_t first, int64_t last, int bits, uint8_t* dst,
+                                            GtAcc* acc) noexcept nogil
+    void _code_tail "demux_gt_code_tail"(B.Bytes v, int64_t start, int64_t rem, int bits, uint8_t* dst,
+                                          GtAcc* acc) noexcept nogil
+    int64_t _code_vectors "demux_gt_code_vectors"(B.Bytes v, int64_t nvec, int bits, uint8_t* dst,
+                                                  GtAcc* acc) noexcept nogil
+
+# Bytes of a block between the pass's checks of what it can still be packed at (64 KB): a
+# block that cannot (a byte no width holds, mixed phasing) is then summarised alone; one whose
+# width grows (a missing call: 1 -> 2 bits; an allele above 1: 4 bits) is packed again from
+# its start at the new width, which the first such byte usually ends after a few KB.
+cdef int64_t STEP_BYTES = 1 << 16
 
 # Whether gt_block_encode's pass takes 16-byte vectors on this host (tests run both ways).
 GT_VECTORS = HAS_VECTORS
@@ -661,31 +901,106 @@ cdef int64_t uniform_count(B.Bytes seg, int64_t length, int64_t n, int64_t block
     return c
 
 
+cdef void one_bit_range(B.Bytes v, int64_t start, int64_t end, int64_t m, uint8_t* dst, bint vectors,
+                        GtAcc* acc) noexcept nogil:
+    """Stored bytes [start, end) (``start`` a multiple of 16; ``end`` of 8 or ``m``) into the
+    accumulators and, unless ``dst`` is NULL, their 1-bit codes (bit 1 of each byte) at their
+    place from ``dst``. Vectors first where the host has them, then words: the OR of the
+    bytes (any above 3?), whether any is 0x7E or more (an incomplete call: missing,
+    end-of-vector or no allele; (b & 0x7F) + 2 carries into bit 7 exactly from 0x7E, b >=
+    0x80 has it already, no lane carries into the next), the AND for the phase bits, and 8
+    codes into one byte; the block's last bytes as a word whose lanes past them are 0 (codes
+    0, as pack_fewest's; no AND)."""
+    cdef int64_t j, first = start // 8, full = end // 8, rem = end - 8 * full, done = 0
+    cdef uint64_t x
+    if vectors:
+        done = _vectors(v + start, (end - start) // 16, dst + start // 8 if dst != NULL else NULL, &acc.ors,
+                        &acc.ands, &acc.largest)
+    for j in range(first + 2 * done, full):
+        x = _load8(v + 8 * j)
+        acc.ors |= x
+        acc.ands &= x
+        acc.high |= ((x & _LOW7) + _TWOS) | x
+        if dst != NULL:
+            dst[j] = <uint8_t>((((x >> 1) & _ONES) * _GATHER1) >> 56)
+    if rem and end == m:
+        x = _load(v + 8 * full, rem)
+        acc.ors |= x
+        acc.high |= ((x & _LOW7) + _TWOS) | x
+        if dst != NULL:
+            dst[full] = <uint8_t>((((x >> 1) & _ONES) * _GATHER1) >> 56)
+
+
+cdef void codes_range(B.Bytes v, int64_t start, int64_t end, int64_t m, int bits, uint8_t* dst, bint vectors,
+                      GtAcc* acc) noexcept nogil:
+    """Stored bytes [start, end) as :func:`one_bit_range`, their codes of ``bits`` (2 or 4)
+    written at their place from ``dst``, the OR of the codes and whether any is an end kept
+    (``demux_gt_code_*``)."""
+    cdef int64_t full = end // 8, rem = end - 8 * full, done = 0
+    if vectors:
+        done = _code_vectors(v + start, (end - start) // 16, bits, dst + start * bits // 8, acc)
+    _code_words(v, start // 8 + 2 * done, full, bits, dst, acc)
+    if rem and end == m:
+        _code_tail(v, 8 * full, rem, bits, dst, acc)
+
+
+cdef bint ends_close_calls(B.Bytes v, int64_t calls, int64_t c) noexcept nogil:
+    """Whether every end-of-vector (stored 0x7F) in ``calls`` calls of ``c`` stored bytes is
+    followed in its call by ends alone (as htslib pads a short call), so that each value's
+    code is its own byte's: the codec reads whatever follows an end as -2."""
+    cdef int64_t s, a
+    cdef bint ended, regular = True
+    if c == 2:  # only a first allele can be followed
+        for s in range(calls):
+            regular &= not (v[2 * s] == 0x7F and v[2 * s + 1] != 0x7F)
+        return regular
+    for s in range(calls):
+        ended = False
+        for a in range(c):
+            regular &= not (ended and v[s * c + a] != 0x7F)
+            ended |= v[s * c + a] == 0x7F
+    return regular
+
+
 def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, uint8_t[::1] out,
                     bint vectors=True):
     """A GT block segment (``demux_chunk``'s, int8 bytes stored minus GT_SHIFT): its summary
-    as :func:`gt_block_summary` gives it, and, in the common case, the packed alleles block
-    the codec's own path makes of it (``alleles_block`` then ``packed_block`` of
-    vcfvirtual_codec.columns), from one pass over its values instead of three:
-    ``(count, all_phased, none_phased, packed_length)``.
+    as :func:`gt_block_summary` gives it, and, where the calls are all phased or none, the
+    packed alleles block the codec's own path makes of it (``alleles_block`` then
+    ``packed_block`` of vcfvirtual_codec.columns), from one pass over its values instead of
+    three: ``(count, all_phased, none_phased, packed_length)``.
 
-    The common case: every record int8 with one count c >= 2 (:func:`uniform_count`),
-    every stored byte 0..3 (alleles 0 and 1 with their phase bits; no missing value, no
-    end-of-vector), the calls all phased or none. The codec decodes stored byte ``s`` of such
-    a block to allele ``s >> 1`` (``(s + 2 >> 1) - 1``), so its packing is the fewest bits,
-    1, each value's code that allele: ``out[:packed_length]`` then holds the table, the bits
-    (1) and the codes (bit 1 of each byte). ``packed_length`` 0: no such block (``out``
-    undefined), for the caller's path through the codec's functions. ``out`` must hold
-    ``len(seg) + 1`` bytes (never fewer than the packed block's). ``vectors`` False: words
-    alone, as a host without SSE2 runs it (for tests; the same results)."""
+    The blocks packed: every record int8 with one count c >= 2 (:func:`uniform_count`),
+    the calls all phased or none, and every stored byte one whose allele the fewest bits
+    hold. The codec decodes stored byte ``s`` to allele ``s >> 1`` below 0x7E (alleles
+    0..62), missing for 0x7E, 0xFE and 0xFF (BCF's 0x80, 0x00, 0x01), -2 for 0x7F (end of
+    vector, and what follows it in its call), and refuses the rest. All 0..3 (alleles 0 and
+    1, no missing value: the common block): 1 bit, each code bit 1 of its byte. Else, with
+    the alleles -2..1 (missing calls, haploid calls padded by ends) 2 bits, -2..13 4 bits,
+    each code the allele plus 2, where every end is followed in its call by ends alone (so
+    that each value is its own byte's). The pass packs at 1 bit until a byte needs more,
+    then packs what it has read again at the wider width and goes on at that.
+
+    ``out[:packed_length]`` then holds the table, the bits and the codes. ``packed_length``
+    0: no such block (``out`` undefined), for the caller's path through the codec's
+    functions (an allele of 14 or more, a byte no allele makes, mixed phasing, an end
+    followed by a value, a table of other counts or types). ``out`` must hold ``len(seg) +
+    1`` bytes (never fewer than the packed block's). ``vectors`` False: words alone, as a
+    host without SSE2 runs it (for tests; the same results)."""
     cdef int64_t length = seg.shape[0]
     cdef B.Bytes p = _ptr(seg)
-    cdef int64_t c, m, full, rem, j, i, packed_length, step, vecs = 0
-    cdef bint packing = True
-    cdef uint8_t largest = 0
+    cdef int64_t c, m, full, rem, i, packed_length, start, end
+    cdef int bits = 1
     cdef B.Bytes v
     cdef uint8_t* dst
-    cdef uint64_t x, ors = 0, ands = ~(<uint64_t>0), high = 0, phase_ors = 0, phase_ands = 0xFF, w
+    cdef uint64_t phase_ors = 0, phase_ands = 0xFF, w
+    cdef GtAcc acc
+    acc.ors = 0
+    acc.ands = ~(<uint64_t>0)
+    acc.high = 0
+    acc.largest = 0
+    acc.codes = 0
+    acc.ends = 0
     c = uniform_count(p, length, n, block_samples)
     if c == 0:
         count, all_phased, none_phased = gt_block_summary(seg, n, block_samples)
@@ -698,37 +1013,34 @@ def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, ui
     v = p + 5 * n
     dst = &out[5 * n + 1]
     with nogil:
-        # Vectors first (where the host has them), their codes written while the block can
-        # still be packed at 1 bit (every byte 0..3 so far; a diploid block's phase bits
-        # not yet both set and clear).
-        while vectors and vecs < full // 2:
-            step = _vectors(v + 16 * vecs, min(VECTOR_STEP, full // 2 - vecs),
-                            dst + 2 * vecs if packing else NULL, &ors, &ands, &largest)
-            if step == 0:
-                break
-            vecs += step
-            packing = packing and largest <= 3 and not (c == 2 and ors & _ODD_LOW and ~ands & _ODD_LOW)
-        # Every word left: the OR of its bytes (any above 3?), whether any byte is 0x7E or
-        # more (an incomplete call: missing, end-of-vector or no allele; (b & 0x7F) + 2
-        # carries into bit 7 exactly from 0x7E, b >= 0x80 has it already, no lane carries
-        # into the next), the AND for the phase bits, and 8 codes (bit 1 of each byte) into
-        # one byte.
-        for j in range(2 * vecs, full):
-            x = _load8(v + 8 * j)
-            ors |= x
-            ands &= x
-            high |= ((x & _LOW7) + _TWOS) | x
-            dst[j] = <uint8_t>((((x >> 1) & _ONES) * _GATHER1) >> 56)
-        if rem:
-            x = _load(v + 8 * full, rem)  # lanes past the values 0: codes 0, as pack_fewest's
-            ors |= x
-            high |= ((x & _LOW7) + _TWOS) | x
-            dst[full] = <uint8_t>((((x >> 1) & _ONES) * _GATHER1) >> 56)
+        clear_upper()
+        # bits: the width the codes so far are written at (1, 2, 4), 0 once none can be (the
+        # rest summarised alone). Checked after each step of STEP_BYTES.
+        start = 0
+        while start < m:
+            end = min(m, start + STEP_BYTES)
+            if bits == 1:
+                one_bit_range(v, start, end, m, dst, vectors, &acc)
+                if _lanes_or(acc.ors) > 3:
+                    bits = 2
+                    codes_range(v, 0, end, m, bits, dst, vectors, &acc)
+            elif bits:
+                codes_range(v, start, end, m, bits, dst, vectors, &acc)
+            else:
+                one_bit_range(v, start, end, m, NULL, vectors, &acc)
+            if bits == 2 and acc.codes > 3:
+                bits = 4
+                codes_range(v, 0, end, m, bits, dst, vectors, &acc)
+            if bits == 4 and acc.codes > 15:
+                bits = 0
+            if c == 2 and acc.ors & _ODD_LOW and ~acc.ands & _ODD_LOW:  # phase bits set and clear
+                bits = 0
+            start = end
         if c == 2:
             # Second alleles are the odd bytes (each record's values are whole calls): odd
             # lanes of the words, then the tail's odd bytes.
-            phase_ors = 1 if ors & _ODD_LOW else 0
-            phase_ands = 0 if ~ands & _ODD_LOW else 1  # all ones when no word was read
+            phase_ors = 1 if acc.ors & _ODD_LOW else 0
+            phase_ands = 0 if ~acc.ands & _ODD_LOW else 1  # all ones when no word was read
             for i in range(8 * full + 1, m, 2):
                 phase_ors |= v[i] & 1
                 phase_ands &= v[i] & 1
@@ -737,12 +1049,14 @@ def gt_block_encode(const uint8_t[::1] seg, int64_t n, int64_t block_samples, ui
                 w = v[i * c + 1]
                 phase_ors |= w & 1
                 phase_ands &= w & 1
-    complete_count = c if (high & _HIGH) == 0 and largest < 0x7E else 0
+        if bits > 1 and acc.ends and not ends_close_calls(v, m // c, c):
+            bits = 0
+    complete_count = c if (acc.high & _HIGH) == 0 and acc.largest < 0x7E else 0
     all_phased = (phase_ands & 1) == 1
     none_phased = (phase_ors & 1) == 0
-    if _lanes_or(ors) > 3 or not (all_phased or none_phased):
+    if bits == 0 or not (all_phased or none_phased):
         return complete_count, all_phased, none_phased, 0
     out[: 5 * n] = seg[: 5 * n]
-    out[5 * n] = 1
-    packed_length = 5 * n + 1 + (m + 7) // 8
+    out[5 * n] = bits
+    packed_length = 5 * n + 1 + (m * bits + 7) // 8
     return complete_count, all_phased, none_phased, packed_length
