@@ -2,8 +2,8 @@
 their files, so that a later open of the same files skips the checks and what they read.
 
 What a checked open of Kerchunk JSON with a local cache finds is a function of the
-references' bytes, the cache's files, the source BCFs that are there (and which are not)
-and our checking code, nothing else. Each file's identity (device, inode, size,
+references' bytes, the cache's files, the source BCFs that are there (and which are not),
+our checking code and, where a path is relative, the working directory; nothing else. Each file's identity (device, inode, size,
 modification and change times: :func:`identity`) changes with any write to it: the kernel
 sets the change time from its own clock, which no ``utime`` puts back, and a replacement
 (a rename, ``cp -p``, ``rsync -t``) is another inode. So once an open passed every check,
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 checks_logger = logging.getLogger("vcfvirtual.refs.checks")  # htslib's warnings, as the full check logs them
 
 # Bumped when the entries' layout changes: an entry of another format is never read.
-FORMAT = 1
+FORMAT = 2
 
 #: A file changed less than this long before a check started may change again under the
 #: same identity (one tick of the kernel's file clock): what that check found is not kept.
@@ -80,10 +80,9 @@ def _code_digest() -> bytes:
 
 def _key(refs_path: str, refs_identity: Identity) -> str:
     """The key of what an open of the references at ``refs_path`` (of ``refs_identity``)
-    found: the working directory too, as relative source paths are found from it."""
+    found (the working directory, which relative paths depend on, is in the entry)."""
     h = hashlib.blake2b(_code_digest(), digest_size=32)
-    for text in (os.path.abspath(refs_path), os.getcwd()):
-        h.update(text.encode("utf-8", "surrogatepass") + b"\x00")
+    h.update(os.path.abspath(refs_path).encode("utf-8", "surrogatepass") + b"\x00")
     for value in refs_identity:
         h.update(value.to_bytes(16, "little", signed=True))
     return h.hexdigest()
@@ -164,6 +163,8 @@ class _Entry(NamedTuple):
     targets: dict[str, tuple[str, int]]
     cache_url: str
     header_warnings: tuple[str, ...]
+    # The working directory, when a path above is relative (found from it); else None.
+    cwd: str | None
 
     @staticmethod
     def read(key: str) -> _Entry | None:
@@ -176,16 +177,19 @@ class _Entry(NamedTuple):
             targets = {str(u): (str(f), int(s)) for u, (f, s) in entry["targets"].items()}
             absent = tuple(str(p) for p in entry["absent"])
             warnings = tuple(str(w) for w in entry["header_warnings"])
-            cache_url = entry["cache_url"]
+            cache_url, cwd = entry["cache_url"], entry["cwd"]
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        if not isinstance(cache_url, str) or not files:
+        if not isinstance(cache_url, str) or not files or not (cwd is None or isinstance(cwd, str)):
             return None
-        return _Entry(files, absent, targets, cache_url, warnings)
+        return _Entry(files, absent, targets, cache_url, warnings, cwd)
 
     def holds(self) -> bool:
         """Whether every file has its kept identity and every absent source is still absent
-        (the full check's own test of a source being there: a regular file at its path)."""
+        (the full check's own test of a source being there: a regular file at its path),
+        found from the same working directory if any path is relative."""
+        if self.cwd is not None and self.cwd != os.getcwd():
+            return False
         return all(identity(path) == kept for path, kept in self.files) and not any(
             os.path.isfile(path) for path in self.absent
         )
@@ -199,6 +203,7 @@ class _Entry(NamedTuple):
             "targets": {url: list(target) for url, target in self.targets.items()},
             "cache_url": self.cache_url,
             "header_warnings": list(self.header_warnings),
+            "cwd": self.cwd,
         }
 
 
@@ -251,6 +256,15 @@ class Witness:
         if any(os.path.isfile(path) for path in self._absent):
             return
         files = tuple((path, ident) for path, ident in self._files.items() if ident is not None)
+        paths = [path for path, _ in files] + list(self._absent) + [file for file, _ in targets.files.values()]
+        relative = any(not os.path.isabs(path.removeprefix("file://")) for path in paths)
         key = _key(self._refs_path, self._refs_identity)
-        entry = _Entry(files, self._absent, dict(targets.files), targets.cache_url, tuple(header_warnings))
+        entry = _Entry(
+            files,
+            self._absent,
+            dict(targets.files),
+            targets.cache_url,
+            tuple(header_warnings),
+            os.getcwd() if relative else None,
+        )
         user_cache.write_entry(_entry_path(key), entry.to_json(key))

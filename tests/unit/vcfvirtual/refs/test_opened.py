@@ -198,22 +198,40 @@ def test_an_inline_chunk_edited_is_refused_by_the_open_that_would_keep_it(tmp_pa
     assert not list(settled.glob("*.json"))
 
 
-def test_other_checking_code_or_working_directory_checks_in_full(tmp_path, store, full_checks, monkeypatch):
-    """Relative source paths are found from the working directory: another one may find
-    another source (or none)."""
+def test_other_checking_code_checks_in_full(tmp_path, store, full_checks, monkeypatch):
     bcf, refs_path = store
     read(refs_path)
     read(refs_path)
     assert len(full_checks) == 1
-    code_digest = opened._code_digest
     monkeypatch.setattr(opened, "_code_digest", lambda: b"an edited checks.py")
     assert read(refs_path) == htslib(bcf)
     assert len(full_checks) == 2
-    monkeypatch.setattr(opened, "_code_digest", code_digest)
+
+
+def test_another_working_directory_checks_in_full_only_for_relative_paths(tmp_path, store, full_checks, monkeypatch):
+    """The index records absolute paths: what was kept holds from anywhere. A relative source
+    path (references written by hand) is found from the working directory: from another,
+    another file (or none) may be there."""
+    bcf, refs_path = store
     (tmp_path / "sub").mkdir()
+    read(refs_path)
     monkeypatch.chdir(tmp_path / "sub")
     assert read(refs_path) == htslib(bcf)
-    assert len(full_checks) == 3
+    assert len(full_checks) == 1  # absolute paths: taken as kept
+    doc = json.loads(refs_path.read_text())
+    attrs = json.loads(doc["refs"][".zattrs"])
+    attrs["vcfvirtual"]["sources"][0]["path"] = "calls.bcf"
+    doc["refs"][".zattrs"] = json.dumps(attrs)
+    relative = tmp_path / "relative.json"
+    relative.write_text(json.dumps(doc))
+    tick()
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        assert read(relative) == htslib(bcf)
+    assert len(full_checks) == 2  # checked once (the source found and matching), then kept
+    monkeypatch.chdir(tmp_path / "sub")
+    assert read(relative) == htslib(bcf)
+    assert len(full_checks) == 3  # from elsewhere: checked again (no source there)
 
 
 def test_files_changed_just_before_the_open_are_not_kept(tmp_path, store, full_checks, settled, monkeypatch):
@@ -237,6 +255,8 @@ def test_a_damaged_or_foreign_entry_is_ignored(tmp_path, store, full_checks, set
         json.dumps({**good, "files": []}),
         json.dumps({**good, "targets": {"a": 1}}),
         json.dumps({**good, "cache_url": 3}),
+        json.dumps({**good, "cwd": 3}),
+        json.dumps({**good, "cwd": "/somewhere/else"}),
         json.dumps({**good, "files": [[path, [0, 0, 0, 0, 0]] for path, _ in good["files"]]}),
     ]
     for text in damaged:
