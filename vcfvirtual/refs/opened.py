@@ -3,10 +3,11 @@ their files, so that a later open of the same files skips the checks and what th
 
 What a checked open of Kerchunk JSON with a local cache finds is a function of the
 references' bytes, the cache's files, the source BCFs that are there (and which are not),
-our checking code and, where a path is relative, the working directory; nothing else. Each file's identity (device, inode, size,
-modification and change times: :func:`identity`) changes with any write to it: the kernel
-sets the change time from its own clock, which no ``utime`` puts back, and a replacement
-(a rename, ``cp -p``, ``rsync -t``) is another inode. So once an open passed every check,
+our checking code and, where a path is relative, the working directory; nothing else.
+Each file's identity (device, inode, size, modification and change times:
+:func:`identity`) changes with any write to it: the kernel sets the change time from its
+own clock, which no ``utime`` puts back, and a replacement (a rename, ``cp -p``,
+``rsync -t``) is another inode. So once an open passed every check,
 the identities of all those files are kept under the references' own identity and the
 checking code's (:mod:`~vcfvirtual.refs.checking_code`); a later open that finds each
 identity unchanged, and each source then absent still absent, parses the references and
