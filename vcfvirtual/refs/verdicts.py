@@ -30,7 +30,7 @@ from typing import Any
 
 from ..io import user_cache
 from . import checking_code
-from .checks import InlineChunk, ReferenceVerdict, apply_verdict, reference_verdict
+from .checks import ReferenceVerdict, reference_verdict
 from .kerchunk import KerchunkRefs
 
 logger = logging.getLogger("vcfvirtual.refs.checks")  # the warnings as the full check logs them
@@ -73,26 +73,6 @@ def store(key: str, verdict: ReferenceVerdict) -> None:
     """Keep ``verdict`` (of references that passed) under ``key``, or nothing when the
     folder cannot be written."""
     user_cache.write_entry(cache_dir() / f"{key}.json", {"format": FORMAT, "key": key, "verdict": verdict.to_json()})
-
-
-def check_references_once(
-    refs: KerchunkRefs,
-    refs_path: str,
-    cache: dict[str, Any],
-    key: str | None,
-    *,
-    defer_inline: bool = True,
-) -> dict[str, InlineChunk]:
-    """:func:`~vcfvirtual.refs.checks.check_references` of ``refs``, its verdict on their
-    bytes taken from the one kept under ``key`` when there is one (then only what reads
-    the cache runs), else found and kept there. ``key`` None: checked in full, nothing kept.
-
-    Raises
-    ------
-    UntrustedReferenceError
-        As ``check_references``."""
-    verdict = verdict_once(refs, refs_path, cache, key)
-    return apply_verdict(refs, refs_path, cache, verdict, defer_inline=defer_inline)
 
 
 def verdict_once(refs: KerchunkRefs, refs_path: str, cache: dict[str, Any], key: str | None) -> ReferenceVerdict:

@@ -20,7 +20,7 @@ import zarr
 import vcfvirtual
 from vcfvirtual.errors import UntrustedReferenceError
 from vcfvirtual.io import user_cache
-from vcfvirtual.refs import arrays, checking_code, checks, verdicts
+from vcfvirtual.refs import arrays, checked, checking_code, checks, verdicts
 from vcfvirtual.refs.kerchunk import load_references
 
 from .... import bcfdata
@@ -119,11 +119,11 @@ def test_a_kept_verdict_returns_what_the_full_check_returns(store):
     cache = checks.declared_cache(refs, refs_path)
     full = checks.check_references(refs, refs_path, cache, defer_inline=True)
     assert full and {chunk.name for chunk in full.values()} <= set(arrays.PLAIN_ARRAYS)
-    key = verdicts.key_of("digest-of-these-bytes", cache["url"])
-    assert verdicts.check_references_once(refs, refs_path, cache, key) == full  # found and kept
-    assert verdicts.load(key) is not None
-    assert verdicts.check_references_once(refs, refs_path, cache, key) == full  # taken as kept
-    assert verdicts.check_references_once(refs, refs_path, cache, key, defer_inline=False) == {}
+    digest = "digest-of-these-bytes"
+    assert checked.checked_cache(refs, refs_path, None, digest).inline == full  # found and kept
+    assert verdicts.load(verdicts.key_of(digest, cache["url"])) is not None
+    assert checked.checked_cache(refs, refs_path, None, digest).inline == full  # taken as kept
+    assert checked.checked_cache(refs, refs_path, None, digest, defer=False).inline == {}
 
 
 def edit_chunk_outside(refs):
@@ -267,7 +267,7 @@ def test_htslibs_warnings_are_logged_with_a_verdict_kept_too(store, caplog):
         checks._parsed_header.cache_clear()
         caplog.clear()
         with caplog.at_level(logging.WARNING):
-            verdicts.check_references_once(refs, refs_path, cache, key)
+            verdicts.verdict_once(refs, refs_path, cache, key)
         assert [r.getMessage() for r in caplog.records if "defines INFO/DP again" in r.getMessage()]
     assert verdicts.load(key) is not None
 
