@@ -83,9 +83,15 @@ def files_identity(tag: str, paths: Iterable[str | os.PathLike[str] | None]) -> 
         if st is None:
             h.update(b"\x00missing")
             continue
-        for value in (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+        for value in stat_identity(st):
             h.update(value.to_bytes(16, "little", signed=True))
     return h.digest()
+
+
+def stat_identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What identifies a file's contents in its stat, and changes with any write to it:
+    (device, inode, size, modification ns, change ns)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def installed_file(module: str, name: str | None = None) -> str | None:

@@ -71,7 +71,7 @@ def identity(path: str) -> Identity | None:
 def _identity_of(st: os.stat_result) -> Identity | None:
     if not stat.S_ISREG(st.st_mode) or st.st_ino == 0:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return user_cache.stat_identity(st)
 
 
 @functools.cache
@@ -125,8 +125,9 @@ def recall(refs_path: str) -> Remembered | None:
         kept = _Entry.read(key)
         if kept is None or not kept.holds():
             return None
-        data = _read_all(fd, before[2])
-        if data is None or _identity_of(os.fstat(fd)) != before:
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read()
+        if len(data) != before[2] or _identity_of(os.fstat(fd)) != before:
             return None
     finally:
         os.close(fd)
@@ -140,19 +141,6 @@ def recall(refs_path: str) -> Remembered | None:
         checks_logger.warning("%s: %s", "vcf_header", warning)
     logger.debug("%s: opened before, and none of its files changed since: checks skipped", refs_path)
     return Remembered(refs["refs"], ChunkTargets(kept.targets, kept.cache_url), kept.header_warnings)
-
-
-def _read_all(fd: int, size: int) -> bytes | None:
-    """The ``size`` bytes of the file open at ``fd``, or None when it holds another count."""
-    chunks = []
-    left = size
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 24))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 class _Entry(NamedTuple):
@@ -228,7 +216,7 @@ class Witness:
         self._refs_path = refs_path
         self._refs_identity = refs_identity
         self._started_ns = started_ns
-        self._files: dict[str, Identity | None] = {}
+        self._files: dict[str, Identity] = {}  # set by watch when every file has one
         self._absent: tuple[str, ...] = ()
 
     @classmethod
@@ -241,24 +229,29 @@ class Witness:
         """Before the checks read ``cache_files`` and those of ``sources`` that are there:
         whether what they find can be kept."""
         present = [s for s in sources if os.path.isfile(s)]
-        self._absent = tuple(s for s in sources if s not in present)
-        self._files = {path: identity(path) for path in [self._refs_path, *cache_files, *present]}
-        self._files[self._refs_path] = self._refs_identity
+        found = {path: identity(path) for path in [*cache_files, *present]}
+        found[self._refs_path] = self._refs_identity  # as its bytes were read
         settled = self._started_ns - int(RACY_SECONDS * 1e9)
-        return all(i is not None and max(i[3], i[4]) < settled for i in self._files.values())
+        files = {
+            path: ident for path, ident in found.items() if ident is not None and max(ident[3], ident[4]) < settled
+        }
+        if len(files) < len(found):
+            return False
+        self._files = files
+        self._absent = tuple(s for s in sources if s not in present)
+        return True
 
     def remember(self, targets: ChunkTargets, header_warnings: Iterable[str]) -> None:
         """Keep what the checks found, when every file watched still has the identity it
         had before they read it (else nothing is kept)."""
         if not self._files or self._refs_identity is None:
             return
-        if any(ident is None or identity(path) != ident for path, ident in self._files.items()):
+        if any(identity(path) != ident for path, ident in self._files.items()):
             return
         if any(os.path.isfile(path) for path in self._absent):
             return
-        files = tuple((path, ident) for path, ident in self._files.items() if ident is not None)
-        paths = [path for path, _ in files] + list(self._absent) + [file for file, _ in targets.files.values()]
-        relative = any(not os.path.isabs(path.removeprefix("file://")) for path in paths)
+        files = tuple(self._files.items())
+        relative = any(not os.path.isabs(path) for path in [*self._files, *self._absent])
         key = _key(self._refs_path, self._refs_identity)
         entry = _Entry(
             files,
