@@ -422,16 +422,21 @@ def middle_megabase(refs: Path) -> str:
     return f"{name}:{start}-{start + 999_999}"
 
 
-def first_opens(refs: Path, theirs: Path | None) -> None:
-    """Open each store once, untimed, in a fresh process, after our files have been
-    unchanged for as long as an open needs to keep what it found of them (files written
-    more recently are checked again at every open: vcfvirtual/refs/opened.py)."""
+def settle(refs: Path) -> None:
+    """Wait until our references' and cache's files have been unchanged for as long as an
+    open needs to keep what it found of them (files written more recently are checked
+    again at every open: vcfvirtual/refs/opened.py)."""
     from vcfvirtual.refs.opened import RACY_SECONDS
 
     cache = refs.with_name(refs.name.removesuffix(".json") + ".cache.columns")
     files = [refs, *(cache.iterdir() if cache.is_dir() else [])]
     newest = max(max(p.stat().st_mtime, p.stat().st_ctime) for p in files)
     time.sleep(max(0.0, newest + RACY_SECONDS + 0.5 - time.time()))
+
+
+def first_opens(refs: Path, theirs: Path | None) -> None:
+    """Open each store once, untimed, in a fresh process, once our files have settled."""
+    settle(refs)
     run_read("position", "open_store", str(refs), {})
     if theirs is not None:
         run_read("position", "plain", str(theirs), {})

@@ -30,8 +30,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fresh import settle  # noqa: E402
 
 CHILD = r"""
 import json, sys, time
@@ -78,16 +80,6 @@ def measure(refs: Path, theirs: Path, runs: int) -> dict[str, list[tuple[float, 
             results[STATES[2]].append(timed("ours", str(refs), str(folders[STATES[2]]), RACY_SECONDS))
             results["bio2zarr"].append(timed("theirs", str(theirs), tmp, RACY_SECONDS))
     return results
-
-
-def settle(refs: Path) -> None:
-    """Wait until the references' and cache's files are older than refs/opened.py's window."""
-    from vcfvirtual.refs.opened import RACY_SECONDS
-
-    cache = refs.with_name(refs.name.removesuffix(".json") + ".cache.columns")
-    files = [refs, *(cache.iterdir() if cache.is_dir() else [])]
-    newest = max(max(p.stat().st_mtime, p.stat().st_ctime) for p in files)
-    time.sleep(max(0.0, newest + RACY_SECONDS + 0.5 - time.time()))
 
 
 def markdown(results: dict[str, list[tuple[float, float]]], refs: Path, runs: int) -> str:
