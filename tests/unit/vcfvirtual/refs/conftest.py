@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from vcfvirtual.io import user_cache
@@ -17,3 +19,17 @@ def user_cache_root(tmp_path, monkeypatch):
     checks._parsed_header.cache_clear()
     yield folder
     checks._parsed_header.cache_clear()
+
+
+def count_calls(monkeypatch, owner: Any, name: str) -> list:
+    """``owner.name`` patched to record each call's second argument (the references' path,
+    for the checks) before calling through; the list of what it recorded."""
+    calls = []
+    original = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args[1])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls

@@ -25,6 +25,7 @@ from vcfvirtual.io import user_cache
 from vcfvirtual.refs import checked, opened
 
 from .... import bcfdata
+from .conftest import count_calls
 
 RECORDS = [
     f"chr1\t{100 * (i + 1)}\t.\tA\tT\t30\tPASS\t.\tGT\t0|1\t1/1\t0/0\t{'./.' if i == 6 else '0|1'}" for i in range(8)
@@ -50,15 +51,7 @@ def store(tmp_path) -> tuple[Path, Path]:
 def full_checks(monkeypatch, store):
     """The full opens run after the store was indexed (each checks the cache and the
     sources first)."""
-    calls = []
-    check = checked.check_cache
-
-    def counted(*args, **kwargs):
-        calls.append(args[1])
-        return check(*args, **kwargs)
-
-    monkeypatch.setattr(checked, "check_cache", counted)
-    return calls
+    return count_calls(monkeypatch, checked, "check_cache")
 
 
 def tick() -> None:

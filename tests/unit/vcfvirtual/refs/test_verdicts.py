@@ -24,6 +24,7 @@ from vcfvirtual.refs import arrays, checked, checking_code, checks, verdicts
 from vcfvirtual.refs.kerchunk import load_references
 
 from .... import bcfdata
+from .conftest import count_calls
 
 
 @pytest.fixture(autouse=True)
@@ -59,15 +60,7 @@ def store(tmp_path, cache_dir):
 @pytest.fixture
 def full_checks(monkeypatch):
     """A count of the full reference checks run (the verdicts found, not taken as kept)."""
-    calls = []
-    found = verdicts.reference_verdict
-
-    def counted(*args, **kwargs):
-        calls.append(args[1])
-        return found(*args, **kwargs)
-
-    monkeypatch.setattr(verdicts, "reference_verdict", counted)
-    return calls
+    return count_calls(monkeypatch, verdicts, "reference_verdict")
 
 
 def positions_and_genotypes(refs_path) -> tuple[list[int], list]:
