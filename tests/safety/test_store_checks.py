@@ -19,6 +19,7 @@ import pysam
 import pytest
 import xarray as xr
 import zarr
+from numcodecs import Zstd
 
 import vcfvirtual
 from vcfvirtual.errors import UntrustedReferenceError
@@ -53,6 +54,12 @@ def meta(doc: dict, name: str) -> dict:
 
 def set_meta(doc: dict, name: str, value: dict) -> None:
     doc["refs"][f"{name}/.zarray"] = json.dumps(value)
+
+
+def inline_strings(encoded: bytes) -> str:
+    """A header string array's chunk as the index inlines it: vlen-utf8 bytes in a Zstandard
+    frame (numcodecs'), base64."""
+    return "base64:" + base64.b64encode(Zstd(level=7).encode(encoded)).decode()
 
 
 def refused(doc: dict, path: Path, match: str) -> str:
@@ -226,9 +233,7 @@ def test_header_array_chunk_of_the_wrong_size_is_refused(store):
     """zarr would reshape it (an untyped ValueError); the index writes each chunk whole."""
     doc, path, _ = store
     doc = copy.deepcopy(doc)
-    doc["refs"]["sample_id/0"] = (
-        "base64:" + base64.b64encode(b"\x02\x00\x00\x00\x01\x00\x00\x00A\x01\x00\x00\x00B").decode()
-    )
+    doc["refs"]["sample_id/0"] = inline_strings(b"\x02\x00\x00\x00\x01\x00\x00\x00A\x01\x00\x00\x00B")
     refused(doc, path, "sample_id/0 holds 2 strings, not the 3 values")
 
 
@@ -239,9 +244,7 @@ def test_a_header_array_chunk_is_checked_before_its_first_read(store):
     at all is refused at open, as before."""
     doc, path, bcf = store
     doc = copy.deepcopy(doc)
-    doc["refs"]["sample_id/0"] = (
-        "base64:" + base64.b64encode(b"\x02\x00\x00\x00\x01\x00\x00\x00A\x01\x00\x00\x00B").decode()
-    )
+    doc["refs"]["sample_id/0"] = inline_strings(b"\x02\x00\x00\x00\x01\x00\x00\x00A\x01\x00\x00\x00B")
     edited = path.with_name("edited.json")
     edited.write_text(json.dumps(doc))
     group = zarr.open_group(vcfvirtual.open_store(edited), mode="r", zarr_format=2)
@@ -259,6 +262,103 @@ def test_a_header_array_chunk_is_checked_before_its_first_read(store):
     edited.write_text(json.dumps(doc))
     with pytest.raises(UntrustedReferenceError, match="sample_id/0 is not inline data"):
         vcfvirtual.open_store(edited)
+
+
+def zstd_frame(payload: bytes, declared: int | None, trailing: bytes = b"") -> bytes:
+    """A Zstandard frame written by hand (RFC 8878): ``payload`` as one raw block, the frame
+    header declaring ``declared`` bytes (8-byte field) or, with None, no size at all."""
+    head = b"\x28\xb5\x2f\xfd" + (b"\x00\x00" if declared is None else b"\xe0" + declared.to_bytes(8, "little"))
+    return head + ((len(payload) << 3) | 1).to_bytes(3, "little") + payload + trailing
+
+
+THREE_NAMES = b"\x03\x00\x00\x00" + b"".join(b"\x01\x00\x00\x00" + c for c in (b"A", b"B", b"C"))
+
+
+@pytest.mark.parametrize(
+    ("frame", "match"),
+    [
+        # 1 TiB claimed by 40 bytes: refused before anything is allocated (numpy would raise
+        # MemoryError, not the typed error, had the check let it through)
+        (
+            zstd_frame(THREE_NAMES, 1 << 40),
+            r"sample_id/0's Zstandard frame claims 1099511627776 bytes from 35.*refusing to allocate",
+        ),
+        # no size stated: numcodecs would grow a buffer as long as the frame inflates
+        (zstd_frame(THREE_NAMES, None), "sample_id/0 is not one Zstandard frame that states its decompressed size"),
+        # bytes after the frame, which zarr's decoder would ignore or read as another frame
+        (zstd_frame(THREE_NAMES, len(THREE_NAMES), b"\x00" * 8), "sample_id/0 is not one Zstandard frame"),
+        # a size that is not the frame's: zstd refuses to decompress into it
+        (zstd_frame(THREE_NAMES, 5), "sample_id/0 does not decompress"),
+    ],
+    ids=["claims-a-tebibyte", "no-size", "trailing-bytes", "wrong-size"],
+)
+def test_a_crafted_zstandard_frame_in_a_header_array_is_refused(store, frame, match):
+    """The header's string arrays are inlined as Zstandard frames; the check bounds the size
+    a frame claims as the codec bounds a segment's and decompresses into exactly that."""
+    doc, path, _ = store
+    doc = copy.deepcopy(doc)
+    doc["refs"]["sample_id/0"] = "base64:" + base64.b64encode(frame).decode()
+    refused(doc, path, match)
+
+
+def test_the_hand_written_frame_is_read_as_written(store):
+    """The refusals above are of the frames' claims, not of hand-written frames: the same
+    frame stating its true size reads the names it holds."""
+    doc, path, _ = store
+    doc = copy.deepcopy(doc)
+    doc["refs"]["sample_id/0"] = "base64:" + base64.b64encode(zstd_frame(THREE_NAMES, len(THREE_NAMES))).decode()
+    edited = path.with_name("edited.json")
+    edited.write_text(json.dumps(doc))
+    group = zarr.open_group(vcfvirtual.open_store(edited), mode="r", zarr_format=2)
+    assert group["sample_id"][:].tolist() == ["A", "B", "C"]
+
+
+ZSTD7 = {"id": "zstd", "level": 7, "checksum": False}
+VLEN = {"id": "vlen-utf8"}
+
+
+@pytest.mark.parametrize(
+    ("name", "filters", "compressor"),
+    [
+        ("sample_id", [VLEN, {"id": "zstd", "level": 1, "checksum": False}], None),
+        ("sample_id", [VLEN], {"id": "blosc", "cname": "zstd", "clevel": 7, "shuffle": 0, "blocksize": 0}),
+        ("sample_id", [VLEN, ZSTD7, ZSTD7], None),
+        ("region_index", None, ZSTD7),
+        ("region_index", [ZSTD7], None),
+    ],
+    ids=["other-level", "blosc", "twice", "on-integers", "on-integers-as-a-filter"],
+)
+def test_a_codec_the_index_does_not_write_on_a_header_array_is_refused(store, name, filters, compressor):
+    """Only the header's strings are compressed, and only as the index does it: any other
+    codec would reach zarr's decoders unchecked."""
+    doc, path, _ = store
+    doc = copy.deepcopy(doc)
+    m = meta(doc, name)
+    m["filters"], m["compressor"] = filters, compressor
+    set_meta(doc, name, m)
+    refused(doc, path, rf"array {name}: codecs .* \(filters, then compressor\), the index writes")
+
+
+def test_references_with_uncompressed_header_strings_still_open(store):
+    """References written before the header's strings were compressed (vlen-utf8 inline,
+    no compressor) are still the index's: they open and read htslib's names."""
+    doc, path, bcf = store
+    doc = copy.deepcopy(doc)
+    for name in ("sample_id", "contig_id", "filter_id", "filter_description"):
+        m = meta(doc, name)
+        assert m["filters"] == [VLEN, Zstd(level=7).get_config()] and m["compressor"] is None
+        m["filters"] = [VLEN]
+        set_meta(doc, name, m)
+        for key in [k for k in doc["refs"] if k.startswith(f"{name}/") and "/." not in k]:
+            frame = base64.b64decode(doc["refs"][key].removeprefix("base64:"))
+            doc["refs"][key] = "base64:" + base64.b64encode(Zstd().decode(frame)).decode()
+    edited = path.with_name("edited.json")
+    edited.write_text(json.dumps(doc))
+    ds = xr.open_zarr(vcfvirtual.open_store(edited), consolidated=False)
+    with pysam.VariantFile(str(bcf)) as vf:
+        assert ds["sample_id"].values.tolist() == list(vf.header.samples)
+        assert ds["contig_id"].values.tolist() == list(vf.header.contigs)
+        assert ds["filter_id"].values.tolist() == list(vf.header.filters)
 
 
 def test_header_array_longer_than_the_header_says_is_refused(store):

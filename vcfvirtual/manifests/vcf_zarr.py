@@ -30,6 +30,7 @@ from ..cache.layouts import LAYOUT_WRITERS
 from ..cache.names import LayoutName, part_url, segment_name
 from ..errors import CorruptBCFError, FieldShapeError, UnsupportedBCFError, VcfVirtualError
 from ..scan.results import ScanResult
+from . import inline as inline_strings
 from .provenance import ATTRIBUTE, Dimensions, Provenance, RecordedCache, RecordedScan, RecordedSource
 from .virtual import ArrayMetadata, ChunkTable, DType, VirtualArray, VirtualGroup
 
@@ -285,7 +286,8 @@ def _inline_array(
     chunk: int | None = None,
 ) -> VirtualArray:
     """An array whose encoded bytes travel inside the manifest: one chunk, or chunks of
-    ``chunk`` rows (the last one padded to the full chunk, as Zarr stores an edge chunk)."""
+    ``chunk`` rows (the last one padded to the full chunk, as Zarr stores an edge chunk);
+    strings compressed (:mod:`.inline`)."""
     if dtype is str:
         values = np.asarray(values, dtype=object)
     else:
@@ -300,7 +302,7 @@ def _inline_array(
         dtype=dtype,
         chunk_shape=chunk_shape,
         fill_value=fill,
-        codecs=tuple(_codecs(dtype, None)),
+        codecs=(*_codecs(dtype, None), *((inline_strings.V3_CODEC,) if dtype is str else ())),
         attributes=attributes,
         dimension_names=tuple(dims),
     )
@@ -313,7 +315,7 @@ def _inline_array(
         if part.shape[0] < rows:
             pad = np.full((rows - part.shape[0], *part.shape[1:]), fill, dtype=values.dtype)
             part = np.concatenate([part, pad])
-        inline[f"{k}{rest}"] = bytes(VLenUTF8().encode(part)) if dtype is str else part.tobytes()
+        inline[f"{k}{rest}"] = inline_strings.compress(VLenUTF8().encode(part)) if dtype is str else part.tobytes()
     return VirtualArray(metadata, inline=inline)
 
 

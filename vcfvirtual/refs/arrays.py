@@ -186,10 +186,10 @@ def check_plain_array(name: str, meta: dict[str, Any], header: BCFHeader, n_reco
     position, its length the header's (region_index: at most a row per record)."""
     dtype, filters = PLAIN_ARRAYS[name]
     problems = common_problems(meta)
-    if meta.get("compressor") is not None:
-        problems.append(f"compressor {meta.get('compressor')!r}, the index writes none")
-    if (meta.get("filters") or None) != filters:
-        problems.append(f"filters {meta.get('filters')!r}, the index writes {filters!r}")
+    allowed = _plain_codecs(filters)
+    if (chain := codec_chain(meta)) not in allowed:
+        written = " or ".join(map(repr, allowed))
+        problems.append(f"codecs {chain!r} (filters, then compressor), the index writes {written}")
     found = meta.get("dtype")
     if dtype == "int":
         if not (isinstance(found, str) and found[:2] in ("|i", "<i") and found[2:] in ("1", "2", "4", "8")):
@@ -200,6 +200,23 @@ def check_plain_array(name: str, meta: dict[str, Any], header: BCFHeader, n_reco
         problems += _plain_shape_problems(name, meta["shape"], meta["chunks"], header, n_records)
     if problems:
         raise _refuse(refs_path, f"array {name}: " + "; ".join(problems))
+
+
+def codec_chain(meta: dict[str, Any]) -> list[Any]:
+    """The codecs a Zarr v2 chunk is decoded through, last first: its filters, then its
+    compressor (applied last on write, so the order is the same whichever holds a codec)."""
+    compressor = meta.get("compressor")
+    return [*(meta.get("filters") or []), *([] if compressor is None else [compressor])]
+
+
+def _plain_codecs(filters: list[dict[str, Any]] | None) -> list[list[Any]]:
+    """The codec chains the index writes for a header array of ``filters``: the strings'
+    Zstandard after vlen-utf8 (manifests/inline.py), or none (references written before)."""
+    from ..manifests import inline
+
+    if filters is None:
+        return [[]]
+    return [[*filters, inline.V2_COMPRESSOR], list(filters)]
 
 
 def _plain_shape_problems(
@@ -249,6 +266,8 @@ def check_plain_chunk_data(name: str, leaf: str, value: str, meta: dict[str, Any
         data = base64.b64decode(value[7:], validate=True) if value.startswith("base64:") else value.encode()
     except (binascii.Error, ValueError) as e:
         raise _refuse(refs_path, f"{name}/{leaf} is not base64 ({e})") from None
+    if len(codec_chain(meta)) == 2:  # vlen-utf8, then the Zstandard check_plain_array allows
+        data = _inflate_inline(f"{name}/{leaf}", data, refs_path)
     expected = math.prod(meta["chunks"])
     if meta["dtype"] == "|O":
         from numcodecs import VLenUTF8
@@ -265,6 +284,34 @@ def check_plain_chunk_data(name: str, leaf: str, value: str, meta: dict[str, Any
         found = f"{len(data)} bytes"
     if count != expected:
         raise _refuse(refs_path, f"{name}/{leaf} holds {found}, not the {expected} values of a chunk {meta['chunks']}")
+
+
+def _inflate_inline(key: str, frame: bytes, refs_path: PathLike) -> bytes:
+    """An inline chunk's one Zstandard frame, decompressed after its header's size is
+    bounded as the codec bounds a segment's (what the compressed bytes can honestly stand
+    for, and the decode ceiling), so a crafted frame allocates nothing it cannot back."""
+    from numcodecs import Zstd
+    from vcfvirtual_codec.checks import PAID_EXPANSION, decode_limits, inflate_limit
+    from vcfvirtual_codec.columns import zstd_content_size
+    from vcfvirtual_codec.local_alleles import zstd_frame_length
+
+    view = np.frombuffer(frame, dtype=np.uint8)
+    declared = zstd_content_size(view)
+    if declared is None or zstd_frame_length(view) != len(frame):
+        raise _refuse(refs_path, f"{key} is not one Zstandard frame that states its decompressed size")
+    limit = min(inflate_limit(len(frame)), max(decode_limits().ceiling, PAID_EXPANSION * len(frame)))
+    if declared > limit:
+        raise _refuse(
+            refs_path,
+            f"{key}'s Zstandard frame claims {declared} bytes from {len(frame)}, more than they can "
+            f"stand for ({limit}); refusing to allocate",
+        )
+    out = np.empty(declared, dtype=np.uint8)
+    try:
+        Zstd().decode(frame, out)
+    except (RuntimeError, ValueError) as e:
+        raise _refuse(refs_path, f"{key} does not decompress ({e})") from None
+    return out.tobytes()
 
 
 # Arrays whose chunks may be left out, read as the fill value: call_genotype_mask's

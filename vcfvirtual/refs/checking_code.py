@@ -32,6 +32,7 @@ CHECKING_MODULES = (
     "vcfvirtual/io/remote.py",
     "vcfvirtual/io/user_cache.py",
     "vcfvirtual/manifests/__init__.py",
+    "vcfvirtual/manifests/inline.py",
     "vcfvirtual/manifests/provenance.py",
     "vcfvirtual/refs/__init__.py",
     "vcfvirtual/refs/arrays.py",
