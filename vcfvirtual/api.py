@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import shutil
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from . import append
+from . import _json, append
 from ._progress import phase
 from .bcf.vcf_input import as_bcf
 from .cache.base import CacheRanges, CacheTarget, SegmentRanges, SerialSource, local_target
@@ -430,7 +429,7 @@ def _existing_store(plan: AppendPlan) -> append.ExistingStore:
         )
     check_store(plan.refs_path, storage_options=plan.options.storage_options)
     refs = convert.load_all_references(plan.refs_path)
-    attributes = json.loads(refs["refs"][".zattrs"])
+    attributes = _json.loads(refs["refs"][".zattrs"])
     provenance = Provenance.from_attributes(attributes, plan.refs_path)
     # Parsed as the checks parse it (samples cut from the #CHROM line for htslib), with
     # the text the store keeps.

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 from vcfvirtual_codec.spec import CODEC_ID, LOCAL_KINDS, SAMPLE_KINDS
 
+from . import _json
 from .bcf.fields import FieldChoice
 from .bcf.header import BCFHeader
 from .cache.base import ChunkRanges, Continuation, SegmentRanges, complete_counts
@@ -125,7 +125,7 @@ def _codec_arrays(r: dict[str, Any]) -> dict[str, tuple[dict[str, Any], tuple[in
     for key, value in r.items():
         if not key.endswith("/.zarray"):
             continue
-        zarray = json.loads(value)
+        zarray = _json.loads(value)
         spec = next((f for f in zarray.get("filters") or [] if f.get("id") == CODEC_ID), None)
         if spec is not None:
             grid = tuple(-(-s // c) for s, c in zip(zarray["shape"], zarray["chunks"]))
@@ -258,7 +258,7 @@ def _beside_gt(local: dict[str, ChunkRanges], gt: ChunkRanges) -> dict[str, Chun
 
 def _region_rows(r: dict[str, Any]) -> np.ndarray:
     """The region index as the scan made it, from its inlined chunk."""
-    zarray = json.loads(r["region_index/.zarray"])
+    zarray = _json.loads(r["region_index/.zarray"])
     shape = tuple(zarray["shape"])
     if not shape[0]:
         return np.empty((0, REGION_COLUMNS), np.int64)

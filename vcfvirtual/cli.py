@@ -19,7 +19,7 @@ import click
 # Importing this module must stay cheap (--help, relocate, inspect): the indexer's modules
 # load zarr, VirtualiZarr and xarray (~1 s), so each command imports what it runs
 # inside its function. The choices come from the lists' numpy-free modules.
-from . import __version__, interrupts
+from . import __version__, _json, interrupts
 from ._gc import collector_paused
 from .cache.names import LAYOUTS
 from .errors import VcfVirtualError
@@ -378,7 +378,7 @@ def _storage_options(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        options = json.loads(text)
+        options = _json.loads(text)
     except json.JSONDecodeError as e:
         raise VcfVirtualError(None, f"--storage-options is not JSON ({e})") from None
     if not isinstance(options, dict):

@@ -21,7 +21,10 @@ from obspec_utils.registry import ObjectStoreRegistry
 from obstore.exceptions import BaseError
 from virtualizarr.manifests import ManifestStore
 
-from . import _codecs  # noqa: F401  (registers the codecs, for stale entry points)
+from . import (
+    _codecs,  # noqa: F401  (registers the codecs, for stale entry points)
+    _json,
+)
 from .errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from .io.fingerprint import Fingerprint, digest_of
 from .io.outputs import REFS_SUFFIX
@@ -128,7 +131,7 @@ def _read_references(refs_url: str, url: str, registry: ObjectStoreRegistry) -> 
     except (BaseError, OSError) as e:  # unreachable, refused: obstore's own errors
         raise VcfVirtualError(refs_url, f"cannot read the references: {type(e).__name__}: {e}"[:500]) from None
     try:
-        refs = json.loads(bytes(data))
+        refs = _json.loads(bytes(data))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise VcfVirtualError(refs_url, f"not a Kerchunk JSON file ({e})") from None
     if not isinstance(refs, dict) or not isinstance(refs.get("refs"), dict):

@@ -22,7 +22,7 @@ import zarr
 from numcodecs import Zstd
 
 import vcfvirtual
-from vcfvirtual.errors import UntrustedReferenceError
+from vcfvirtual.errors import UntrustedReferenceError, VcfVirtualError
 from vcfvirtual.refs.checked import check_store
 
 from .. import bcfdata
@@ -359,6 +359,32 @@ def test_references_with_uncompressed_header_strings_still_open(store):
         assert ds["sample_id"].values.tolist() == list(vf.header.samples)
         assert ds["contig_id"].values.tolist() == list(vf.header.contigs)
         assert ds["filter_id"].values.tolist() == list(vf.header.filters)
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # past Python's recursion limit for json.loads
+
+
+@pytest.mark.parametrize("key", [".zattrs", "variant_position/.zarray", "variant_position/.zattrs"])
+def test_metadata_nested_too_deep_is_refused_with_a_typed_error(store, key):
+    """The standard library's json.loads raises RecursionError on such text, which no
+    handler caught: open_store raised an untyped error. Now it is not JSON, typed."""
+    doc, path, _ = store
+    doc = copy.deepcopy(doc)
+    doc["refs"][key] = DEEP
+    edited = path.with_name("edited.json")
+    edited.write_text(json.dumps(doc))
+    with pytest.raises(UntrustedReferenceError, match="nested deeper than Python's recursion limit") as e:
+        vcfvirtual.open_store(edited)
+    assert str(edited) in str(e.value)
+
+
+def test_a_reference_file_nested_too_deep_is_refused_with_a_typed_error(store):
+    _, path, _ = store
+    edited = path.with_name("edited.json")
+    edited.write_text('{"version": 1, "refs": ' + DEEP + "}")
+    with pytest.raises(VcfVirtualError, match="not a Kerchunk JSON file.*nested deeper") as e:
+        vcfvirtual.open_store(edited)
+    assert str(edited) in str(e.value)
 
 
 def test_header_array_longer_than_the_header_says_is_refused(store):

@@ -34,7 +34,7 @@ INDEXER = Package(
     "vcfvirtual",
     ROOT / "vcfvirtual",
     [
-        {"__init__", "errors", "interrupts", "_codecs", "_gc", "_progress"},
+        {"__init__", "errors", "interrupts", "_codecs", "_gc", "_json", "_progress"},
         {"io"},
         {"bcf"},
         {"scan"},

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from vcfvirtual_codec.bcf import bgzf
 
-from .. import interrupts
+from .. import _json, interrupts
 from ..errors import OutputExistsError, OutputWriteError
 from .parts import is_part_name
 
@@ -252,7 +252,6 @@ def refuse_foreign_output(path: Path, kind: str, *, force: bool, option: str) ->
 
 def is_vcfvirtual_references(path: Path) -> bool:
     """Kerchunk JSON, Kerchunk Parquet or Icechunk references that vcfvirtual wrote."""
-    import json
 
     path = Path(path)
     try:
@@ -262,16 +261,16 @@ def is_vcfvirtual_references(path: Path) -> bool:
                 if f.read(64).lstrip()[:1] != "{":
                     return False
                 f.seek(0)
-                attrs = json.load(f)["refs"][".zattrs"]
+                attrs = _json.loads(f.read())["refs"][".zattrs"]
         elif (path / ".zmetadata").is_file():
             with open(path / ".zmetadata", encoding="utf-8") as f:
-                attrs = json.load(f)["metadata"][".zattrs"]
+                attrs = _json.loads(f.read())["metadata"][".zattrs"]
         elif (path / "repo").exists():
             return _is_vcfvirtual_icechunk(path)
         else:
             return False
         if isinstance(attrs, (str, bytes)):
-            attrs = json.loads(attrs)
+            attrs = _json.loads(attrs)
         return isinstance(attrs, dict) and "vcfvirtual" in attrs
     except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return False

@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .. import _json
+
 ENV = "VCFVIRTUAL_CACHE_DIR"
 
 
@@ -40,7 +42,7 @@ def read_entry(path: Path, format_: int, key: str) -> dict[str, Any] | None:
     """The entry at ``path`` when it is a JSON object of format ``format_`` recording
     ``key``; None for anything else (no file, unreadable, damaged, another format or key)."""
     try:
-        entry = json.loads(path.read_bytes())
+        entry = _json.loads(path.read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(entry, dict) or entry.get("format") != format_ or entry.get("key") != key:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from .. import _json
 from ..errors import UntrustedReferenceError
 from .guard import UNTRUSTED_HINT
 
@@ -151,7 +152,7 @@ def check_names(keys: StoreKeys, expected: dict[str, Role], refs_path: PathLike)
 def json_object(value: Any, what: str, refs_path: PathLike) -> dict[str, Any]:
     """A metadata value (JSON text or already an object) as a dict."""
     try:
-        parsed = json.loads(value) if isinstance(value, (str, bytes)) else value
+        parsed = _json.loads(value) if isinstance(value, (str, bytes)) else value
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise _refuse(refs_path, f"{what} is not JSON ({e})") from None
     if not isinstance(parsed, dict):

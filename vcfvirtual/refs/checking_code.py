@@ -17,6 +17,7 @@ from ..io import user_cache
 # tests/unit/vcfvirtual/refs/test_verdicts.py holds this list to what a check imports.
 CHECKING_MODULES = (
     "vcfvirtual/__init__.py",
+    "vcfvirtual/_json.py",
     "vcfvirtual/_codecs.py",
     "vcfvirtual/errors.py",
     "vcfvirtual/interrupts.py",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
+from .. import _json
 from ..cache.names import part_url
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io.fingerprint import Fingerprint
@@ -58,7 +59,7 @@ def group_attributes(refs: KerchunkRefs, refs_path: PathLike = None) -> dict[str
 def _parsed_json(text: str | bytes) -> Any:
     """``json.loads``, once per text: the group attributes hold the whole VCF header (1 MB
     at 100,000 samples, ~5 ms to parse) and one open reads them four times."""
-    return json.loads(text)
+    return _json.loads(text)
 
 
 def declared_provenance(refs: KerchunkRefs, refs_path: PathLike) -> Provenance | None:

@@ -5,13 +5,13 @@ format asked for, with no scan of the BCF and no byte of the cache rewritten."""
 from __future__ import annotations
 
 import base64
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import _json
 from ..errors import VcfVirtualError
 from ..manifests.provenance import Provenance
 from ..manifests.virtual import ArrayMetadata, ChunkTable, VirtualArray, VirtualGroup
@@ -88,7 +88,7 @@ def virtual_group(refs: KerchunkRefs, refs_path: str | os.PathLike[str]) -> Virt
     """
     r = refs["refs"]
     try:
-        attributes = json.loads(r[".zattrs"])
+        attributes = _json.loads(r[".zattrs"])
         names = list(dict.fromkeys(k.split("/", 1)[0] for k in r if "/" in k))
         arrays = {name: _virtual_array(name, r) for name in names}
     except (KeyError, ValueError, TypeError, IndexError) as e:
@@ -99,8 +99,8 @@ def virtual_group(refs: KerchunkRefs, refs_path: str | os.PathLike[str]) -> Virt
 def _virtual_array(name: str, r: dict[str, Any]) -> VirtualArray:
     from ..manifests.vcf_zarr import _fill_value
 
-    zarray = json.loads(r[f"{name}/.zarray"])
-    zattrs = json.loads(r[f"{name}/.zattrs"])
+    zarray = _json.loads(r[f"{name}/.zarray"])
+    zattrs = _json.loads(r[f"{name}/.zattrs"])
     dims = zattrs.pop("_ARRAY_DIMENSIONS")
     is_str = zarray["dtype"] == "|O"
     dtype: Any = str if is_str else np.dtype(zarray["dtype"]).newbyteorder("=")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import _json
 from ..errors import VcfVirtualError
 
 if TYPE_CHECKING:
@@ -316,7 +317,7 @@ def read_references(
     if os.path.isdir(refs_path):
         try:
             data = Path(refs_path, ".zmetadata").read_bytes()
-            meta = json.loads(data)
+            meta = _json.loads(data)
             return {"refs": meta["metadata"], "parquet": True}, _digest(data)
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise VcfVirtualError(refs_path, f"not a Kerchunk Parquet directory ({e})") from None
@@ -334,7 +335,7 @@ def _digest(data: bytes) -> str:
 def _parsed(refs_path: str | os.PathLike[str], data: bytes) -> tuple[KerchunkRefs, str]:
     """The references a Kerchunk JSON's bytes hold, and their digest."""
     try:
-        loaded: KerchunkRefs = json.loads(data)
+        loaded: KerchunkRefs = _json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise VcfVirtualError(refs_path, f"not a Kerchunk JSON file ({e})") from None
     return loaded, _digest(data)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import os
 import stat
@@ -40,6 +39,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from .. import _json
 from ..io import user_cache
 from . import checking_code
 from .guard import ChunkTargets
@@ -132,7 +132,7 @@ def recall(refs_path: str) -> Remembered | None:
     finally:
         os.close(fd)
     try:
-        refs = json.loads(data)
+        refs = _json.loads(data)
     except ValueError:
         return None
     if not isinstance(refs, dict) or not isinstance(refs.get("refs"), dict):

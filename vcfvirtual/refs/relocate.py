@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from .. import _json
 from ..errors import StaleCacheError, UntrustedReferenceError, VcfVirtualError
 from ..io import remote as storage
 from ..io.fingerprint import Fingerprint
@@ -51,7 +52,7 @@ def relocate(refs: KerchunkRefs, cache_url: str, refs_path: Where = None) -> Ker
             hint="write them again with vcfvirtual index --format json, whose chunks name the cache by a template",
         )
     try:
-        attrs = json.loads(refs["refs"][".zattrs"])
+        attrs = _json.loads(refs["refs"][".zattrs"])
         provenance = Provenance.from_attributes(attrs, refs_path)
     except (KeyError, TypeError, ValueError, UntrustedReferenceError):
         raise VcfVirtualError(
