@@ -175,7 +175,7 @@ def sizes(refs: Path, theirs: Path, bcf: Path) -> list[tuple[str, int, int | Non
         ("- root `.zattrs` as written in it (escaped) / bio2zarr's", len(json.dumps(zattrs)), du(theirs / ".zattrs")),
         ("- of which `vcf_header` (unescaped)", len(json.loads(zattrs)["vcf_header"].encode()), None),
         (f"- `sample_id`, {len(inlined)} inlined chunks' base64 / bio2zarr's", sum(map(len, inlined)), theirs_ids),
-        ("- the same decoded", sum(map(inlined_bytes, inlined)), theirs_ids),
+        ("- the same, base64 decoded (the chunks as stored)", sum(map(inlined_bytes, inlined)), theirs_ids),
         ("cache", du(cache), None),
         ("- the BCF header copied at its start", copied, None),
     ]
