@@ -204,8 +204,8 @@ def check_plain_array(name: str, meta: dict[str, Any], header: BCFHeader, n_reco
 
 
 def codec_chain(meta: dict[str, Any]) -> list[Any]:
-    """The codecs a Zarr v2 chunk is decoded through, last first: its filters, then its
-    compressor (applied last on write, so the order is the same whichever holds a codec)."""
+    """The codecs a Zarr v2 chunk is written through, in order: its filters, then its
+    compressor (read in reverse), so a codec means the same whichever of the two holds it."""
     compressor = meta.get("compressor")
     return [*(meta.get("filters") or []), *([] if compressor is None else [compressor])]
 
@@ -263,11 +263,13 @@ def check_plain_chunk_data(name: str, leaf: str, value: str, meta: dict[str, Any
     :func:`check_plain_chunk_key`): base64 holding exactly one chunk's values. Every
     sample name is decoded to count them, so a store's open may leave it to the chunk's
     first read."""
+    from ..manifests import inline
+
     try:
         data = base64.b64decode(value[7:], validate=True) if value.startswith("base64:") else value.encode()
     except (binascii.Error, ValueError) as e:
         raise _refuse(refs_path, f"{name}/{leaf} is not base64 ({e})") from None
-    if len(codec_chain(meta)) == 2:  # vlen-utf8, then the Zstandard check_plain_array allows
+    if codec_chain(meta)[-1:] == [inline.V2_COMPRESSOR]:  # the strings' (check_plain_array)
         data = _inflate_inline(f"{name}/{leaf}", data, refs_path)
     expected = math.prod(meta["chunks"])
     if meta["dtype"] == "|O":
