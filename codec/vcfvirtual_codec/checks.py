@@ -224,16 +224,22 @@ def decode_cost(spec: ChunkSpec) -> int:
     return values * _bytes_per_value(spec)
 
 
+def paid_ceiling(paid: int) -> int:
+    """The most any decode of a chunk of ``paid`` bytes as stored may allocate: the ceiling,
+    or PAID_EXPANSION bytes per stored byte where that is more."""
+    return max(_limits.ceiling, PAID_EXPANSION * paid)
+
+
 def refuse_over_ceiling(spec: ChunkSpec, cost: int, paid: int, what: str) -> None:
     """The decode ceiling: past it, a decode costs at most PAID_EXPANSION bytes per byte of
-    the chunk as stored (``paid``), whatever else backs it."""
-    ceiling = _limits.ceiling
-    if cost > ceiling and cost > PAID_EXPANSION * paid:
+    the chunk as stored (``paid``), whatever else backs it (:func:`paid_ceiling`)."""
+    limit = paid_ceiling(paid)
+    if cost > limit:
         raise ChunkDecodeError(
             None,
             f"cannot decode {spec.array} chunk: its configuration (chunk {list(spec.chunk_shape)}) would take "
             f"{cost} bytes to decode {what}, more than any chunk of {paid} stored bytes may "
-            f"({max(ceiling, PAID_EXPANSION * paid)}; vcfvirtual_codec.checks.set_decode_budget raises it)",
+            f"({limit}; vcfvirtual_codec.checks.set_decode_budget raises it)",
             hint="the references' codec configuration does not fit the cache; refusing to allocate",
         )
 

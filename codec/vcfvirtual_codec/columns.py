@@ -69,15 +69,14 @@ from .bcf import records as R
 from .checks import (
     BYTES_PER_CLAIMED_SAMPLE,
     FLOAT32_FILL,
-    PAID_EXPANSION,
     as_bytes,
     check,
     checked_vlen_utf8,
     chunk_records_expected,
     decode_cost,
-    decode_limits,
     inflate_limit,
     narrowed,
+    paid_ceiling,
     refuse_over_ceiling,
     span_missing,
     within_budget,
@@ -381,7 +380,7 @@ def _check_length(body: np.ndarray, seg: _Segment, spec: ChunkSpec) -> None:
     bytes can honestly stand for (:func:`vcfvirtual_codec.checks.inflate_limit`). Past
     the ceiling, at most PAID_EXPANSION bytes per compressed byte either way."""
     shape_bound = _max_segment_length(spec, seg)
-    ceiling = max(decode_limits().ceiling, PAID_EXPANSION * body.shape[0])
+    ceiling = paid_ceiling(body.shape[0])
     if not body.shape[0]:
         limit, why = 0, "an empty frame holds nothing"
     elif shape_bound is not None:

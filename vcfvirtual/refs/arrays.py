@@ -294,7 +294,7 @@ def _inflate_inline(key: str, frame: bytes, refs_path: PathLike) -> bytes:
     bounded as the codec bounds a segment's (what the compressed bytes can honestly stand
     for, and the decode ceiling), so a crafted frame allocates nothing it cannot back."""
     from numcodecs import Zstd
-    from vcfvirtual_codec.checks import PAID_EXPANSION, decode_limits, inflate_limit
+    from vcfvirtual_codec.checks import inflate_limit, paid_ceiling
     from vcfvirtual_codec.columns import zstd_content_size
     from vcfvirtual_codec.local_alleles import zstd_frame_length
 
@@ -302,7 +302,7 @@ def _inflate_inline(key: str, frame: bytes, refs_path: PathLike) -> bytes:
     declared = zstd_content_size(view)
     if declared is None or zstd_frame_length(view) != len(frame):
         raise _refuse(refs_path, f"{key} is not one Zstandard frame that states its decompressed size")
-    limit = min(inflate_limit(len(frame)), max(decode_limits().ceiling, PAID_EXPANSION * len(frame)))
+    limit = min(inflate_limit(len(frame)), paid_ceiling(len(frame)))
     if declared > limit:
         raise _refuse(
             refs_path,
