@@ -21,7 +21,10 @@ LEVEL: Final = 7
 # written before).
 V2_COMPRESSOR: Final[dict[str, Any]] = {"id": "zstd", "level": LEVEL, "checksum": False}
 # The same as a Zarr v3 codec (after vlen-utf8).
-V3_CODEC: Final[dict[str, Any]] = {"name": "zstd", "configuration": {"level": LEVEL, "checksum": False}}
+V3_CODEC: Final[dict[str, Any]] = {
+    "name": V2_COMPRESSOR["id"],
+    "configuration": {k: v for k, v in V2_COMPRESSOR.items() if k != "id"},
+}
 
 
 def compress(encoded: bytes) -> bytes:

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import _json
 from ..errors import UntrustedReferenceError
+from ..manifests import inline
 from .guard import UNTRUSTED_HINT
 
 if TYPE_CHECKING:
@@ -213,8 +214,6 @@ def codec_chain(meta: dict[str, Any]) -> list[Any]:
 def _plain_codecs(filters: list[dict[str, Any]] | None) -> list[list[Any]]:
     """The codec chains the index writes for a header array of ``filters``: the strings'
     Zstandard after vlen-utf8 (manifests/inline.py), or none (references written before)."""
-    from ..manifests import inline
-
     if filters is None:
         return [[]]
     return [[*filters, inline.V2_COMPRESSOR], list(filters)]
@@ -263,8 +262,6 @@ def check_plain_chunk_data(name: str, leaf: str, value: str, meta: dict[str, Any
     :func:`check_plain_chunk_key`): base64 holding exactly one chunk's values. Every
     sample name is decoded to count them, so a store's open may leave it to the chunk's
     first read."""
-    from ..manifests import inline
-
     try:
         data = base64.b64decode(value[7:], validate=True) if value.startswith("base64:") else value.encode()
     except (binascii.Error, ValueError) as e:
