@@ -28,6 +28,12 @@ equal); variant_position over HTTP from a loopback server answering Range reques
 this script starts and which serves both stores; and each array named by ``--arrays``, read
 whole against bio2zarr's (cohort B's ``call_AD``, ``call_DP``...).
 
+Beside each median ratio: a 90% bootstrap interval of it (:func:`ratio_interval`: the pairs
+drawn again with replacement), and in how many pairs ours took less wall time. With the
+region, two more rows, each paired with ``bcftools view -H -r`` in the same way, give what
+bcftools leaves any reader through zarr: a process that imports zarr and numpy and reads
+nothing (the floor), and the same region from bio2zarr's store.
+
 Our store (``vcfvirtual index``) and bio2zarr's (``vcf2zarr convert``) are made in --workdir
 unless found there (or given with --bio2zarr). Each is then opened once, untimed, as a user
 opens a store before reading it many times (:func:`first_opens`): our first open after an
@@ -43,6 +49,7 @@ import dataclasses
 import email.utils
 import http.server
 import json
+import math
 import os
 import re
 import resource
@@ -104,6 +111,11 @@ def region():
     first, last = int(rows[0]), int(rows[-1])
     return g["call_genotype"][first : last + 1][rows - first]
 
+def floor():
+    # What every zarr reader's process pays before reading anything: the imports.
+    import zarr, numpy
+    return numpy.zeros(0, numpy.int8)
+
 def afdist():
     sys.path.insert(0, extra["benchmarks"])
     from afdist import afdist
@@ -118,6 +130,7 @@ OPS = {
     "array": lambda: group()[extra["field"]][:],
     "region": region,
     "afdist": afdist,
+    "floor": floor,
 }
 
 value = OPS[op]()
@@ -454,6 +467,8 @@ class Row:
     theirs: Callable[[], Run]
     theirs_name: str = "bio2zarr"
     runs: list[tuple[Run, Run]] = dataclasses.field(default_factory=list)
+    # Not ours against theirs: a floor beside the region (printed in a table of its own).
+    floor: bool = False
 
     def measure(self, prime: int, theirs_first: bool) -> None:
         """One pair; ``theirs_first`` alternates the order between pairs, so that neither
@@ -469,6 +484,14 @@ class Row:
         values = [getattr(pair[side], field) for pair in self.runs]
         return None if None in values else statistics.median(values)
 
+    def interval(self, field: str = "wall") -> tuple[float, float]:
+        """:func:`ratio_interval` of the pairs' ``field``."""
+        return ratio_interval([(getattr(o, field), getattr(t, field)) for o, t in self.runs])
+
+    def ours_faster(self) -> int:
+        """Pairs whose own process took less wall time than the other side's in that pair."""
+        return sum(o.wall < t.wall for o, t in self.runs)
+
     def checks(self) -> str:
         ours = {pair[0].checksum for pair in self.runs}
         theirs = {pair[1].checksum for pair in self.runs}
@@ -478,6 +501,25 @@ class Row:
             rows = {pair[0].rows for pair in self.runs} | {pair[1].rows for pair in self.runs}
             return f"{rows.pop()} rows, both" if len(rows) == 1 else f"DIFFER rows {sorted(rows)}"
         return f"DIFFER ours {sorted(ours)} theirs {sorted(theirs)}"
+
+
+def ratio_interval(pairs: list[tuple[float, float]], resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """A 90% bootstrap interval of median(ours) / median(theirs): the pairs drawn again
+    with replacement ``resamples`` times (seeded: the same pairs give the same interval),
+    the 5th and 95th percentiles of the ratios they give. Pairs, not each side alone, are
+    drawn, as the two processes of a pair ran under the same load. A target of <= 1.0x is
+    met beyond this run's noise when the interval's upper end is <= 1.0, and missed beyond
+    it when its lower end is above 1.0; an interval across 1.0 is a draw this run cannot call."""
+    import random
+
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        drawn = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        theirs = statistics.median(t for _, t in drawn)
+        ratios.append(statistics.median(o for o, _ in drawn) / theirs if theirs > 0 else math.inf)
+    ratios.sort()
+    return ratios[int(0.05 * (resamples - 1))], ratios[int(0.95 * (resamples - 1))]
 
 
 def measure_pairs(rows: list[Row], pairs: int, prime_gb: float) -> None:
@@ -514,20 +556,43 @@ def _ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b <= 0 else f"{a / b:.2f}x"
 
 
+def _interval(r: Row, field: str) -> str:
+    lo, hi = r.interval(field)
+    return f"{lo:.2f}-{hi:.2f}"
+
+
 def markdown(rows: list[Row], title: str) -> str:
     head = (
-        "| read (fresh process) | vs | ours wall s | theirs wall s | ratio wall | ours CPU s | theirs CPU s "
-        "| ratio CPU | warm ours s | warm theirs s | values |"
+        "| read (fresh process) | vs | ours wall s | theirs wall s | ratio wall | 90% interval | ours faster "
+        "| ours CPU s | theirs CPU s | ratio CPU | 90% interval | warm ours s | warm theirs s | values |"
     )
     lines = [title, "", head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
+        if r.floor:
+            continue
         ow, tw = r.median(0, "wall"), r.median(1, "wall")
         oc, tc = r.median(0, "cpu"), r.median(1, "cpu")
         lines.append(
-            f"| {r.label} | {r.theirs_name} | {_s(ow)} | {_s(tw)} | {_ratio(ow, tw)} | {_s(oc)} | {_s(tc)} "
-            f"| {_ratio(oc, tc)} | {_s(r.median(0, 'warm_wall'))} | {_s(r.median(1, 'warm_wall'))} | {r.checks()} |"
+            f"| {r.label} | {r.theirs_name} | {_s(ow)} | {_s(tw)} | {_ratio(ow, tw)} | {_interval(r, 'wall')} "
+            f"| {r.ours_faster()} of {len(r.runs)} | {_s(oc)} | {_s(tc)} | {_ratio(oc, tc)} | {_interval(r, 'cpu')} "
+            f"| {_s(r.median(0, 'warm_wall'))} | {_s(r.median(1, 'warm_wall'))} | {r.checks()} |"
         )
+    floors = [r for r in rows if r.floor]
+    if floors:
+        lines += ["", FLOOR_TITLE, "", "| process | vs | its wall s | theirs wall s | ratio wall | 90% interval |"]
+        lines.append("| --- | --- | --- | --- | --- | --- |")
+        for r in floors:
+            w, tw = r.median(0, "wall"), r.median(1, "wall")
+            ratio = f"{_ratio(w, tw)} | {_interval(r, 'wall')}"
+            lines.append(f"| {r.label} | {r.theirs_name} | {_s(w)} | {_s(tw)} | {ratio} |")
     return "\n".join(lines)
+
+
+# Beside the region against bcftools: what any reader through zarr pays against it.
+FLOOR_TITLE = (
+    "What bcftools' region leaves any reader through zarr (the same pairs, alternating): a process "
+    "that imports zarr and numpy and reads nothing, and the same region read from bio2zarr's store"
+)
 
 
 def placeholder() -> str:
@@ -574,6 +639,11 @@ def build_rows(args, refs: Path, theirs: Path, bcf: Path, server: Server | None)
             other = read_in(op, "dir", theirs_store, extra)
         elif vs.startswith("bcftools view"):
             other = bcftools_region(indexed_copy(bcf, args.workdir), region)
+            floors = [
+                ("zarr and numpy imported, nothing read", read_in("floor", "dir", theirs_store, extra)),
+                (f"1 Mb region {region}, bio2zarr's store", read_in(op, "dir", theirs_store, extra)),
+            ]
+            rows += [Row(label, process, other, vs, floor=True) for label, process in floors]
         else:
             other = bcftools_afdist(bcf)
         rows.append(

@@ -165,3 +165,24 @@ def test_index_profile_probes_every_stage_and_changes_nothing(cohort_bcf, tmp_pa
     group = zarr.open_group(vcfvirtual.open_store(refs), mode="r", zarr_format=2)
     with pysam.VariantFile(str(cohort_bcf)) as vf:
         assert group["variant_position"][:].tolist() == [r.pos for r in vf]
+
+
+def test_ratio_interval_of_pairs_in_a_fixed_ratio_is_that_ratio(fresh):
+    """Every pair 2:1, whatever the load each ran under: every resample's medians are 2:1."""
+    pairs = [(2.0 * t, t) for t in (0.4, 0.5, 0.9, 0.45, 0.41)]
+    assert fresh.ratio_interval(pairs) == (2.0, 2.0)
+
+
+def test_ratio_interval_holds_the_runs_ratio_and_repeats(fresh):
+    """Medians 0.50 / 0.48 (hand-computed): the interval holds that ratio, is wider than
+    one point when the pairs disagree, and the same pairs give the same interval."""
+    pairs = [(0.50, 0.48), (0.47, 0.52), (0.61, 0.45), (0.49, 0.49), (0.55, 0.47)]
+    lo, hi = fresh.ratio_interval(pairs)
+    assert lo < 0.50 / 0.48 < hi
+    assert fresh.ratio_interval(pairs) == (lo, hi)
+
+
+def test_ours_faster_counts_the_pairs_ours_won(fresh):
+    row = fresh.Row("r", lambda: None, lambda: None)
+    row.runs = [(fresh.Run(w, 0.0, "", 0), fresh.Run(t, 0.0, "", 0)) for w, t in ((1, 2), (3, 2), (1, 1), (0.5, 0.6))]
+    assert row.ours_faster() == 2
