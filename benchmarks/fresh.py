@@ -588,10 +588,10 @@ def markdown(rows: list[Row], title: str) -> str:
     return "\n".join(lines)
 
 
-# Beside the region against bcftools: what any reader through zarr pays against it.
+# Beside a read against an outside tool (bcftools): what any reader through zarr pays against it.
 FLOOR_TITLE = (
-    "What bcftools' region leaves any reader through zarr (the same pairs, alternating): a process "
-    "that imports zarr and numpy and reads nothing, and the same region read from bio2zarr's store"
+    "What the outside tool leaves any reader through zarr (each paired with it, alternating, as above): "
+    "a process that imports zarr and numpy and reads nothing, and the same read from bio2zarr's store"
 )
 
 

@@ -13,7 +13,9 @@ gives > 300,000 sites). INFO/AF is always set and has at most 4 decimals, so
 Then, as benchmarks/fresh.py does (each read its own process, ours and theirs alternating,
 medians): `variant_AF` through ``vcfvirtual.open_store`` against `bcftools query -f
 '%AF\\n'` on the BCF (its output parsed and checksummed as the array, after the timing) and
-against bio2zarr's store (--no-bio2zarr to skip the conversion). ``--make-only`` writes the
+against bio2zarr's store (--no-bio2zarr to skip the conversion); and, each paired with
+`bcftools query` too, a process that imports zarr and numpy and reads nothing (the floor of
+any reader through zarr) and the same read from bio2zarr's store. ``--make-only`` writes the
 cohort, prints its path and stops (for benchmarks/index_profile.py).
 """
 
@@ -183,6 +185,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = [Row("`variant_AF`", lambda: run_read("array", "open_store", str(refs), extra), bcftools_query(bcf, "AF"))]
     rows[0].theirs_name = "bcftools query -f '%AF\\n'"
     first_opens(refs, None if args.no_bio2zarr else their_store(bcf, args.workdir, None))
+    query = rows[0].theirs
+    rows.append(Row("zarr and numpy imported, nothing read", lambda: run_read("floor", "dir", "", extra), query))
     if not args.no_bio2zarr:
         theirs = str(their_store(bcf, args.workdir, None))
         rows.append(
@@ -192,6 +196,10 @@ def main(argv: list[str] | None = None) -> None:
                 lambda: run_read("array", "dir", theirs, extra),
             )
         )
+        rows.append(Row("`variant_AF`, bio2zarr's store", lambda: run_read("array", "dir", theirs, extra), query))
+    for row in rows[1:]:
+        if row.theirs is query:
+            row.theirs_name, row.floor = rows[0].theirs_name, True
     measure_pairs(rows, args.pairs, args.prime_gb)
     n_sites = rows[0].runs[0][1].rows
     title = (
