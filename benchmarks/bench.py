@@ -7,8 +7,8 @@ For each cohort (diploid, human-like rates; genotype-only, plus one with FORMAT 
 it writes a BCF with bcftools (INFO/AF filled, as `bcftools +af-dist` needs), then measures
 in the same run and prints one markdown table:
 
-* index: `vcfvirtual index` wall time (CLI, after a warm-up run so numba's on-disk cache is
-  hot) per cache layout, against `vcf2zarr convert` and one `bgzip -dc` pass (the floor:
+* index: `vcfvirtual index` wall time (CLI, after a warm-up run so the page cache holds the
+  BCF and the installed modules) per cache layout, against `vcf2zarr convert` and one `bgzip -dc` pass (the floor:
   every byte inflated once); ratios. Also `vcfvirtual.index()` timed inside one interpreter
   (after a warm-up call), without Python's start-up and imports.
 * sizes: BCF, cache (and cache/BCF), Kerchunk JSON, bio2zarr's store.
@@ -388,7 +388,7 @@ def bench_cohort(bcf: Path, label: str, args, work: Path) -> list[dict]:
             cache,
             bcf,
         ]
-        timed(cmd)  # warm-up: numba's on-disk cache, page cache
+        timed(cmd)  # warm-up: the page cache (the BCF, the modules)
         index_s, rss = best_of(args.repeats, cmd)
         in_process = run_python(
             INDEX_IN_PROCESS.format(bcf=str(bcf), refs=str(refs), cache=str(cache), layout=layout, repeats=args.repeats)
