@@ -70,6 +70,29 @@ def test_edited_json_gets_json_loads_verdict(value, data):
     assert theirs[0] == ours[0] and (same(theirs[1], ours[1]) if theirs[0] == "value" else theirs[1] is ours[1])
 
 
+# Characters inserted into text: any, and those that trouble a parser given str (a lone
+# surrogate has no UTF-8, a byte-order mark, a NUL, quotes, escapes, a raw tab).
+INSERTED = st.text(
+    st.characters() | st.sampled_from(["\ud800", "\udfff", "\ufeff", "\x00", '"', "\\", "\t", "\u00e9"]),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES, st.data())
+def test_edited_json_text_gets_json_loads_verdict(value, data):
+    """As the test above, on str (the references' metadata strings are parsed as str)."""
+    text = json.dumps(value, ensure_ascii=data.draw(st.booleans()))
+    at = data.draw(st.integers(0, len(text)))
+    if data.draw(st.booleans()) and at < len(text):
+        text = text[:at] + text[at + 1 :]
+    else:
+        text = text[:at] + data.draw(INSERTED) + text[at:]
+    theirs, ours = outcome(json.loads, text), outcome(_json.loads, text)
+    assert theirs[0] == ours[0] and (same(theirs[1], ours[1]) if theirs[0] == "value" else theirs[1] is ours[1])
+
+
 EDGE_CASES = [
     b'{"a": NaN, "b": Infinity, "c": -Infinity}',  # json.loads accepts these
     b'\xef\xbb\xbf{"a": 1}',  # a UTF-8 byte-order mark: json.loads skips it
@@ -93,10 +116,25 @@ EDGE_CASES = [
     b'"\xff"',  # not UTF-8
 ]
 
+# Text no bytes are: a raw lone surrogate (json.loads reads it, msgspec cannot encode it).
+STR_EDGE_CASES = ['"\ud800"', '{"a": "x\udfffy"}', "[\ud800]", "\ufeff[1]"]
+
+
+@pytest.mark.parametrize("text", STR_EDGE_CASES, ids=range(len(STR_EDGE_CASES)))
+def test_str_edge_cases_get_json_loads_verdict(text):
+    theirs, ours = outcome(json.loads, text), outcome(_json.loads, text)
+    assert theirs[0] == ours[0]
+    assert same(theirs[1], ours[1]) if theirs[0] == "value" else theirs[1] is ours[1]
+
 
 @pytest.mark.parametrize("text", EDGE_CASES, ids=range(len(EDGE_CASES)))
 def test_edge_cases_get_json_loads_verdict(text):
-    for form in (text, bytearray(text)):
+    forms: list[str | bytes | bytearray] = [text, bytearray(text)]
+    try:
+        forms.append(text.decode("utf-8"))  # as str too, where the bytes are UTF-8
+    except UnicodeDecodeError:
+        pass
+    for form in forms:
         theirs, ours = outcome(json.loads, form), outcome(_json.loads, form)
         assert theirs[0] == ours[0]
         assert same(theirs[1], ours[1]) if theirs[0] == "value" else theirs[1] is ours[1]
