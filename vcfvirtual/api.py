@@ -322,8 +322,13 @@ def run_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
         return _append(bcf_path, options)
     plan = plan_index(bcf_path, options)
     _prepare_outputs(plan)
-    with _staging(plan) as staging, _temporary_references(plan) as tmp_refs, _outputs_named(plan, tmp_refs):
-        with as_bcf(_scan_inputs(plan), plan.cache_path) as scan_paths, _cache_output(plan) as tmp_cache:
+    with (
+        _staging(plan) as staging,
+        _temporary_references(plan) as tmp_refs,
+        _outputs_named(plan, tmp_refs),
+        _cache_output(plan) as (tmp_cache, pending_cache),
+    ):
+        with as_bcf(_scan_inputs(plan), plan.cache_path) as scan_paths:
             scan, ranges = _write_cache(plan, scan_paths, tmp_cache)
             if isinstance(tmp_cache, str) and isinstance(ranges, SegmentRanges):  # parts written in place
                 staging.written_in_place([part_url(tmp_cache, name) for name in ranges.parts])
@@ -332,7 +337,9 @@ def run_index(bcf_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
                 provenance = _provenance(plan, scan, tmp_cache, ranges)
                 group = _build_manifests(plan, scan, ranges, provenance)
                 _write_references(plan, group, tmp_refs)
-        staging.publish(_placer(tmp_refs, plan.refs_path))
+        if plan.remote is not None and pending_cache is not None:
+            pending_cache.place()  # the local copy the upload reads (remote references cannot be placed with it)
+        staging.publish(_placer(pending_cache, tmp_refs, plan.refs_path))
     cache_url = plan.remote.cache_url if plan.remote is not None else None
     if cache_url and isinstance(ranges, SegmentRanges) and plan.options.force:
         # Parts written (or uploaded) over a cache with more of them: the extra ones go
@@ -664,16 +671,19 @@ def _outputs_named(plan: IndexPlan, tmp_refs: Path | None) -> Iterator[None]:
         raise OutputWriteError(plan.refs_path if refs else plan.cache_path, e.problem, hint=e.hint) from None
 
 
-def _cache_output(plan: IndexPlan) -> contextlib.AbstractContextManager[CacheTarget]:
-    """Where the cache is written: a temporary renamed into place when the block
-    completes (before the references that point at it), the input itself (zero copy),
-    or the URL of a cache made of parts, whose writers upload each part (and remove what
-    they wrote if the run fails)."""
+@contextlib.contextmanager
+def _cache_output(plan: IndexPlan) -> Iterator[tuple[CacheTarget, outputs.PendingOutput | None]]:
+    """Where the cache is written, and the output waiting to be placed if any: a
+    temporary put in place together with the references that name it (:func:`_placer`;
+    deleted if the run fails), the input itself (zero copy), or the URL of a cache made
+    of parts, whose writers upload each part (and remove what they wrote if the run fails)."""
     if plan.zero_copy:
-        return contextlib.nullcontext(plan.cache_path)
-    if plan.remote is not None and plan.remote.cache_in_place and plan.remote.cache_url:
-        return contextlib.nullcontext(plan.remote.cache_url)
-    return outputs.atomic_output(plan.cache_path, force=True)
+        yield plan.cache_path, None
+    elif plan.remote is not None and plan.remote.cache_in_place and plan.remote.cache_url:
+        yield plan.remote.cache_url, None
+    else:
+        with outputs.pending_output(plan.cache_path, force=True) as pending:
+            yield pending.tmp, pending
 
 
 def _write_cache(plan: IndexPlan, scan_paths: list[Path], tmp_cache: CacheTarget) -> tuple[ScanResult, CacheRanges]:
@@ -781,11 +791,18 @@ def _keep_verdict(plan: IndexPlan) -> None:
     logger.info("%s: checked as open_store checks it; its verdict kept for the next open", plan.refs_path)
 
 
-def _placer(tmp_refs: Path | None, refs_path: Path | None) -> Callable[[], None] | None:
-    """Renames the finished references into place (after the cache is uploaded)."""
-    if tmp_refs is None or refs_path is None:
-        return None
-    return lambda: outputs.replace_output(tmp_refs, refs_path)
+def _placer(
+    cache: outputs.PendingOutput | None, tmp_refs: Path | None, refs_path: Path | None
+) -> Callable[[], None] | None:
+    """Puts the finished references in place (after the cache is uploaded), with the
+    cache they name where it waits to be placed too: both or neither, so that no
+    interruption leaves the new cache under the old references, which would not read it."""
+    refs = [(tmp_refs, refs_path)] if tmp_refs is not None and refs_path is not None else []
+    if cache is not None and not cache.placed:
+        return lambda: cache.place(*refs)
+    if refs:
+        return lambda: outputs.replace_outputs(refs)
+    return None
 
 
 def _summary(plan: IndexPlan, scan: ScanResult, provenance: Provenance) -> IndexSummary:

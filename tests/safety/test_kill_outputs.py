@@ -108,3 +108,32 @@ def test_kills_at_random_instants_leave_old_or_new_outputs(bcf, tmp_path, fmt):
     assert sorted(os.listdir(tmp_path)) == sorted([refs.name, cache.name])
     assert our_positions(refs) == expected
     print(fmt, outcomes)
+
+
+@pytest.mark.parametrize("fmt", ["json", "parquet", "icechunk"])
+def test_an_interrupt_before_the_references_are_placed_keeps_the_old_pair(tmp_path, fmt, monkeypatch):
+    """SIGTERM arriving once the new cache and references are written, before they are put
+    in place (here raised where publishing begins, as the handler raises it there): the
+    cache and the references that stand are still each other's, the first run's, readable
+    with its values. A second BCF of other positions makes a mixed pair show (the old
+    references would name bytes the new cache no longer holds)."""
+    if fmt == "icechunk":
+        pytest.importorskip("icechunk")
+    from vcfvirtual.interrupts import Interrupted
+    from vcfvirtual.io import staging
+
+    first = bcfdata.write_bcf(bcfdata.random_cohort_vcf(300, 10, seed=1), tmp_path / "a.bcf", index=False)
+    second = bcfdata.write_bcf(bcfdata.random_cohort_vcf(400, 10, seed=2), tmp_path / "b.bcf", index=False)
+    refs, cache = tmp_path / ("k" + SUFFIX[fmt]), tmp_path / "k.cache"
+    vcfvirtual.index(first, refs_path=refs, cache_path=cache, refs_format=fmt)
+    publish = staging.Staging.publish
+
+    def interrupted(self, *args, **kwargs):
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(staging.Staging, "publish", interrupted)
+    with pytest.raises(Interrupted):
+        vcfvirtual.index(second, refs_path=refs, cache_path=cache, refs_format=fmt, force=True)
+    monkeypatch.setattr(staging.Staging, "publish", publish)
+    assert our_positions(refs) == pysam_positions(first)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

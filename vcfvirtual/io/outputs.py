@@ -9,7 +9,7 @@ import errno
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -125,11 +125,49 @@ def replace_output(tmp: Path, path: Path) -> None:
     anything in one rename: the old one is renamed aside, the new one renamed in, and only
     then is the old one deleted. Callers have checked that what stands at ``path`` is an
     output of this tool (:func:`refuse_foreign_output`)."""
+    replace_outputs([(tmp, path)])
+
+
+def replace_outputs(pairs: Sequence[tuple[Path, Path]]) -> None:
+    """Put several finished temporaries under their names together, each ``(tmp, path)``
+    as :func:`replace_output` puts one: a cache, then the references that name it.
+
+    Placed one by one, a run interrupted between them (SIGTERM while the old cache was
+    being deleted) left the new cache under the old references, which no longer read: the
+    references' fingerprint, or Icechunk's modification time, refuses it. So the signals
+    wait (:func:`vcfvirtual.interrupts.deferred`) until every one is in place; what stood
+    under each name is set aside until then (every output but the last: a file there is
+    replaced in one rename) and deleted only once all are in; an error part-way puts back
+    what was placed, in reverse. A kill -9 can still fall between two renames, a window
+    of microseconds rather than a whole deletion."""
     interrupts.raise_pending()  # an interrupted run replaces nothing, even if Python swallowed the signal's raise
-    tmp, path = Path(tmp), Path(path)
-    if not os.path.lexists(path) or (not tmp.is_dir() and path.is_file() and not path.is_symlink()):
+    placed: list[tuple[Path, Path, Path | None]] = []
+    with interrupts.deferred():
+        try:
+            for i, (tmp, path) in enumerate(pairs):
+                tmp, path = Path(tmp), Path(path)
+                placed.append((tmp, path, _swap_in(tmp, path, last=i == len(pairs) - 1)))
+        except BaseException:
+            for tmp, path, old in reversed(placed):
+                os.rename(path, tmp)
+                if old is not None:
+                    os.rename(old, path)
+            raise
+        for _, _, old in placed:
+            if old is not None:
+                _delete(old)
+
+
+def _swap_in(tmp: Path, path: Path, *, last: bool) -> Path | None:
+    """``tmp`` renamed to ``path``; what stood there set aside under
+    :func:`_set_aside_name`, whose name is returned (None: nothing stood there, or, the
+    ``last`` of its pairs, a file that one rename replaced)."""
+    if not os.path.lexists(path):
+        os.rename(tmp, path)
+        return None
+    if last and not tmp.is_dir() and path.is_file() and not path.is_symlink():
         os.replace(tmp, path)
-        return
+        return None
     old = _set_aside_name(path)
     os.rename(path, old)
     try:
@@ -137,7 +175,41 @@ def replace_output(tmp: Path, path: Path) -> None:
     except BaseException:
         os.rename(old, path)  # this run stops here: the old output stays, as it was
         raise
-    _delete(old)
+    return old
+
+
+class PendingOutput:
+    """An output written under its temporary name ``tmp`` that becomes ``path``: put in
+    place with the outputs that name it (:meth:`place`), or alone when the block of
+    :func:`pending_output` that made it ends."""
+
+    def __init__(self, tmp: Path, path: Path) -> None:
+        self.tmp, self.path = tmp, path
+        self.placed = False
+
+    def place(self, *others: tuple[Path, Path]) -> None:
+        """Put it in place together with ``others`` ((temporary, name) pairs placed after
+        it: the references naming it), as :func:`replace_outputs` does."""
+        replace_outputs([(self.tmp, self.path), *others])
+        self.placed = True
+
+
+@contextlib.contextmanager
+def pending_output(path: Path, *, force: bool) -> Iterator[PendingOutput]:
+    """:func:`atomic_output`'s temporary as a :class:`PendingOutput`, which the block may
+    place together with other outputs; what it has not placed is placed when it ends,
+    and the temporary is deleted if it fails."""
+    path = Path(path)
+    if os.path.lexists(path) and not force:
+        raise OutputExistsError(path, "output already exists", hint="pass force=True to overwrite it")
+    pending = PendingOutput(temporary_name(path), path)
+    try:
+        yield pending
+        if not pending.placed:
+            pending.place()
+    except BaseException:
+        _delete(pending.tmp)
+        raise
 
 
 @contextlib.contextmanager
@@ -165,16 +237,8 @@ def atomic_output(path: Path, *, force: bool) -> Iterator[Path]:
     OutputExistsError
         ``path`` exists and ``force`` is false.
     """
-    path = Path(path)
-    if os.path.lexists(path) and not force:
-        raise OutputExistsError(path, "output already exists", hint="pass force=True to overwrite it")
-    tmp = temporary_name(path)
-    try:
-        yield tmp
-        replace_output(tmp, path)
-    except BaseException:
-        _delete(tmp)
-        raise
+    with pending_output(path, force=force) as pending:
+        yield pending.tmp
 
 
 @contextlib.contextmanager

@@ -145,3 +145,49 @@ def test_write_hint_names_the_option_for_a_full_disk():
     assert "cache_path=" in outputs.write_hint(OSError(errno.ENOSPC, "full"))
     assert "--cache" in outputs.write_hint(OSError(errno.EDQUOT, "quota"), "--cache")
     assert "writable" in outputs.write_hint(OSError(errno.EACCES, "denied"))
+
+
+def _folder(path, text):
+    path.mkdir()
+    (path / "part-000000").write_text(text)
+    return path
+
+
+def test_outputs_placed_together_replace_both_and_leave_nothing_aside(tmp_path):
+    """A cache folder and the references file naming it, old ones standing: both new ones
+    in place, the old folder deleted once both are in, no set-aside or temporary left."""
+    cache, refs = _folder(tmp_path / "c", "old"), tmp_path / "r.json"
+    refs.write_text("old")
+    new_cache, new_refs = _folder(tmp_path / ".c.tmp-1", "new"), tmp_path / ".r.json.tmp-1"
+    new_refs.write_text("new")
+    outputs.replace_outputs([(new_cache, cache), (new_refs, refs)])
+    assert (cache / "part-000000").read_text() == refs.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "r.json"]
+
+
+def test_a_failure_part_way_puts_back_what_was_placed(tmp_path):
+    """The references' rename fails (here: their temporary is missing) after the cache was
+    placed: the old cache is back under its name, the new one under its temporary name,
+    the old references untouched."""
+    cache, refs = _folder(tmp_path / "c", "old"), tmp_path / "r.json"
+    refs.write_text("old")
+    new_cache = _folder(tmp_path / ".c.tmp-1", "new")
+    with pytest.raises(FileNotFoundError):
+        outputs.replace_outputs([(new_cache, cache), (tmp_path / ".r.json.tmp-1", refs)])
+    assert (cache / "part-000000").read_text() == refs.read_text() == "old"
+    assert (new_cache / "part-000000").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".c.tmp-1", "c", "r.json"]
+
+
+def test_an_interrupt_before_placing_places_nothing(tmp_path, monkeypatch):
+    """A signal recorded before the outputs are placed: none is (the run is interrupted)."""
+    from vcfvirtual import interrupts
+
+    cache, refs = _folder(tmp_path / "c", "old"), tmp_path / "r.json"
+    refs.write_text("old")
+    new_cache, new_refs = _folder(tmp_path / ".c.tmp-1", "new"), tmp_path / ".r.json.tmp-1"
+    new_refs.write_text("new")
+    monkeypatch.setattr(interrupts, "_pending", 15)
+    with pytest.raises(interrupts.Interrupted):
+        outputs.replace_outputs([(new_cache, cache), (new_refs, refs)])
+    assert (cache / "part-000000").read_text() == refs.read_text() == "old"
