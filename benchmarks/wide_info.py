@@ -182,24 +182,16 @@ def main(argv: list[str] | None = None) -> None:
     compile_bytecode()
     refs = our_store(bcf, args.workdir)
     extra = {"warm": True, "field": "variant_AF", "benchmarks": str(HERE)}
-    rows = [Row("`variant_AF`", lambda: run_read("array", "open_store", str(refs), extra), bcftools_query(bcf, "AF"))]
-    rows[0].theirs_name = "bcftools query -f '%AF\\n'"
+    query, query_name = bcftools_query(bcf, "AF"), "bcftools query -f '%AF\\n'"
+    rows = [Row("`variant_AF`", lambda: run_read("array", "open_store", str(refs), extra), query, query_name)]
     first_opens(refs, None if args.no_bio2zarr else their_store(bcf, args.workdir, None))
-    query = rows[0].theirs
-    rows.append(Row("zarr and numpy imported, nothing read", lambda: run_read("floor", "dir", "", extra), query))
+    floor = lambda: run_read("floor", "dir", "", extra)  # noqa: E731
+    rows.append(Row("zarr and numpy imported, nothing read", floor, query, query_name, floor=True))
     if not args.no_bio2zarr:
         theirs = str(their_store(bcf, args.workdir, None))
-        rows.append(
-            Row(
-                "`variant_AF`",
-                lambda: run_read("array", "open_store", str(refs), extra),
-                lambda: run_read("array", "dir", theirs, extra),
-            )
-        )
-        rows.append(Row("`variant_AF`, bio2zarr's store", lambda: run_read("array", "dir", theirs, extra), query))
-    for row in rows[1:]:
-        if row.theirs is query:
-            row.theirs_name, row.floor = rows[0].theirs_name, True
+        read_theirs = lambda: run_read("array", "dir", theirs, extra)  # noqa: E731
+        rows.append(Row("`variant_AF`", lambda: run_read("array", "open_store", str(refs), extra), read_theirs))
+        rows.append(Row("`variant_AF`, bio2zarr's store", read_theirs, query, query_name, floor=True))
     measure_pairs(rows, args.pairs, args.prime_gb)
     n_sites = rows[0].runs[0][1].rows
     title = (
